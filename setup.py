@@ -1,0 +1,46 @@
+"""Build: maps the top-level source dirs onto one import name and compiles the Cython core.
+
+core/ -> cykafka.core (one extension, core/_core.pyx, which `include`s the other .pyx files: the asyncpg/uvloop idiom
+that keeps cdef classes in one module, so no cross-module cimport and no .pxd lookup through package_dir),
+ports/ -> cykafka.ports, adapters/ -> cykafka.adapters. Generated C goes to build/, never into the wheel.
+"""
+
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+PACKAGES = {
+    "cykafka": "cykafka",
+    "cykafka.core": "core",
+    "cykafka.ports": "ports",
+    "cykafka.adapters": "adapters",
+}
+
+extension = Extension(
+    "cykafka.core._core",
+    sources=["core/_core.pyx"],
+    include_dirs=["core"],
+    extra_compile_args=["-O3", "-fno-strict-aliasing"],
+)
+
+setup(
+    packages=list(PACKAGES),
+    package_dir=PACKAGES,
+    package_data={"cykafka": ["py.typed"], "cykafka.core": ["py.typed", "*.pyi"]},
+    exclude_package_data={"": ["*.c", "*.h", "*.pyx", "*.pxi", "*.html"]},
+    ext_modules=cythonize(
+        [extension],
+        build_dir="build/cython",
+        annotate=bool(os.environ.get("CYKAFKA_ANNOTATE")),
+        compiler_directives={
+            "language_level": "3",
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+            "embedsignature": True,
+        },
+    ),
+    zip_safe=False,
+)

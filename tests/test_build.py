@@ -1,0 +1,41 @@
+"""The package as installed: compiled core, one top-level name, no generated C in the wheel."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+
+import cykafka
+import cykafka.core
+from cykafka.core import _core
+
+
+def test_core_is_a_compiled_extension() -> None:
+    assert _core.__file__ is not None
+    assert _core.__file__.endswith(".so"), _core.__file__
+    assert cykafka.core.crc32c is _core.crc32c
+    assert "cython" in type(_core.crc32c).__name__
+
+
+def test_installed_from_site_packages_not_the_source_tree() -> None:
+    assert "site-packages" in (cykafka.__file__ or ""), cykafka.__file__
+
+
+def test_only_cykafka_is_installed_at_top_level() -> None:
+    files = importlib.metadata.files("cykafka") or []
+    tops = set()
+    for f in files:
+        parts = f.parts
+        if parts[0] == "..":  # console scripts in bin/
+            continue
+        tops.add(parts[0])
+    tops = {t for t in tops if not t.endswith(".dist-info")}
+    assert tops == {"cykafka"}, tops
+    names = [str(f) for f in files]
+    assert not [n for n in names if n.endswith((".c", ".pyx", ".h"))], names
+    assert "cykafka/py.typed" in names and "cykafka/core/_core.pyi" in names
+
+
+def test_py_typed_and_stubs_next_to_the_extension() -> None:
+    core_dir = os.path.dirname(_core.__file__ or "")
+    assert os.path.exists(os.path.join(core_dir, "_core.pyi"))
