@@ -1,1 +1,100 @@
-"""cykafka.ports: the typing.Protocol interfaces the Sender and Producer depend on (adapters implement them)."""
+"""cykafka.ports: the typing.Protocol interfaces the Sender and Producer depend on, and the values that cross them.
+
+Adapters implement these; the core never calls them per record (one Compressor call per batch, one metadata
+snapshot per sender loop). Times are integers in milliseconds and their names say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from typing_extensions import Buffer
+
+# Record-batch codec ids (attributes bits 0-2), as Kafka numbers them.
+CODEC_NONE = 0
+CODEC_GZIP = 1
+CODEC_SNAPPY = 2
+CODEC_LZ4 = 3
+CODEC_ZSTD = 4
+CODEC_NAMES = {"none": CODEC_NONE, "gzip": CODEC_GZIP, "snappy": CODEC_SNAPPY, "lz4": CODEC_LZ4, "zstd": CODEC_ZSTD}
+
+
+@runtime_checkable
+class Compressor(Protocol):
+    """Compresses a batch's records section (one call per batch) and decompresses it on the read side."""
+
+    codec_id: int
+    name: str
+
+    def compress(self, data: Buffer) -> bytes: ...
+
+    def decompress(self, data: Buffer) -> bytes: ...
+
+
+class Clock(Protocol):
+    """Time as the Sender and Producer see it. monotonic_ms for deadlines, wall_ms for record timestamps."""
+
+    def monotonic_ms(self) -> int: ...
+
+    def wall_ms(self) -> int: ...
+
+    def sleep_ms(self, duration_ms: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int  # node id, -1 when unknown
+    leader_epoch: int = -1
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Immutable metadata: brokers, and every known topic's partitions with leader and leader epoch."""
+
+    nodes: Mapping[int, Node] = field(default_factory=dict)
+    partitions: Mapping[str, Sequence[PartitionInfo]] = field(default_factory=dict)  # topic -> by partition id
+    topic_errors: Mapping[str, int] = field(default_factory=dict)  # topic -> error code (e.g. 3 unknown topic)
+    controller_id: int = -1
+    cluster_id: str | None = None
+
+    def partition_count(self, topic: str) -> int | None:
+        parts = self.partitions.get(topic)
+        return len(parts) if parts is not None else None
+
+    def leader(self, topic: str, partition: int) -> int:
+        parts = self.partitions.get(topic)
+        if parts is None or not 0 <= partition < len(parts):
+            return -1
+        return parts[partition].leader
+
+    def available_partitions(self, topic: str) -> list[int]:
+        return [p.partition for p in self.partitions.get(topic, ()) if p.leader >= 0]
+
+
+class MetadataSource(Protocol):
+    """Where cluster snapshots come from. The Sender asks for an update; the adapter fetches it over its own I/O."""
+
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def add_topic(self, topic: str, now_ms: int) -> None: ...
+
+    def request_update(self) -> None: ...
+
+    def maybe_update(self, now_ms: int) -> int:
+        """Progress a pending refresh; returns ms until the next refresh is due."""
+        ...
