@@ -2,6 +2,7 @@
 
 from cykafka.core import _core
 from cykafka.core._core import (
+    BufferPool,
     BuiltInPartitioner,
     NodeLatencyStats,
     StickyPartitionInfo,
@@ -13,6 +14,7 @@ from cykafka.core._core import (
 )
 
 __all__ = [
+    "BufferPool",
     "BuiltInPartitioner",
     "NodeLatencyStats",
     "StickyPartitionInfo",

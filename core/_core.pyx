@@ -2,3 +2,4 @@
 # Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
 include "checksum.pyx"
 include "partitioner.pyx"
+include "pool.pyx"
