@@ -1,3 +1,4 @@
 # The compiled core: one extension module built from the included .pyx files (asyncpg/uvloop idiom).
 # Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
 include "checksum.pyx"
+include "records.pyx"
