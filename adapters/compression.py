@@ -14,7 +14,6 @@ raises CorruptRecordError.
 
 from __future__ import annotations
 
-import io
 import struct
 import zlib
 from typing import Final
@@ -194,14 +193,21 @@ class ZstdCompressor:
         return out
 
     def decompress(self, data: Buffer) -> bytes:
-        # streaming: output grows with what the frames really hold, never by their declared content size
-        # (Java's zstd-jni writes frames without one, and a declared size is only a claim)
+        """Every frame in data, streamed: output grows with what the frames really hold, never by a declared
+        content size (Java's zstd-jni writes none; a declared size is only a claim)."""
+        rest = _as_bytes(data)
+        parts = []
         try:
-            with self._decompressor.stream_reader(io.BytesIO(_as_bytes(data)), read_across_frames=True) as reader:
-                out: bytes = reader.read()
+            while True:
+                inflater = self._decompressor.decompressobj()
+                parts.append(inflater.decompress(rest))
+                if not inflater.eof:
+                    raise CorruptRecordError("zstd frame is truncated")
+                rest = inflater.unused_data
+                if not rest:
+                    return b"".join(parts)
         except zstandard.ZstdError as e:
             raise CorruptRecordError(f"zstd data is corrupt: {e}") from e
-        return out
 
 
 def _check_level(key: str, level: int, low: int, high: int, default: int) -> int:
