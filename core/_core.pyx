@@ -3,3 +3,4 @@
 include "checksum.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
+include "records.pyx"
