@@ -2,13 +2,18 @@
 
 from cykafka.core import _core
 from cykafka.core._core import (
+    RECORD_BATCH_OVERHEAD_BYTES,
     BufferPool,
     BuiltInPartitioner,
     DecodedBatch,
     DecodedRecord,
     NodeLatencyStats,
-    RECORD_BATCH_OVERHEAD_BYTES,
+    ProducerBatch,
+    ReadyResult,
+    RecordAccumulator,
     RecordBatchBuilder,
+    RecordFuture,
+    RecordMetadata,
     StickyPartitionInfo,
     crc32c,
     crc32c_hardware,
@@ -21,13 +26,18 @@ from cykafka.core._core import (
 )
 
 __all__ = [
+    "RECORD_BATCH_OVERHEAD_BYTES",
     "BufferPool",
     "BuiltInPartitioner",
     "DecodedBatch",
     "DecodedRecord",
     "NodeLatencyStats",
-    "RECORD_BATCH_OVERHEAD_BYTES",
+    "ProducerBatch",
+    "ReadyResult",
+    "RecordAccumulator",
     "RecordBatchBuilder",
+    "RecordFuture",
+    "RecordMetadata",
     "StickyPartitionInfo",
     "_core",
     "crc32c",

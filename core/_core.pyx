@@ -1,6 +1,9 @@
 # The compiled core: one extension module built from the included .pyx files (asyncpg/uvloop idiom).
 # Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
+from cykafka.errors import CorruptRecordError, KafkaTimeoutError, ProducerClosedError
+
 include "checksum.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
 include "records.pyx"
+include "accumulator.pyx"

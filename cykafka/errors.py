@@ -69,3 +69,21 @@ class BrokerResponseError(KafkaError):
     def __init__(self, message: str = "", *, code: int, name: str, retriable: bool = False) -> None:
         super().__init__(message, code=code, retriable=retriable)
         self.name = name
+
+
+class NetworkError(KafkaError):
+    """A connection failed or was lost with requests in flight; retriable."""
+
+    retriable = True
+
+
+class SerializationError(KafkaError, TypeError):
+    """A key, value or header could not be turned into bytes; nothing was queued."""
+
+
+class InvalidTopicError(KafkaError, ValueError):
+    """The topic name breaks Kafka's rules (empty, '.', '..', over 249 chars, characters outside [a-zA-Z0-9._-])."""
+
+
+class InvalidRecordError(KafkaError, ValueError):
+    """A record argument is invalid (partition out of range, negative timestamp); nothing was queued."""

@@ -6,7 +6,7 @@ snapshot per sender loop). Times are integers in milliseconds and their names sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -98,3 +98,45 @@ class MetadataSource(Protocol):
     def maybe_update(self, now_ms: int) -> int:
         """Progress a pending refresh; returns ms until the next refresh is due."""
         ...
+
+
+@dataclass(slots=True)
+class ClientResponse:
+    """What a Transport hands back for one request: the decoded response, or the error that ended it."""
+
+    node_id: int
+    request: object
+    handler: Callable[[ClientResponse], None] | None
+    response: object | None  # None for acks=0 produce, disconnects, timeouts
+    error: Exception | None  # a KafkaError: disconnect (retriable), request timeout, protocol error
+    sent_ms: int
+    received_ms: int
+
+
+class Transport(Protocol):
+    """Kafka's NetworkClient, narrowed: connections to nodes, requests in flight, responses out of poll().
+
+    Requests are the wire-codec dataclasses (adapters.kafka_protocol); the transport picks each API's version.
+    Node ids < 0 are bootstrap addresses until metadata names the brokers.
+    """
+
+    def update_nodes(self, nodes: Mapping[int, Node]) -> None: ...
+
+    def ready(self, node_id: int, now_ms: int) -> bool:
+        """True when a request can go to node_id now; otherwise starts connecting if it may."""
+        ...
+
+    def connection_delay_ms(self, node_id: int, now_ms: int) -> int: ...
+
+    def send(self, node_id: int, request: object, now_ms: int,
+             handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None: ...
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]: ...
+
+    def in_flight_count(self, node_id: int | None = None) -> int: ...
+
+    def least_loaded_node(self, now_ms: int) -> int | None: ...
+
+    def wakeup(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,47 @@
+"""Clock adapters: SystemClock (monotonic for deadlines, wall for timestamps) and ManualClock for tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class SystemClock:
+    def monotonic_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+    def wall_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def sleep_ms(self, duration_ms: int) -> None:
+        if duration_ms > 0:
+            time.sleep(duration_ms / 1000)
+
+
+class ManualClock:
+    """Time that moves only when told (Kafka's MockTime). `auto_tick_ms` advances it on every read."""
+
+    def __init__(self, now_ms: int = 1_700_000_000_000, auto_tick_ms: int = 0) -> None:
+        self._now_ms = now_ms
+        self._start_ms = now_ms
+        self.auto_tick_ms = auto_tick_ms
+        self._lock = threading.Lock()
+
+    def advance(self, duration_ms: int) -> None:
+        with self._lock:
+            self._now_ms += duration_ms
+
+    def monotonic_ms(self) -> int:
+        with self._lock:
+            now = self._now_ms
+            self._now_ms += self.auto_tick_ms
+            return now - self._start_ms
+
+    def wall_ms(self) -> int:
+        with self._lock:
+            now = self._now_ms
+            self._now_ms += self.auto_tick_ms
+            return now
+
+    def sleep_ms(self, duration_ms: int) -> None:
+        self.advance(max(duration_ms, 0))

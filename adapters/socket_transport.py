@@ -1,0 +1,420 @@
+"""Socket transport: non-blocking TCP connections (one per broker) driven by `selectors`, Kafka framing and
+correlation ids, ApiVersions negotiation on connect, max in-flight, request/connection-setup timeouts, reconnect
+backoff. Implements ports.Transport; the caller owns the loop and passes now_ms in.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import random
+import selectors
+import socket
+import struct
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cykafka.adapters import kafka_protocol as kp
+from cykafka.config import ProducerConfig
+from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError, ProtocolError, UnsupportedVersionError
+from cykafka.ports import ClientResponse, Node
+
+log = logging.getLogger("cykafka")
+
+_CONNECTING, _NEGOTIATING, _READY, _DISCONNECTED = "connecting", "negotiating", "ready", "disconnected"
+_MAX_FRAME_BYTES = 100 * 1024 * 1024  # a size prefix above this is a protocol error, never an allocation
+_SIZE = struct.Struct(">i")
+
+
+@dataclass(slots=True)
+class _Request:
+    correlation_id: int
+    api_key: int
+    version: int
+    request: object
+    handler: Callable[[ClientResponse], None] | None
+    sent_ms: int
+    expect_response: bool
+    internal: bool = False  # ApiVersions sent by the transport itself
+
+
+@dataclass(slots=True)
+class _Connection:
+    node_id: int
+    host: str
+    port: int
+    state: str = _DISCONNECTED
+    sock: socket.socket | None = None
+    outgoing: deque[memoryview] = field(default_factory=deque)
+    unwritten_requests: deque[tuple[_Request, int]] = field(default_factory=deque)  # request, bytes left to write
+    in_flight: deque[_Request] = field(default_factory=deque)
+    incoming: bytearray = field(default_factory=bytearray)
+    api_versions: dict[int, int] = field(default_factory=dict)  # api key -> version we use
+    connect_started_ms: int = 0
+    last_failure_ms: int = -(2**62)
+    failures: int = 0
+    backoff_ms: int = 0
+
+
+class SocketTransport:
+    """Kafka's NetworkClient over plain TCP sockets."""
+
+    def __init__(self, config: ProducerConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
+        self.config = config
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._connections: dict[int, _Connection] = {}
+        for index, server in enumerate(config.bootstrap_servers):
+            host, _, port = server.rpartition(":")
+            self._connections[-(index + 1)] = _Connection(-(index + 1), host.strip("[]"), int(port))
+        self._nodes: Mapping[int, Node] = {}
+        self._correlation_id = 0
+        self._completed: list[ClientResponse] = []
+        self._random = random.Random()
+        self._closed = False
+
+    # -- ports.Transport ---------------------------------------------------------------------------------------
+
+    def update_nodes(self, nodes: Mapping[int, Node]) -> None:
+        if nodes is self._nodes:
+            return
+        self._nodes = nodes
+        for node in nodes.values():
+            conn = self._connections.get(node.node_id)
+            if conn is None:
+                self._connections[node.node_id] = _Connection(node.node_id, node.host, node.port)
+            elif (conn.host, conn.port) != (node.host, node.port) and conn.state == _DISCONNECTED:
+                conn.host, conn.port = node.host, node.port
+
+    def ready(self, node_id: int, now_ms: int) -> bool:
+        conn = self._connections.get(node_id)
+        if conn is None:
+            return False
+        if conn.state == _READY:
+            in_flight = len(conn.in_flight) + len(conn.unwritten_requests)
+            return in_flight < self.config.max_in_flight_requests_per_connection
+        if conn.state == _DISCONNECTED and now_ms - conn.last_failure_ms >= conn.backoff_ms:
+            self._connect(conn, now_ms)
+        return False
+
+    def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
+        conn = self._connections.get(node_id)
+        if conn is None:
+            return self.config.reconnect_backoff_ms
+        if conn.state == _DISCONNECTED:
+            return max(0, conn.last_failure_ms + conn.backoff_ms - now_ms)
+        if conn.state in (_CONNECTING, _NEGOTIATING):
+            return max(0, conn.connect_started_ms + self.config.socket_connection_setup_timeout_ms - now_ms)
+        return 2**31  # connected: poll() wakes when a response frees a slot
+
+    def send(self, node_id: int, request: object, now_ms: int,
+             handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None:
+        conn = self._connections[node_id]
+        if conn.state != _READY:
+            raise NetworkError(f"node {node_id} is not ready for requests")
+        api_key: int = request.API_KEY  # type: ignore[attr-defined]
+        version = conn.api_versions.get(api_key)
+        if version is None:
+            raise UnsupportedVersionError(f"broker {node_id} supports no version of API {api_key} that cykafka "
+                                             f"speaks")
+        self._enqueue(conn, request, api_key, version, handler, now_ms, expect_response)
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
+        self._check_timeouts(now_ms)
+        for conn in self._connections.values():
+            if conn.outgoing and conn.sock is not None:
+                self._write(conn, now_ms)
+        if self._completed:
+            timeout_ms = 0
+        for key, events in self._selector.select(max(timeout_ms, 0) / 1000):
+            conn = key.data
+            if conn is None:
+                self._drain_wakeups()
+                continue
+            if conn.state == _CONNECTING and events & selectors.EVENT_WRITE:
+                self._finish_connect(conn, now_ms)
+            if conn.sock is not None and events & selectors.EVENT_WRITE and conn.state != _CONNECTING:
+                self._write(conn, now_ms)
+            if conn.sock is not None and events & selectors.EVENT_READ:
+                self._read(conn, now_ms)
+        completed, self._completed = self._completed, []
+        return completed
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        conns = self._connections.values() if node_id is None else [self._connections.get(node_id)]
+        return sum(len(c.in_flight) + len(c.unwritten_requests) for c in conns if c is not None)
+
+    def least_loaded_node(self, now_ms: int) -> int | None:
+        """A ready node with the fewest requests in flight, else one connecting, else one out of backoff."""
+        candidates = [c for c in self._connections.values() if c.node_id >= 0] or list(self._connections.values())
+        if self._nodes:  # once metadata names brokers, prefer them (bootstrap ids stay as a fallback)
+            candidates = [c for c in candidates if c.node_id in self._nodes] or candidates
+        self._random.shuffle(candidates)
+        best: _Connection | None = None
+        for conn in candidates:
+            if conn.state == _READY and (best is None or best.state != _READY
+                                         or len(conn.in_flight) < len(best.in_flight)):
+                best = conn
+        if best is not None:
+            return best.node_id
+        for conn in candidates:
+            if conn.state in (_CONNECTING, _NEGOTIATING):
+                return conn.node_id
+        ok = [c for c in candidates if now_ms - c.last_failure_ms >= c.backoff_ms]
+        if not ok and self._connections:
+            ok = [c for c in self._connections.values() if now_ms - c.last_failure_ms >= c.backoff_ms]
+        return ok[0].node_id if ok else None
+
+    def wakeup(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for conn in self._connections.values():
+            self._disconnect(conn, 0, NetworkError("transport closed"), backoff=False)
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    # -- connections -------------------------------------------------------------------------------------------
+
+    def _connect(self, conn: _Connection, now_ms: int) -> None:
+        try:
+            infos = socket.getaddrinfo(conn.host, conn.port, type=socket.SOCK_STREAM)
+            family, _, _, _, address = infos[0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError as e:
+            self._fail_connect(conn, now_ms, e)
+            return
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.config.send_buffer_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
+        if self.config.receive_buffer_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+        conn.sock = sock
+        conn.state = _CONNECTING
+        conn.connect_started_ms = now_ms
+        conn.incoming.clear()
+        try:
+            sock.connect_ex(address)
+        except OSError as e:
+            self._disconnect(conn, now_ms, NetworkError(f"connect to {conn.host}:{conn.port} failed: {e}"))
+            return
+        self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+
+    def _fail_connect(self, conn: _Connection, now_ms: int, error: OSError) -> None:
+        log.warning("cannot connect to node %s at %s:%s: %s", conn.node_id, conn.host, conn.port, error)
+        self._set_backoff(conn, now_ms)
+
+    def _finish_connect(self, conn: _Connection, now_ms: int) -> None:
+        assert conn.sock is not None
+        err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err != 0:
+            self._disconnect(conn, now_ms, NetworkError(
+                f"connection to node {conn.node_id} ({conn.host}:{conn.port}) failed: {errno.errorcode.get(err, err)}"))
+            return
+        conn.state = _NEGOTIATING
+        self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
+        self._send_api_versions(conn, kp.SUPPORTED_VERSIONS[kp.ApiVersionsRequest.API_KEY][1], now_ms)
+
+    def _send_api_versions(self, conn: _Connection, version: int, now_ms: int) -> None:
+        request = kp.ApiVersionsRequest(client_software_name="cykafka", client_software_version="0.1.0")
+        self._enqueue(conn, request, kp.ApiVersionsRequest.API_KEY, version, None, now_ms, True, internal=True)
+
+    def _on_api_versions(self, conn: _Connection, req: _Request, response: Any, now_ms: int) -> None:
+        if response.error_code == 35 and req.version > 0:  # UNSUPPORTED_VERSION: retry at v0 (KIP-511)
+            self._send_api_versions(conn, 0, now_ms)
+            return
+        if response.error_code != 0:
+            self._disconnect(conn, now_ms, kp.error_for(response.error_code, "ApiVersions failed"))
+            return
+        conn.api_versions = {}
+        for api in response.api_keys:
+            ours = kp.SUPPORTED_VERSIONS.get(api.api_key)
+            if ours is None:
+                continue
+            lo, hi = max(ours[0], api.min_version), min(ours[1], api.max_version)
+            if lo <= hi:
+                conn.api_versions[api.api_key] = hi
+        produce = conn.api_versions.get(kp.ProduceRequest.API_KEY)
+        if produce is None:
+            self._disconnect(conn, now_ms, UnsupportedVersionError(
+                f"broker {conn.node_id} does not support Produce v3+ (RecordBatch v2)"), backoff=True)
+            return
+        conn.state = _READY
+        conn.failures = 0
+        conn.backoff_ms = 0
+        log.debug("connected to node %s at %s:%s (produce v%s)", conn.node_id, conn.host, conn.port, produce)
+
+    def _set_backoff(self, conn: _Connection, now_ms: int) -> None:
+        conn.last_failure_ms = now_ms
+        conn.failures += 1
+        base = self.config.reconnect_backoff_ms * 2 ** min(conn.failures - 1, 30)
+        conn.backoff_ms = int(min(base, self.config.reconnect_backoff_max_ms) * self._random.uniform(0.8, 1.2))
+
+    def _disconnect(self, conn: _Connection, now_ms: int, error: KafkaError, backoff: bool = True) -> None:
+        if conn.sock is not None:
+            try:
+                self._selector.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+            conn.sock.close()
+            conn.sock = None
+        if conn.state != _DISCONNECTED:
+            log.info("disconnected from node %s (%s:%s): %s", conn.node_id, conn.host, conn.port, error)
+        conn.state = _DISCONNECTED
+        if backoff:
+            self._set_backoff(conn, now_ms)
+        failed = list(conn.in_flight) + [r for r, _ in conn.unwritten_requests]
+        conn.in_flight.clear()
+        conn.unwritten_requests.clear()
+        conn.outgoing.clear()
+        conn.incoming.clear()
+        for req in failed:
+            if not req.internal:
+                self._completed.append(ClientResponse(conn.node_id, req.request, req.handler, None, error,
+                                                      req.sent_ms, now_ms))
+
+    def _check_timeouts(self, now_ms: int) -> None:
+        for conn in self._connections.values():
+            if conn.state in (_CONNECTING, _NEGOTIATING):
+                if now_ms - conn.connect_started_ms >= self.config.socket_connection_setup_timeout_ms:
+                    self._disconnect(conn, now_ms, NetworkError(
+                        f"connection to node {conn.node_id} ({conn.host}:{conn.port}) not set up within "
+                        f"socket.connection.setup.timeout.ms ({self.config.socket_connection_setup_timeout_ms})"))
+            oldest = conn.in_flight[0] if conn.in_flight else (
+                conn.unwritten_requests[0][0] if conn.unwritten_requests else None)
+            if oldest is not None and now_ms - oldest.sent_ms >= self.config.request_timeout_ms:
+                self._disconnect(conn, now_ms, KafkaTimeoutError(
+                    f"no response from node {conn.node_id} within request.timeout.ms "
+                    f"({self.config.request_timeout_ms}); disconnected", retriable=True))
+
+    # -- framing -----------------------------------------------------------------------------------------------
+
+    def _enqueue(self, conn: _Connection, request: object, api_key: int, version: int,
+                 handler: Callable[[ClientResponse], None] | None, now_ms: int, expect_response: bool,
+                 internal: bool = False) -> None:
+        assert isinstance(request, kp.Request)
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        buffers = kp.encode_request(request, version, self._correlation_id, self.config.client_id)
+        size = 0
+        for buf in buffers:
+            view = memoryview(buf).cast("B")
+            conn.outgoing.append(view)
+            size += len(view)
+        req = _Request(self._correlation_id, api_key, version, request, handler, now_ms, expect_response, internal)
+        conn.unwritten_requests.append((req, size))
+        assert conn.sock is not None
+        self._write(conn, now_ms)
+
+    def _write(self, conn: _Connection, now_ms: int) -> None:
+        sock = conn.sock
+        assert sock is not None
+        while conn.outgoing:
+            try:
+                written = sock.sendmsg(list(conn.outgoing)[:64])
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as e:
+                self._disconnect(conn, now_ms, NetworkError(f"write to node {conn.node_id} failed: {e}"))
+                return
+            while written > 0:
+                head = conn.outgoing[0]
+                if written >= len(head):
+                    written -= len(head)
+                    conn.outgoing.popleft()
+                    self._account_written(conn, len(head), now_ms)
+                else:
+                    conn.outgoing[0] = head[written:]
+                    self._account_written(conn, written, now_ms)
+                    written = 0
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0)
+        if conn.sock is not None and conn.state != _CONNECTING:
+            self._selector.modify(conn.sock, events, conn)
+
+    def _account_written(self, conn: _Connection, nbytes: int, now_ms: int) -> None:
+        while nbytes > 0 and conn.unwritten_requests:
+            req, left = conn.unwritten_requests[0]
+            if nbytes >= left:
+                nbytes -= left
+                conn.unwritten_requests.popleft()
+                if req.expect_response:
+                    conn.in_flight.append(req)
+                else:  # acks=0: complete once written
+                    self._completed.append(ClientResponse(conn.node_id, req.request, req.handler, None, None,
+                                                          req.sent_ms, now_ms))
+            else:
+                conn.unwritten_requests[0] = (req, left - nbytes)
+                nbytes = 0
+
+    def _read(self, conn: _Connection, now_ms: int) -> None:
+        sock = conn.sock
+        assert sock is not None
+        while True:
+            try:
+                chunk = sock.recv(256 * 1024)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as e:
+                self._disconnect(conn, now_ms, NetworkError(f"read from node {conn.node_id} failed: {e}"))
+                return
+            if not chunk:
+                self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
+                                                            f"the connection"))
+                return
+            conn.incoming += chunk
+            if len(chunk) < 256 * 1024:
+                break
+        self._parse_frames(conn, now_ms)
+
+    def _parse_frames(self, conn: _Connection, now_ms: int) -> None:
+        data = conn.incoming
+        offset = 0
+        try:
+            while len(data) - offset >= 4:
+                (size,) = _SIZE.unpack_from(data, offset)
+                if size < 4 or size > _MAX_FRAME_BYTES:
+                    raise ProtocolError(f"response frame of {size} bytes from node {conn.node_id}")
+                if len(data) - offset - 4 < size:
+                    break
+                frame = bytes(data[offset + 4: offset + 4 + size])
+                offset += 4 + size
+                self._on_frame(conn, frame, now_ms)
+                if conn.sock is None:
+                    return
+        except ProtocolError as e:
+            self._disconnect(conn, now_ms, e)
+            return
+        del data[:offset]
+
+    def _on_frame(self, conn: _Connection, frame: bytes, now_ms: int) -> None:
+        if not conn.in_flight:
+            raise ProtocolError(f"unexpected response from node {conn.node_id}: nothing in flight")
+        req = conn.in_flight.popleft()
+        correlation_id, response = kp.decode_response(req.api_key, req.version, frame)
+        if correlation_id != req.correlation_id:
+            raise ProtocolError(f"correlation id {correlation_id} from node {conn.node_id}, expected "
+                                f"{req.correlation_id}")
+        if req.internal:
+            self._on_api_versions(conn, req, response, now_ms)
+            return
+        self._completed.append(ClientResponse(conn.node_id, req.request, req.handler, response, None, req.sent_ms,
+                                              now_ms))
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass

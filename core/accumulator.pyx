@@ -1,0 +1,685 @@
+# RecordAccumulator, ProducerBatch, RecordFuture, RecordMetadata: Kafka's producer queue between send() and the Sender.
+# Rules (Java's RecordAccumulator semantics, our own code):
+# - the caller holds the producer lock around every call; time arrives as now_ms; metadata as a ClusterSnapshot value;
+# - one Compressor call per batch, at drain, when the batch is closed;
+# - decisions are returned (ready nodes + next check delay, drained batches, expired batches); the caller acts;
+# - callbacks never run here: completion marks futures and returns; the caller signals waiters and runs callbacks.
+
+from collections import deque
+
+from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
+
+cdef enum:
+    STATE_INCOMPLETE = 0
+    STATE_SUCCEEDED = 1
+    STATE_FAILED = 2
+    STATE_SPLIT = 3
+
+# Java's CompressionRatioEstimator steps
+cdef double RATIO_DETERIORATE_STEP = 0.05
+cdef double RATIO_IMPROVING_STEP = 0.005
+
+
+cdef class RecordMetadata:
+    """Where an acknowledged record landed."""
+    cdef readonly str topic
+    cdef readonly int partition
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp_ms
+    cdef readonly int serialized_key_size
+    cdef readonly int serialized_value_size
+
+    def __init__(self, str topic, int partition, int64_t offset, int64_t timestamp_ms,
+                 int serialized_key_size=-1, int serialized_value_size=-1):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp_ms = timestamp_ms
+        self.serialized_key_size = serialized_key_size
+        self.serialized_value_size = serialized_value_size
+
+    def __repr__(self):
+        return (f"RecordMetadata(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+                f"timestamp_ms={self.timestamp_ms})")
+
+    def __eq__(self, other):
+        if not isinstance(other, RecordMetadata):
+            return NotImplemented
+        cdef RecordMetadata o = other
+        return (self.topic, self.partition, self.offset, self.timestamp_ms) == (o.topic, o.partition, o.offset,
+                                                                                o.timestamp_ms)
+
+    def __hash__(self):
+        return hash((self.topic, self.partition, self.offset))
+
+
+cdef class RecordFuture:
+    """One record's outcome. result(timeout) waits on the completion of the batch it was appended to."""
+    cdef ProducerBatch _batch          # the batch currently holding the record (changes on split)
+    cdef ProducerBatch _wait_batch     # the batch it was first appended to: its completion covers split children
+    cdef int _relative_offset
+    cdef int64_t _timestamp_ms
+    cdef int _key_size
+    cdef int _value_size
+    cdef public object callback
+    cdef bint _done
+    cdef object _metadata
+    cdef object _error
+
+    def done(self):
+        return self._done
+
+    @property
+    def callback_args(self):
+        """(error, metadata) for an on_delivery callback, once done."""
+        return (self._error, self._metadata)
+
+    def result(self, timeout=None):
+        """RecordMetadata once acknowledged; raises the delivery error, or TimeoutError if `timeout` s pass first."""
+        if not self._done:
+            completion = self._wait_batch.completion
+            if completion is not None:
+                completion.wait(timeout)
+            if not self._done:
+                raise KafkaTimeoutError(f"record not acknowledged within {timeout}s (it is still pending)")
+        if self._error is not None:
+            raise self._error
+        return self._metadata
+
+    def exception(self, timeout=None):
+        try:
+            self.result(timeout)
+        except TimeoutError:
+            if not self._done:
+                raise
+        return self._error
+
+    def __repr__(self):
+        state = "pending" if not self._done else ("error" if self._error is not None else "done")
+        return f"<RecordFuture {state} {self._batch.topic}[{self._batch.partition}]>"
+
+
+cdef class ProducerBatch:
+    """An open or closed record batch for one partition, its futures and its retry state."""
+    cdef readonly str topic
+    cdef readonly int partition
+    cdef readonly RecordBatchBuilder builder
+    cdef readonly int64_t created_ms
+    cdef readonly int64_t last_attempt_ms
+    cdef readonly int64_t drained_ms
+    cdef readonly int attempts
+    cdef readonly bint in_retry
+    cdef readonly int64_t retry_backoff_ms      # backoff chosen (with jitter) at the last re-enqueue
+    cdef readonly list futures
+    cdef readonly object completion             # the caller's Event-like object: set() once the batch is final
+    cdef readonly int buffer_size_bytes         # bytes charged to the pool (0 for split batches)
+    cdef bytearray _pooled_buffer
+    cdef object _records
+    cdef public int64_t producer_id
+    cdef public int16_t producer_epoch
+    cdef public int32_t base_sequence
+    cdef public bint is_transactional
+    cdef public int32_t leader_epoch            # leader epoch seen at drain (a newer one skips retry backoff)
+    cdef readonly int final_state
+    cdef readonly object error
+    cdef readonly int64_t base_offset
+    cdef ProducerBatch _parent
+    cdef int _pending_children
+
+    def __init__(self, str topic, int partition, RecordBatchBuilder builder, int64_t created_ms, object completion,
+                 bytearray pooled_buffer=None, int buffer_size_bytes=0):
+        self.topic = topic
+        self.partition = partition
+        self.builder = builder
+        self.created_ms = created_ms
+        self.last_attempt_ms = created_ms
+        self.drained_ms = -1
+        self.futures = []
+        self.completion = completion
+        self._pooled_buffer = pooled_buffer
+        self.buffer_size_bytes = buffer_size_bytes
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.leader_epoch = -1
+        self.base_offset = -1
+
+    cdef RecordFuture try_append(self, int64_t timestamp_ms, object key, object value, object headers,
+                                 object callback):
+        if not self.builder.try_append(timestamp_ms, key, value, headers):
+            return None
+        cdef RecordFuture future = RecordFuture.__new__(RecordFuture)
+        future._batch = self
+        future._wait_batch = self
+        future._relative_offset = len(self.futures)
+        future._timestamp_ms = timestamp_ms
+        future._key_size = len(key) if key is not None else -1
+        future._value_size = len(value) if value is not None else -1
+        future.callback = callback
+        self.futures.append(future)
+        return future
+
+    @property
+    def record_count(self):
+        return len(self.futures)
+
+    @property
+    def estimated_size_bytes(self):
+        return self.builder.estimated_size_bytes
+
+    @property
+    def is_full(self):
+        return self.builder.is_full
+
+    @property
+    def records(self):
+        """The closed batch's bytes (a memoryview), or None while open."""
+        return self._records
+
+    @property
+    def pooled_buffer(self):
+        return self._pooled_buffer
+
+    @property
+    def is_done(self):
+        return self.final_state != STATE_INCOMPLETE
+
+    cpdef object close(self, object compressor):
+        if self._records is None:
+            self._records = self.builder.close(compressor, self.producer_id, self.producer_epoch, self.base_sequence,
+                                               self.is_transactional)
+        return self._records
+
+    cpdef list complete(self, int64_t base_offset, int64_t log_append_time_ms, object error):
+        """Marks every record done (success when error is None); returns the futures that have callbacks.
+        False-safe: a batch completes once (a late response for an expired batch is ignored: returns [])."""
+        if self.final_state != STATE_INCOMPLETE:
+            return []
+        self.final_state = STATE_SUCCEEDED if error is None else STATE_FAILED
+        self.error = error
+        self.base_offset = base_offset
+        cdef list with_callbacks = []
+        cdef RecordFuture f
+        cdef int64_t timestamp_ms
+        for f in self.futures:
+            if error is None:
+                timestamp_ms = log_append_time_ms if log_append_time_ms >= 0 else f._timestamp_ms
+                f._metadata = RecordMetadata(self.topic, self.partition,
+                                             base_offset + f._relative_offset if base_offset >= 0 else -1,
+                                             timestamp_ms, f._key_size, f._value_size)
+            else:
+                f._error = error
+            f._done = True
+            if f.callback is not None:
+                with_callbacks.append(f)
+        return with_callbacks
+
+    cpdef list signal_targets(self):
+        """Completion objects to set() now that this batch is final: its own, and split parents whose children are
+        all final. The caller sets them (outside the lock)."""
+        cdef list targets = []
+        cdef ProducerBatch b = self
+        if b.completion is not None:
+            targets.append(b.completion)
+        while b._parent is not None:
+            b._parent._pending_children -= 1
+            if b._parent._pending_children > 0:
+                break
+            b = b._parent
+            if b.completion is not None:
+                targets.append(b.completion)
+        return targets
+
+    cdef void _reenqueued(self, int64_t now_ms, int64_t backoff_ms):
+        self.attempts += 1
+        self.last_attempt_ms = now_ms
+        self.in_retry = True
+        self.retry_backoff_ms = backoff_ms
+
+    def __repr__(self):
+        return (f"ProducerBatch({self.topic}[{self.partition}], records={len(self.futures)}, "
+                f"attempts={self.attempts}, state={self.final_state})")
+
+
+cdef class _TopicPartitioning:
+    """The built-in partitioner of one topic and the snapshot facts it last chose from."""
+    cdef BuiltInPartitioner partitioner
+    cdef object snapshot
+    cdef list available
+    cdef int num_partitions
+
+
+cdef class ReadyResult:
+    """What ready() decided: nodes with sendable data, when to check again, topics whose leader is unknown."""
+    cdef readonly set ready_nodes
+    cdef readonly int64_t next_ready_check_delay_ms
+    cdef readonly set unknown_leader_topics
+
+    def __iter__(self):
+        return iter((self.ready_nodes, self.next_ready_check_delay_ms, self.unknown_leader_topics))
+
+
+cdef class RecordAccumulator:
+    """Per-partition deques of batches; ready/drain policy; expiry; retry re-enqueue; split; flush/close state."""
+    cdef readonly int batch_size_bytes
+    cdef readonly int codec
+    cdef readonly int64_t linger_ms
+    cdef readonly int64_t retry_backoff_ms
+    cdef readonly int64_t retry_backoff_max_ms
+    cdef readonly int64_t delivery_timeout_ms
+    cdef readonly object pool
+    cdef object compressor
+    cdef object completion_factory
+    cdef dict _batches            # topic -> {partition: deque[ProducerBatch]}
+    cdef dict _ratios             # topic -> compression ratio estimate
+    cdef set _muted               # {(topic, partition)}
+    cdef dict _drain_index        # node id -> int
+    cdef readonly set incomplete
+    cdef int _flushes_in_progress
+    cdef readonly bint closed
+    cdef object _by_node_snapshot
+    cdef dict _by_node            # node id -> [(topic, partition)] for _by_node_snapshot
+    cdef uint64_t _rng
+    cdef dict _partitioners       # topic -> _TopicPartitioning (records without a key, or partitioner.ignore.keys)
+    cdef bint _adaptive
+    cdef int64_t _availability_timeout_ms
+    cdef dict _node_stats         # node id -> NodeLatencyStats (partitioner.availability.timeout.ms)
+
+    def __init__(self, int batch_size_bytes, object pool, *, int codec=0, object compressor=None,
+                 int64_t linger_ms=5, int64_t retry_backoff_ms=100, int64_t retry_backoff_max_ms=1000,
+                 int64_t delivery_timeout_ms=120000, object completion_factory=None, uint64_t seed=0x9E3779B97F4A7C15,
+                 bint adaptive_partitioning=True, int64_t partition_availability_timeout_ms=0):
+        if codec != 0 and compressor is None:
+            raise ValueError("a compressor is required for a compressed codec")
+        self.batch_size_bytes = batch_size_bytes
+        self.pool = pool
+        self.codec = codec
+        self.compressor = compressor
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.completion_factory = completion_factory
+        self._batches = {}
+        self._ratios = {}
+        self._muted = set()
+        self._drain_index = {}
+        self.incomplete = set()
+        self._rng = seed if seed != 0 else 1
+        self._partitioners = {}
+        self._adaptive = adaptive_partitioning
+        self._availability_timeout_ms = partition_availability_timeout_ms
+        self._node_stats = {}
+
+    # -- append ------------------------------------------------------------------------------------------------
+
+    cdef object _deque(self, str topic, int partition):
+        parts = self._batches.get(topic)
+        if parts is None:
+            parts = {}
+            self._batches[topic] = parts
+        dq = (<dict>parts).get(partition)
+        if dq is None:
+            dq = deque()
+            (<dict>parts)[partition] = dq
+        return dq
+
+    cdef _TopicPartitioning _partitioning(self, str topic, object snapshot):
+        cdef _TopicPartitioning tp = self._partitioners.get(topic)
+        if tp is None:
+            tp = _TopicPartitioning.__new__(_TopicPartitioning)
+            tp.partitioner = BuiltInPartitioner(topic, self.batch_size_bytes, self._random_seed())
+            self._partitioners[topic] = tp
+        if tp.snapshot is not snapshot:
+            if snapshot is None or snapshot.partition_count(topic) is None:
+                raise ValueError(f"no metadata for topic {topic!r}: the built-in partitioner needs a snapshot")
+            tp.snapshot = snapshot
+            tp.num_partitions = snapshot.partition_count(topic)
+            tp.available = snapshot.available_partitions(topic)
+        return tp
+
+    cpdef tuple append(self, str topic, int partition, int64_t timestamp_ms, object key, object value,
+                       object headers, object callback, int64_t now_ms, bytearray buffer=None, object snapshot=None):
+        """Appends to the partition's last open batch, else to a new batch from `buffer` or the pool.
+        partition < 0: the topic's built-in sticky partitioner chooses, from `snapshot`.
+        Returns (future, batch_is_full, new_batch_created, partition), or None when a new buffer is needed and the
+        pool had none: the caller waits for memory (max.block.ms), then calls again passing the buffer it obtained."""
+        if self.closed:
+            raise ProducerClosedError("the producer is closed: send() after close()")
+        cdef _TopicPartitioning tp = None
+        cdef StickyPartitionInfo info = None
+        if partition < 0:
+            tp = self._partitioning(topic, snapshot)
+            info = tp.partitioner.peek_current_partition_info(tp.available, tp.num_partitions)
+            partition = info.partition
+        dq = self._deque(topic, partition)
+        cdef ProducerBatch last
+        cdef RecordFuture future
+        cdef int64_t size_before
+        if dq:
+            last = dq[len(dq) - 1]
+            if last._records is None:
+                size_before = last.builder.estimated_size_bytes
+                future = last.try_append(timestamp_ms, key, value, headers, callback)
+                if future is not None:
+                    if tp is not None:
+                        tp.partitioner.update_partition_info(info, last.builder.estimated_size_bytes - size_before,
+                                                             last.builder.is_full, tp.available, tp.num_partitions)
+                    return (future, len(dq) > 1 or last.builder.is_full, False, partition)
+        cdef int size_bytes = max(self.batch_size_bytes, estimate_size_upper_bound(key, value, headers))
+        if buffer is None:
+            buffer = self.pool.try_allocate(size_bytes)
+            if buffer is None:
+                return None
+        size_bytes = len(buffer)
+        ratio = self._ratios.get(topic, 1.0)
+        builder = RecordBatchBuilder(buffer, size_bytes, self.codec, ratio)
+        completion = self.completion_factory() if self.completion_factory is not None else None
+        cdef ProducerBatch batch = ProducerBatch(topic, partition, builder, now_ms, completion, buffer, size_bytes)
+        future = batch.try_append(timestamp_ms, key, value, headers, callback)
+        if future is None:  # the builder always takes the first record of a buffer sized by the upper bound
+            raise AssertionError("a new batch refused its first record")
+        dq.append(batch)
+        self.incomplete.add(batch)
+        if tp is not None:
+            tp.partitioner.update_partition_info(info, batch.builder.estimated_size_bytes, batch.builder.is_full,
+                                                 tp.available, tp.num_partitions)
+        return (future, len(dq) > 1 or batch.builder.is_full, True, partition)
+
+    def allocation_size(self, key, value, headers):
+        """Bytes a new batch for this record takes from the pool."""
+        return max(self.batch_size_bytes, estimate_size_upper_bound(key, value, headers))
+
+    # -- ready / drain -----------------------------------------------------------------------------------------
+
+    cdef bint _backing_off(self, ProducerBatch batch, int32_t leader_epoch, int64_t now_ms):
+        if batch.attempts == 0:
+            return False
+        if leader_epoch >= 0 and batch.leader_epoch >= 0 and leader_epoch > batch.leader_epoch:
+            return False  # a new leader: retry at once (KIP-951)
+        return now_ms - batch.last_attempt_ms < batch.retry_backoff_ms
+
+    cpdef ReadyResult ready(self, object snapshot, int64_t now_ms):
+        cdef ReadyResult result = ReadyResult.__new__(ReadyResult)
+        result.ready_nodes = set()
+        result.unknown_leader_topics = set()
+        cdef int64_t next_delay = 9223372036854775807
+        cdef bint exhausted = self.pool.queued_waiters > 0
+        cdef bint forced = exhausted or self.closed or self._flushes_in_progress > 0
+        cdef ProducerBatch batch
+        cdef int64_t waited_ms, time_to_wait_ms
+        cdef bint backing_off, full
+        cdef int leader
+        cdef int32_t leader_epoch
+        cdef _TopicPartitioning tpart
+        cdef list queue_sizes, partition_ids
+        cdef NodeLatencyStats stats
+        all_partitions = snapshot.partitions
+        for topic, parts in self._batches.items():
+            infos = all_partitions.get(topic)
+            tpart = self._partitioners.get(topic) if self._adaptive else None
+            queue_sizes = [] if tpart is not None else None
+            partition_ids = [] if tpart is not None else None
+            for partition, dq in (<dict>parts).items():
+                if infos is None or partition >= len(infos):
+                    if dq:
+                        result.unknown_leader_topics.add(topic)
+                    continue
+                info = infos[partition]
+                leader = info.leader
+                if leader < 0:
+                    if dq:
+                        result.unknown_leader_topics.add(topic)
+                    continue
+                if queue_sizes is not None:
+                    stats = self._node_stats.get(leader)
+                    if stats is None or not stats.is_unavailable(self._availability_timeout_ms):
+                        queue_sizes.append(len(dq))
+                        partition_ids.append(partition)
+                if not dq or leader in result.ready_nodes or (topic, partition) in self._muted:
+                    continue
+                batch = dq[0]
+                leader_epoch = info.leader_epoch
+                waited_ms = now_ms - batch.last_attempt_ms
+                backing_off = self._backing_off(batch, leader_epoch, now_ms)
+                time_to_wait_ms = batch.retry_backoff_ms if backing_off else self.linger_ms
+                full = len(dq) > 1 or batch.builder.is_full
+                if (full or waited_ms >= time_to_wait_ms or forced) and not backing_off:
+                    result.ready_nodes.add(leader)
+                else:
+                    next_delay = min(next_delay, max(time_to_wait_ms - waited_ms, 0))
+            if tpart is not None and infos is not None:
+                tpart.partitioner.update_partition_load_stats(queue_sizes, partition_ids, len(infos))
+        if self._availability_timeout_ms > 0:
+            for node in result.ready_nodes:
+                self._latency_stats(node, now_ms).update(now_ms, False)
+        result.next_ready_check_delay_ms = next_delay
+        return result
+
+    cdef dict _partitions_by_node(self, object snapshot):
+        if snapshot is not self._by_node_snapshot:
+            by_node = {}
+            for topic, infos in snapshot.partitions.items():
+                for info in infos:
+                    if info.leader >= 0:
+                        by_node.setdefault(info.leader, []).append((topic, info.partition))
+            self._by_node = by_node
+            self._by_node_snapshot = snapshot
+        return self._by_node
+
+    cpdef dict drain(self, object snapshot, object node_ids, int max_request_size_bytes, int64_t now_ms):
+        """Per node, round-robin over its partitions from the node's drain index, one batch per partition, until
+        max.request.size (a single oversized batch still goes alone). Drained batches are closed."""
+        cdef dict by_node = self._partitions_by_node(snapshot)
+        cdef dict drained = {}
+        cdef list parts, ready
+        cdef int n, start, index, current
+        cdef int64_t size
+        cdef ProducerBatch first
+        all_partitions = snapshot.partitions
+        for node in node_ids:
+            parts = by_node.get(node)
+            if not parts:
+                continue
+            n = len(parts)
+            start = index = self._drain_index.get(node, 0) % n
+            ready = []
+            size = 0
+            while True:
+                topic, partition = parts[index]
+                current = index
+                index = (index + 1) % n
+                tp_batches = self._batches.get(topic)
+                dq = (<dict>tp_batches).get(partition) if tp_batches is not None else None
+                if dq and (topic, partition) not in self._muted:
+                    first = dq[0]
+                    info = all_partitions[topic][partition]
+                    if not self._backing_off(first, info.leader_epoch, now_ms):
+                        if ready and size + first.builder.estimated_size_bytes > max_request_size_bytes:
+                            index = current  # it goes first next time (Java would skip past it)
+                            break
+                        dq.popleft()
+                        self._close_batch(first)
+                        first.leader_epoch = info.leader_epoch
+                        first.drained_ms = now_ms
+                        size += len(first._records)
+                        ready.append(first)
+                if index == start:
+                    break
+            self._drain_index[node] = index
+            if ready:
+                drained[node] = ready
+            if self._availability_timeout_ms > 0:
+                self._latency_stats(node, now_ms).update(now_ms, True)
+        return drained
+
+    cdef NodeLatencyStats _latency_stats(self, object node, int64_t now_ms):
+        stats = self._node_stats.get(node)
+        if stats is None:
+            stats = NodeLatencyStats(now_ms)
+            self._node_stats[node] = stats
+        return stats
+
+    cdef void _close_batch(self, ProducerBatch batch):
+        batch.close(self.compressor)
+        if self.codec != 0:
+            observed = batch.builder.actual_compression_ratio
+            current = self._ratios.get(batch.topic, 1.0)
+            if observed > current:
+                self._ratios[batch.topic] = max(current + RATIO_DETERIORATE_STEP, observed)
+            elif observed < current:
+                self._ratios[batch.topic] = max(current - RATIO_IMPROVING_STEP, observed)
+
+    # -- retries, expiry, split --------------------------------------------------------------------------------
+
+    cdef double _random_unit(self):
+        # xorshift64*: deterministic jitter, no global RNG in the core
+        self._rng ^= self._rng >> 12
+        self._rng ^= self._rng << 25
+        self._rng ^= self._rng >> 27
+        return <double>((self._rng * <uint64_t>0x2545F4914F6CDD1D) >> 11) / <double>(1 << 53)
+
+    cdef uint64_t _random_seed(self):
+        return <uint64_t>(self._random_unit() * 9007199254740992.0) + 1
+
+    cpdef int64_t retry_backoff_for(self, int attempts):
+        """Exponential backoff with +-20% jitter, capped at retry.backoff.max.ms (Java's ExponentialBackoff)."""
+        cdef double term = self.retry_backoff_ms
+        cdef int i
+        for i in range(max(attempts - 1, 0)):
+            term *= 2
+            if term >= self.retry_backoff_max_ms:
+                break
+        term *= 0.8 + 0.4 * self._random_unit()
+        return <int64_t>min(term, <double>self.retry_backoff_max_ms)
+
+    cpdef void reenqueue(self, ProducerBatch batch, int64_t now_ms):
+        """A failed attempt goes back to the head of its deque, to be retried after its backoff."""
+        batch._reenqueued(now_ms, self.retry_backoff_for(batch.attempts + 1))
+        self._deque(batch.topic, batch.partition).appendleft(batch)
+
+    cpdef list expired_batches(self, int64_t now_ms):
+        """Queued batches that reached delivery.timeout.ms since creation, removed from their deques (oldest first
+        per partition: the first one that has not expired ends the scan)."""
+        cdef list expired = []
+        cdef ProducerBatch batch
+        for parts in self._batches.values():
+            for dq in (<dict>parts).values():
+                while dq:
+                    batch = dq[0]
+                    if now_ms - batch.created_ms < self.delivery_timeout_ms:
+                        break
+                    dq.popleft()
+                    expired.append(batch)
+        return expired
+
+    cpdef int64_t next_expiry_delay_ms(self, int64_t now_ms):
+        cdef int64_t delay = 9223372036854775807
+        cdef ProducerBatch batch
+        for parts in self._batches.values():
+            for dq in (<dict>parts).values():
+                if dq:
+                    batch = dq[0]
+                    delay = min(delay, max(batch.created_ms + self.delivery_timeout_ms - now_ms, 0))
+        return delay
+
+    def split_and_reenqueue(self, ProducerBatch big):
+        """Splits a batch the broker found too large into batch.size pieces (same creation time, not charged to the
+        pool), re-points its futures at the pieces and puts them at the head of the deque. Returns the piece count."""
+        decompress = None
+        if self.compressor is not None:
+            compressor = self.compressor
+            decompress = lambda codec, data: compressor.decompress(data)
+        batches = decode_batches(big.close(self.compressor), decompress)
+        if len(batches) != 1:
+            raise CorruptRecordError("a batch to split did not decode as exactly one batch")
+        cdef list records = batches[0].records
+        cdef list pieces = []
+        cdef ProducerBatch piece = None
+        cdef RecordFuture future
+        cdef int i
+        for i in range(len(records)):
+            record = records[i]
+            future = big.futures[i]
+            if piece is None or not piece.builder.try_append(record.timestamp_ms, record.key, record.value,
+                                                             record.headers):
+                size = max(self.batch_size_bytes,
+                           estimate_size_upper_bound(record.key, record.value, record.headers))
+                builder = RecordBatchBuilder(bytearray(size), size, self.codec, self._ratios.get(big.topic, 1.0))
+                piece = ProducerBatch(big.topic, big.partition, builder, big.created_ms,
+                                      self.completion_factory() if self.completion_factory is not None else None)
+                piece._parent = big
+                piece.attempts = big.attempts
+                piece.last_attempt_ms = big.last_attempt_ms
+                pieces.append(piece)
+                if not builder.try_append(record.timestamp_ms, record.key, record.value, record.headers):
+                    raise AssertionError("a split piece refused its first record")
+            future._batch = piece
+            future._relative_offset = len(piece.futures)
+            piece.futures.append(future)
+        if self.codec != 0:  # the estimate was wrong: start the topic's pieces from no compression (Java)
+            self._ratios[big.topic] = max(1.0, big.builder.actual_compression_ratio)
+        big.final_state = STATE_SPLIT
+        big._pending_children = len(pieces)
+        self.incomplete.discard(big)
+        dq = self._deque(big.topic, big.partition)
+        for piece in reversed(pieces):
+            dq.appendleft(piece)
+            self.incomplete.add(piece)
+        return len(pieces)
+
+    # -- muting, flush, close, abort ---------------------------------------------------------------------------
+
+    cpdef void mute(self, str topic, int partition):
+        self._muted.add((topic, partition))
+
+    cpdef void unmute(self, str topic, int partition):
+        self._muted.discard((topic, partition))
+
+    def begin_flush(self):
+        self._flushes_in_progress += 1
+
+    def end_flush(self):
+        self._flushes_in_progress -= 1
+
+    @property
+    def flush_in_progress(self):
+        return self._flushes_in_progress > 0
+
+    def close(self):
+        """No more appends; ready() now treats every queued batch as sendable."""
+        self.closed = True
+
+    def has_undrained(self):
+        for parts in self._batches.values():
+            for dq in (<dict>parts).values():
+                if dq:
+                    return True
+        return False
+
+    def has_incomplete(self):
+        return bool(self.incomplete)
+
+    def queued_batch_count(self, str topic, int partition):
+        parts = self._batches.get(topic)
+        dq = parts.get(partition) if parts is not None else None
+        return len(dq) if dq is not None else 0
+
+    def abort_undrained(self):
+        """Removes every queued batch and returns them; the caller fails them (complete with an error)."""
+        cdef list aborted = []
+        for parts in self._batches.values():
+            for dq in (<dict>parts).values():
+                aborted.extend(dq)
+                dq.clear()
+        return aborted
+
+    cpdef object deallocate(self, ProducerBatch batch):
+        """A final batch leaves the incomplete set and gives its buffer back; returns a pool waiter to wake."""
+        self.incomplete.discard(batch)
+        if batch._pooled_buffer is None:
+            return None
+        buffer = batch._pooled_buffer if batch.builder.buffer_is_original else None
+        size = batch.buffer_size_bytes
+        batch._pooled_buffer = None
+        return self.pool.release(buffer, size)

@@ -1,0 +1,233 @@
+"""Producer configuration: Kafka's own keys, Java's defaults, validation that names the key and the accepted values.
+
+`ProducerConfig.parse(dict, **kwargs)` accepts dotted Kafka keys (`linger.ms`) and underscore kwargs (`linger_ms=5`);
+unknown keys and invalid values raise ConfigError at construction. Differences from Java's defaults: docs/config.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cykafka.errors import ConfigError
+
+Serializer = Callable[[Any], bytes | None]
+INT32_MAX = 2**31 - 1
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object], int]:
+    def check(key: str, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ConfigError(f"{key} must be an integer, got {value!r}")
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, got {value!r}") from None
+        if (lo is not None and number < lo) or (hi is not None and number > hi):
+            bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+            raise ConfigError(f"{key} must be in {bounds}, got {number}")
+        return number
+
+    return check
+
+
+def _bool(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{key} must be true or false, got {value!r}")
+
+
+def _choice(*accepted: str) -> Callable[[str, object], str]:
+    def check(key: str, value: object) -> str:
+        text = str(value).lower() if isinstance(value, str | int) and not isinstance(value, bool) else None
+        if text not in accepted:
+            raise ConfigError(f"{key} must be one of {', '.join(accepted)}; got {value!r}")
+        return text
+
+    return check
+
+
+def _acks(key: str, value: object) -> int:
+    text = str(value).lower() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    mapping = {"all": -1, "-1": -1, "0": 0, "1": 1}
+    if text not in mapping:
+        raise ConfigError(f"{key} must be one of all, -1, 0, 1; got {value!r}")
+    return mapping[text]
+
+
+def _servers(key: str, value: object) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, Sequence) or isinstance(items, bytes):
+        raise ConfigError(f"{key} must be a 'host:port,host:port' string or a list of them, got {value!r}")
+    servers = tuple(str(s).strip() for s in items if str(s).strip())
+    for server in servers:
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"{key} entries must be host:port, got {server!r}")
+    if not servers:
+        raise ConfigError(f"{key} must name at least one host:port")
+    return servers
+
+
+def _optional_str(key: str, value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise ConfigError(f"{key} must be a non-empty string or None, got {value!r}")
+
+
+def _callable_or_none(key: str, value: object) -> Any:
+    if value is None or callable(value):
+        return value
+    raise ConfigError(f"{key} must be a callable or None, got {value!r}")
+
+
+def _serializer(key: str, value: object) -> Any:
+    if value is None or callable(value) or value in ("bytes", "str", "int", "json"):
+        return value
+    raise ConfigError(f"{key} must be a callable or one of bytes, str, int, json; got {value!r}")
+
+
+def _interceptors(key: str, value: object) -> tuple[Any, ...]:
+    items = () if value is None else tuple(value) if isinstance(value, list | tuple) else (value,)
+    for item in items:
+        if not callable(getattr(item, "on_send", None)):
+            raise ConfigError(f"{key} entries must have on_send/on_acknowledgement/close methods, got {item!r}")
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig:
+    """Validated producer settings; attribute names are the Kafka keys with dots as underscores."""
+
+    bootstrap_servers: tuple[str, ...] = ()
+    client_id: str = ""
+    acks: int = -1
+    linger_ms: int = 5
+    batch_size: int = 16384
+    buffer_memory: int = 32 * 1024 * 1024
+    max_block_ms: int = 60000
+    delivery_timeout_ms: int = 120000
+    request_timeout_ms: int = 30000
+    max_request_size: int = 1024 * 1024
+    compression_type: str = "none"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+    retries: int = INT32_MAX
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
+    socket_connection_setup_timeout_ms: int = 10000
+    socket_connection_setup_timeout_max_ms: int = 30000
+    max_in_flight_requests_per_connection: int = 5
+    metadata_max_age_ms: int = 300000
+    metadata_max_idle_ms: int = 300000
+    allow_auto_create_topics: bool = True
+    enable_idempotence: bool = True
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
+    partitioner_class: Any = None
+    partitioner_ignore_keys: bool = False
+    partitioner_adaptive_partitioning_enable: bool = True
+    partitioner_availability_timeout_ms: int = 0
+    send_buffer_bytes: int = 131072
+    receive_buffer_bytes: int = 32768
+    connections_max_idle_ms: int = 540000
+    key_serializer: Any = None
+    value_serializer: Any = None
+    interceptor_classes: tuple[Any, ...] = ()
+    security_protocol: str = "plaintext"
+    # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
+    user_keys: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
+        merged: dict[str, object] = {}
+        for key, value in (config or {}).items():
+            merged[_canonical(key)] = value
+        for key, value in kwargs.items():
+            merged[_canonical(key.replace("_", "."))] = value
+        values: dict[str, object] = {}
+        for key, value in merged.items():
+            values[key.replace(".", "_")] = VALIDATORS[key](key, value)
+        if "bootstrap_servers" not in values:
+            raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
+        cfg = cls(**values, user_keys=frozenset(merged))  # type: ignore[arg-type]
+        cfg._check_relations()
+        return cfg
+
+    def _check_relations(self) -> None:
+        if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
+            raise ConfigError(
+                f"delivery.timeout.ms ({self.delivery_timeout_ms}) must be >= linger.ms + request.timeout.ms "
+                f"({self.linger_ms} + {self.request_timeout_ms})"
+            )
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
+        if self.batch_size > self.buffer_memory:
+            raise ConfigError(f"batch.size ({self.batch_size}) must be <= buffer.memory ({self.buffer_memory})")
+
+    def replace(self, **changes: object) -> ProducerConfig:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+VALIDATORS: dict[str, Callable[[str, object], object]] = {
+    "bootstrap.servers": _servers,
+    "client.id": lambda k, v: str(v),
+    "acks": _acks,
+    "linger.ms": _int(0, INT32_MAX),
+    "batch.size": _int(1, INT32_MAX),
+    "buffer.memory": _int(1),
+    "max.block.ms": _int(0),
+    "delivery.timeout.ms": _int(1, INT32_MAX),
+    "request.timeout.ms": _int(1, INT32_MAX),
+    "max.request.size": _int(1, INT32_MAX),
+    "compression.type": _choice("none", "gzip", "snappy", "lz4", "zstd"),
+    "compression.gzip.level": _int(-1, 9),
+    "compression.lz4.level": _int(1, 17),
+    "compression.zstd.level": _int(-131072, 22),
+    "retries": _int(0, INT32_MAX),
+    "retry.backoff.ms": _int(0),
+    "retry.backoff.max.ms": _int(0),
+    "reconnect.backoff.ms": _int(0),
+    "reconnect.backoff.max.ms": _int(0),
+    "socket.connection.setup.timeout.ms": _int(0),
+    "socket.connection.setup.timeout.max.ms": _int(0),
+    "max.in.flight.requests.per.connection": _int(1),
+    "metadata.max.age.ms": _int(0),
+    "metadata.max.idle.ms": _int(5000),
+    "allow.auto.create.topics": _bool,
+    "enable.idempotence": _bool,
+    "transactional.id": _optional_str,
+    "transaction.timeout.ms": _int(1, INT32_MAX),
+    "partitioner.class": _callable_or_none,
+    "partitioner.ignore.keys": _bool,
+    "partitioner.adaptive.partitioning.enable": _bool,
+    "partitioner.availability.timeout.ms": _int(0),
+    "send.buffer.bytes": _int(-1),
+    "receive.buffer.bytes": _int(-1),
+    "connections.max.idle.ms": _int(-1),
+    "key.serializer": _serializer,
+    "value.serializer": _serializer,
+    "interceptor.classes": _interceptors,
+    "security.protocol": _choice("plaintext"),
+}
+
+# librdkafka-style spellings users bring along
+ALIASES = {"queue.buffering.max.ms": "linger.ms", "compression.codec": "compression.type",
+           "message.max.bytes": "max.request.size", "request.required.acks": "acks",
+           "message.timeout.ms": "delivery.timeout.ms"}
+
+
+def _canonical(key: str) -> str:
+    key = ALIASES.get(key, key)
+    if key not in VALIDATORS:
+        close = [k for k in VALIDATORS if k.split(".")[0] == key.split(".")[0]]
+        hint = f"; did you mean one of: {', '.join(close)}" if close else ""
+        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see docs/config.md")
+    return key

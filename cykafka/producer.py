@@ -1,0 +1,328 @@
+"""The public Producer and the composition root: config -> pool, accumulator, compressor, transport, metadata, Sender.
+
+Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor and
+may run the Sender by hand (`start_sender=False`, then `producer.sender.run_once()`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.compression import compressor_for
+from cykafka.config import ProducerConfig
+from cykafka.core import (
+    BufferPool,
+    RecordAccumulator,
+    RecordFuture,
+    estimate_size_upper_bound,
+    partition_for_key,
+)
+from cykafka.errors import (
+    BufferExhaustedError,
+    InvalidRecordError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+)
+from cykafka.metrics import ProducerMetrics
+from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
+from cykafka.sender import Sender, SenderThread
+from cykafka.serialization import make_serializer, normalize_headers, validate_topic
+
+log = logging.getLogger("cykafka")
+_client_ids = itertools.count(1)
+
+
+@dataclass(slots=True)
+class ProducerRecord:
+    """A record as interceptors see it; on_send may return a changed copy."""
+
+    topic: str
+    value: Any = None
+    key: Any = None
+    partition: int | None = None
+    timestamp_ms: int | None = None
+    headers: Any = None
+
+
+class Producer:
+    """A thread-safe Kafka producer with Java's semantics. See README.md and docs/ for the config keys."""
+
+    def __init__(
+        self,
+        config: Mapping[str, object] | None = None,
+        *,
+        transport: Transport | None = None,
+        metadata: MetadataSource | None = None,
+        clock: Clock | None = None,
+        start_sender: bool = True,
+        **kwargs: object,
+    ) -> None:
+        cfg = ProducerConfig.parse(config, **kwargs)
+        if not cfg.client_id:
+            cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
+        self.config = cfg
+        self._clock: Clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._metrics = ProducerMetrics()
+        self._key_serializer = make_serializer(cfg.key_serializer, "key")
+        self._value_serializer = make_serializer(cfg.value_serializer, "value")
+        self._interceptors = cfg.interceptor_classes
+        level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
+                 "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
+        compressor = compressor_for(cfg.compression_type, level)
+        self._pool: BufferPool[threading.Condition] = BufferPool(cfg.buffer_memory, cfg.batch_size)
+        self._accumulator = RecordAccumulator(
+            cfg.batch_size, self._pool, codec=CODEC_NAMES[cfg.compression_type], compressor=compressor,
+            linger_ms=cfg.linger_ms, retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms, delivery_timeout_ms=cfg.delivery_timeout_ms,
+            completion_factory=threading.Event,
+        )
+        if transport is None:
+            from cykafka.adapters.socket_transport import SocketTransport
+
+            transport = SocketTransport(cfg)
+        self._transport = transport
+        if metadata is None:
+            from cykafka.adapters.broker_metadata import BrokerMetadata
+
+            metadata = BrokerMetadata(cfg, transport)
+        self._metadata = metadata
+        self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
+                             on_batch_done=self._on_batch_done if self._interceptors else None,
+                             memory_freed=self._memory_freed)
+        self._thread: SenderThread | None = None
+        if start_sender:
+            self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
+            self._thread.start()
+
+    # -- sending -----------------------------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Any = None,
+        on_delivery: Any = None,
+    ) -> RecordFuture:
+        """Queues a record; returns a future whose result(timeout) is its RecordMetadata or raises its error.
+        on_delivery(err, metadata) runs on the sender thread. Blocks up to max.block.ms for metadata or memory."""
+        if self._closed:
+            raise ProducerClosedError("send() after close(): the producer is closed")
+        if self._interceptors:
+            record = self._intercept(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
+            topic, value, key, partition, timestamp_ms, headers = (
+                record.topic, record.value, record.key, record.partition, record.timestamp_ms, record.headers)
+        validate_topic(topic)
+        key_bytes = self._key_serializer(key)
+        value_bytes = self._value_serializer(value)
+        header_list = normalize_headers(headers) if headers is not None else None
+        if timestamp_ms is None:
+            timestamp_ms = self._clock.wall_ms()
+        elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
+            raise InvalidRecordError(f"timestamp_ms must be a non-negative int or None, got {timestamp_ms!r}")
+        if on_delivery is not None and not callable(on_delivery):
+            raise InvalidRecordError(f"on_delivery must be callable, got {type(on_delivery).__name__}")
+        size_bytes = estimate_size_upper_bound(key_bytes, value_bytes, header_list)
+        if size_bytes > self.config.max_request_size:
+            raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
+                                      f"max.request.size ({self.config.max_request_size})")
+        if size_bytes > self.config.buffer_memory:
+            raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
+                                      f"buffer.memory ({self.config.buffer_memory})")
+        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
+        num_partitions = self._wait_on_metadata(topic, partition, deadline_ms)
+        if partition is None:
+            partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
+        snapshot = self._metadata.snapshot()
+        with self._lock:
+            now_ms = self._clock.monotonic_ms()
+            result = self._accumulator.append(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
+                                              on_delivery, now_ms, None, snapshot)
+            if result is None:
+                result = self._append_waiting_for_memory(topic, partition, timestamp_ms, key_bytes, value_bytes,
+                                                         header_list, on_delivery, deadline_ms, snapshot)
+        future, batch_is_full, new_batch, _ = result
+        if batch_is_full or new_batch:
+            self._transport.wakeup()
+        return future
+
+    def _partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any,
+                   num_partitions: int) -> int:
+        custom = self.config.partitioner_class
+        if custom is not None:
+            chosen = custom(topic, key, key_bytes, value, value_bytes, num_partitions)
+            if not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
+                raise InvalidRecordError(f"partitioner.class returned {chosen!r}, not in [0, {num_partitions})")
+            return chosen
+        if key_bytes is not None and not self.config.partitioner_ignore_keys:
+            return int(partition_for_key(key_bytes, num_partitions))
+        return -1  # the accumulator's built-in sticky partitioner chooses
+
+    def _append_waiting_for_memory(self, *args: Any) -> Any:
+        """Called with the lock held when the pool had no buffer: waits (FIFO) up to max.block.ms for one."""
+        topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery, deadline_ms, snapshot = args
+        size_bytes = self._accumulator.allocation_size(key_bytes, value_bytes, header_list)
+        waiter = threading.Condition(self._lock)
+        self._pool.enqueue_waiter(waiter)
+        started_ns = time.monotonic_ns()
+        try:
+            while True:
+                buffer = self._pool.try_allocate(size_bytes, waiter)
+                if buffer is not None:
+                    break
+                remaining_ms = deadline_ms - self._clock.monotonic_ms()
+                if remaining_ms <= 0:
+                    raise BufferExhaustedError(
+                        f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
+                        f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
+                        f"{self._pool.available_memory_bytes} bytes; the record was not queued")
+                self._transport.wakeup()
+                waiter.wait(min(remaining_ms, 100) / 1000)
+        finally:
+            self._pool.remove_waiter(waiter)
+            self._metrics.record_buffer_wait(time.monotonic_ns() - started_ns)
+        next_waiter = self._pool.waiter_to_wake()
+        if next_waiter is not None:
+            next_waiter.notify()
+        now_ms = self._clock.monotonic_ms()
+        result = self._accumulator.append(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
+                                          on_delivery, now_ms, buffer, snapshot)
+        assert result is not None  # a buffer was given
+        if not result[2]:  # another batch took the record: give the buffer back
+            next_waiter = self._pool.release(buffer, size_bytes)
+            if next_waiter is not None:
+                next_waiter.notify()
+        return result
+
+    def _memory_freed(self, waiter: Any) -> None:
+        with self._lock:
+            waiter.notify()
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
+        """Partition count of `topic`, waiting for metadata up to max.block.ms (Java's waitOnMetadata)."""
+        while True:
+            snapshot = self._metadata.snapshot()
+            count = snapshot.partition_count(topic)
+            if count is not None and (partition is None or partition < count):
+                if partition is not None and partition < 0:
+                    raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
+                return count
+            if partition is not None and count is not None and not isinstance(partition, bool):
+                raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}] of "
+                                         f"topic {topic!r}")
+            if self._closed:
+                raise ProducerClosedError("the producer was closed while waiting for metadata")
+            now_ms = self._clock.monotonic_ms()
+            if now_ms >= deadline_ms:
+                servers = ",".join(self.config.bootstrap_servers)
+                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
+                                        f"ms (max.block.ms); bootstrap.servers={servers}")
+            self._metadata.add_topic(topic, now_ms)
+            self._metadata.request_update()
+            self._transport.wakeup()
+            if self._thread is None:  # driven by hand (tests): nothing will fetch it
+                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata and no sender thread runs")
+            self._clock.sleep_ms(min(5, deadline_ms - now_ms))
+
+    def _intercept(self, record: ProducerRecord) -> ProducerRecord:
+        for interceptor in self._interceptors:
+            try:
+                changed = interceptor.on_send(record)
+                if changed is not None:
+                    record = changed
+            except Exception:
+                log.exception("interceptor %r on_send raised; the record goes on unchanged by it", interceptor)
+        return record
+
+    def _on_batch_done(self, batch: Any) -> None:
+        for future in batch.futures:
+            error, metadata = future.callback_args
+            for interceptor in self._interceptors:
+                try:
+                    interceptor.on_acknowledgement(metadata, error)
+                except Exception:
+                    log.exception("interceptor %r on_acknowledgement raised; ignored", interceptor)
+
+    # -- flush, close, introspection ---------------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Sends everything queued now and waits for it; returns the number of records still pending (0 = all done)
+        when `timeout` seconds pass first."""
+        if self._thread is not None and threading.current_thread() is self._thread:
+            raise KafkaError("flush() from a delivery callback or interceptor would deadlock the sender thread")
+        with self._lock:
+            self._accumulator.begin_flush()
+            batches = list(self._accumulator.incomplete)
+        self._transport.wakeup()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            for batch in batches:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if batch.completion is not None:
+                    batch.completion.wait(remaining)
+        finally:
+            with self._lock:
+                self._accumulator.end_flush()
+        return sum(b.record_count for b in batches if not b.is_done)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Flushes and stops the sender. After `timeout` seconds, fails what is left with ProducerClosedError."""
+        if self._thread is not None and threading.current_thread() is self._thread:
+            raise KafkaError("close() from a delivery callback would deadlock; use close(0) from another thread")
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            self._accumulator.close()
+        self.sender.running = False
+        self._transport.wakeup()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                self.sender.force_close = True
+                self._transport.wakeup()
+                grace = 0.05 if deadline is None else max(0.0, deadline - time.monotonic())
+                self._thread.join(grace)
+        if self._thread is None or not self._thread.is_alive():
+            self.sender.abort_all(ProducerClosedError("the producer was closed before the record was delivered"))
+            self._transport.close()
+        for interceptor in self._interceptors:
+            close = getattr(interceptor, "close", None)
+            if close is not None:
+                close()
+
+    def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        validate_topic(topic)
+        self._wait_on_metadata(topic, None, self._clock.monotonic_ms() + self.config.max_block_ms)
+        return list(self._metadata.snapshot().partitions[topic])
+
+    def metrics(self) -> dict[str, float]:
+        return self._metrics.snapshot(
+            buffer_available_bytes=self._pool.available_memory_bytes,
+            buffer_total_bytes=self._pool.total_memory_bytes,
+            waiting_threads=self._pool.queued_waiters,
+            requests_in_flight=self._transport.in_flight_count(),
+        )
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
