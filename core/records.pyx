@@ -301,6 +301,16 @@ cdef class RecordBatchBuilder:
     cdef readonly bint buffer_is_original
     cdef readonly bint log_append_time
 
+    def __cinit__(self, *args, **kwargs):
+        # safe defaults even if __init__ never runs (RecordBatchBuilder.__new__)
+        self._buffer = bytearray(_HEADER_BYTES)
+        self._pos = _HEADER_BYTES
+        self._ratio_estimate = 1.0
+        self._actual_ratio = 1.0
+        self.base_timestamp_ms = -1
+        self.max_timestamp_ms = -1
+        self.buffer_is_original = True
+
     def __init__(self, bytearray buffer not None, int write_limit_bytes, int codec=0,
                  double compression_ratio_estimate=1.0, bint log_append_time=False):
         if not 0 <= codec <= _MAX_CODEC:

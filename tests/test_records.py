@@ -515,3 +515,10 @@ def test_decompressor_failures_become_corrupt_record_errors() -> None:
         decode_batches(data, broken)
     with pytest.raises(CorruptRecordError):
         decode_batches(data, lambda codec_id, payload: payload[:-3])
+
+
+def test_builder_made_without_init_is_safe() -> None:
+    builder = RecordBatchBuilder.__new__(RecordBatchBuilder)
+    assert builder.try_append(3, b"k", b"v", None)
+    [batch] = decode_batches(builder.close(None))
+    assert as_tuples(batch.records) == [(3, b"k", b"v", [])]
