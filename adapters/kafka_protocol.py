@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self, TypeVar
 from uuid import UUID
 
 from cykafka.errors import (
@@ -222,6 +222,10 @@ class Reader:
     def int16(self) -> int:
         return int(_I16.unpack_from(self._view, self._take(2))[0])
 
+    def unpack(self, layout: struct.Struct) -> tuple[Any, ...]:
+        """Several fixed-size fields in one read."""
+        return layout.unpack_from(self._view, self._take(layout.size))
+
     def peek_int16(self) -> int:
         start = self._take(2)
         self._pos = start
@@ -238,6 +242,9 @@ class Reader:
 
     def _unsigned_varint(self, max_bytes: int, max_value: int) -> int:
         view, pos, end = self._view, self._pos, self._end
+        if pos < end and view[pos] < 0x80:  # one byte: most lengths and counts
+            self._pos = pos + 1
+            return view[pos]
         value = shift = 0
         for _ in range(max_bytes):
             if pos >= end:
@@ -358,6 +365,10 @@ class Reader:
     def tagged_fields(self) -> Mapping[int, memoryview]:
         """Tag -> raw value (views into the frame); unknown tags are simply not looked at. Empty if not flexible."""
         if not self.flexible:
+            return _NO_TAGS
+        pos = self._pos
+        if pos < self._end and self._view[pos] == 0:  # no tagged fields: the usual case
+            self._pos = pos + 1
             return _NO_TAGS
         count = self._check_length(self.uvarint(), "tagged fields", 2)
         if count == 0:
@@ -939,6 +950,11 @@ def _leader_and_epoch_bytes(leader: LeaderIdAndEpoch) -> bytes:
     return w.getvalue()
 
 
+# Fixed head of a produce partition response: index, error code, base offset, log append time (, log start offset).
+_PRODUCE_PARTITION_V3 = struct.Struct(">ihqq")
+_PRODUCE_PARTITION_V5 = struct.Struct(">ihqqq")
+
+
 def _read_leader_and_epoch(raw: memoryview) -> LeaderIdAndEpoch:
     r = _tag_reader(raw)
     item = LeaderIdAndEpoch(r.int32(), r.int32())
@@ -992,8 +1008,11 @@ class ProduceResponse(Response):
             return item
 
         def read_partition(r: Reader) -> ProducePartitionResponse:
-            index, error_code, base_offset, append_time_ms = r.int32(), r.int16(), r.int64(), r.int64()
-            log_start_offset = r.int64() if version >= 5 else -1
+            if version >= 5:
+                index, error_code, base_offset, append_time_ms, log_start_offset = r.unpack(_PRODUCE_PARTITION_V5)
+            else:
+                index, error_code, base_offset, append_time_ms = r.unpack(_PRODUCE_PARTITION_V3)
+                log_start_offset = -1
             record_errors: tuple[RecordError, ...] = ()
             error_message = None
             if version >= 8:

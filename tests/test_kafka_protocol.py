@@ -42,6 +42,9 @@ from cykafka.adapters.kafka_protocol import (
 from cykafka.errors import BrokerResponseError, KafkaError, ProtocolError, RequestEncodeError, UnsupportedVersionError
 from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
 
+# kafka-python loads its JSON schemas through importlib.resources' deprecated text API
+pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")
+
 TOPIC_ID = uuid.UUID("0123456789abcdef0123456789abcdef")
 
 
