@@ -2060,7 +2060,7 @@ def decode_response(api_key: int, version: int, frame: Buffer) -> tuple[int, Res
             # A broker that does not know our ApiVersions version answers in v0 (KIP-511).
             version, r.flexible = 0, False
         response = RESPONSE_TYPES[api_key].decode_body(r, version)
-        r.expect_end()
+        # trailing bytes are ignored, as Java's client does (librdkafka's mock broker sends one after Metadata v12)
     except ProtocolError as e:
         raise ProtocolError(f"{api_name(api_key)} v{version} response: {e}") from e
     return correlation_id, response

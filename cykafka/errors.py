@@ -87,3 +87,7 @@ class InvalidTopicError(KafkaError, ValueError):
 
 class InvalidRecordError(KafkaError, ValueError):
     """A record argument is invalid (partition out of range, negative timestamp); nothing was queued."""
+
+
+class AuthenticationError(KafkaError):
+    """The broker refused our credentials (SASL) or the TLS handshake failed; fatal, never retried in a loop."""
