@@ -218,20 +218,21 @@ class Sender:
         self._finish(batch, error, -1, -1)
 
     def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int) -> None:
-        """Marks the batch final, frees its memory, then (lock released) wakes waiters and runs callbacks."""
+        """Marks the batch final and frees its memory; then, with the lock released, wakes memory waiters, runs
+        interceptors and callbacks, and last releases the batch's waiters (future.result, flush)."""
         with self.lock:
             with_callbacks = batch.complete(base_offset, log_append_time_ms, error)
             waiter = self.accumulator.deallocate(batch)
             targets = batch.signal_targets()
         self._wake(waiter)
-        for completion in targets:
-            completion.set()
         if error is None:
             self.metrics.record_sent(batch)
         if self._on_batch_done is not None:
             self._on_batch_done(batch)
         for future in with_callbacks:
             run_callback(future)
+        for completion in targets:  # last, as Java: flush() returns after the callbacks ran
+            completion.set()
 
     def _wake(self, waiter: Any) -> None:
         if waiter is not None and self._memory_freed is not None:
