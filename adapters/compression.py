@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import lz4.frame
 import snappy
 import zstandard
-from typing_extensions import Buffer
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 from cykafka.errors import ConfigError, CorruptRecordError
 from cykafka.ports import CODEC_GZIP, CODEC_LZ4, CODEC_NAMES, CODEC_SNAPPY, CODEC_ZSTD, Compressor

@@ -39,3 +39,24 @@ def test_only_cykafka_is_installed_at_top_level() -> None:
 def test_py_typed_and_stubs_next_to_the_extension() -> None:
     core_dir = os.path.dirname(_core.__file__ or "")
     assert os.path.exists(os.path.join(core_dir, "_core.pyi"))
+
+
+def test_imports_need_only_the_runtime_dependencies() -> None:
+    """Dev-only packages (typing_extensions, the verifiers) must not be needed to import cykafka and its adapters."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('typing_extensions', 'confluent_kafka', 'kafka', 'aiokafka', 'pytest', 'hypothesis'):
+            raise ImportError('dev-only package imported at runtime: ' + name)
+sys.meta_path.insert(0, Block())
+import cykafka, cykafka.cli, cykafka.broker
+import cykafka.adapters.compression, cykafka.adapters.kafka_protocol, cykafka.adapters.socket_transport
+import cykafka.adapters.broker_metadata, cykafka.adapters.fake_cluster, cykafka.adapters.clock
+print(cykafka.Producer)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
