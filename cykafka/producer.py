@@ -22,6 +22,7 @@ from cykafka.core import (
     BufferPool,
     RecordAccumulator,
     RecordFuture,
+    SendPath,
     estimate_size_upper_bound,
     partition_for_key,
 )
@@ -39,6 +40,7 @@ from cykafka.sender import Sender, SenderThread
 from cykafka.serialization import make_serializer, normalize_headers, validate_topic
 
 log = logging.getLogger("cykafka")
+_AppendResult = tuple[RecordFuture, bool, bool, int]
 _client_ids = itertools.count(1)
 
 
@@ -54,8 +56,13 @@ class ProducerRecord:
     headers: Any = None
 
 
-class Producer:
-    """A thread-safe Kafka producer with Java's semantics. See README.md and docs/ for the config keys."""
+class Producer(SendPath):
+    """A thread-safe Kafka producer with Java's semantics. See README.md and docs/ for the config keys.
+
+    send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None, on_delivery=None) queues a
+    record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its typed error;
+    on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
+    """
 
     def __init__(
         self,
@@ -100,7 +107,12 @@ class Producer:
         self._metadata = metadata
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed)
+                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started)
+        fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
+                    or cfg.value_serializer not in (None, "bytes"))
+        self._init_send_path(self._accumulator, self._lock, self._clock, type(self._clock) is SystemClock,
+                             transport.wakeup, fast, cfg.partitioner_ignore_keys,
+                             min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot())
         self._thread: SenderThread | None = None
         if start_sender:
             self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
@@ -108,19 +120,11 @@ class Producer:
 
     # -- sending -----------------------------------------------------------------------------------------------
 
-    def send(
-        self,
-        topic: str,
-        value: Any = None,
-        key: Any = None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Any = None,
-        on_delivery: Any = None,
-    ) -> RecordFuture:
-        """Queues a record; returns a future whose result(timeout) is its RecordMetadata or raises its error.
-        on_delivery(err, metadata) runs on the sender thread. Blocks up to max.block.ms for metadata or memory."""
+    # -- sending: SendPath.send (compiled) handles the common case and calls these for everything else -------------
+
+    def _send_slow(self, topic: Any, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any,
+                   on_delivery: Any) -> RecordFuture:
+        """send() with interceptors, serializers, metadata waits and every argument check and error message."""
         if self._closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
         if self._interceptors:
@@ -137,6 +141,8 @@ class Producer:
             raise InvalidRecordError(f"timestamp_ms must be a non-negative int or None, got {timestamp_ms!r}")
         if on_delivery is not None and not callable(on_delivery):
             raise InvalidRecordError(f"on_delivery must be callable, got {type(on_delivery).__name__}")
+        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
+            raise InvalidRecordError(f"partition must be an int or None, got {partition!r}")
         size_bytes = estimate_size_upper_bound(key_bytes, value_bytes, header_list)
         if size_bytes > self.config.max_request_size:
             raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
@@ -144,22 +150,10 @@ class Producer:
         if size_bytes > self.config.buffer_memory:
             raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
                                       f"buffer.memory ({self.config.buffer_memory})")
-        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
-        num_partitions = self._wait_on_metadata(topic, partition, deadline_ms)
+        num_partitions = self._wait_on_metadata(topic, partition, self._clock.monotonic_ms() + self.config.max_block_ms)
         if partition is None:
             partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
-        snapshot = self._metadata.snapshot()
-        with self._lock:
-            now_ms = self._clock.monotonic_ms()
-            result = self._accumulator.append(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
-                                              on_delivery, now_ms, None, snapshot)
-            if result is None:
-                result = self._append_waiting_for_memory(topic, partition, timestamp_ms, key_bytes, value_bytes,
-                                                         header_list, on_delivery, deadline_ms, snapshot)
-        future, batch_is_full, new_batch, _ = result
-        if batch_is_full or new_batch:
-            self._transport.wakeup()
-        return future
+        return self._append_blocking(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
 
     def _partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any,
                    num_partitions: int) -> int:
@@ -173,10 +167,29 @@ class Producer:
             return int(partition_for_key(key_bytes, num_partitions))
         return -1  # the accumulator's built-in sticky partitioner chooses
 
-    def _append_waiting_for_memory(self, *args: Any) -> Any:
-        """Called with the lock held when the pool had no buffer: waits (FIFO) up to max.block.ms for one."""
-        topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery, deadline_ms, snapshot = args
-        size_bytes = self._accumulator.allocation_size(key_bytes, value_bytes, header_list)
+    def _append_blocking(self, topic: str, partition: int, timestamp_ms: int, key_bytes: Any, value_bytes: Any,
+                         header_list: Any, on_delivery: Any) -> RecordFuture:
+        """Appends; when the pool has no buffer, waits (FIFO) up to max.block.ms for one."""
+        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
+        snapshot = self._metadata.snapshot()
+        args = (topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
+        with self._lock:
+            result = self._append(args, None, snapshot)
+            if result is None:
+                result = self._append_waiting_for_memory(args, deadline_ms, snapshot)
+        future, batch_is_full, new_batch, _ = result
+        if batch_is_full or new_batch:
+            self._transport.wakeup()
+        return future
+
+    def _append(self, args: tuple[Any, ...], buffer: bytearray | None, snapshot: Any) -> _AppendResult | None:
+        topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery = args
+        return self._accumulator.append(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
+                                        on_delivery, self._clock.monotonic_ms(), buffer, snapshot)
+
+    def _append_waiting_for_memory(self, args: tuple[Any, ...], deadline_ms: int, snapshot: Any) -> _AppendResult:
+        """Called with the lock held when the pool had no buffer."""
+        size_bytes = self._accumulator.allocation_size(args[3], args[4], args[5])
         waiter = threading.Condition(self._lock)
         self._pool.enqueue_waiter(waiter)
         started_ns = time.monotonic_ns()
@@ -199,9 +212,7 @@ class Producer:
         next_waiter = self._pool.waiter_to_wake()
         if next_waiter is not None:
             next_waiter.notify()
-        now_ms = self._clock.monotonic_ms()
-        result = self._accumulator.append(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
-                                          on_delivery, now_ms, buffer, snapshot)
+        result = self._append(args, buffer, snapshot)
         assert result is not None  # a buffer was given
         if not result[2]:  # another batch took the record: give the buffer back
             next_waiter = self._pool.release(buffer, size_bytes)
@@ -218,6 +229,8 @@ class Producer:
         while True:
             snapshot = self._metadata.snapshot()
             count = snapshot.partition_count(topic)
+            if count is not None:
+                self.sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
             if count is not None and (partition is None or partition < count):
                 if partition is not None and partition < 0:
                     raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")

@@ -18,7 +18,7 @@ from cykafka.config import ProducerConfig
 from cykafka.core import ProducerBatch, RecordAccumulator, RecordFuture
 from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError, ProducerClosedError, RecordTooLargeError
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import ClientResponse, Clock, MetadataSource, Transport
+from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
 
 log = logging.getLogger("cykafka")
 
@@ -48,6 +48,7 @@ class Sender:
         metrics: ProducerMetrics,
         on_batch_done: Callable[[ProducerBatch], None] | None = None,
         memory_freed: Callable[[Any], None] | None = None,
+        loop_started: Callable[[ClusterSnapshot], None] | None = None,
     ) -> None:
         self.config = config
         self.accumulator = accumulator
@@ -58,6 +59,7 @@ class Sender:
         self.metrics = metrics
         self._on_batch_done = on_batch_done
         self._memory_freed = memory_freed
+        self._loop_started = loop_started
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.running = True
@@ -77,6 +79,8 @@ class Sender:
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
         snapshot = self.metadata.snapshot()
         self.transport.update_nodes(snapshot.nodes)
+        if self._loop_started is not None:
+            self._loop_started(snapshot)
         with self.lock:
             ready = self.accumulator.ready(snapshot, now_ms)
         if ready.unknown_leader_topics:
@@ -106,6 +110,8 @@ class Sender:
                 f"passed since batch creation (delivery.timeout.ms={self.config.delivery_timeout_ms})"))
         for node_id, batches in drained.items():
             self._send_produce_request(node_id, batches, now_ms)
+        for topic in {b.topic for batches in drained.values() for b in batches}:
+            self.metadata.add_topic(topic, now_ms)  # in use: keep it in metadata (metadata.max.idle.ms)
         if nodes:  # Java: data is ready to go, poll without waiting
             return 0
         return max(0, min(ready.next_ready_check_delay_ms, not_ready_delay_ms, expiry_delay_ms, metadata_delay_ms,
