@@ -1,6 +1,7 @@
 """cykafka: a Kafka producer for Python with a Cython core, built as ports and adapters (composition root here)."""
 
 from cykafka.errors import (
+    AuthenticationError,
     BrokerNotFoundError,
     BufferExhaustedError,
     ConfigError,
@@ -15,6 +16,7 @@ from cykafka.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuthenticationError",
     "BrokerNotFoundError",
     "BufferExhaustedError",
     "ConfigError",

@@ -77,6 +77,15 @@ class NetworkError(KafkaError):
     retriable = True
 
 
+class AuthenticationError(KafkaError):
+    """SASL authentication failed (bad credentials, mechanism not enabled, token rejected) or the TLS handshake did;
+    not retriable: pending sends and metadata waits fail with it. The message carries the broker's, never a secret."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: certificate not trusted (ssl.ca.location), hostname mismatch, protocol mismatch."""
+
+
 class SerializationError(KafkaError, TypeError):
     """A key, value or header could not be turned into bytes; nothing was queued."""
 

@@ -72,6 +72,9 @@ class Sender:
         for response in responses:
             if response.handler is not None:
                 response.handler(response)
+        auth_error = self.transport.authentication_error()
+        if auth_error is not None:  # fatal, not retriable: what waits for a connection fails now
+            self.fail_undrained(auth_error)
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
@@ -243,6 +246,14 @@ class Sender:
         with self.lock:
             pending = self.accumulator.has_undrained()
         return pending or any(self._in_flight.values())
+
+    def fail_undrained(self, error: KafkaError) -> None:
+        """Fails every queued (not yet sent) batch with `error`; requests in flight finish on their own."""
+        with self.lock:
+            batches = self.accumulator.abort_undrained()
+        for batch in batches:
+            if not batch.is_done:
+                self._fail_batch(batch, error)
 
     def abort_all(self, error: KafkaError) -> None:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""
