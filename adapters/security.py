@@ -78,7 +78,7 @@ def wrap_socket(context: ssl.SSLContext, sock: socket.socket, host: str) -> ssl.
 def tls_failure(error: ssl.SSLError, peer: str) -> SslAuthenticationError:
     """The typed error for a failed handshake, with the hint the user needs."""
     if isinstance(error, ssl.SSLCertVerificationError):
-        detail = error.verify_message or str(error)
+        detail = (error.verify_message or str(error)).rstrip(".")
         if "hostname" in detail.lower() or "ip address mismatch" in detail.lower():
             hint = ("the certificate does not name the host connected to; fix advertised.listeners or the "
                     "certificate's subjectAltName, or set ssl.endpoint.identification.algorithm='' to skip "

@@ -62,6 +62,7 @@ class Sender:
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.running = True
         self.force_close = False
+        self._auth_error_seen: KafkaError | None = None
 
     # -- the loop body -----------------------------------------------------------------------------------------
 
@@ -73,8 +74,9 @@ class Sender:
             if response.handler is not None:
                 response.handler(response)
         auth_error = self.transport.authentication_error()
-        if auth_error is not None:  # fatal, not retriable: what waits for a connection fails now
-            self.fail_undrained(auth_error)
+        if auth_error is not None and auth_error is not self._auth_error_seen:
+            self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
+        self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
