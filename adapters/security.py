@@ -21,7 +21,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.config import ProducerConfig
@@ -75,6 +75,12 @@ def wrap_socket(context: ssl.SSLContext, sock: socket.socket, host: str) -> ssl.
     return context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
 
 
+def is_tls_alert(error: BaseException) -> TypeGuard[ssl.SSLError]:
+    """A TLS-level failure (an alert, a bad record), not the peer simply going away."""
+    return isinstance(error, ssl.SSLError) and not isinstance(
+        error, ssl.SSLEOFError | ssl.SSLZeroReturnError | ssl.SSLWantReadError | ssl.SSLWantWriteError)
+
+
 def tls_failure(error: ssl.SSLError, peer: str) -> SslAuthenticationError:
     """The typed error for a failed handshake, with the hint the user needs."""
     if isinstance(error, ssl.SSLCertVerificationError):
@@ -88,8 +94,13 @@ def tls_failure(error: ssl.SSLError, peer: str) -> SslAuthenticationError:
         return SslAuthenticationError(f"TLS handshake with {peer} failed: certificate verify failed: {detail}; "
                                       f"{hint}")
     reason = _ssl_reason(error)
-    hint = ("; is this a TLS listener? (security.protocol=SSL / SASL_SSL needs one)"
-            if "WRONG_VERSION_NUMBER" in reason.upper() or "wrong version" in reason.lower() else "")
+    upper = reason.upper()
+    hint = ""
+    if "WRONG_VERSION_NUMBER" in upper:
+        hint = "; is this a TLS listener? (security.protocol=SSL / SASL_SSL needs one)"
+    elif any(alert in upper for alert in ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA",
+                                          "CERTIFICATE_UNKNOWN")):
+        hint = ("; the broker wants a client certificate it trusts (ssl.certificate.location, ssl.key.location)")
     return SslAuthenticationError(f"TLS handshake with {peer} failed: {reason}{hint}")
 
 
@@ -394,6 +405,7 @@ __all__ = [
     "ScramClient",
     "Security",
     "build_ssl_context",
+    "is_tls_alert",
     "tls_failure",
     "wrap_socket",
 ]

@@ -468,7 +468,7 @@ class SocketTransport:
             except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
             except OSError as e:
-                self._disconnect(conn, now_ms, NetworkError(f"write to node {conn.node_id} failed: {e}"))
+                self._io_failed(conn, now_ms, "write to", e)
                 return
             while written > 0:
                 head = conn.outgoing[0]
@@ -524,7 +524,7 @@ class SocketTransport:
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as e:
-                self._disconnect(conn, now_ms, NetworkError(f"read from node {conn.node_id} failed: {e}"))
+                self._io_failed(conn, now_ms, "read from", e)
                 return
             if not chunk:
                 self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
@@ -538,6 +538,27 @@ class SocketTransport:
             elif len(chunk) < _READ_CHUNK_BYTES:
                 break
         self._parse_frames(conn, now_ms)
+
+    def _io_failed(self, conn: _Connection, now_ms: int, what: str, error: OSError) -> None:
+        if conn.tls and conn.state == _NEGOTIATING:
+            # TLS 1.3: the server judges our certificate after the handshake; its alert ends the first exchange
+            alert = error if security.is_tls_alert(error) else self._pending_tls_alert(conn)
+            if alert is not None:
+                self._fail_authentication(conn, now_ms, security.tls_failure(alert, self._peer(conn)))
+                return
+        self._disconnect(conn, now_ms, NetworkError(f"{what} node {conn.node_id} failed: {error}"))
+
+    @staticmethod
+    def _pending_tls_alert(conn: _Connection) -> ssl.SSLError | None:
+        """The alert the server sent before closing, if a write failed first."""
+        try:
+            if conn.sock is not None:
+                conn.sock.recv(1)
+        except ssl.SSLError as e:
+            return e if security.is_tls_alert(e) else None
+        except OSError:
+            pass
+        return None
 
     def _parse_frames(self, conn: _Connection, now_ms: int) -> None:
         data = conn.incoming

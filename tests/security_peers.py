@@ -49,15 +49,21 @@ class Pki:
     other_name_cert_pem: Path  # signed by the CA, names only other.example
     other_name_key_pem: Path
     other_ca_pem: Path  # a CA that signed nothing here
+    client_cert_pem: Path  # mutual TLS: signed by the CA
+    client_key_pem: Path  # encrypted with CLIENT_KEY_PASSWORD
+
+
+CLIENT_KEY_PASSWORD = "client-key-pw"
 
 
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+def _write_key(key: ec.EllipticCurvePrivateKey, path: Path, password: str | None = None) -> Path:
+    encryption = (serialization.BestAvailableEncryption(password.encode()) if password is not None
+                  else serialization.NoEncryption())
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption))
     return path
 
 
@@ -83,7 +89,8 @@ def _make_ca(common_name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certifi
 
 
 def _make_leaf(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, dns: list[str],
-               ips: list[str]) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+               ips: list[str], usage: x509.ObjectIdentifier = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH,
+               ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
@@ -93,7 +100,7 @@ def _make_leaf(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, dn
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256()))
     return key, cert
@@ -104,6 +111,8 @@ def make_pki(directory: Path) -> Pki:
     server_key, server_cert = _make_leaf(ca_key, ca_cert, ["localhost"], [HOST])
     other_key, other_cert = _make_leaf(ca_key, ca_cert, ["other.example"], [])
     _, other_ca = _make_ca("unrelated CA")
+    client_key, client_cert = _make_leaf(ca_key, ca_cert, ["cykafka-client"], [],
+                                         x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH)
     return Pki(
         ca_pem=_write_cert(ca_cert, directory / "ca.pem"),
         server_cert_pem=_write_cert(server_cert, directory / "server.pem"),
@@ -111,6 +120,8 @@ def make_pki(directory: Path) -> Pki:
         other_name_cert_pem=_write_cert(other_cert, directory / "other-name.pem"),
         other_name_key_pem=_write_key(other_key, directory / "other-name.key"),
         other_ca_pem=_write_cert(other_ca, directory / "other-ca.pem"),
+        client_cert_pem=_write_cert(client_cert, directory / "client.pem"),
+        client_key_pem=_write_key(client_key, directory / "client.key", CLIENT_KEY_PASSWORD),
     )
 
 
@@ -132,10 +143,13 @@ def _wait_for_port(port: int, deadline_s: float, process: subprocess.Popen[bytes
 
 
 class Stunnel:
-    """stunnel4 in server mode: TLS on `port` (a free one unless given), plaintext to `backend_port`."""
+    """stunnel4 in server mode: TLS on `port` (a free one unless given), plaintext to `backend_port`. With
+    `client_ca`, clients must present a certificate signed by it (mutual TLS)."""
 
-    def __init__(self, directory: Path, backend_port: int, cert: Path, key: Path, port: int | None = None) -> None:
+    def __init__(self, directory: Path, backend_port: int, cert: Path, key: Path, port: int | None = None,
+                 client_ca: Path | None = None) -> None:
         self.port = port if port is not None else free_port()
+        self.client_ca = client_ca
         self.directory = directory
         self.backend_port = backend_port
         self.cert, self.key = cert, key
@@ -156,7 +170,8 @@ class Stunnel:
             f"accept = {HOST}:{self.port}\n"
             f"connect = {HOST}:{self.backend_port}\n"
             f"cert = {self.cert}\n"
-            f"key = {self.key}\n")
+            f"key = {self.key}\n"
+            + (f"requireCert = yes\nverifyChain = yes\nCAfile = {self.client_ca}\n" if self.client_ca else ""))
         self._process = subprocess.Popen([binary, str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         try:

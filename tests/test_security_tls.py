@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security_peers import HOST, Pki, Stunnel, make_pki, require_stunnel
+from security_peers import CLIENT_KEY_PASSWORD, HOST, Pki, Stunnel, make_pki, require_stunnel
 
 from cykafka.broker import EmbeddedBroker, free_port
-from cykafka.errors import KafkaTimeoutError, SslAuthenticationError
+from cykafka.errors import ConfigError, KafkaTimeoutError, SslAuthenticationError
 from cykafka.producer import Producer
 from cykafka.verify import read_back
 
@@ -30,6 +30,7 @@ class TlsCluster:
     broker: EmbeddedBroker
     tls_port: int  # stunnel with a certificate for 127.0.0.1 / localhost; what Tansu advertises
     other_name_port: int  # stunnel with a certificate for other.example only
+    mutual_port: int  # stunnel that requires a client certificate signed by the CA
 
     def config(self, **extra: Any) -> dict[str, Any]:
         return {"bootstrap.servers": f"{HOST}:{self.tls_port}", "security.protocol": "SSL",
@@ -51,7 +52,9 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsCluster]:
     try:
         fronts.append(Stunnel(directory, broker.port, pki.server_cert_pem, pki.server_key_pem, port=tls_port).start())
         fronts.append(Stunnel(directory, broker.port, pki.other_name_cert_pem, pki.other_name_key_pem).start())
-        yield TlsCluster(pki, broker, tls_port, fronts[1].port)
+        fronts.append(Stunnel(directory, broker.port, pki.server_cert_pem, pki.server_key_pem,
+                              client_ca=pki.ca_pem).start())
+        yield TlsCluster(pki, broker, tls_port, fronts[1].port, fronts[2].port)
     finally:
         for front in fronts:
             front.stop()
@@ -132,6 +135,28 @@ def test_tls_handshake_that_stalls_hits_the_setup_timeout(tls: TlsCluster, caplo
     finally:
         producer.close(1)
     assert "not set up within socket.connection.setup.timeout.ms" in caplog.text
+
+
+def test_mutual_tls_with_an_encrypted_client_key(tls: TlsCluster) -> None:
+    config = tls.config(**{"ssl.certificate.location": str(tls.pki.client_cert_pem),
+                           "ssl.key.location": str(tls.pki.client_key_pem), "ssl.key.password": CLIENT_KEY_PASSWORD})
+    config["bootstrap.servers"] = f"{HOST}:{tls.mutual_port}"
+    with Producer(config) as producer:
+        assert len(producer.partitions_for(_topic())) == 4
+
+
+def test_mutual_tls_without_a_client_certificate_fails(tls: TlsCluster) -> None:
+    config = tls.config()
+    config["bootstrap.servers"] = f"{HOST}:{tls.mutual_port}"
+    error = _fails_fast(config)
+    assert "certificate" in str(error).lower()
+
+
+def test_wrong_client_key_password_is_a_config_error(tls: TlsCluster) -> None:
+    with pytest.raises(ConfigError, match=r"ssl.key.password") as info:
+        Producer(tls.config(**{"ssl.certificate.location": str(tls.pki.client_cert_pem),
+                               "ssl.key.location": str(tls.pki.client_key_pem), "ssl.key.password": "nope"}))
+    assert "nope" not in str(info.value)
 
 
 def test_no_ca_file_uses_system_cas_and_rejects_the_test_ca(tls: TlsCluster, tmp_path: Path) -> None:
