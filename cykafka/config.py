@@ -269,7 +269,7 @@ class ProducerConfig:
         shown = []
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in _SECRET_FIELDS and value is not None:
+            if f.name in _SECRET_FIELDS and value not in (None, ""):
                 value = "[hidden]"
             shown.append(f"{f.name}={value!r}")
         return f"ProducerConfig({', '.join(shown)})"
@@ -331,7 +331,8 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "oauth_cb": _callable_or_none,
 }
 
-_SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password"})
+# hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
+_SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password", "sasl_oauthbearer_config"})
 # keys that only mean something with SSL / SASL: set with another security.protocol, they are a mistake
 _SSL_MATERIAL_KEYS = frozenset({"ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
                                 "ssl.key.password"})

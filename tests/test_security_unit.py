@@ -239,6 +239,7 @@ def test_secrets_hidden_from_repr_and_errors(tmp_path: Path) -> None:
     text = repr(cfg) + str(cfg)
     assert "hunter2-secret" not in text and "keypass-secret" not in text
     assert "sasl_password='[hidden]'" in text and "sasl_username='alice'" in text
+    assert "sasl_oauthbearer_config=''" in text  # empty: nothing to hide
     with pytest.raises(ConfigError) as info:
         ProducerConfig.parse({**BASE, "security.protocol": "SASL_SSL", "sasl.password": b"hunter2-secret"})
     assert "hunter2" not in str(info.value)
