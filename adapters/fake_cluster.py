@@ -14,7 +14,7 @@ from typing import Any
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.compression import decompress
 from cykafka.core import decode_batches
-from cykafka.errors import CorruptRecordError, NetworkError, ProtocolError
+from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError
 from cykafka.ports import ClientResponse, Clock, Node
 
 NONE, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 6, 10, 2, 3
@@ -76,6 +76,7 @@ class FakeCluster:
         self._pending: deque[_Pending] = deque()
         self._injected: list[_Injected] = []
         self._dropped: list[ClientResponse] = []
+        self.auth_failure: KafkaError | None = None  # set: every connection fails to authenticate with it
 
     # -- test controls -----------------------------------------------------------------------------------------
 
@@ -119,6 +120,8 @@ class FakeCluster:
         pass
 
     def ready(self, node_id: int, now_ms: int) -> bool:
+        if self.auth_failure is not None:
+            return False
         if node_id in self.unreachable or (node_id >= 0 and node_id not in self.nodes):
             return False
         if node_id not in self._connected:
@@ -157,6 +160,9 @@ class FakeCluster:
     def least_loaded_node(self, now_ms: int) -> int | None:
         reachable = [n for n in self.nodes if n not in self.unreachable]
         return min(reachable, key=self.in_flight_count) if reachable else None
+
+    def authentication_error(self) -> KafkaError | None:
+        return self.auth_failure
 
     def wakeup(self) -> None:
         pass

@@ -22,7 +22,7 @@ from __future__ import annotations
 import abc
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self, TypeVar
 from uuid import UUID
@@ -1491,7 +1491,7 @@ class SaslHandshakeResponse(Response):
 @dataclass(frozen=True, slots=True)
 class SaslAuthenticateRequest(Request):
     API_KEY: ClassVar[int] = SASL_AUTHENTICATE
-    auth_bytes: bytes
+    auth_bytes: bytes = field(repr=False)  # PLAIN passwords, bearer tokens: never in a repr
 
     def encode_body(self, w: Writer, version: int) -> None:
         w.bytes_(self.auth_bytes)

@@ -1,6 +1,9 @@
 """Socket transport: non-blocking TCP connections (one per broker) driven by `selectors`, Kafka framing and
 correlation ids, ApiVersions negotiation on connect, max in-flight, request/connection-setup timeouts, reconnect
 backoff. Implements ports.Transport; the caller owns the loop and passes now_ms in.
+
+Connection states: connecting -> [tls handshaking] -> negotiating (ApiVersions) -> [authenticating (SASL)] -> ready.
+TLS and SASL come from adapters.security; an authentication failure is latched (`authentication_error()`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import random
 import select
 import selectors
 import socket
+import ssl
 import struct
 import time
 from collections import deque
@@ -19,13 +23,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cykafka.adapters import kafka_protocol as kp
+from cykafka.adapters import security
 from cykafka.config import ProducerConfig
-from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError, ProtocolError, UnsupportedVersionError
+from cykafka.errors import (
+    AuthenticationError,
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    ProtocolError,
+    UnsupportedVersionError,
+)
 from cykafka.ports import ClientResponse, Node
 
 log = logging.getLogger("cykafka")
 
 _CONNECTING, _NEGOTIATING, _READY, _DISCONNECTED = "connecting", "negotiating", "ready", "disconnected"
+_TLS_HANDSHAKING, _AUTHENTICATING = "tls handshaking", "authenticating"
+_SETTING_UP = frozenset({_CONNECTING, _TLS_HANDSHAKING, _NEGOTIATING, _AUTHENTICATING})
+_READ_CHUNK_BYTES = 256 * 1024
+_TLS_COALESCE_BYTES = 64 * 1024  # small buffers are joined into one TLS write up to this
 _MAX_FRAME_BYTES = 100 * 1024 * 1024  # a size prefix above this is a protocol error, never an allocation
 _SIZE = struct.Struct(">i")
 
@@ -39,7 +55,7 @@ class _Request:
     handler: Callable[[ClientResponse], None] | None
     sent_ms: int
     expect_response: bool
-    internal: bool = False  # ApiVersions sent by the transport itself
+    internal: bool = False  # ApiVersions / SASL sent by the transport itself
 
 
 @dataclass(slots=True)
@@ -60,6 +76,10 @@ class _Connection:
     last_failure_ms: int = -(2**62)
     failures: int = 0
     backoff_ms: int = 0
+    tls: bool = False
+    tls_retry: memoryview | bytes | None = None  # a TLS write that wanted to block is retried with the same bytes
+    sasl: security.SaslSession | None = None
+    reauthenticate_at_ms: int | None = None  # SASL session lifetime (KIP-368): reconnect before it ends
 
 
 class SocketTransport:
@@ -67,6 +87,7 @@ class SocketTransport:
 
     def __init__(self, config: ProducerConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
         self.config = config
+        self._security = security.Security(config)  # first: a bad ssl.* file fails before any socket exists
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -82,6 +103,7 @@ class SocketTransport:
         self._random = random.Random()
         self._closed = False
         self._wakeup_pending = False
+        self._authentication_error: AuthenticationError | None = None
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
 
@@ -100,6 +122,11 @@ class SocketTransport:
         conn = self._connections.get(node_id)
         if conn is None:
             return False
+        if conn.state == _READY and conn.reauthenticate_at_ms is not None and now_ms >= conn.reauthenticate_at_ms:
+            if conn.in_flight or conn.unwritten_requests:
+                return False  # let them finish, then authenticate again on a new connection
+            log.info("SASL session with node %s ends soon: reconnecting to authenticate again", conn.node_id)
+            self._disconnect(conn, now_ms, NetworkError("SASL session lifetime reached"), backoff=False)
         if conn.state == _READY:
             in_flight = len(conn.in_flight) + len(conn.unwritten_requests)
             return in_flight < self.config.max_in_flight_requests_per_connection
@@ -113,7 +140,7 @@ class SocketTransport:
             return self.config.reconnect_backoff_ms
         if conn.state == _DISCONNECTED:
             return max(0, conn.last_failure_ms + conn.backoff_ms - now_ms)
-        if conn.state in (_CONNECTING, _NEGOTIATING):
+        if conn.state in _SETTING_UP:
             return max(0, conn.connect_started_ms + self.config.socket_connection_setup_timeout_ms - now_ms)
         return 2**31  # connected: poll() wakes when a response frees a slot
 
@@ -141,8 +168,13 @@ class SocketTransport:
             if conn is None:
                 self._drain_wakeups()
                 continue
-            if conn.state == _CONNECTING and events & selectors.EVENT_WRITE:
-                self._finish_connect(conn, now_ms)
+            if conn.state == _CONNECTING:
+                if events & selectors.EVENT_WRITE:
+                    self._finish_connect(conn, now_ms)
+                continue
+            if conn.state == _TLS_HANDSHAKING:
+                self._tls_handshake(conn, now_ms)
+                continue
             if conn.sock is not None and events & selectors.EVENT_WRITE and conn.state != _CONNECTING:
                 self._write(conn, now_ms)
             if conn.sock is not None and events & selectors.EVENT_READ:
@@ -168,12 +200,16 @@ class SocketTransport:
         if best is not None:
             return best.node_id
         for conn in candidates:
-            if conn.state in (_CONNECTING, _NEGOTIATING):
+            if conn.state in _SETTING_UP:
                 return conn.node_id
         ok = [c for c in candidates if now_ms - c.last_failure_ms >= c.backoff_ms]
         if not ok and self._connections:
             ok = [c for c in self._connections.values() if now_ms - c.last_failure_ms >= c.backoff_ms]
         return ok[0].node_id if ok else None
+
+    def authentication_error(self) -> AuthenticationError | None:
+        """The last SASL or TLS authentication failure; cleared when a connection next authenticates."""
+        return self._authentication_error
 
     def wakeup(self) -> None:
         if self._wakeup_pending:  # one byte in the pipe is enough until poll() drains it
@@ -249,9 +285,59 @@ class SocketTransport:
             self._disconnect(conn, now_ms, NetworkError(
                 f"connection to node {conn.node_id} ({conn.host}:{conn.port}) failed: {errno.errorcode.get(err, err)}"))
             return
+        if self._security.ssl_context is not None:
+            self._start_tls(conn, now_ms)
+        else:
+            self._start_negotiating(conn, now_ms)
+
+    def _start_tls(self, conn: _Connection, now_ms: int) -> None:
+        assert conn.sock is not None and self._security.ssl_context is not None
+        self._selector.unregister(conn.sock)
+        raw, conn.sock = conn.sock, None
+        try:
+            conn.sock = security.wrap_socket(self._security.ssl_context, raw, conn.host)
+        except (OSError, ValueError) as e:
+            raw.close()
+            self._disconnect(conn, now_ms, NetworkError(f"TLS setup for node {conn.node_id} failed: {e}"))
+            return
+        conn.tls = True
+        conn.state = _TLS_HANDSHAKING
+        self._selector.register(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+        self._tls_handshake(conn, now_ms)
+
+    def _tls_handshake(self, conn: _Connection, now_ms: int) -> None:
+        sock = conn.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._selector.modify(sock, selectors.EVENT_READ, conn)
+            return
+        except ssl.SSLWantWriteError:
+            self._selector.modify(sock, selectors.EVENT_WRITE, conn)
+            return
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:  # the peer went away: a network failure
+            self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
+                                                        f"the connection during the TLS handshake: {e}"))
+            return
+        except ssl.SSLError as e:
+            self._fail_authentication(conn, now_ms, security.tls_failure(e, self._peer(conn)))
+            return
+        except OSError as e:
+            self._disconnect(conn, now_ms, NetworkError(f"TLS handshake with node {conn.node_id} failed: {e}"))
+            return
+        log.debug("TLS with node %s: %s %s", conn.node_id, sock.version(), (sock.cipher() or ("?",))[0])
+        self._start_negotiating(conn, now_ms)
+
+    def _start_negotiating(self, conn: _Connection, now_ms: int) -> None:
+        assert conn.sock is not None
         conn.state = _NEGOTIATING
         self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
         self._send_api_versions(conn, kp.SUPPORTED_VERSIONS[kp.ApiVersionsRequest.API_KEY][1], now_ms)
+
+    @staticmethod
+    def _peer(conn: _Connection) -> str:
+        return f"node {conn.node_id} ({conn.host}:{conn.port})"
 
     def _send_api_versions(self, conn: _Connection, version: int, now_ms: int) -> None:
         request = kp.ApiVersionsRequest(client_software_name="cykafka", client_software_version="0.1.0")
@@ -277,10 +363,55 @@ class SocketTransport:
             self._disconnect(conn, now_ms, UnsupportedVersionError(
                 f"broker {conn.node_id} does not support Produce v3+ (RecordBatch v2)"), backoff=True)
             return
+        if self._security.uses_sasl:
+            self._start_sasl(conn, now_ms)
+        else:
+            self._set_ready(conn, now_ms)
+
+    def _set_ready(self, conn: _Connection, now_ms: int) -> None:
         conn.state = _READY
         conn.failures = 0
         conn.backoff_ms = 0
-        log.debug("connected to node %s at %s:%s (produce v%s)", conn.node_id, conn.host, conn.port, produce)
+        self._authentication_error = None
+        log.debug("connected to node %s at %s:%s (produce v%s)", conn.node_id, conn.host, conn.port,
+                  conn.api_versions.get(kp.ProduceRequest.API_KEY))
+
+    def _start_sasl(self, conn: _Connection, now_ms: int) -> None:
+        if conn.api_versions.get(kp.SASL_HANDSHAKE) != 1 or kp.SASL_AUTHENTICATE not in conn.api_versions:
+            self._fail_authentication(conn, now_ms, AuthenticationError(
+                f"{self._peer(conn)} does not support SaslHandshake v1 + SaslAuthenticate (KIP-152, Kafka 1.0+)"))
+            return
+        try:
+            conn.sasl = self._security.sasl_session(self._peer(conn))
+            request = conn.sasl.handshake_request()
+        except AuthenticationError as e:
+            self._fail_authentication(conn, now_ms, e)
+            return
+        conn.state = _AUTHENTICATING
+        self._enqueue(conn, request, kp.SASL_HANDSHAKE, 1, None, now_ms, True, internal=True)
+
+    def _on_sasl(self, conn: _Connection, response: object, now_ms: int) -> None:
+        session = conn.sasl
+        assert session is not None
+        try:
+            request = session.on_response(response)
+        except AuthenticationError as e:
+            self._fail_authentication(conn, now_ms, e)
+            return
+        if request is not None:
+            self._enqueue(conn, request, kp.SASL_AUTHENTICATE, conn.api_versions[kp.SASL_AUTHENTICATE], None, now_ms,
+                          True, internal=True)
+            return
+        conn.sasl = None
+        if session.session_lifetime_ms > 0:  # Java re-authenticates at 85-95% of the lifetime
+            conn.reauthenticate_at_ms = now_ms + int(session.session_lifetime_ms * self._random.uniform(0.85, 0.95))
+        log.debug("SASL %s authenticated with node %s", session.mechanism.name, conn.node_id)
+        self._set_ready(conn, now_ms)
+
+    def _fail_authentication(self, conn: _Connection, now_ms: int, error: AuthenticationError) -> None:
+        log.error("authentication with node %s (%s:%s) failed: %s", conn.node_id, conn.host, conn.port, error)
+        self._authentication_error = error
+        self._disconnect(conn, now_ms, error)
 
     def _set_backoff(self, conn: _Connection, now_ms: int) -> None:
         conn.last_failure_ms = now_ms
@@ -296,6 +427,10 @@ class SocketTransport:
                 pass
             conn.sock.close()
             conn.sock = None
+        conn.tls = False
+        conn.tls_retry = None
+        conn.sasl = None
+        conn.reauthenticate_at_ms = None
         if conn.state != _DISCONNECTED:
             log.info("disconnected from node %s (%s:%s): %s", conn.node_id, conn.host, conn.port, error)
         conn.state = _DISCONNECTED
@@ -314,7 +449,7 @@ class SocketTransport:
 
     def _check_timeouts(self, now_ms: int) -> None:
         for conn in self._connections.values():
-            if conn.state in (_CONNECTING, _NEGOTIATING):
+            if conn.state in _SETTING_UP:
                 if now_ms - conn.connect_started_ms >= self.config.socket_connection_setup_timeout_ms:
                     self._disconnect(conn, now_ms, NetworkError(
                         f"connection to node {conn.node_id} ({conn.host}:{conn.port}) not set up within "
@@ -349,11 +484,17 @@ class SocketTransport:
         assert sock is not None
         while conn.outgoing:
             try:
-                written = sock.sendmsg(list(conn.outgoing)[:64])
-            except (BlockingIOError, InterruptedError):
+                if conn.tls:  # SSL sockets have no sendmsg
+                    data = conn.tls_retry if conn.tls_retry is not None else self._tls_chunk(conn)
+                    conn.tls_retry = data
+                    written = sock.send(data)
+                    conn.tls_retry = None
+                else:
+                    written = sock.sendmsg(list(conn.outgoing)[:64])
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
             except OSError as e:
-                self._disconnect(conn, now_ms, NetworkError(f"write to node {conn.node_id} failed: {e}"))
+                self._io_failed(conn, now_ms, "write to", e)
                 return
             while written > 0:
                 head = conn.outgoing[0]
@@ -368,6 +509,21 @@ class SocketTransport:
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0)
         if conn.sock is not None and conn.state != _CONNECTING:
             self._selector.modify(conn.sock, events, conn)
+
+    @staticmethod
+    def _tls_chunk(conn: _Connection) -> memoryview | bytes:
+        """The head buffer, or the small buffers at the head joined (one TLS record instead of several)."""
+        head = conn.outgoing[0]
+        if len(head) >= _TLS_COALESCE_BYTES // 4 or len(conn.outgoing) == 1:
+            return head
+        parts: list[memoryview] = []
+        total = 0
+        for view in conn.outgoing:
+            if parts and total + len(view) > _TLS_COALESCE_BYTES:
+                break
+            parts.append(view)
+            total += len(view)
+        return head if len(parts) == 1 else b"".join(parts)
 
     def _account_written(self, conn: _Connection, nbytes: int, now_ms: int) -> None:
         while nbytes > 0 and conn.unwritten_requests:
@@ -388,22 +544,48 @@ class SocketTransport:
     def _read(self, conn: _Connection, now_ms: int) -> None:
         sock = conn.sock
         assert sock is not None
+        read_bytes = 0
         while True:
             try:
-                chunk = sock.recv(256 * 1024)
-            except (BlockingIOError, InterruptedError):
+                chunk = sock.recv(_READ_CHUNK_BYTES)
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as e:
-                self._disconnect(conn, now_ms, NetworkError(f"read from node {conn.node_id} failed: {e}"))
+                self._io_failed(conn, now_ms, "read from", e)
                 return
             if not chunk:
                 self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
                                                             f"the connection"))
                 return
             conn.incoming += chunk
-            if len(chunk) < 256 * 1024:
+            read_bytes += len(chunk)
+            if conn.tls:  # a TLS recv returns one record; decrypted bytes in sock.pending() never wake select
+                if read_bytes >= _READ_CHUNK_BYTES and not sock.pending():  # type: ignore[attr-defined]
+                    break
+            elif len(chunk) < _READ_CHUNK_BYTES:
                 break
         self._parse_frames(conn, now_ms)
+
+    def _io_failed(self, conn: _Connection, now_ms: int, what: str, error: OSError) -> None:
+        if conn.tls and conn.state == _NEGOTIATING:
+            # TLS 1.3: the server judges our certificate after the handshake; its alert ends the first exchange
+            alert = error if security.is_tls_alert(error) else self._pending_tls_alert(conn)
+            if alert is not None:
+                self._fail_authentication(conn, now_ms, security.tls_failure(alert, self._peer(conn)))
+                return
+        self._disconnect(conn, now_ms, NetworkError(f"{what} node {conn.node_id} failed: {error}"))
+
+    @staticmethod
+    def _pending_tls_alert(conn: _Connection) -> ssl.SSLError | None:
+        """The alert the server sent before closing, if a write failed first."""
+        try:
+            if conn.sock is not None:
+                conn.sock.recv(1)
+        except ssl.SSLError as e:
+            return e if security.is_tls_alert(e) else None
+        except OSError:
+            pass
+        return None
 
     def _parse_frames(self, conn: _Connection, now_ms: int) -> None:
         data = conn.incoming
@@ -445,7 +627,10 @@ class SocketTransport:
                 return
             raise
         if req.internal:
-            self._on_api_versions(conn, req, response, now_ms)
+            if req.api_key == kp.API_VERSIONS:
+                self._on_api_versions(conn, req, response, now_ms)
+            else:
+                self._on_sasl(conn, response, now_ms)
             return
         self._completed.append(ClientResponse(conn.node_id, req.request, req.handler, response, None, req.sent_ms,
                                               now_ms))

@@ -91,9 +91,13 @@ class EmbeddedBroker:
         storage_url: str = "memory://tansu/",
         env: dict[str, str] | None = None,
         log_path: str | None = None,
+        advertised_port: int | None = None,
     ) -> None:
         self.host = host
         self.port = port if port is not None else free_port(host)
+        # what Metadata names as this broker's address: another port when a TLS/SASL front (stunnel, a proxy)
+        # stands before it, so clients keep talking through the front
+        self.advertised_port = advertised_port if advertised_port is not None else self.port
         self.storage_url = storage_url
         self.env = env
         self.log_path = log_path
@@ -112,7 +116,8 @@ class EmbeddedBroker:
         if self._process is not None:
             return self
         url = f"tcp://{self.host}:{self.port}"
-        command = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+        advertised = f"tcp://{self.host}:{self.advertised_port}"
+        command = [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
                    "--storage-engine", self.storage_url]
         if self.log_path is None:
             fd, self.log_path = tempfile.mkstemp(prefix="cykafka-tansu-", suffix=".log")

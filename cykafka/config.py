@@ -7,6 +7,7 @@ unknown keys and invalid values raise ConfigError at construction. Differences f
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,50 @@ def _callable_or_none(key: str, value: object) -> Any:
     raise ConfigError(f"{key} must be a callable or None, got {value!r}")
 
 
+def _secret(key: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(f"{key} must be a string or None, got a {type(value).__name__}")  # never echo the value
+
+
+def _path(directory_ok: bool) -> Callable[[str, object], str | None]:
+    def check(key: str, value: object) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str | os.PathLike):
+            raise ConfigError(f"{key} must be a file path, got {value!r}")
+        path = os.fspath(value)
+        if not (os.path.isfile(path) or (directory_ok and os.path.isdir(path))):
+            raise ConfigError(f"{key}: {path!r} does not exist or is not a readable "
+                              f"{'file or directory' if directory_ok else 'file'}")
+        return str(path)
+
+    return check
+
+
+def _endpoint_identification(key: str, value: object) -> str:
+    text = value.lower() if isinstance(value, str) else None
+    if text not in ("https", "", "none"):
+        raise ConfigError(f"{key} must be 'https' (verify the broker's hostname) or '' / 'none' (do not); "
+                          f"got {value!r}")
+    return "https" if text == "https" else ""
+
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def _sasl_mechanism(key: str, value: object) -> str | None:
+    text = value.upper() if isinstance(value, str) else None
+    if value is None:
+        return None
+    if text == "GSSAPI":
+        raise ConfigError(f"{key}: GSSAPI (Kerberos, Java's default) is not supported by cykafka; accepted: "
+                          f"{', '.join(SASL_MECHANISMS)}")
+    if text not in SASL_MECHANISMS:
+        raise ConfigError(f"{key} must be one of {', '.join(SASL_MECHANISMS)}; got {value!r}")
+    return text
+
+
 def _serializer(key: str, value: object) -> Any:
     if value is None or callable(value) or value in ("bytes", "str", "int", "json"):
         return value
@@ -142,6 +187,17 @@ class ProducerConfig:
     value_serializer: Any = None
     interceptor_classes: tuple[Any, ...] = ()
     security_protocol: str = "plaintext"
+    ssl_ca_location: str | None = None  # None: the system's default CAs
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: str | None = None
+    ssl_endpoint_identification_algorithm: str = "https"  # "" turns hostname verification off
+    ssl_check_hostname: bool = True
+    sasl_mechanism: str | None = None  # required with SASL_*: Java's default GSSAPI is not supported
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    sasl_oauthbearer_config: str = ""  # passed to oauth_cb
+    oauth_cb: Any = None  # oauth_cb(sasl.oauthbearer.config) -> (token, expiry_time_s), like confluent-kafka
     # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
     user_keys: frozenset[str] = field(default_factory=frozenset)
 
@@ -171,6 +227,52 @@ class ProducerConfig:
             raise ConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
         if self.batch_size > self.buffer_memory:
             raise ConfigError(f"batch.size ({self.batch_size}) must be <= buffer.memory ({self.buffer_memory})")
+        self._check_security()
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("ssl", "sasl_ssl")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
+
+    def _check_security(self) -> None:
+        protocol = self.security_protocol.upper()
+        given = [k for k in sorted(self.user_keys) if getattr(self, k.replace(".", "_"), None) is not None]
+        stray_ssl = [k for k in given if k in _SSL_MATERIAL_KEYS]
+        if stray_ssl and not self.uses_ssl:
+            raise ConfigError(f"{', '.join(stray_ssl)} set but security.protocol is {protocol}: use SSL or SASL_SSL")
+        stray_sasl = [k for k in given if k in _SASL_MATERIAL_KEYS]
+        if stray_sasl and not self.uses_sasl:
+            raise ConfigError(f"{', '.join(stray_sasl)} set but security.protocol is {protocol}: use SASL_SSL or "
+                              f"SASL_PLAINTEXT")
+        if self.ssl_key_location is not None and self.ssl_certificate_location is None:
+            raise ConfigError("ssl.key.location is set but ssl.certificate.location is not: a client key needs its "
+                              "certificate")
+        if not self.uses_sasl:
+            return
+        if self.sasl_mechanism is None:
+            raise ConfigError(f"sasl.mechanism is required with security.protocol={protocol} (Java's default GSSAPI "
+                              f"is not supported); accepted: {', '.join(SASL_MECHANISMS)}")
+        if self.sasl_mechanism == "OAUTHBEARER":
+            if self.oauth_cb is None:
+                raise ConfigError("sasl.mechanism=OAUTHBEARER needs oauth_cb: a callable taking "
+                                  "sasl.oauthbearer.config and returning (token, expiry_time_s)")
+            return
+        if not self.sasl_username:
+            raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.username")
+        if self.sasl_password is None:
+            raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.password")
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _SECRET_FIELDS and value not in (None, ""):
+                value = "[hidden]"
+            shown.append(f"{f.name}={value!r}")
+        return f"ProducerConfig({', '.join(shown)})"
 
     def replace(self, **changes: object) -> ProducerConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -215,13 +317,32 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "key.serializer": _serializer,
     "value.serializer": _serializer,
     "interceptor.classes": _interceptors,
-    "security.protocol": _choice("plaintext"),
+    "security.protocol": _choice("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"),
+    "ssl.ca.location": _path(directory_ok=True),
+    "ssl.certificate.location": _path(directory_ok=False),
+    "ssl.key.location": _path(directory_ok=False),
+    "ssl.key.password": _secret,
+    "ssl.endpoint.identification.algorithm": _endpoint_identification,
+    "ssl.check.hostname": _bool,
+    "sasl.mechanism": _sasl_mechanism,
+    "sasl.username": _optional_str,
+    "sasl.password": _secret,
+    "sasl.oauthbearer.config": lambda k, v: "" if v is None else str(v),
+    "oauth_cb": _callable_or_none,
 }
+
+# hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
+_SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password", "sasl_oauthbearer_config"})
+# keys that only mean something with SSL / SASL: set with another security.protocol, they are a mistake
+_SSL_MATERIAL_KEYS = frozenset({"ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                                "ssl.key.password"})
+_SASL_MATERIAL_KEYS = frozenset({"sasl.mechanism", "sasl.username", "sasl.password", "oauth_cb"})
 
 # librdkafka-style spellings users bring along
 ALIASES = {"queue.buffering.max.ms": "linger.ms", "compression.codec": "compression.type",
            "message.max.bytes": "max.request.size", "request.required.acks": "acks",
-           "message.timeout.ms": "delivery.timeout.ms"}
+           "message.timeout.ms": "delivery.timeout.ms", "sasl.mechanisms": "sasl.mechanism",
+           "oauth.cb": "oauth_cb"}  # oauth_cb=... as a keyword argument arrives as oauth.cb
 
 
 def _canonical(key: str) -> str:

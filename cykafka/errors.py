@@ -77,6 +77,15 @@ class NetworkError(KafkaError):
     retriable = True
 
 
+class AuthenticationError(KafkaError):
+    """SASL authentication failed (bad credentials, mechanism not enabled, token rejected) or the TLS handshake did;
+    not retriable: pending sends and metadata waits fail with it. The message carries the broker's, never a secret."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: certificate not trusted (ssl.ca.location), hostname mismatch, protocol mismatch."""
+
+
 class SerializationError(KafkaError, TypeError):
     """A key, value or header could not be turned into bytes; nothing was queued."""
 
@@ -87,7 +96,3 @@ class InvalidTopicError(KafkaError, ValueError):
 
 class InvalidRecordError(KafkaError, ValueError):
     """A record argument is invalid (partition out of range, negative timestamp); nothing was queued."""
-
-
-class AuthenticationError(KafkaError):
-    """The broker refused our credentials (SASL) or the TLS handshake failed; fatal, never retried in a loop."""

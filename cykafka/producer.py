@@ -240,6 +240,9 @@ class Producer(SendPath):
                                          f"topic {topic!r}")
             if self._closed:
                 raise ProducerClosedError("the producer was closed while waiting for metadata")
+            auth_error = self._transport.authentication_error()
+            if auth_error is not None:
+                raise auth_error
             now_ms = self._clock.monotonic_ms()
             if now_ms >= deadline_ms:
                 servers = ",".join(self.config.bootstrap_servers)

@@ -64,6 +64,7 @@ class Sender:
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.running = True
         self.force_close = False
+        self._auth_error_seen: KafkaError | None = None
 
     # -- the loop body -----------------------------------------------------------------------------------------
 
@@ -74,6 +75,10 @@ class Sender:
         for response in responses:
             if response.handler is not None:
                 response.handler(response)
+        auth_error = self.transport.authentication_error()
+        if auth_error is not None and auth_error is not self._auth_error_seen:
+            self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
+        self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
@@ -250,6 +255,14 @@ class Sender:
         with self.lock:
             pending = self.accumulator.has_undrained()
         return pending or any(self._in_flight.values())
+
+    def fail_undrained(self, error: KafkaError) -> None:
+        """Fails every queued (not yet sent) batch with `error`; requests in flight finish on their own."""
+        with self.lock:
+            batches = self.accumulator.abort_undrained()
+        for batch in batches:
+            if not batch.is_done:
+                self._fail_batch(batch, error)
 
     def abort_all(self, error: KafkaError) -> None:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""

@@ -4,6 +4,7 @@ every partition from the beginning to its high watermark. Needs the `dev` extra 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +20,9 @@ class ReadRecord:
 
 
 def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
-              isolation_level: str = "read_uncommitted") -> list[ReadRecord]:
-    """All records of `topic`, in partition then offset order."""
+              isolation_level: str = "read_uncommitted", config: Mapping[str, Any] | None = None) -> list[ReadRecord]:
+    """All records of `topic`, in partition then offset order. `config`: extra librdkafka settings (e.g.
+    security.protocol, ssl.ca.location, sasl.* to read through a TLS or SASL listener)."""
     try:
         from confluent_kafka import Consumer, TopicPartition
     except ImportError as e:  # pragma: no cover - dev extra missing
@@ -28,7 +30,7 @@ def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
     consumer: Any = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": f"cykafka-verify-{time.monotonic_ns()}",
         "enable.auto.commit": False, "check.crcs": True, "isolation.level": isolation_level,
-        "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024,
+        "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024, **(config or {}),
     })
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
+    from cykafka.errors import KafkaError
+
 # Record-batch codec ids (attributes bits 0-2), as Kafka numbers them.
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -137,6 +139,11 @@ class Transport(Protocol):
     def in_flight_count(self, node_id: int | None = None) -> int: ...
 
     def least_loaded_node(self, now_ms: int) -> int | None: ...
+
+    def authentication_error(self) -> KafkaError | None:
+        """The latched SASL/TLS authentication failure (not retriable), None once a connection authenticates:
+        the Sender fails queued batches with it and metadata waits raise it."""
+        ...
 
     def wakeup(self) -> None: ...
 
