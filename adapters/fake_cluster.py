@@ -6,12 +6,14 @@ response delays, disconnects, unreachable nodes and leader moves.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cykafka.adapters import kafka_protocol as kp
+from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.core import decode_batches
 from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError
@@ -77,6 +79,7 @@ class FakeCluster:
         self._injected: list[_Injected] = []
         self._dropped: list[ClientResponse] = []
         self.auth_failure: KafkaError | None = None  # set: every connection fails to authenticate with it
+        self._woken = threading.Event()
 
     # -- test controls -----------------------------------------------------------------------------------------
 
@@ -141,6 +144,13 @@ class FakeCluster:
                                       expect_response))
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
+        """Answers what is due. Under a real clock it waits like a selector (up to timeout_ms, or until wakeup() or
+        an answer falls due) when nothing is ready; under a ManualClock it never waits (time moves by hand)."""
+        if isinstance(self.clock, SystemClock) and timeout_ms > 0 and not self._dropped:
+            due_ms = min((p.due_ms for p in self._pending), default=now_ms + timeout_ms) - now_ms
+            if min(timeout_ms, due_ms) > 0:
+                self._woken.wait(min(timeout_ms, due_ms) / 1000)
+            self._woken.clear()
         now_ms = self.clock.monotonic_ms()
         out, self._dropped = self._dropped, []
         keep: deque[_Pending] = deque()
@@ -165,7 +175,7 @@ class FakeCluster:
         return self.auth_failure
 
     def wakeup(self) -> None:
-        pass
+        self._woken.set()
 
     def close(self) -> None:
         self._pending.clear()

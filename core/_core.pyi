@@ -242,7 +242,10 @@ class ProducerBatch:
     in_retry: bool
     retry_backoff_ms: int
     futures: list[RecordFuture]
-    completion: _Completion | None
+    @property
+    def completion(self) -> _Completion | None: ...
+    def waitable(self) -> _Completion | None: ...
+    def release_waiters(self) -> None: ...
     buffer_size_bytes: int
     producer_id: int
     producer_epoch: int
@@ -267,7 +270,6 @@ class ProducerBatch:
     def close(self, compressor: Compressor | None) -> memoryview: ...
     def complete(self, base_offset: int, log_append_time_ms: int,
                  error: BaseException | None) -> list[RecordFuture]: ...
-    def signal_targets(self) -> list[_Completion]: ...
 
 class ReadyResult:
     ready_nodes: set[int]

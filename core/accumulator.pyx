@@ -7,6 +7,8 @@
 
 from collections import deque
 
+cimport cython
+
 from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
 
 cdef enum:
@@ -20,6 +22,7 @@ cdef double RATIO_DETERIORATE_STEP = 0.05
 cdef double RATIO_IMPROVING_STEP = 0.005
 
 
+@cython.final
 cdef class RecordMetadata:
     """Where an acknowledged record landed."""
     cdef readonly str topic
@@ -53,8 +56,14 @@ cdef class RecordMetadata:
         return hash((self.topic, self.partition, self.offset))
 
 
+@cython.final
+@cython.no_gc
+@cython.freelist(4096)
 cdef class RecordFuture:
-    """One record's outcome. result(timeout) waits on the completion of the batch it was appended to."""
+    """One record's outcome. result(timeout) waits on the completion of the batch it was appended to.
+    Not tracked by the GC (millions are alive at once): every reference cycle through it is broken by hand: the
+    batch links are dropped at completion, the callback after it ran, and result() raises a copy of the error (a
+    raised exception's traceback would reach back to the frame holding the future)."""
     cdef ProducerBatch _batch          # the batch currently holding the record (changes on split)
     cdef ProducerBatch _wait_batch     # the batch it was first appended to: its completion covers split children
     cdef int _relative_offset
@@ -76,14 +85,21 @@ cdef class RecordFuture:
 
     def result(self, timeout=None):
         """RecordMetadata once acknowledged; raises the delivery error, or TimeoutError if `timeout` s pass first."""
+        cdef ProducerBatch wait_batch
         if not self._done:
-            completion = self._wait_batch.completion
-            if completion is not None:
-                completion.wait(timeout)
+            wait_batch = self._wait_batch
+            if wait_batch is not None:
+                completion = wait_batch.waitable()
+                if completion is not None:
+                    completion.wait(timeout)
             if not self._done:
                 raise KafkaTimeoutError(f"record not acknowledged within {timeout}s (it is still pending)")
         if self._error is not None:
-            raise self._error
+            error = self._error
+            clone = type(error).__new__(type(error))
+            clone.args = error.args
+            clone.__dict__.update(error.__dict__)
+            raise clone
         return self._metadata
 
     def exception(self, timeout=None):
@@ -95,10 +111,12 @@ cdef class RecordFuture:
         return self._error
 
     def __repr__(self):
-        state = "pending" if not self._done else ("error" if self._error is not None else "done")
-        return f"<RecordFuture {state} {self._batch.topic}[{self._batch.partition}]>"
+        if not self._done:
+            return f"<RecordFuture pending {self._batch.topic}[{self._batch.partition}]>"
+        return f"<RecordFuture {'error' if self._error is not None else 'done'}>"
 
 
+@cython.final
 cdef class ProducerBatch:
     """An open or closed record batch for one partition, its futures and its retry state."""
     cdef readonly str topic
@@ -111,7 +129,9 @@ cdef class ProducerBatch:
     cdef readonly bint in_retry
     cdef readonly int64_t retry_backoff_ms      # backoff chosen (with jitter) at the last re-enqueue
     cdef readonly list futures
-    cdef readonly object completion             # the caller's Event-like object: set() once the batch is final
+    cdef object _completion_factory
+    cdef object _completion                     # the caller's Event-like object, made on first wait
+    cdef bint _released                         # final, callbacks run: waiters may go
     cdef readonly int buffer_size_bytes         # bytes charged to the pool (0 for split batches)
     cdef bytearray _pooled_buffer
     cdef object _records
@@ -126,8 +146,8 @@ cdef class ProducerBatch:
     cdef ProducerBatch _parent
     cdef int _pending_children
 
-    def __init__(self, str topic, int partition, RecordBatchBuilder builder, int64_t created_ms, object completion,
-                 bytearray pooled_buffer=None, int buffer_size_bytes=0):
+    def __init__(self, str topic, int partition, RecordBatchBuilder builder, int64_t created_ms,
+                 object completion_factory, bytearray pooled_buffer=None, int buffer_size_bytes=0):
         self.topic = topic
         self.partition = partition
         self.builder = builder
@@ -135,7 +155,7 @@ cdef class ProducerBatch:
         self.last_attempt_ms = created_ms
         self.drained_ms = -1
         self.futures = []
-        self.completion = completion
+        self._completion_factory = completion_factory
         self._pooled_buffer = pooled_buffer
         self.buffer_size_bytes = buffer_size_bytes
         self.producer_id = -1
@@ -190,6 +210,37 @@ cdef class ProducerBatch:
                                                self.is_transactional)
         return self._records
 
+    @property
+    def completion(self):
+        """The Event-like object waiters block on, or None if nobody waited yet."""
+        return self._completion
+
+    cpdef object waitable(self):
+        """The completion to wait on, made on first use (most batches are never waited on); already set when the
+        batch was released."""
+        completion = self._completion
+        if completion is None and self._completion_factory is not None:
+            completion = self._completion_factory()
+            self._completion = completion
+        if completion is not None and self._released:
+            completion.set()
+        return completion
+
+    cpdef void release_waiters(self):
+        """Called once the batch is final and its callbacks ran: wakes its waiters, and a split parent's once all
+        its pieces are released."""
+        cdef ProducerBatch b = self
+        while True:
+            b._released = True
+            if b._completion is not None:
+                b._completion.set()
+            if b._parent is None:
+                return
+            b._parent._pending_children -= 1
+            if b._parent._pending_children > 0:
+                return
+            b = b._parent
+
     cpdef list complete(self, int64_t base_offset, int64_t log_append_time_ms, object error):
         """Marks every record done (success when error is None); returns the futures that have callbacks.
         False-safe: a batch completes once (a late response for an expired batch is ignored: returns [])."""
@@ -210,25 +261,11 @@ cdef class ProducerBatch:
             else:
                 f._error = error
             f._done = True
+            f._batch = None  # no cycles through untracked futures (see RecordFuture)
+            f._wait_batch = None
             if f.callback is not None:
                 with_callbacks.append(f)
         return with_callbacks
-
-    cpdef list signal_targets(self):
-        """Completion objects to set() now that this batch is final: its own, and split parents whose children are
-        all final. The caller sets them (outside the lock)."""
-        cdef list targets = []
-        cdef ProducerBatch b = self
-        if b.completion is not None:
-            targets.append(b.completion)
-        while b._parent is not None:
-            b._parent._pending_children -= 1
-            if b._parent._pending_children > 0:
-                break
-            b = b._parent
-            if b.completion is not None:
-                targets.append(b.completion)
-        return targets
 
     cdef void _reenqueued(self, int64_t now_ms, int64_t backoff_ms):
         self.attempts += 1
@@ -249,6 +286,7 @@ cdef class _TopicPartitioning:
     cdef int num_partitions
 
 
+@cython.final
 cdef class ReadyResult:
     """What ready() decided: nodes with sendable data, when to check again, topics whose leader is unknown."""
     cdef readonly set ready_nodes
@@ -259,6 +297,7 @@ cdef class ReadyResult:
         return iter((self.ready_nodes, self.next_ready_check_delay_ms, self.unknown_leader_topics))
 
 
+@cython.final
 cdef class RecordAccumulator:
     """Per-partition deques of batches; ready/drain policy; expiry; retry re-enqueue; split; flush/close state."""
     cdef readonly int batch_size_bytes
@@ -284,6 +323,9 @@ cdef class RecordAccumulator:
     cdef bint _adaptive
     cdef int64_t _availability_timeout_ms
     cdef dict _node_stats         # node id -> NodeLatencyStats (partitioner.availability.timeout.ms)
+    cdef bint _last_full          # what the last _append decided
+    cdef bint _last_new
+    cdef int _last_partition
 
     def __init__(self, int batch_size_bytes, object pool, *, int codec=0, object compressor=None,
                  int64_t linger_ms=5, int64_t retry_backoff_ms=100, int64_t retry_backoff_max_ms=1000,
@@ -344,6 +386,16 @@ cdef class RecordAccumulator:
         partition < 0: the topic's built-in sticky partitioner chooses, from `snapshot`.
         Returns (future, batch_is_full, new_batch_created, partition), or None when a new buffer is needed and the
         pool had none: the caller waits for memory (max.block.ms), then calls again passing the buffer it obtained."""
+        future = self._append(topic, partition, timestamp_ms, key, value, headers, callback, now_ms, buffer,
+                              snapshot)
+        if future is None:
+            return None
+        return (future, self._last_full, self._last_new, self._last_partition)
+
+    cdef RecordFuture _append(self, str topic, int partition, int64_t timestamp_ms, object key, object value,
+                              object headers, object callback, int64_t now_ms, bytearray buffer, object snapshot):
+        """append() without the result tuple: batch_is_full, new_batch_created and the partition are left in
+        _last_full, _last_new, _last_partition (the compiled send path reads them)."""
         if self.closed:
             raise ProducerClosedError("the producer is closed: send() after close()")
         cdef _TopicPartitioning tp = None
@@ -355,17 +407,21 @@ cdef class RecordAccumulator:
         dq = self._deque(topic, partition)
         cdef ProducerBatch last
         cdef RecordFuture future
-        cdef int64_t size_before
+        cdef int64_t size_before = 0
         if dq:
             last = dq[len(dq) - 1]
             if last._records is None:
-                size_before = last.builder.estimated_size_bytes
+                if tp is not None:
+                    size_before = last.builder._estimated()
                 future = last.try_append(timestamp_ms, key, value, headers, callback)
                 if future is not None:
                     if tp is not None:
-                        tp.partitioner.update_partition_info(info, last.builder.estimated_size_bytes - size_before,
-                                                             last.builder.is_full, tp.available, tp.num_partitions)
-                    return (future, len(dq) > 1 or last.builder.is_full, False, partition)
+                        tp.partitioner.update_partition_info(info, last.builder._estimated() - size_before,
+                                                             last.builder._full(), tp.available, tp.num_partitions)
+                    self._last_full = len(dq) > 1 or last.builder._full()
+                    self._last_new = False
+                    self._last_partition = partition
+                    return future
         cdef int size_bytes = max(self.batch_size_bytes, estimate_size_upper_bound(key, value, headers))
         if buffer is None:
             buffer = self.pool.try_allocate(size_bytes)
@@ -374,17 +430,20 @@ cdef class RecordAccumulator:
         size_bytes = len(buffer)
         ratio = self._ratios.get(topic, 1.0)
         builder = RecordBatchBuilder(buffer, size_bytes, self.codec, ratio)
-        completion = self.completion_factory() if self.completion_factory is not None else None
-        cdef ProducerBatch batch = ProducerBatch(topic, partition, builder, now_ms, completion, buffer, size_bytes)
+        cdef ProducerBatch batch = ProducerBatch(topic, partition, builder, now_ms, self.completion_factory, buffer,
+                                                 size_bytes)
         future = batch.try_append(timestamp_ms, key, value, headers, callback)
         if future is None:  # the builder always takes the first record of a buffer sized by the upper bound
             raise AssertionError("a new batch refused its first record")
         dq.append(batch)
         self.incomplete.add(batch)
         if tp is not None:
-            tp.partitioner.update_partition_info(info, batch.builder.estimated_size_bytes, batch.builder.is_full,
+            tp.partitioner.update_partition_info(info, batch.builder._estimated(), batch.builder._full(),
                                                  tp.available, tp.num_partitions)
-        return (future, len(dq) > 1 or batch.builder.is_full, True, partition)
+        self._last_full = len(dq) > 1 or batch.builder._full()
+        self._last_new = True
+        self._last_partition = partition
+        return future
 
     def allocation_size(self, key, value, headers):
         """Bytes a new batch for this record takes from the pool."""
@@ -606,8 +665,7 @@ cdef class RecordAccumulator:
                 size = max(self.batch_size_bytes,
                            estimate_size_upper_bound(record.key, record.value, record.headers))
                 builder = RecordBatchBuilder(bytearray(size), size, self.codec, self._ratios.get(big.topic, 1.0))
-                piece = ProducerBatch(big.topic, big.partition, builder, big.created_ms,
-                                      self.completion_factory() if self.completion_factory is not None else None)
+                piece = ProducerBatch(big.topic, big.partition, builder, big.created_ms, self.completion_factory)
                 piece._parent = big
                 piece.attempts = big.attempts
                 piece.last_attempt_ms = big.last_attempt_ms

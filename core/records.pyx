@@ -432,9 +432,12 @@ cdef class RecordBatchBuilder:
     def uncompressed_size_bytes(self):
         return self._pos
 
+    cdef inline bint _full(self) noexcept:
+        return self.is_closed or (self.record_count > 0 and self.write_limit_bytes <= self._estimated())
+
     @property
     def is_full(self):
-        return self.is_closed or (self.record_count > 0 and self.write_limit_bytes <= self._estimated())
+        return self._full()
 
     @property
     def actual_compression_ratio(self):

@@ -119,17 +119,18 @@ cdef class SendPath:
                 return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if size_bytes > self._max_record_bytes:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        cdef RecordAccumulator accumulator = self._accumulator
+        cdef RecordFuture future
         now_ms = self._now_ms()
         self._acquire()
         try:
-            result = self._accumulator.append(topic, chosen, ts, key, value, headers, on_delivery, now_ms, None,
-                                              self._snapshot)
+            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, now_ms, None,
+                                         self._snapshot)
         finally:
             self._release()
-        if result is None:  # the pool is empty: wait for memory up to max.block.ms
+        if future is None:  # the pool is empty: wait for memory up to max.block.ms
             return self._append_blocking(topic, chosen, ts, key, value, headers, on_delivery)
-        if (<tuple>result)[1] or (<tuple>result)[2]:
-            if not self._wakeup_sent:
-                self._wakeup_sent = True
-                self._wakeup()
-        return (<tuple>result)[0]
+        if (accumulator._last_full or accumulator._last_new) and not self._wakeup_sent:
+            self._wakeup_sent = True
+            self._wakeup()
+        return future

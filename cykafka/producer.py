@@ -289,8 +289,9 @@ class Producer(SendPath):
         try:
             for batch in batches:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if batch.completion is not None:
-                    batch.completion.wait(remaining)
+                completion = batch.waitable()
+                if completion is not None:
+                    completion.wait(remaining)
         finally:
             with self._lock:
                 self._accumulator.end_flush()

@@ -234,7 +234,6 @@ class Sender:
         with self.lock:
             with_callbacks = batch.complete(base_offset, log_append_time_ms, error)
             waiter = self.accumulator.deallocate(batch)
-            targets = batch.signal_targets()
         self._wake(waiter)
         if error is None:
             self.metrics.record_sent(batch)
@@ -242,8 +241,7 @@ class Sender:
             self._on_batch_done(batch)
         for future in with_callbacks:
             run_callback(future)
-        for completion in targets:  # last, as Java: flush() returns after the callbacks ran
-            completion.set()
+        batch.release_waiters()  # last, as Java: flush() returns after the callbacks ran
 
     def _wake(self, waiter: Any) -> None:
         if waiter is not None and self._memory_freed is not None:
@@ -282,6 +280,7 @@ def run_callback(future: RecordFuture) -> None:
     callback = future.callback
     if callback is None:
         return
+    future.callback = None  # a callback holding its own future would otherwise keep both alive (no GC for futures)
     try:
         callback(error, metadata)
     except Exception:
