@@ -98,19 +98,23 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(buf)
 
 
-def check(fn: Callable[[], Any], describe: Callable[[], str]) -> str:
-    """'ok' or 'typed'; raises AssertionError on any other outcome."""
+def check(decoder: Callable[..., Any], *args: Any) -> str:
+    """'ok' or 'typed' for decoder(*args); raises AssertionError on any other outcome (the input in hex)."""
     started = time.perf_counter()
     try:
-        fn()
+        decoder(*args)
         outcome = "ok"
     except TYPED:
         outcome = "typed"
     except Exception as e:
-        raise AssertionError(f"{type(e).__name__}: {e} on {describe()}") from e
+        raise AssertionError(f"{type(e).__name__}: {e} on {decoder.__name__}{args[:-1]}: {args[-1].hex()}") from e
     if time.perf_counter() - started > SLOW_INPUT_S:
-        raise AssertionError(f"took {time.perf_counter() - started:.1f}s on {describe()}")
+        raise AssertionError(f"took {time.perf_counter() - started:.1f}s on {decoder.__name__}: {args[-1].hex()}")
     return outcome
+
+
+def _decode_batches(data: bytes) -> Any:
+    return decode_batches(data, decompress)
 
 
 def run(inputs: int, seed: int = 1) -> dict[str, int]:
@@ -122,13 +126,12 @@ def run(inputs: int, seed: int = 1) -> dict[str, int]:
         if i % 2:
             api_key, version, frame = responses[rng.randrange(len(responses))]
             data = mutate(frame, rng)
-            outcome = check(lambda: kp.decode_response(api_key, version, data),
-                            lambda: f"api {api_key} v{version}: {data.hex()}")
+            outcome = check(kp.decode_response, api_key, version, data)
         else:
             data = mutate(batches[rng.randrange(len(batches))], rng)
             if rng.random() < 0.2:
                 data += mutate(batches[rng.randrange(len(batches))], rng)
-            outcome = check(lambda: decode_batches(data, decompress), lambda: f"batch: {data.hex()}")
+            outcome = check(_decode_batches, data)
         counts[outcome] += 1
     return counts
 
@@ -143,9 +146,9 @@ def fuzz_with_atheris(inputs: int) -> None:
             return
         if data[0] & 1:
             api_key, version, _ = responses[data[0] % len(responses)]
-            check(lambda: kp.decode_response(api_key, version, data[1:]), lambda: data.hex())
+            check(kp.decode_response, api_key, version, data[1:])
         else:
-            check(lambda: decode_batches(data[1:], decompress), lambda: data.hex())
+            check(_decode_batches, data[1:])
 
     atheris.instrument_all()  # coverage of the Python decoders (the compiled batch decoder is not instrumented)
     atheris.Setup([sys.argv[0], f"-runs={inputs}", "-max_len=4096"], one_input)
