@@ -177,7 +177,7 @@ class FakeCluster:
     def wakeup(self) -> None:
         self._woken.set()
 
-    def close(self) -> None:
+    def close(self, linger_s: float = 0.0) -> None:
         self._pending.clear()
 
     # -- the brokers -------------------------------------------------------------------------------------------

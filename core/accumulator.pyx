@@ -83,8 +83,7 @@ cdef class RecordFuture:
         """(error, metadata) for an on_delivery callback, once done."""
         return (self._error, self._metadata)
 
-    def result(self, timeout=None):
-        """RecordMetadata once acknowledged; raises the delivery error, or TimeoutError if `timeout` s pass first."""
+    cdef void _wait(self, object timeout) except *:
         cdef ProducerBatch wait_batch
         if not self._done:
             wait_batch = self._wait_batch
@@ -94,6 +93,10 @@ cdef class RecordFuture:
                     completion.wait(timeout)
             if not self._done:
                 raise KafkaTimeoutError(f"record not acknowledged within {timeout}s (it is still pending)")
+
+    def result(self, timeout=None):
+        """RecordMetadata once acknowledged; raises the delivery error, or TimeoutError if `timeout` s pass first."""
+        self._wait(timeout)
         if self._error is not None:
             error = self._error
             clone = type(error).__new__(type(error))
@@ -103,11 +106,8 @@ cdef class RecordFuture:
         return self._metadata
 
     def exception(self, timeout=None):
-        try:
-            self.result(timeout)
-        except TimeoutError:
-            if not self._done:
-                raise
+        """The delivery error (None on success) once done; TimeoutError if `timeout` s pass first."""
+        self._wait(timeout)
         return self._error
 
     def __repr__(self):

@@ -308,17 +308,19 @@ class Producer(SendPath):
             self._accumulator.close()
         self.sender.running = False
         self._transport.wakeup()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         if self._thread is not None:
-            self._thread.join(timeout)
+            # the last tenth of the timeout (at most 250 ms) is kept for failing what is left
+            abort_reserve_s = 0.0 if timeout is None else min(0.1 * max(timeout, 0.0), 0.25)
+            self._thread.join(None if deadline is None else max(0.0, deadline - abort_reserve_s - time.monotonic()))
             if self._thread.is_alive():
                 self.sender.force_close = True
                 self._transport.wakeup()
-                grace = 0.05 if deadline is None else max(0.0, deadline - time.monotonic())
-                self._thread.join(grace)
+                self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         if self._thread is None or not self._thread.is_alive():
             self.sender.abort_all(ProducerClosedError("the producer was closed before the record was delivered"))
-            self._transport.close()
+            linger_s = 2.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            self._transport.close(linger_s)
         for interceptor in self._interceptors:
             close = getattr(interceptor, "close", None)
             if close is not None:
