@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 
 from cykafka.adapters import spark as sink
 from cykafka.broker import EmbeddedBroker
-from cykafka.errors import ConfigError
+from cykafka.errors import ConfigError, KafkaTimeoutError
 from cykafka.verify import read_back
 
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -196,6 +196,27 @@ def test_write_task_raises_the_first_delivery_error(broker: EmbeddedBroker) -> N
     batch = pa.record_batch({"value": pa.array([b"v"]), "partition": pa.array([99], type=pa.int32())})
     with pytest.raises(Exception, match="partition 99"):  # the topic has 4 partitions
         sink.write_task(plan, [batch], "arrow")
+
+
+@pytest.mark.broker
+def test_write_task_raises_when_records_are_not_acknowledged() -> None:
+    """The broker dies between two tasks of one worker: the second task's records expire (delivery.timeout.ms) and
+    its write() raises DeliveryError instead of returning a commit message."""
+    with EmbeddedBroker() as own_broker:
+        plan = sink.plan_sink({"kafka.bootstrap.servers": own_broker.bootstrap_servers, "topic": "doomed",
+                               "kafka.linger.ms": "0", "kafka.request.timeout.ms": "500",
+                               "kafka.delivery.timeout.ms": "1500", "kafka.max.block.ms": "1000",
+                               "kafka.reconnect.backoff.max.ms": "100"},
+                              _schema(value=BinaryType()))
+        batch = pa.record_batch({"value": pa.array([b"v"] * 10)})
+        try:
+            assert sink.write_task(plan, [batch], "arrow").rows == 10  # metadata is cached from here on
+            own_broker.kill()
+            with pytest.raises(sink.DeliveryError, match=r"10 of 10 records .* failed delivery") as failure:
+                sink.write_task(plan, [batch], "arrow")
+            assert isinstance(failure.value.__cause__, KafkaTimeoutError)
+        finally:
+            sink.PRODUCERS.evict_idle(10**9)
 
 
 # -- the producer cache -----------------------------------------------------------------------------------------
