@@ -246,6 +246,18 @@ class SocketTransport:
                     return
         except OSError:
             return
+    def abandon_after_fork(self) -> None:
+        """In a forked child: closes this process's copies of the inherited fds and nothing else. No epoll_ctl (the
+        epoll set is shared with the parent), no shutdown(), no wakeup byte: the parent's connections stay intact."""
+        self._closed = True
+        for conn in self._connections.values():
+            if conn.sock is not None:
+                conn.sock.close()
+                conn.sock = None
+            conn.state = _DISCONNECTED
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
 
     # -- connections -------------------------------------------------------------------------------------------
 

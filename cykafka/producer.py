@@ -2,14 +2,23 @@
 
 Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor and
 may run the Sender by hand (`start_sender=False`, then `producer.sender.run_once()`).
+
+Fork safety: threads, sockets and locks do not survive fork(). Every live Producer is in a WeakSet; an
+`os.register_at_fork(after_in_child=...)` hook gives each one in the child a fresh lock, pool, accumulator, sender
+thread and (when the producer built them) a fresh transport and metadata. Batches queued before the fork are dropped
+in the child without delivery or callbacks: the parent still owns and delivers them (their futures, as copied into
+the child, never complete there). The child closes only its own copies of the inherited sockets; the parent keeps
+working.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -87,10 +96,19 @@ class Producer(SendPath):
         self._interceptors = cfg.interceptor_classes
         level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
                  "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
-        compressor = compressor_for(cfg.compression_type, level)
+        self._compressor = compressor_for(cfg.compression_type, level)
+        self._owns_transport = transport is None
+        self._owns_metadata = metadata is None
+        self._start_sender = start_sender
+        self._build_runtime(transport, metadata)
+        _live_producers.add(self)
+
+    def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
+        """Pool, accumulator, transport, metadata, Sender and its thread: at construction and again after a fork."""
+        cfg = self.config
         self._pool: BufferPool[threading.Condition] = BufferPool(cfg.buffer_memory, cfg.batch_size)
         self._accumulator = RecordAccumulator(
-            cfg.batch_size, self._pool, codec=CODEC_NAMES[cfg.compression_type], compressor=compressor,
+            cfg.batch_size, self._pool, codec=CODEC_NAMES[cfg.compression_type], compressor=self._compressor,
             linger_ms=cfg.linger_ms, retry_backoff_ms=cfg.retry_backoff_ms,
             retry_backoff_max_ms=cfg.retry_backoff_max_ms, delivery_timeout_ms=cfg.delivery_timeout_ms,
             completion_factory=threading.Event,
@@ -114,11 +132,21 @@ class Producer(SendPath):
                              transport.wakeup, fast, cfg.partitioner_ignore_keys,
                              min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot())
         self._thread: SenderThread | None = None
-        if start_sender:
+        if self._start_sender:
             self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
             self._thread.start()
 
-    # -- sending -----------------------------------------------------------------------------------------------
+    def _after_fork_in_child(self) -> None:
+        """Runs in a forked child: drops the parent's batches undelivered, rebuilds everything a fork breaks."""
+        if self._closed:
+            return
+        abandon = getattr(self._transport, "abandon_after_fork", None)
+        if self._owns_transport and abandon is not None:
+            abandon()  # close this process's copies of the parent's sockets; never touch the parent's connections
+        self._lock = threading.Lock()
+        self._metrics = ProducerMetrics()
+        self._build_runtime(None if self._owns_transport else self._transport,
+                            None if self._owns_metadata else self._metadata)
 
     # -- sending: SendPath.send (compiled) handles the common case and calls these for everything else -------------
 
@@ -345,3 +373,17 @@ class Producer(SendPath):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+_live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for producer in list(_live_producers):
+        try:
+            producer._after_fork_in_child()
+        except Exception:  # a fork hook must not raise; the child's send() would then fail loudly instead
+            log.exception("cykafka: rebuilding producer %s after fork failed", producer.config.client_id)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

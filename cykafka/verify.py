@@ -1,10 +1,11 @@
 """Independent read-back for the demo and the tests: confluent-kafka's Consumer (librdkafka, check.crcs=true) reads
-every partition from the beginning to its high watermark. Needs the `dev` extra (confluent-kafka)."""
+every partition from the beginning to its high watermark; `count_back` counts without keeping the records. Needs
+the `dev` extra (confluent-kafka)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,36 @@ def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
               isolation_level: str = "read_uncommitted", config: Mapping[str, Any] | None = None) -> list[ReadRecord]:
     """All records of `topic`, in partition then offset order. `config`: extra librdkafka settings (e.g.
     security.protocol, ssl.ca.location, sasl.* to read through a TLS or SASL listener)."""
+    records = [ReadRecord(msg.partition(), msg.offset(), msg.key(), msg.value(), list(msg.headers() or []),
+                          msg.timestamp()[1])
+               for msg in _messages(bootstrap_servers, topic, timeout_s, isolation_level, config)]
+    records.sort(key=lambda r: (r.partition, r.offset))
+    return records
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCounts:
+    records: int
+    per_partition: dict[int, int]
+    unique: int  # distinct values of the header asked for (0 if none was)
+
+
+def count_back(bootstrap_servers: str, topic: str, *, unique_header: str | None = None,
+               timeout_s: float = 120.0) -> ReadCounts:
+    """Counts `topic`'s records per partition without keeping them; with `unique_header`, also how many distinct
+    values that header has (each record's first header of that name), to tell duplicates from distinct records."""
+    per_partition: dict[int, int] = {}
+    seen: set[bytes | None] = set()
+    for msg in _messages(bootstrap_servers, topic, timeout_s, "read_uncommitted", None):
+        per_partition[msg.partition()] = per_partition.get(msg.partition(), 0) + 1
+        if unique_header is not None:
+            seen.add(next((v for k, v in msg.headers() or () if k == unique_header), None))
+    return ReadCounts(sum(per_partition.values()), dict(sorted(per_partition.items())), len(seen))
+
+
+def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_level: str,
+              config: Mapping[str, Any] | None) -> Iterator[Any]:
+    """Every message of every partition of `topic` from offset 0 to the high watermark read at the start."""
     try:
         from confluent_kafka import Consumer, TopicPartition
     except ImportError as e:  # pragma: no cover - dev extra missing
@@ -37,7 +68,6 @@ def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
         partitions = sorted(metadata.topics[topic].partitions)
         high = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions if high[p] > 0])
-        records: list[ReadRecord] = []
         position = dict.fromkeys(partitions, 0)
         deadline = time.monotonic() + timeout_s
         while any(position[p] < high[p] for p in partitions):
@@ -47,10 +77,7 @@ def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
             for msg in consumer.consume(10000, timeout=0.5):
                 if msg.error() is not None:
                     raise RuntimeError(f"consumer error: {msg.error()}")
-                records.append(ReadRecord(msg.partition(), msg.offset(), msg.key(), msg.value(),
-                                          list(msg.headers() or []), msg.timestamp()[1]))
+                yield msg
                 position[msg.partition()] = msg.offset() + 1
-        records.sort(key=lambda r: (r.partition, r.offset))
-        return records
     finally:
         consumer.close()

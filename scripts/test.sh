@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole check: builds and installs cykafka into .venv, then ruff, mypy --strict and the full pytest suite.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k broker).
+export CYKAFKA_EXTRAS="${CYKAFKA_EXTRAS:-dev,spark}"  # the Spark tests run in CI too
 source "$(dirname "$0")/env.sh"
 echo "== ruff"
 ruff check .

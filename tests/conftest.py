@@ -1,10 +1,12 @@
-"""Shared fixtures: the embedded Tansu broker (one per session, stopped by pid even when tests fail)."""
+"""Shared fixtures: the embedded Tansu broker (one per session, stopped by pid even when tests fail) and one local
+SparkSession for the Spark tests (built on first use, so runs without Spark tests never start a JVM)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,3 +22,19 @@ def broker() -> Iterator[EmbeddedBroker]:
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    from cykafka.spark import local_session
+
+    # local[2,4]: 2 cores, a task may fail up to 4 times (local mode otherwise never retries)
+    session = local_session("local[2,4]", "cykafka-tests", conf={
+        "spark.sql.pyspark.worker.logging.enabled": "true",  # the tests read spark.tvf.python_worker_logs()
+        "spark.sql.shuffle.partitions": "2",
+    })
+    try:
+        yield session
+    finally:
+        session.stop()
