@@ -3,6 +3,7 @@
 from cykafka.core import _core
 from cykafka.core._core import (
     RECORD_BATCH_OVERHEAD_BYTES,
+    TRANSACTION_TRANSITIONS,
     BufferPool,
     BuiltInPartitioner,
     DecodedBatch,
@@ -15,6 +16,8 @@ from cykafka.core._core import (
     RecordFuture,
     RecordMetadata,
     StickyPartitionInfo,
+    TransactionManager,
+    TransactionState,
     crc32c,
     crc32c_hardware,
     decode_batches,
@@ -23,10 +26,12 @@ from cykafka.core._core import (
     murmur2,
     partition_for_key,
     rewrite_producer_state,
+    transaction_state_name,
 )
 
 __all__ = [
     "RECORD_BATCH_OVERHEAD_BYTES",
+    "TRANSACTION_TRANSITIONS",
     "BufferPool",
     "BuiltInPartitioner",
     "DecodedBatch",
@@ -39,6 +44,8 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "StickyPartitionInfo",
+    "TransactionManager",
+    "TransactionState",
     "_core",
     "crc32c",
     "crc32c_hardware",
@@ -48,4 +55,5 @@ __all__ = [
     "murmur2",
     "partition_for_key",
     "rewrite_producer_state",
+    "transaction_state_name",
 ]
