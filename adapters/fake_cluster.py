@@ -217,8 +217,10 @@ class FakeCluster:
         now_ms = self.clock.monotonic_ms()
         out, self._dropped = self._dropped, []
         keep: deque[_Pending] = deque()
+        blocked: set[int] = set()  # a broker handles one connection's requests in order
         for pending in self._pending:
-            if pending.due_ms > now_ms:
+            if pending.due_ms > now_ms or pending.node_id in blocked:
+                blocked.add(pending.node_id)
                 keep.append(pending)
                 continue
             response = self._handle(pending.node_id, pending.request)

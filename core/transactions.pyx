@@ -475,6 +475,17 @@ cdef class TransactionManager:
             entry.last_acked_offset = base_offset + len(batch.futures) - 1
         entry.remove(batch)
 
+    cpdef bint is_acknowledged_past(self, ProducerBatch batch):
+        """True when a later sequence of the same producer id/epoch was acknowledged on the batch's partition: the
+        broker appends a producer's sequences in order, so this batch is in the log whatever its retry is answered
+        (Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER for a duplicate older than its last 5 batches)."""
+        cdef _PartitionSequences entry = self._partitions.get((batch.topic, batch.partition))
+        if entry is None or batch.base_sequence == _NO_SEQUENCE or entry.last_acked_sequence == _NO_SEQUENCE:
+            return False
+        if batch.producer_id != entry.producer_id or batch.producer_epoch != entry.producer_epoch:
+            return False
+        return batch.base_sequence + len(batch.futures) - 1 <= entry.last_acked_sequence
+
     cdef void _maybe_transition_to_error_state(self, object error) except *:
         code = getattr(error, "code", None)
         if (isinstance(error, (ProducerFencedError, UnsupportedVersionError, AuthenticationError))

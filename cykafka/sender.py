@@ -235,13 +235,16 @@ class Sender:
                     self._in_flight.setdefault((batch.topic, batch.partition), []).append(batch)
                     if self._guarantee_order:
                         self.accumulator.mute(batch.topic, batch.partition)
-            expired = self.accumulator.expired_batches(now_ms) + self._expired_in_flight(now_ms)
+            expired_in_flight = self._expired_in_flight(now_ms)
+            expired = self.accumulator.expired_batches(now_ms) + expired_in_flight
             expiry_delay_ms = self.accumulator.next_expiry_delay_ms(now_ms)
         for batch in expired:
             age_ms = now_ms - batch.created_ms
+            # a request still out holds views of an in-flight batch's buffer: it goes back to the pool with the answer
             self._fail_batch(batch, KafkaTimeoutError(
                 f"Expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: {age_ms} ms has "
-                f"passed since batch creation (delivery.timeout.ms={self.config.delivery_timeout_ms})"))
+                f"passed since batch creation (delivery.timeout.ms={self.config.delivery_timeout_ms})"),
+                release_buffer=batch not in expired_in_flight)
             if self.txn is not None and batch.has_sequence:
                 # sent at least once: whether the broker has it is unknown until the partition drains (Java marks
                 # only batches in retry; a first attempt may have landed too)
@@ -320,17 +323,22 @@ class Sender:
                 self.accumulator.unmute(batch.topic, batch.partition)
         txn = self.txn
         code = getattr(error, "code", None)
-        if txn is not None and code == DUPLICATE_SEQUENCE_NUMBER:
-            # the broker has this sequence already (Tansu answers so where Kafka answers success): delivered, at an
-            # offset we cannot know (Java's DUPLICATE_SEQUENCE_NUMBER branch)
-            error, code, base_offset = None, None, -1
-        if batch.is_done:  # expired while in flight: the late answer only settles the sequences
-            if txn is not None:
-                with self.lock:
+        if txn is not None and error is not None:
+            with self.lock:
+                in_log = code == DUPLICATE_SEQUENCE_NUMBER or txn.is_acknowledged_past(batch)
+            if in_log:
+                # the broker has this sequence already (DUPLICATE_SEQUENCE_NUMBER: Tansu answers so where Kafka
+                # answers success), or acknowledged a later one of ours: delivered, at an offset we cannot know
+                error, code, base_offset = None, None, -1
+        if batch.is_done:  # expired while in flight: the late answer frees its buffer and settles the sequences
+            with self.lock:
+                waiter = self.accumulator.deallocate(batch) if batch.pooled_buffer is not None else None
+                if txn is not None:
                     if error is None:
                         txn.handle_completed_batch(batch, base_offset)
                     else:
                         txn.remove_in_flight_batch(batch)
+            self._wake(waiter)
             return
         if error is None:
             if txn is not None:
@@ -383,18 +391,24 @@ class Sender:
             batches.remove(batch)
 
     def _fail_batch(self, batch: ProducerBatch, error: Exception, adjust_sequence_numbers: bool = False,
-                    track: bool = True) -> None:
+                    track: bool = True, release_buffer: bool = True) -> None:
         if self.txn is not None and track:
             with self.lock:
                 self.txn.handle_failed_batch(batch, error, adjust_sequence_numbers)
         self.metrics.record_errors(batch.record_count)
-        self._finish(batch, error, -1, -1)
+        self._finish(batch, error, -1, -1, release_buffer)
 
-    def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int) -> None:
-        """Marks the batch final, frees its memory, then (lock released) wakes waiters and runs callbacks."""
+    def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int,
+                release_buffer: bool = True) -> None:
+        """Marks the batch final, frees its memory (release_buffer False: when its request answers), then (lock
+        released) wakes waiters and runs callbacks."""
         with self.lock:
             with_callbacks = batch.complete(base_offset, log_append_time_ms, error)
-            waiter = self.accumulator.deallocate(batch)
+            if release_buffer:
+                waiter = self.accumulator.deallocate(batch)
+            else:
+                waiter = None
+                self.accumulator.incomplete.discard(batch)
             targets = batch.signal_targets()
         self._wake(waiter)
         for completion in targets:
@@ -423,12 +437,14 @@ class Sender:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""
         with self.lock:
             batches = self.accumulator.abort_undrained()
-        for in_flight in list(self._in_flight.values()):
-            batches.extend(in_flight)
+        sent = [batch for in_flight in self._in_flight.values() for batch in in_flight]
         self._in_flight.clear()
         for batch in batches:
             if not batch.is_done:
                 self._fail_batch(batch, error, track=False)
+        for batch in sent:  # their requests may still be out: buffers go back with the answers
+            if not batch.is_done:
+                self._fail_batch(batch, error, track=False, release_buffer=False)
 
     def begin_shutdown_abort(self) -> bool:
         """Graceful close with a transaction still open: abort it (Java). False when there is none to abort."""
