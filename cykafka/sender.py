@@ -93,9 +93,14 @@ class Sender:
                 self._poll(txn_poll_ms)
                 return
         poll_timeout_ms = self._send_producer_data(now_ms)
-        if self.txn_requests is not None and self.txn_requests.has_pending_requests:
-            due_ms = self.txn_requests.next_due_delay_ms(now_ms)
-            poll_timeout_ms = min(poll_timeout_ms, due_ms if due_ms is not None else self.config.retry_backoff_ms)
+        if self.txn_requests is not None and self.txn is not None:
+            with self.lock:
+                if self.txn.has_new_partitions:  # ready() just met them: AddPartitionsToTxn goes next loop
+                    poll_timeout_ms = 0
+                elif self.txn_requests.has_pending_requests:
+                    due_ms = self.txn_requests.next_due_delay_ms(now_ms)
+                    poll_timeout_ms = min(poll_timeout_ms,
+                                          due_ms if due_ms is not None else self.config.retry_backoff_ms)
         self._poll(poll_timeout_ms)
 
     def _poll(self, timeout_ms: int) -> None:

@@ -19,15 +19,17 @@ class ReadRecord:
 
 
 def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
-              isolation_level: str = "read_uncommitted") -> list[ReadRecord]:
-    """All records of `topic`, in partition then offset order."""
+              isolation_level: str = "read_uncommitted", check_crcs: bool = True) -> list[ReadRecord]:
+    """All records of `topic`, in partition then offset order. isolation_level="read_committed" skips records of
+    aborted and open transactions; check_crcs=False for brokers that write control batches without a CRC
+    (librdkafka's mock cluster)."""
     try:
         from confluent_kafka import Consumer, TopicPartition
     except ImportError as e:  # pragma: no cover - dev extra missing
         raise RuntimeError("read_back needs confluent-kafka: pip install 'cykafka[dev]'") from e
     consumer: Any = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": f"cykafka-verify-{time.monotonic_ns()}",
-        "enable.auto.commit": False, "check.crcs": True, "isolation.level": isolation_level,
+        "enable.auto.commit": False, "check.crcs": check_crcs, "isolation.level": isolation_level,
         "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024,
     })
     try:
@@ -48,6 +50,10 @@ def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
                 records.append(ReadRecord(msg.partition(), msg.offset(), msg.key(), msg.value(),
                                           list(msg.headers() or []), msg.timestamp()[1]))
                 position[msg.partition()] = msg.offset() + 1
+            # the consumer's position also moves past control records (transaction markers) and aborted ones
+            for tp in consumer.position([TopicPartition(topic, p) for p in partitions if high[p] > 0]):
+                if tp.offset >= 0:
+                    position[tp.partition] = max(position[tp.partition], tp.offset)
         records.sort(key=lambda r: (r.partition, r.offset))
         return records
     finally:
