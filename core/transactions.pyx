@@ -251,6 +251,8 @@ cdef class TransactionManager:
     cpdef void begin_initializing(self) except *:
         """init_transactions(): UNINITIALIZED -> INITIALIZING (the caller sends InitProducerId)."""
         self._ensure_transactional()
+        if self.state == S_FATAL_ERROR:
+            self.maybe_fail_with_error()
         self.transition_to(S_INITIALIZING)
 
     cpdef void initialized(self, int64_t producer_id, int16_t producer_epoch, bint is_epoch_bump=False) except *:

@@ -158,7 +158,13 @@ class Sender:
         with self.lock:
             requests.in_flight = handler
         log.debug("sending %s to node %s", handler.describe(), node_id)
-        self.transport.send(node_id, request, now_ms, handler=lambda r: self._handle_transactional(handler, r))
+        try:
+            self.transport.send(node_id, request, now_ms, handler=lambda r: self._handle_transactional(handler, r))
+        except KafkaError as e:  # not connected after all (retry), or no version of the API in common (fatal)
+            with self.lock:
+                requests.in_flight = None
+                requests.on_response(handler, ClientResponse(node_id, request, None, None, e, now_ms, now_ms), now_ms)
+            return None
         return self.config.retry_backoff_ms
 
     def _transactional_target(self, handler: Any, now_ms: int) -> int | None:

@@ -16,7 +16,9 @@ from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.errors import (
     ProducerFencedError,
     TransactionAbortableError,
+    TransactionFatalError,
     TransactionStateError,
+    UnsupportedVersionError,
 )
 from cykafka.producer import Producer
 from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
@@ -318,3 +320,24 @@ def test_a_lost_producer_id_mapping_at_end_txn_makes_the_transaction_abortable()
     with pytest.raises(TransactionAbortableError) as info:
         producer.commit_transaction()
     assert info.value.__cause__ is not None and getattr(info.value.__cause__, "code", None) == 49
+
+
+class _NoTransactionApis(FakeCluster):
+    """A broker that speaks no version of the transaction APIs we know."""
+
+    def send(self, node_id: int, request: object, now_ms: int, handler: Any = None,
+             expect_response: bool = True) -> None:
+        if isinstance(request, kp.FindCoordinatorRequest):
+            raise UnsupportedVersionError("broker supports no version of FindCoordinator that cykafka speaks")
+        super().send(node_id, request, now_ms, handler, expect_response)
+
+
+def test_a_broker_without_the_transaction_apis_is_a_fatal_error() -> None:
+    clock = ManualClock()
+    cluster = _NoTransactionApis(clock)
+    cluster.create_topic(TOPIC, 4)
+    producer, _, _ = make(cluster, clock)
+    producer.init_transactions()
+    run_until(producer, clock, lambda: state(producer) == "FATAL_ERROR")
+    with pytest.raises(TransactionFatalError, match="FindCoordinator"):
+        producer.init_transactions()
