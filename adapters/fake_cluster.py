@@ -30,6 +30,7 @@ NOT_COORDINATOR, OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALI
 INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, UNKNOWN_PRODUCER_ID, PRODUCER_FENCED = 48, 49, 59, 90
 CACHED_BATCHES = 5  # Kafka remembers the last 5 batches per producer and partition for duplicate detection
 INT32_MAX = 2**31 - 1
+UNKNOWN_SERVER_ERROR = -1
 
 
 @dataclass(slots=True)
@@ -110,7 +111,7 @@ class FakeCluster:
 
     def __init__(self, clock: Clock, num_brokers: int = 3, *, default_partitions: int = 4,
                  max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True,
-                 duplicate_answer: Literal["kafka", "tansu"] = "kafka") -> None:
+                 duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True) -> None:
         self.clock = clock
         self.nodes = {i: Node(i, f"fake-broker-{i}", 9092 + i) for i in range(num_brokers)}
         self.default_partitions = default_partitions
@@ -126,6 +127,7 @@ class FakeCluster:
         self._injected: list[_Injected] = []
         self._dropped: list[ClientResponse] = []
         self.duplicate_answer = duplicate_answer
+        self.epoch_bump = epoch_bump  # False: InitProducerId with the current id/epoch fails (Tansu)
         self.next_producer_id = 1000
         self.transactions: dict[str, _Transaction] = {}
         self.group_offsets: dict[str, dict[tuple[str, int], int]] = {}  # committed by transactions
@@ -288,6 +290,8 @@ class FakeCluster:
         if txn is None:
             self.next_producer_id += 1
             txn = self.transactions[tid] = _Transaction(self.next_producer_id, -1)
+        elif request.producer_id >= 0 and not self.epoch_bump:
+            return kp.InitProducerIdResponse(UNKNOWN_SERVER_ERROR)
         elif request.producer_id >= 0 and (request.producer_id, request.producer_epoch) != (txn.producer_id,
                                                                                            txn.epoch):
             return kp.InitProducerIdResponse(PRODUCER_FENCED)

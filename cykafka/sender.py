@@ -145,10 +145,10 @@ class Sender:
         if fatal is not None:
             self.abort_all(self._fatal_error_for_records(fatal))
             return self.config.retry_backoff_ms
-        for batch in aborted:
+        for batch in aborted:  # never sent: no sequence to settle (Java's abortUndrainedBatches)
             assert abort_error is not None
             self._fail_batch(batch, abort_error if isinstance(abort_error, KafkaError) else
-                             TransactionAbortableError(str(abort_error)))
+                             TransactionAbortableError(str(abort_error)), track=False)
         if handler is None:
             return None
         node_id = self._transactional_target(handler, now_ms)
@@ -215,12 +215,6 @@ class Sender:
         fatal = TransactionFatalError(f"the producer hit a fatal error: {error}")
         fatal.__cause__ = error
         return fatal
-
-    def has_ongoing_transaction(self) -> bool:
-        if self.txn is None:
-            return False
-        with self.lock:
-            return self.txn.has_ongoing_transaction
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
