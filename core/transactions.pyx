@@ -256,11 +256,16 @@ cdef class TransactionManager:
         self.transition_to(S_INITIALIZING)
 
     cpdef void initialized(self, int64_t producer_id, int16_t producer_epoch, bint is_epoch_bump=False) except *:
-        """An InitProducerId answer: the new id/epoch; READY. Partitions waiting for an epoch bump restart their
-        in-flight sequences at 0 under it; a transactional epoch bump resets every partition."""
+        """An InitProducerId answer: the new id/epoch, with no transaction open; READY. Partitions waiting for an
+        epoch bump restart their in-flight sequences at 0 under it; a transactional epoch bump resets every
+        partition."""
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.transition_to(S_READY)
+        self.transaction_started = False  # a new id/epoch has no transaction open
+        self._new_partitions.clear()
+        self._pending_partitions.clear()
+        self._partitions_in_txn.clear()
         if is_epoch_bump:
             self._partitions.clear()
             self._unresolved.clear()

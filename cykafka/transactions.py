@@ -523,23 +523,24 @@ class TransactionRequests:
     def begin_commit(self) -> TransactionalResult:
         def start() -> TransactionalResult:
             self.manager.begin_commit()
-            return self._begin_completing(commit=True)
+            return self._begin_completing(commit=True, cause=None)
 
         return self._cached(TransactionState.COMMITTING_TRANSACTION, start)
 
     def begin_abort(self) -> TransactionalResult:
         def start() -> TransactionalResult:
+            cause = self.manager.last_error  # the transition clears it
             self.manager.begin_abort()
-            return self._begin_completing(commit=False)
+            return self._begin_completing(commit=False, cause=cause)
 
         return self._cached(TransactionState.ABORTING_TRANSACTION, start)
 
-    def _begin_completing(self, commit: bool) -> TransactionalResult:
+    def _begin_completing(self, commit: bool, cause: BaseException | None) -> TransactionalResult:
         manager = self.manager
         if manager.has_new_partitions:
             self.enqueue(_AddPartitions(self))
-        skip_end = getattr(manager.last_error, "code", None) == INVALID_PRODUCER_ID_MAPPING
-        if not skip_end:  # INVALID_PRODUCER_ID_MAPPING: the coordinator takes no EndTxn; re-initialize instead
+        if getattr(cause, "code", None) != INVALID_PRODUCER_ID_MAPPING:
+            # (after INVALID_PRODUCER_ID_MAPPING the coordinator takes no EndTxn: re-initialize instead)
             handler = _EndTxn(self, commit)
             self.enqueue(handler)
             if not manager.epoch_bump_required:

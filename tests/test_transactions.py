@@ -312,18 +312,30 @@ def test_closing_with_an_open_transaction_aborts_it() -> None:
     assert state(producer) == "READY"
 
 
-def test_a_lost_producer_id_mapping_at_end_txn_makes_the_transaction_abortable() -> None:
+def test_a_lost_producer_id_mapping_is_abortable_and_the_abort_reinitializes() -> None:
     producer, cluster, clock = make()
     initialized(producer, clock)
+    first_id = producer.transaction_state().producer_id
     producer.begin_transaction()
     producer.send(TOPIC, b"v", partition=0)
     run(producer, clock, 10)
-    cluster.transactions["tx-1"].producer_id = -5  # the coordinator lost the mapping: INVALID_PRODUCER_ID_MAPPING
+    del cluster.transactions["tx-1"]  # the coordinator lost the id: INVALID_PRODUCER_ID_MAPPING
     producer.commit_transaction()
     run_until(producer, clock, lambda: state(producer) == "ABORTABLE_ERROR")
     with pytest.raises(TransactionAbortableError) as info:
         producer.commit_transaction()
     assert info.value.__cause__ is not None and getattr(info.value.__cause__, "code", None) == 49
+    ends = sum(isinstance(r, kp.EndTxnRequest) for r in requests(cluster))
+    producer.abort_transaction()
+    run_until(producer, clock, lambda: state(producer) == "READY")
+    assert sum(isinstance(r, kp.EndTxnRequest) for r in requests(cluster)) == ends, "no EndTxn: re-initialized"
+    assert producer.transaction_state().producer_id != first_id
+    producer.begin_transaction()
+    producer.send(TOPIC, b"after", partition=0)
+    producer.commit_transaction()
+    run_until(producer, clock, lambda: state(producer) == "READY")
+    last = cluster.log(TOPIC, 0)[-1]
+    assert (last.value, last.txn_state) == (b"after", "committed")
 
 
 class _NoTransactionApis(FakeCluster):
