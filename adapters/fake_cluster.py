@@ -1,16 +1,24 @@
 """In-memory fake cluster behind the Transport port (Kafka's MockClient + a tiny broker), deterministic under a
 ManualClock. Brokers answer Metadata and Produce from the wire-codec dataclasses; produced batches are decoded with
-the core's decoder (CRC checked) and stored per partition with offsets. Tests inject errors per request/partition,
-response delays, disconnects, unreachable nodes and leader moves.
+the core's decoder (CRC checked) and stored per partition with offsets. Tests inject errors per request/partition
+(before or after the append), response delays, disconnects (before or after the broker handled the requests),
+unreachable nodes and leader moves.
+
+Like a broker it enforces idempotence per producer id and partition (epoch checks; the next sequence or
+OUT_OF_ORDER_SEQUENCE_NUMBER; a duplicate of one of the last 5 batches answers success with its first offset as
+Kafka does, or DUPLICATE_SEQUENCE_NUMBER as Tansu does) and runs transactions: InitProducerId, FindCoordinator,
+AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn with commit/abort markers, so tests can read the
+read_committed view of a partition and the committed group offsets.
 """
 
 from __future__ import annotations
 
 import threading
+import zlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import SystemClock
@@ -20,6 +28,11 @@ from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, Protoco
 from cykafka.ports import ClientResponse, Clock, Node
 
 NONE, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 6, 10, 2, 3
+NOT_COORDINATOR, OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 16, 45, 46, 47
+INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, UNKNOWN_PRODUCER_ID, PRODUCER_FENCED = 48, 49, 59, 90
+CACHED_BATCHES = 5  # Kafka remembers the last 5 batches per producer and partition for duplicate detection
+INT32_MAX = 2**31 - 1
+UNKNOWN_SERVER_ERROR = -1
 
 
 @dataclass(slots=True)
@@ -31,6 +44,38 @@ class StoredRecord:
     headers: list[tuple[str, bytes | None]]
     producer_id: int
     base_sequence: int
+    producer_epoch: int = -1
+    sequence: int = -1
+    # "none" (not transactional), "open", "committed" or "aborted" (its transaction's marker)
+    txn_state: str = "none"
+
+
+@dataclass(slots=True)
+class ControlMarker:
+    offset: int
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+
+
+@dataclass(slots=True)
+class _ProducerState:
+    """One producer id on one partition (Kafka's ProducerStateEntry)."""
+
+    epoch: int
+    last_sequence: int
+    batches: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+
+
+@dataclass(slots=True)
+class _Transaction:
+    """The coordinator's view of one transactional.id."""
+
+    producer_id: int
+    epoch: int
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    offsets: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)  # group -> pending offsets
 
 
 @dataclass(slots=True)
@@ -49,6 +94,7 @@ class _Injected:
     topic: str | None
     partition: int | None
     remaining: int
+    after_append: bool = False
 
 
 @dataclass(slots=True)
@@ -56,14 +102,18 @@ class _Partition:
     leader: int
     leader_epoch: int = 0
     records: list[StoredRecord] = field(default_factory=list)
+    markers: list[ControlMarker] = field(default_factory=list)
     batches: int = 0
+    next_offset: int = 0
+    producers: dict[int, _ProducerState] = field(default_factory=dict)
 
 
 class FakeCluster:
     """N brokers (ids 0..N-1) on fake addresses; topics auto-created with `default_partitions`."""
 
     def __init__(self, clock: Clock, num_brokers: int = 3, *, default_partitions: int = 4,
-                 max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True) -> None:
+                 max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True,
+                 duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True) -> None:
         self.clock = clock
         self.nodes = {i: Node(i, f"fake-broker-{i}", 9092 + i) for i in range(num_brokers)}
         self.default_partitions = default_partitions
@@ -80,6 +130,12 @@ class FakeCluster:
         self._dropped: list[ClientResponse] = []
         self.auth_failure: KafkaError | None = None  # set: every connection fails to authenticate with it
         self._woken = threading.Event()
+        self.duplicate_answer = duplicate_answer
+        self.epoch_bump = epoch_bump  # False: InitProducerId with the current id/epoch fails (Tansu)
+        self.next_producer_id = 1000
+        self.transactions: dict[str, _Transaction] = {}
+        self.group_offsets: dict[str, dict[tuple[str, int], int]] = {}  # committed by transactions
+        self.produce_errors: dict[int, int] = {}  # error code -> answers with it (what the producer met)
 
     # -- test controls -----------------------------------------------------------------------------------------
 
@@ -88,22 +144,26 @@ class FakeCluster:
         self.topics[topic] = [_Partition(leader=p % len(self.nodes)) for p in range(count)]
 
     def inject_error(self, error_code: int, *, topic: str | None = None, partition: int | None = None,
-                     count: int = 1) -> None:
-        """The next `count` produce answers for the matching partitions carry `error_code`."""
-        self._injected.append(_Injected(error_code, topic, partition, count))
+                     count: int = 1, after_append: bool = False) -> None:
+        """The next `count` produce answers for the matching partitions carry `error_code`; after_append: the
+        records were appended anyway (a lost acknowledgement: the retry is a duplicate)."""
+        self._injected.append(_Injected(error_code, topic, partition, count, after_append))
 
     def move_leader(self, topic: str, partition: int, leader: int) -> None:
         p = self.topics[topic][partition]
         p.leader = leader
         p.leader_epoch += 1
 
-    def disconnect(self, node_id: int) -> None:
-        """Drops the connection: requests in flight to the node fail with a retriable NetworkError."""
+    def disconnect(self, node_id: int, *, handled: bool = False) -> None:
+        """Drops the connection: requests in flight to the node fail with a retriable NetworkError. handled: the
+        broker had handled them (records appended) and only the answers are lost."""
         self._connected.discard(node_id)
         now_ms = self.clock.monotonic_ms()
         keep: deque[_Pending] = deque()
         for pending in self._pending:
             if pending.node_id == node_id:
+                if handled:
+                    self._handle(pending.node_id, pending.request)
                 self._dropped.append(ClientResponse(node_id, pending.request, pending.handler, None,
                                                     NetworkError(f"fake node {node_id} disconnected"),
                                                     pending.sent_ms, now_ms))
@@ -111,8 +171,26 @@ class FakeCluster:
                 keep.append(pending)
         self._pending = keep
 
+    def forget_producers(self, topic: str, partition: int) -> None:
+        """The partition loses its producer state (retention): a producer's next non-zero sequence there is
+        answered UNKNOWN_PRODUCER_ID, as brokers before KIP-360 did."""
+        part = self.topics[topic][partition]
+        for producer_id in list(part.producers):
+            part.producers[producer_id] = _ProducerState(epoch=-2, last_sequence=-1)
+
     def log(self, topic: str, partition: int) -> list[StoredRecord]:
         return self.topics[topic][partition].records
+
+    def read_committed(self, topic: str, partition: int) -> list[StoredRecord]:
+        """What a read_committed consumer sees: records outside transactions and of committed ones, up to the
+        first record of a transaction still open (the last stable offset)."""
+        out = []
+        for record in self.topics[topic][partition].records:
+            if record.txn_state == "open":
+                break
+            if record.txn_state in ("none", "committed"):
+                out.append(record)
+        return out
 
     def all_records(self, topic: str) -> list[tuple[int, StoredRecord]]:
         return [(i, r) for i, p in enumerate(self.topics.get(topic, [])) for r in p.records]
@@ -154,8 +232,10 @@ class FakeCluster:
         now_ms = self.clock.monotonic_ms()
         out, self._dropped = self._dropped, []
         keep: deque[_Pending] = deque()
+        blocked: set[int] = set()  # a broker handles one connection's requests in order
         for pending in self._pending:
-            if pending.due_ms > now_ms:
+            if pending.due_ms > now_ms or pending.node_id in blocked:
+                blocked.add(pending.node_id)
                 keep.append(pending)
                 continue
             response = self._handle(pending.node_id, pending.request)
@@ -187,7 +267,127 @@ class FakeCluster:
             return self._metadata(request)
         if isinstance(request, kp.ProduceRequest):
             return self._produce(node_id, request)
+        handler = self._TXN_HANDLERS.get(type(request))
+        if handler is not None:
+            return handler(self, node_id, request)
         raise ProtocolError(f"the fake cluster does not answer {type(request).__name__}")
+
+    # -- coordinators ------------------------------------------------------------------------------------------
+
+    def coordinator_for(self, key: str) -> int:
+        """The node coordinating a transactional.id or group (stable, like Kafka's hash of the key)."""
+        return zlib.crc32(key.encode()) % len(self.nodes)
+
+    def _find_coordinator(self, node_id: int, request: kp.FindCoordinatorRequest) -> kp.FindCoordinatorResponse:
+        answers = []
+        for key in request.keys:
+            node = self.nodes[self.coordinator_for(key)]
+            answers.append(kp.Coordinator(key, node.node_id, node.host, node.port))
+        return kp.FindCoordinatorResponse(tuple(answers))
+
+    def _check_txn(self, node_id: int, transactional_id: str, producer_id: int, epoch: int) -> int:
+        if self.coordinator_for(transactional_id) != node_id:
+            return NOT_COORDINATOR
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING
+        if epoch != txn.epoch:
+            return PRODUCER_FENCED
+        return NONE
+
+    def _init_producer_id(self, node_id: int, request: kp.InitProducerIdRequest) -> kp.InitProducerIdResponse:
+        tid = request.transactional_id
+        if tid is None:  # idempotent producer: always a fresh id (what Kafka does for a null transactional.id)
+            self.next_producer_id += 1
+            return kp.InitProducerIdResponse(NONE, self.next_producer_id, 0)
+        if self.coordinator_for(tid) != node_id:
+            return kp.InitProducerIdResponse(NOT_COORDINATOR)
+        txn = self.transactions.get(tid)
+        if txn is None:
+            self.next_producer_id += 1
+            txn = self.transactions[tid] = _Transaction(self.next_producer_id, -1)
+        elif request.producer_id >= 0 and not self.epoch_bump:
+            return kp.InitProducerIdResponse(UNKNOWN_SERVER_ERROR)
+        elif request.producer_id >= 0 and (request.producer_id, request.producer_epoch) != (txn.producer_id,
+                                                                                           txn.epoch):
+            return kp.InitProducerIdResponse(PRODUCER_FENCED)
+        if txn.partitions or txn.groups:  # an open transaction of the previous epoch is aborted
+            self._write_markers(txn, commit=False)
+        txn.epoch += 1
+        return kp.InitProducerIdResponse(NONE, txn.producer_id, txn.epoch)
+
+    def _add_partitions(self, node_id: int, request: kp.AddPartitionsToTxnRequest) -> Any:
+        code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
+        results = []
+        for topic, partitions in request.topics:
+            answers = []
+            for partition in partitions:
+                known = topic in self.topics and 0 <= partition < len(self.topics[topic])
+                answer = code if code != NONE else (NONE if known else UNKNOWN_TOPIC_OR_PARTITION)
+                if answer == NONE:
+                    self.transactions[request.transactional_id].partitions.add((topic, partition))
+                answers.append(kp.PartitionErrorCode(partition, answer))
+            results.append(kp.TopicErrorCodes(topic, tuple(answers)))
+        return kp.AddPartitionsToTxnResponse(tuple(results))
+
+    def _add_offsets(self, node_id: int, request: kp.AddOffsetsToTxnRequest) -> kp.AddOffsetsToTxnResponse:
+        code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
+        if code == NONE:
+            self.transactions[request.transactional_id].groups.add(request.group_id)
+        return kp.AddOffsetsToTxnResponse(code)
+
+    def _txn_offset_commit(self, node_id: int, request: kp.TxnOffsetCommitRequest) -> Any:
+        code = NONE
+        if self.coordinator_for(request.group_id) != node_id:
+            code = NOT_COORDINATOR
+        else:
+            txn = self.transactions.get(request.transactional_id)
+            if txn is None or txn.producer_id != request.producer_id or txn.epoch != request.producer_epoch:
+                code = PRODUCER_FENCED
+            elif request.group_id not in txn.groups:
+                code = INVALID_TXN_STATE
+            else:
+                pending = txn.offsets.setdefault(request.group_id, {})
+                for topic, parts in request.topics:
+                    for p in parts:
+                        pending[(topic, p.partition_index)] = p.committed_offset
+        return kp.TxnOffsetCommitResponse(tuple(
+            kp.TopicErrorCodes(topic, tuple(kp.PartitionErrorCode(p.partition_index, code) for p in parts))
+            for topic, parts in request.topics))
+
+    def _end_txn(self, node_id: int, request: kp.EndTxnRequest) -> kp.EndTxnResponse:
+        code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
+        if code != NONE:
+            return kp.EndTxnResponse(code)
+        txn = self.transactions[request.transactional_id]
+        if not txn.partitions and not txn.groups:
+            return kp.EndTxnResponse(INVALID_TXN_STATE)
+        self._write_markers(txn, commit=request.committed)
+        return kp.EndTxnResponse(NONE)
+
+    def _write_markers(self, txn: _Transaction, commit: bool) -> None:
+        for topic, partition in sorted(txn.partitions):
+            part = self.topics[topic][partition]
+            for record in part.records:
+                if record.producer_id == txn.producer_id and record.txn_state == "open":
+                    record.txn_state = "committed" if commit else "aborted"
+            part.markers.append(ControlMarker(part.next_offset, txn.producer_id, txn.epoch, commit))
+            part.next_offset += 1
+        if commit:
+            for group, offsets in txn.offsets.items():
+                self.group_offsets.setdefault(group, {}).update(offsets)
+        txn.partitions.clear()
+        txn.groups.clear()
+        txn.offsets.clear()
+
+    _TXN_HANDLERS: dict[type, Callable[[FakeCluster, int, Any], Any]] = {
+        kp.FindCoordinatorRequest: _find_coordinator,
+        kp.InitProducerIdRequest: _init_producer_id,
+        kp.AddPartitionsToTxnRequest: _add_partitions,
+        kp.AddOffsetsToTxnRequest: _add_offsets,
+        kp.TxnOffsetCommitRequest: _txn_offset_commit,
+        kp.EndTxnRequest: _end_txn,
+    }
 
     def _metadata(self, request: kp.MetadataRequest) -> kp.MetadataResponse:
         names = list(self.topics) if request.topics is None else list(request.topics)
@@ -205,23 +405,58 @@ class FakeCluster:
         brokers = tuple(kp.BrokerEndpoint(n.node_id, n.host, n.port) for n in self.nodes.values())
         return kp.MetadataResponse(brokers=brokers, cluster_id="fake", controller_id=0, topics=tuple(topics))
 
-    def _take_injected(self, topic: str, partition: int) -> int:
+    def _take_injected(self, topic: str, partition: int) -> _Injected | None:
         for injected in self._injected:
             if injected.remaining > 0 and injected.topic in (None, topic) and injected.partition in (None, partition):
                 injected.remaining -= 1
-                return injected.error_code
-        return NONE
+                return injected
+        return None
 
     def _produce(self, node_id: int, request: kp.ProduceRequest) -> kp.ProduceResponse:
         topics = []
         for name, partitions in request.topics:
             answers = []
             for index, records in partitions:
-                answers.append(self._append(node_id, name, index, records))
+                answer = self._append(node_id, name, index, records, request.transactional_id)
+                if answer.error_code != NONE:
+                    self.produce_errors[answer.error_code] = self.produce_errors.get(answer.error_code, 0) + 1
+                answers.append(answer)
             topics.append(kp.ProduceTopicResponse(name, tuple(answers)))
         return kp.ProduceResponse(tuple(topics))
 
-    def _append(self, node_id: int, topic: str, index: int, records: Any) -> kp.ProducePartitionResponse:
+    def _check_producer(self, part: _Partition, topic: str, index: int, batch: Any,
+                        transactional_id: str | None) -> tuple[int, int]:
+        """Kafka's producer state checks for one batch: (error code, base offset of a duplicate or -1)."""
+        if batch.producer_id < 0:
+            return NONE, -1
+        if batch.is_transactional:
+            txn = self.transactions.get(transactional_id) if transactional_id is not None else None
+            if txn is None or txn.producer_id != batch.producer_id:
+                return INVALID_PRODUCER_ID_MAPPING, -1
+            if batch.producer_epoch < txn.epoch:
+                return INVALID_PRODUCER_EPOCH, -1
+            if (topic, index) not in txn.partitions:
+                return INVALID_TXN_STATE, -1  # not added with AddPartitionsToTxn first
+        state = part.producers.get(batch.producer_id)
+        first, count = batch.base_sequence, len(batch.records)
+        last = (first + count - 1) % (INT32_MAX + 1)
+        if state is None:
+            return (NONE, -1) if first == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)  # a gap: earlier ones lost
+        if state.epoch == -2:  # forgotten
+            return (NONE, -1) if first == 0 else (UNKNOWN_PRODUCER_ID, -1)
+        if batch.producer_epoch < state.epoch:
+            return INVALID_PRODUCER_EPOCH, -1
+        if batch.producer_epoch > state.epoch:
+            return (NONE, -1) if first == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+        for cached_first, cached_last, cached_offset in state.batches:
+            if (cached_first, cached_last) == (first, last):
+                return DUPLICATE_SEQUENCE_NUMBER, cached_offset
+        if first != (state.last_sequence + 1) % (INT32_MAX + 1):
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+        return NONE, -1
+
+    def _append(self, node_id: int, topic: str, index: int, records: Any,
+                transactional_id: str | None = None) -> kp.ProducePartitionResponse:
         parts = self.topics.get(topic)
         if parts is None or not 0 <= index < len(parts):
             return kp.ProducePartitionResponse(index, UNKNOWN_TOPIC_OR_PARTITION, -1)
@@ -229,8 +464,8 @@ class FakeCluster:
         if part.leader != node_id:
             return kp.ProducePartitionResponse(index, NOT_LEADER_OR_FOLLOWER, -1)
         injected = self._take_injected(topic, index)
-        if injected != NONE:
-            return kp.ProducePartitionResponse(index, injected, -1)
+        if injected is not None and not injected.after_append:
+            return kp.ProducePartitionResponse(index, injected.error_code, -1)
         data = bytes(records)
         if len(data) > self.max_message_bytes:
             return kp.ProducePartitionResponse(index, MESSAGE_TOO_LARGE, -1)
@@ -238,10 +473,31 @@ class FakeCluster:
             batches = decode_batches(data, decompress)
         except CorruptRecordError as e:
             return kp.ProducePartitionResponse(index, CORRUPT_MESSAGE, -1, error_message=str(e))
-        base_offset = len(part.records)
+        for batch in batches:  # all or nothing, like a broker's validation before it appends
+            code, duplicate_offset = self._check_producer(part, topic, index, batch, transactional_id)
+            if code == DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1 and self.duplicate_answer == "kafka":
+                return kp.ProducePartitionResponse(index, NONE, duplicate_offset)
+            if code != NONE:
+                return kp.ProducePartitionResponse(index, code, -1, log_start_offset=0)
+        base_offset = part.next_offset
         for batch in batches:
-            for record in batch.records:
-                part.records.append(StoredRecord(len(part.records), record.timestamp_ms, record.key, record.value,
-                                                 list(record.headers), batch.producer_id, batch.base_sequence))
+            batch_offset = part.next_offset
+            for i, record in enumerate(batch.records):
+                part.records.append(StoredRecord(
+                    part.next_offset, record.timestamp_ms, record.key, record.value, list(record.headers),
+                    batch.producer_id, batch.base_sequence, batch.producer_epoch,
+                    batch.base_sequence + i if batch.base_sequence >= 0 else -1,
+                    "open" if batch.is_transactional else "none"))
+                part.next_offset += 1
             part.batches += 1
-        return kp.ProducePartitionResponse(index, NONE, base_offset)
+            if batch.producer_id >= 0:
+                count = len(batch.records)
+                last = (batch.base_sequence + count - 1) % (INT32_MAX + 1)
+                state = part.producers.get(batch.producer_id)
+                if state is None or state.epoch != batch.producer_epoch:
+                    state = part.producers[batch.producer_id] = _ProducerState(batch.producer_epoch, last)
+                state.last_sequence = last
+                state.batches.append((batch.base_sequence, last, batch_offset))
+        if injected is not None:  # appended, but the producer hears an error
+            return kp.ProducePartitionResponse(index, injected.error_code, -1)
+        return kp.ProducePartitionResponse(index, NONE, base_offset, log_start_offset=0)

@@ -3,6 +3,7 @@
 from cykafka.core import _core
 from cykafka.core._core import (
     RECORD_BATCH_OVERHEAD_BYTES,
+    TRANSACTION_TRANSITIONS,
     BufferPool,
     BuiltInPartitioner,
     DecodedBatch,
@@ -16,6 +17,8 @@ from cykafka.core._core import (
     RecordMetadata,
     SendPath,
     StickyPartitionInfo,
+    TransactionManager,
+    TransactionState,
     crc32c,
     crc32c_hardware,
     decode_batches,
@@ -24,10 +27,12 @@ from cykafka.core._core import (
     murmur2,
     partition_for_key,
     rewrite_producer_state,
+    transaction_state_name,
 )
 
 __all__ = [
     "RECORD_BATCH_OVERHEAD_BYTES",
+    "TRANSACTION_TRANSITIONS",
     "BufferPool",
     "BuiltInPartitioner",
     "DecodedBatch",
@@ -41,6 +46,8 @@ __all__ = [
     "RecordMetadata",
     "SendPath",
     "StickyPartitionInfo",
+    "TransactionManager",
+    "TransactionState",
     "_core",
     "crc32c",
     "crc32c_hardware",
@@ -50,4 +57,5 @@ __all__ = [
     "murmur2",
     "partition_for_key",
     "rewrite_producer_state",
+    "transaction_state_name",
 ]

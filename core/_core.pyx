@@ -1,6 +1,16 @@
 # The compiled core: one extension module built from the included .pyx files (asyncpg/uvloop idiom).
 # Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
-from cykafka.errors import CorruptRecordError, KafkaTimeoutError, ProducerClosedError
+from cykafka.errors import (
+    AuthenticationError,
+    CorruptRecordError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    ProducerFencedError,
+    TransactionAbortableError,
+    TransactionFatalError,
+    TransactionStateError,
+    UnsupportedVersionError,
+)
 
 include "checksum.pyx"
 include "partitioner.pyx"
@@ -8,3 +18,4 @@ include "pool.pyx"
 include "records.pyx"
 include "accumulator.pyx"
 include "sendpath.pyx"
+include "transactions.pyx"

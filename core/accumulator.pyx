@@ -139,6 +139,8 @@ cdef class ProducerBatch:
     cdef public int16_t producer_epoch
     cdef public int32_t base_sequence
     cdef public bint is_transactional
+    cdef readonly bint sequence_has_been_reset  # its sequence was rewritten (epoch bump, failed batch before it)
+    cdef bint _reopened                         # closed bytes whose producer state is rewritten at the next drain
     cdef public int32_t leader_epoch            # leader epoch seen at drain (a newer one skips retry backoff)
     cdef readonly int final_state
     cdef readonly object error
@@ -267,6 +269,22 @@ cdef class ProducerBatch:
                 with_callbacks.append(f)
         return with_callbacks
 
+    @property
+    def has_sequence(self):
+        return self.base_sequence != -1
+
+    cpdef void reset_producer_state(self, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
+                                    bint is_transactional):
+        """New producer id/epoch/base sequence (Java's resetProducerState). A closed batch's bytes are rewritten
+        when it is drained again, never while a request holding them may still be on the wire."""
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.sequence_has_been_reset = True
+        if self._records is not None:
+            self._reopened = True
+
     cdef void _reenqueued(self, int64_t now_ms, int64_t backoff_ms):
         self.attempts += 1
         self.last_attempt_ms = now_ms
@@ -326,6 +344,7 @@ cdef class RecordAccumulator:
     cdef bint _last_full          # what the last _append decided
     cdef bint _last_new
     cdef int _last_partition
+    cdef TransactionManager _txn  # idempotence/transactions: sequences at drain, drain gating, retry order
 
     def __init__(self, int batch_size_bytes, object pool, *, int codec=0, object compressor=None,
                  int64_t linger_ms=5, int64_t retry_backoff_ms=100, int64_t retry_backoff_max_ms=1000,
@@ -464,7 +483,8 @@ cdef class RecordAccumulator:
         result.unknown_leader_topics = set()
         cdef int64_t next_delay = 9223372036854775807
         cdef bint exhausted = self.pool.queued_waiters > 0
-        cdef bint forced = exhausted or self.closed or self._flushes_in_progress > 0
+        cdef bint forced = exhausted or self.closed or self._flushes_in_progress > 0 or (
+            self._txn is not None and self._txn.is_completing)
         cdef ProducerBatch batch
         cdef int64_t waited_ms, time_to_wait_ms
         cdef bint backing_off, full
@@ -480,6 +500,8 @@ cdef class RecordAccumulator:
             queue_sizes = [] if tpart is not None else None
             partition_ids = [] if tpart is not None else None
             for partition, dq in (<dict>parts).items():
+                if dq and self._txn is not None:
+                    self._txn._note_queued_partition(topic, partition)
                 if infos is None or partition >= len(infos):
                     if dq:
                         result.unknown_leader_topics.add(topic)
@@ -498,6 +520,8 @@ cdef class RecordAccumulator:
                 if not dq or leader in result.ready_nodes or (topic, partition) in self._muted:
                     continue
                 batch = dq[0]
+                if self._txn is not None and self._txn.should_stop_drain(batch):
+                    continue  # unblocked by an answer (sequence, producer id, AddPartitionsToTxn), not by time
                 leader_epoch = info.leader_epoch
                 waited_ms = now_ms - batch.last_attempt_ms
                 backing_off = self._backing_off(batch, leader_epoch, now_ms)
@@ -553,11 +577,14 @@ cdef class RecordAccumulator:
                 if dq and (topic, partition) not in self._muted:
                     first = dq[0]
                     info = all_partitions[topic][partition]
-                    if not self._backing_off(first, info.leader_epoch, now_ms):
+                    if not self._backing_off(first, info.leader_epoch, now_ms) and not (
+                            self._txn is not None and self._txn.should_stop_drain(first)):
                         if ready and size + first.builder.estimated_size_bytes > max_request_size_bytes:
                             index = current  # it goes first next time (Java would skip past it)
                             break
                         dq.popleft()
+                        if self._txn is not None and first.base_sequence == -1:
+                            self._txn._assign_sequence(first)
                         self._close_batch(first)
                         first.leader_epoch = info.leader_epoch
                         first.drained_ms = now_ms
@@ -580,6 +607,11 @@ cdef class RecordAccumulator:
         return stats
 
     cdef void _close_batch(self, ProducerBatch batch):
+        if batch._reopened:  # a retry whose sequence was reset: rewrite the closed header in place
+            rewrite_producer_state(batch._records, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                   batch.is_transactional)
+            batch._reopened = False
+            return
         batch.close(self.compressor)
         if self.codec != 0:
             observed = batch.builder.actual_compression_ratio
@@ -613,9 +645,27 @@ cdef class RecordAccumulator:
         return <int64_t>min(term, <double>self.retry_backoff_max_ms)
 
     cpdef void reenqueue(self, ProducerBatch batch, int64_t now_ms):
-        """A failed attempt goes back to the head of its deque, to be retried after its backoff."""
+        """A failed attempt goes back to the head of its deque, to be retried after its backoff; with sequences,
+        to its place in sequence order (Java's insertInSequenceOrder)."""
         batch._reenqueued(now_ms, self.retry_backoff_for(batch.attempts + 1))
-        self._deque(batch.topic, batch.partition).appendleft(batch)
+        dq = self._deque(batch.topic, batch.partition)
+        if self._txn is not None and batch.base_sequence != -1:
+            self._insert_in_sequence_order(dq, batch)
+        else:
+            dq.appendleft(batch)
+
+    cdef void _insert_in_sequence_order(self, object dq, ProducerBatch batch):
+        # the queue's head holds the sequenced batches in order; unsequenced (never drained) ones follow
+        cdef list before = []
+        cdef ProducerBatch head
+        while dq:
+            head = dq[0]
+            if head.base_sequence == -1 or head.base_sequence >= batch.base_sequence:
+                break
+            before.append(dq.popleft())
+        dq.appendleft(batch)
+        for head in reversed(before):
+            dq.appendleft(head)
 
     cpdef list expired_batches(self, int64_t now_ms):
         """Queued batches that reached delivery.timeout.ms since creation, removed from their deques (oldest first
@@ -681,6 +731,20 @@ cdef class RecordAccumulator:
         big._pending_children = len(pieces)
         self.incomplete.discard(big)
         dq = self._deque(big.topic, big.partition)
+        cdef int32_t sequence = big.base_sequence
+        if self._txn is not None and sequence != -1:
+            # the pieces take the big batch's sequences, in order, and are tracked in flight (Java's split)
+            for piece in pieces:
+                piece.producer_id = big.producer_id
+                piece.producer_epoch = big.producer_epoch
+                piece.base_sequence = sequence
+                piece.is_transactional = big.is_transactional
+                sequence = _increment_sequence(sequence, len(piece.futures))
+                self._txn.add_in_flight_batch(piece)
+            for piece in reversed(pieces):
+                self._insert_in_sequence_order(dq, piece)
+                self.incomplete.add(piece)
+            return len(pieces)
         for piece in reversed(pieces):
             dq.appendleft(piece)
             self.incomplete.add(piece)
@@ -722,6 +786,28 @@ cdef class RecordAccumulator:
         parts = self._batches.get(topic)
         dq = parts.get(partition) if parts is not None else None
         return len(dq) if dq is not None else 0
+
+    def abort_unsequenced(self):
+        """Removes every queued batch that holds no sequence (never sent) and returns them: an aborting
+        transaction fails them; sequenced ones must still resolve at the broker (Java's abortUndrainedBatches)."""
+        cdef list aborted = []
+        cdef ProducerBatch batch
+        for parts in self._batches.values():
+            for dq in (<dict>parts).values():
+                keep = [b for b in dq if (<ProducerBatch>b).base_sequence != -1]
+                if len(keep) != len(dq):
+                    aborted.extend([b for b in dq if (<ProducerBatch>b).base_sequence == -1])
+                    dq.clear()
+                    dq.extend(keep)
+        return aborted
+
+    def set_transaction_manager(self, TransactionManager txn):
+        """Idempotence/transactions: drained batches take sequences from `txn`, which also gates the drain."""
+        self._txn = txn
+
+    @property
+    def transaction_manager(self):
+        return self._txn
 
     def abort_undrained(self):
         """Removes every queued batch and returns them; the caller fails them (complete with an error)."""

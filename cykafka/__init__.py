@@ -13,14 +13,19 @@ from cykafka.errors import (
     KafkaTimeoutError,
     NetworkError,
     ProducerClosedError,
+    ProducerFencedError,
     ProtocolError,
     RecordTooLargeError,
     SerializationError,
+    TransactionAbortableError,
+    TransactionFatalError,
+    TransactionStateError,
     UnsupportedVersionError,
 )
 
 from cykafka.core import RecordFuture, RecordMetadata  # isort: skip  (the core imports cykafka.errors)
 from cykafka.producer import Producer, ProducerRecord  # isort: skip
+from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -30,20 +35,27 @@ __all__ = [
     "BrokerResponseError",
     "BufferExhaustedError",
     "ConfigError",
+    "ConsumerGroupMetadata",
     "CorruptRecordError",
     "InvalidRecordError",
     "InvalidTopicError",
     "KafkaError",
     "KafkaTimeoutError",
     "NetworkError",
+    "OffsetAndMetadata",
     "Producer",
     "ProducerClosedError",
+    "ProducerFencedError",
     "ProducerRecord",
     "ProtocolError",
     "RecordFuture",
     "RecordMetadata",
     "RecordTooLargeError",
     "SerializationError",
+    "TransactionAbortableError",
+    "TransactionFatalError",
+    "TransactionInfo",
+    "TransactionStateError",
     "UnsupportedVersionError",
     "__version__",
 ]

@@ -7,6 +7,7 @@ unknown keys and invalid values raise ConfigError at construction. Differences f
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,9 @@ from typing import Any
 
 from cykafka.errors import ConfigError
 
+log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 INT32_MAX = 2**31 - 1
 
 
@@ -215,7 +218,7 @@ class ProducerConfig:
             raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
         cfg = cls(**values, user_keys=frozenset(merged))  # type: ignore[arg-type]
         cfg._check_relations()
-        return cfg
+        return cfg._resolve_idempotence()
 
     def _check_relations(self) -> None:
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
@@ -273,6 +276,31 @@ class ProducerConfig:
                 value = "[hidden]"
             shown.append(f"{f.name}={value!r}")
         return f"ProducerConfig({', '.join(shown)})"
+
+    def _resolve_idempotence(self) -> ProducerConfig:
+        """Java's rules: idempotence needs acks=all, retries > 0 and max.in.flight <= 5. Set explicitly (or
+        required by transactional.id), a conflict is a ConfigError; on only by default, it turns idempotence off."""
+        explicit = "enable.idempotence" in self.user_keys
+        if self.transactional_id is not None and explicit and not self.enable_idempotence:
+            raise ConfigError("transactional.id requires enable.idempotence=true (or leave enable.idempotence "
+                              "unset)")
+        if not self.enable_idempotence:
+            return self
+        conflicts = []
+        if self.acks != -1:
+            conflicts.append(f"acks={self.acks} (must be all)")
+        if self.retries == 0:
+            conflicts.append("retries=0 (must be > 0)")
+        if self.max_in_flight_requests_per_connection > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+            conflicts.append(f"max.in.flight.requests.per.connection={self.max_in_flight_requests_per_connection} "
+                             f"(must be <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE})")
+        if not conflicts:
+            return self
+        if explicit or self.transactional_id is not None:
+            reason = "enable.idempotence=true" if explicit else "transactional.id (which needs idempotence)"
+            raise ConfigError(f"{reason} conflicts with {', '.join(conflicts)}")
+        log.info("idempotence disabled: enable.idempotence was left at its default and %s", ", ".join(conflicts))
+        return self.replace(enable_idempotence=False)
 
     def replace(self, **changes: object) -> ProducerConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

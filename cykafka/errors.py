@@ -96,3 +96,28 @@ class InvalidTopicError(KafkaError, ValueError):
 
 class InvalidRecordError(KafkaError, ValueError):
     """A record argument is invalid (partition out of range, negative timestamp); nothing was queued."""
+
+
+class TransactionStateError(KafkaError):
+    """A transactional method was called in a state that does not allow it (e.g. send() outside a transaction), or
+    a state transition the table does not allow was attempted; `from_state`/`to_state` name both states."""
+
+    def __init__(self, message: str = "", *, from_state: str | None = None, to_state: str | None = None) -> None:
+        super().__init__(message)
+        self.from_state = from_state
+        self.to_state = to_state
+
+
+class TransactionAbortableError(KafkaError):
+    """The ongoing transaction failed (a record was not delivered, a partition could not be added, ...): call
+    abort_transaction(), then begin a new transaction. The error that caused it is `__cause__`."""
+
+
+class TransactionFatalError(KafkaError):
+    """The idempotent/transactional producer cannot go on (authorization, unsupported broker, an unknown error from
+    the coordinator): close it. The error that caused it is `__cause__`."""
+
+
+class ProducerFencedError(TransactionFatalError):
+    """A newer producer with the same transactional.id (a higher epoch) exists: this one is fenced (PRODUCER_FENCED
+    or INVALID_PRODUCER_EPOCH) and can only be closed."""

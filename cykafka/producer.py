@@ -1,4 +1,5 @@
-"""The public Producer and the composition root: config -> pool, accumulator, compressor, transport, metadata, Sender.
+"""The public Producer and the composition root: config -> pool, accumulator, compressor, transport, metadata, Sender,
+and with idempotence (the default) the core TransactionManager and the transactional request queue.
 
 Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor and
 may run the Sender by hand (`start_sender=False`, then `producer.sender.run_once()`).
@@ -32,6 +33,7 @@ from cykafka.core import (
     RecordAccumulator,
     RecordFuture,
     SendPath,
+    TransactionManager,
     estimate_size_upper_bound,
     partition_for_key,
 )
@@ -42,11 +44,19 @@ from cykafka.errors import (
     KafkaTimeoutError,
     ProducerClosedError,
     RecordTooLargeError,
+    TransactionStateError,
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
 from cykafka.sender import Sender, SenderThread
 from cykafka.serialization import make_serializer, normalize_headers, validate_topic
+from cykafka.transactions import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    TransactionalResult,
+    TransactionInfo,
+    TransactionRequests,
+)
 
 log = logging.getLogger("cykafka")
 _AppendResult = tuple[RecordFuture, bool, bool, int]
@@ -123,9 +133,18 @@ class Producer(SendPath):
 
             metadata = BrokerMetadata(cfg, transport)
         self._metadata = metadata
+        self._txn: TransactionManager | None = None
+        self._txn_requests: TransactionRequests | None = None
+        if cfg.enable_idempotence:
+            self._txn = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
+            self._accumulator.set_transaction_manager(self._txn)
+            self._txn_requests = TransactionRequests(self._txn, cfg)
+            if cfg.transactional_id is not None:  # send() checks the transaction state first
+                self.send = self._send_in_transaction  # type: ignore[method-assign]
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started)
+                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
+                             transactions=self._txn_requests)
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._init_send_path(self._accumulator, self._lock, self._clock, type(self._clock) is SystemClock,
@@ -374,6 +393,115 @@ class Producer(SendPath):
                  tb: TracebackType | None) -> None:
         self.close()
 
+    # -- transactions (Java's KafkaProducer transactional API) -------------------------------------------------
+
+    def _send_in_transaction(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
+        """send() of a transactional producer: only inside a transaction, never after an error (Java's
+        failIfNotReadyForSend)."""
+        assert self._txn is not None
+        self._txn.fail_if_not_ready_for_send()
+        return Producer.send(self, topic, value, key, **kwargs)
+
+    def _transactional(self) -> tuple[TransactionManager, TransactionRequests]:
+        if self._txn is None or self._txn_requests is None or self._txn.transactional_id is None:
+            raise TransactionStateError("transactional method called on a producer without transactional.id")
+        if self._closed:
+            raise ProducerClosedError("the producer is closed")
+        return self._txn, self._txn_requests
+
+    def _await(self, result: TransactionalResult, timeout: float | None) -> None:
+        self._transport.wakeup()
+        if self._thread is None:  # driven by hand (tests): the caller runs the sender, then calls again
+            if result.is_completed:
+                result.wait(0)
+            return
+        result.wait(self.config.max_block_ms / 1000 if timeout is None else timeout)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Finds the transaction coordinator and gets the producer id/epoch for transactional.id, fencing older
+        producers with the same id and finishing (aborting) what they left open. Call once, first. Waits up to
+        `timeout` s (default max.block.ms); after KafkaTimeoutError, call again to keep waiting."""
+        _, requests = self._transactional()
+        with self._lock:
+            result = requests.initialize()
+        self._await(result, timeout)
+
+    def begin_transaction(self) -> None:
+        """Starts a transaction: records sent until commit/abort are written atomically."""
+        txn, _ = self._transactional()
+        with self._lock:
+            txn.begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Adds consumer positions to the transaction: they are committed for the group if and only if the
+        transaction commits (consume-transform-produce). offsets: {(topic, partition): next offset to read}."""
+        _, requests = self._transactional()
+        group = group_metadata if isinstance(group_metadata, ConsumerGroupMetadata) else ConsumerGroupMetadata(
+            group_metadata)
+        positions = {tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(int(o))
+                     for tp, o in offsets.items()}
+        with self._lock:
+            result = requests.send_offsets(positions, group)
+        self._await(result, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flushes, then commits the transaction. Raises TransactionAbortableError if a record or request of the
+        transaction failed (abort_transaction(), then try again), ProducerFencedError / TransactionFatalError if
+        the producer can only be closed, KafkaTimeoutError after `timeout` s (call again to keep waiting)."""
+        txn, requests = self._transactional()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._thread is not None and txn.state_name == "IN_TRANSACTION":
+            self.flush(timeout)
+        with self._lock:
+            result = requests.begin_commit()
+        self._await(result, None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Aborts the transaction: records not yet sent fail, records sent are never visible to read_committed
+        consumers. The way out of TransactionAbortableError."""
+        _, requests = self._transactional()
+        with self._lock:
+            result = requests.begin_abort()
+        self._await(result, timeout)
+
+    def transaction_state(self) -> TransactionInfo:
+        """Advanced (two-phase commit): this producer's transactional.id, producer id/epoch and state. Another
+        process can finish the open transaction with complete_transaction() given these."""
+        with self._lock:
+            txn = self._txn
+            if txn is None:
+                return TransactionInfo(self.config.transactional_id, -1, -1, "UNINITIALIZED")
+            return TransactionInfo(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.state_name)
+
+    def prepare_transaction(self, timeout: float | None = None) -> TransactionInfo:
+        """Advanced (two-phase commit): flushes the open transaction and leaves it open for another process to
+        finish with complete_transaction(); close() then does not abort it. Raises the transaction's error if a
+        record failed. Returns what that process needs."""
+        txn, _ = self._transactional()
+        if self.flush(timeout) != 0:
+            raise KafkaTimeoutError(f"prepare_transaction(): records still pending after {timeout} s")
+        with self._lock:
+            txn.maybe_fail_with_error()
+            if txn.state_name != "IN_TRANSACTION":
+                raise TransactionStateError(f"prepare_transaction() in state {txn.state_name}: no open transaction")
+            self.sender.keep_transaction_open = True
+        return self.transaction_state()
+
+    def complete_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                             timeout: float | None = None) -> None:
+        """Advanced (two-phase commit): commits (or aborts) the transaction that producer id/epoch holds open for
+        transactional_id, e.g. one a worker left prepared. Sends EndTxn to that id's coordinator; this producer's
+        own state is unchanged. ProducerFencedError: a newer epoch owns the id now (the transaction was already
+        finished by the coordinator)."""
+        if self._txn_requests is None:
+            raise TransactionStateError("complete_transaction() needs enable.idempotence (the default)")
+        if self._closed:
+            raise ProducerClosedError("the producer is closed")
+        with self._lock:
+            result = self._txn_requests.complete_external(transactional_id, producer_id, producer_epoch, commit)
+        self._await(result, timeout)
 
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
 

@@ -1,8 +1,10 @@
 """The Sender: one `run_once(now)` turns queued batches into Produce requests and responses into completed futures.
 
 Depends only on ports (Transport, MetadataSource, Clock) and the core accumulator, like Java's Sender.runOnce. The
-producer lock guards the accumulator; callbacks and interceptors run after it is released. `SenderThread` is the thin
-loop around it.
+producer lock guards the accumulator and the core TransactionManager; callbacks and interceptors run after it is
+released. With idempotence/transactions each loop first resolves sequences, bumps the epoch when needed and sends at
+most one transactional request (cykafka/transactions.py); while one is in flight no produce data goes out (Java).
+`SenderThread` is the thin loop around it.
 """
 
 from __future__ import annotations
@@ -15,14 +17,26 @@ from typing import Any
 
 from cykafka.adapters.kafka_protocol import ProduceRequest, ProduceResponse, error_for
 from cykafka.config import ProducerConfig
-from cykafka.core import ProducerBatch, RecordAccumulator, RecordFuture
-from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError, ProducerClosedError, RecordTooLargeError
+from cykafka.core import ProducerBatch, RecordAccumulator, RecordFuture, TransactionManager
+from cykafka.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    ProducerClosedError,
+    ProducerFencedError,
+    RecordTooLargeError,
+    TransactionAbortableError,
+    TransactionFatalError,
+)
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
+from cykafka.transactions import TransactionRequests
 
 log = logging.getLogger("cykafka")
 
 MESSAGE_TOO_LARGE = 10
+DUPLICATE_SEQUENCE_NUMBER = 46
+FENCED_CODES = frozenset({47, 90})  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 # errors after which the leader we used is stale (Java: InvalidMetadataException subclasses)
 METADATA_ERRORS = frozenset({3, 5, 6, 9, 74, 75, 103})
 
@@ -49,6 +63,7 @@ class Sender:
         on_batch_done: Callable[[ProducerBatch], None] | None = None,
         memory_freed: Callable[[Any], None] | None = None,
         loop_started: Callable[[ClusterSnapshot], None] | None = None,
+        transactions: TransactionRequests | None = None,
     ) -> None:
         self.config = config
         self.accumulator = accumulator
@@ -62,6 +77,11 @@ class Sender:
         self._loop_started = loop_started
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
+        self.txn_requests = transactions
+        self.txn: TransactionManager | None = transactions.manager if transactions is not None else None
+        self.keep_transaction_open = False  # prepare_transaction(): close() leaves it for another process
+        self._nodes_source: tuple[Any, ...] = ()
+        self._nodes: Any = None
         self.running = True
         self.force_close = False
         self._auth_error_seen: KafkaError | None = None
@@ -70,8 +90,24 @@ class Sender:
 
     def run_once(self) -> None:
         now_ms = self.clock.monotonic_ms()
+        if self.txn_requests is not None:
+            txn_poll_ms = self._run_transactional(now_ms)
+            if txn_poll_ms is not None:  # a transactional request is out (or a fatal error): answers only
+                self._poll(txn_poll_ms)
+                return
         poll_timeout_ms = self._send_producer_data(now_ms)
-        responses = self.transport.poll(poll_timeout_ms, self.clock.monotonic_ms())
+        if self.txn_requests is not None and self.txn is not None:
+            with self.lock:
+                if self.txn.has_new_partitions:  # ready() just met them: AddPartitionsToTxn goes next loop
+                    poll_timeout_ms = 0
+                elif self.txn_requests.has_pending_requests:
+                    due_ms = self.txn_requests.next_due_delay_ms(now_ms)
+                    poll_timeout_ms = min(poll_timeout_ms,
+                                          due_ms if due_ms is not None else self.config.retry_backoff_ms)
+        self._poll(poll_timeout_ms)
+
+    def _poll(self, timeout_ms: int) -> None:
+        responses = self.transport.poll(timeout_ms, self.clock.monotonic_ms())
         for response in responses:
             if response.handler is not None:
                 response.handler(response)
@@ -80,10 +116,117 @@ class Sender:
             self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
         self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
 
+    def _update_transport_nodes(self, snapshot: ClusterSnapshot) -> None:
+        """The metadata's brokers, plus coordinators metadata does not name."""
+        coordinators = self.txn_requests.coordinator_nodes() if self.txn_requests is not None else {}
+        source = (snapshot.nodes, tuple(sorted(coordinators.items())))
+        if source != self._nodes_source:
+            missing = {i: n for i, n in coordinators.items() if i not in snapshot.nodes}
+            self._nodes = {**snapshot.nodes, **missing} if missing else snapshot.nodes
+            self._nodes_source = source
+        self.transport.update_nodes(self._nodes)
+
+    # -- idempotence and transactions --------------------------------------------------------------------------
+
+    def _run_transactional(self, now_ms: int) -> int | None:
+        """Java's runOnce prologue: resolve sequences, bump the epoch, fail batches of an aborting or failed
+        transaction, send the next transactional request. Returns a poll timeout when no produce data may go out
+        this loop, else None."""
+        requests, txn = self.txn_requests, self.txn
+        assert requests is not None and txn is not None
+        aborted: list[ProducerBatch] = []
+        abort_error: BaseException | None = None
+        with self.lock:
+            txn.maybe_resolve_sequences()
+            fatal = txn.last_error if txn.has_fatal_error else None
+            if fatal is None:
+                if txn.bump_idempotent_epoch_and_reset_id_if_needed():
+                    requests.init_idempotent_producer_id()
+                if requests.in_flight is not None:
+                    return self.config.retry_backoff_ms
+                if txn.has_abortable_error or txn.is_aborting:
+                    aborted = self.accumulator.abort_unsequenced()
+                    abort_error = txn.last_error or TransactionAbortableError(
+                        "failing the record: its transaction was aborted")
+                handler = requests.next_request(self.accumulator.has_incomplete(), now_ms)
+        if fatal is not None:
+            self.abort_all(self._fatal_error_for_records(fatal))
+            return self.config.retry_backoff_ms
+        for batch in aborted:  # never sent: no sequence to settle (Java's abortUndrainedBatches)
+            assert abort_error is not None
+            self._fail_batch(batch, abort_error if isinstance(abort_error, KafkaError) else
+                             TransactionAbortableError(str(abort_error)), track=False)
+        if handler is None:
+            return None
+        node_id = self._transactional_target(handler, now_ms)
+        if node_id is None:
+            return None
+        request = handler.request()
+        with self.lock:
+            requests.in_flight = handler
+        log.debug("sending %s to node %s", handler.describe(), node_id)
+        try:
+            self.transport.send(node_id, request, now_ms, handler=lambda r: self._handle_transactional(handler, r))
+        except KafkaError as e:  # not connected after all (retry), or no version of the API in common (fatal)
+            with self.lock:
+                requests.in_flight = None
+                requests.on_response(handler, ClientResponse(node_id, request, None, None, e, now_ms, now_ms), now_ms)
+            return None
+        return self.config.retry_backoff_ms
+
+    def _transactional_target(self, handler: Any, now_ms: int) -> int | None:
+        """The node a transactional request goes to, if it can go now; else it is queued again (after a coordinator
+        lookup when the coordinator is unknown or unreachable for request.timeout.ms)."""
+        requests = self.txn_requests
+        assert requests is not None
+        node_id: int | None
+        if handler.coordinator_type is None:
+            node_id = self.transport.least_loaded_node(now_ms)
+        else:
+            node = requests.coordinators.get((handler.coordinator_type, handler.coordinator_key))
+            if node is None:
+                with self.lock:
+                    requests.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
+                    requests.enqueue(handler)
+                return None
+            node_id = node.node_id
+            self._update_transport_nodes(self.metadata.snapshot())
+        if node_id is not None and self.transport.ready(node_id, now_ms):
+            handler.waiting_since_ms = None
+            return node_id
+        if handler.waiting_since_ms is None:
+            handler.waiting_since_ms = now_ms
+        delay_ms = self.config.retry_backoff_ms
+        if node_id is not None:
+            delay_ms = min(delay_ms, self.transport.connection_delay_ms(node_id, now_ms))
+        with self.lock:
+            if (handler.coordinator_type is not None
+                    and now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms):
+                handler.waiting_since_ms = None
+                requests.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
+            if node_id is None:
+                self.metadata.request_update()
+            handler.not_before_ms = now_ms + delay_ms
+            requests.enqueue(handler)
+        return None
+
+    def _handle_transactional(self, handler: Any, response: ClientResponse) -> None:
+        assert self.txn_requests is not None
+        with self.lock:
+            self.txn_requests.on_response(handler, response, self.clock.monotonic_ms())
+
+    @staticmethod
+    def _fatal_error_for_records(error: BaseException) -> KafkaError:
+        if isinstance(error, TransactionFatalError):
+            return error
+        fatal = TransactionFatalError(f"the producer hit a fatal error: {error}")
+        fatal.__cause__ = error
+        return fatal
+
     def _send_producer_data(self, now_ms: int) -> int:
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
         snapshot = self.metadata.snapshot()
-        self.transport.update_nodes(snapshot.nodes)
+        self._update_transport_nodes(snapshot)
         if self._loop_started is not None:
             self._loop_started(snapshot)
         with self.lock:
@@ -106,13 +249,21 @@ class Sender:
                     self._in_flight.setdefault((batch.topic, batch.partition), []).append(batch)
                     if self._guarantee_order:
                         self.accumulator.mute(batch.topic, batch.partition)
-            expired = self.accumulator.expired_batches(now_ms) + self._expired_in_flight(now_ms)
+            expired_in_flight = self._expired_in_flight(now_ms)
+            expired = self.accumulator.expired_batches(now_ms) + expired_in_flight
             expiry_delay_ms = self.accumulator.next_expiry_delay_ms(now_ms)
         for batch in expired:
             age_ms = now_ms - batch.created_ms
+            # a request still out holds views of an in-flight batch's buffer: it goes back to the pool with the answer
             self._fail_batch(batch, KafkaTimeoutError(
                 f"Expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: {age_ms} ms has "
-                f"passed since batch creation (delivery.timeout.ms={self.config.delivery_timeout_ms})"))
+                f"passed since batch creation (delivery.timeout.ms={self.config.delivery_timeout_ms})"),
+                release_buffer=batch not in expired_in_flight)
+            if self.txn is not None and batch.has_sequence:
+                # sent at least once: whether the broker has it is unknown until the partition drains (Java marks
+                # only batches in retry; a first attempt may have landed too)
+                with self.lock:
+                    self.txn.mark_sequence_unresolved(batch)
         for node_id, batches in drained.items():
             self._send_produce_request(node_id, batches, now_ms)
         for topic in {b.topic for batches in drained.values() for b in batches}:
@@ -173,26 +324,48 @@ class Sender:
                     continue
                 seen.add(tp)
                 error = None if p.error_code == 0 else error_for(p.error_code, p.error_message)
-                self._complete_batch(answered, error, p.base_offset, p.log_append_time_ms, now_ms)
+                self._complete_batch(answered, error, p.base_offset, p.log_append_time_ms, now_ms,
+                                     p.log_start_offset)
         for tp, batch in in_flight.batches.items():
             if tp not in seen:
                 self._complete_batch(batch, NetworkError(f"no response for partition {tp[0]}-{tp[1]}"), -1, -1,
                                      now_ms)
 
     def _complete_batch(self, batch: ProducerBatch, error: Exception | None, base_offset: int,
-                        log_append_time_ms: int, now_ms: int) -> None:
+                        log_append_time_ms: int, now_ms: int, log_start_offset: int = -1) -> None:
         self._remove_in_flight(batch)
         if self._guarantee_order:
             with self.lock:
                 self.accumulator.unmute(batch.topic, batch.partition)
-        if batch.is_done:  # expired while in flight: the late answer changes nothing
+        txn = self.txn
+        code = getattr(error, "code", None)
+        if txn is not None and error is not None:
+            with self.lock:
+                in_log = code == DUPLICATE_SEQUENCE_NUMBER or txn.is_acknowledged_past(batch)
+            if in_log:
+                # the broker has this sequence already (DUPLICATE_SEQUENCE_NUMBER: Tansu answers so where Kafka
+                # answers success), or acknowledged a later one of ours: delivered, at an offset we cannot know
+                error, code, base_offset = None, None, -1
+        if batch.is_done:  # expired while in flight: the late answer frees its buffer and settles the sequences
+            with self.lock:
+                waiter = self.accumulator.deallocate(batch) if batch.pooled_buffer is not None else None
+                if txn is not None:
+                    if error is None:
+                        txn.handle_completed_batch(batch, base_offset)
+                    else:
+                        txn.remove_in_flight_batch(batch)
+            self._wake(waiter)
             return
         if error is None:
+            if txn is not None:
+                with self.lock:
+                    txn.handle_completed_batch(batch, base_offset)
             self._finish(batch, None, base_offset, log_append_time_ms)
             return
-        code = getattr(error, "code", None)
         if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
             with self.lock:
+                if txn is not None:
+                    txn.remove_in_flight_batch(batch)
                 pieces = self.accumulator.split_and_reenqueue(batch)
                 waiter = self.accumulator.deallocate(batch)
             log.info("split a batch for %s-%s into %d after MESSAGE_TOO_LARGE", batch.topic, batch.partition, pieces)
@@ -201,39 +374,57 @@ class Sender:
         if code == MESSAGE_TOO_LARGE:
             error = RecordTooLargeError(f"the broker rejected a record for {batch.topic}-{batch.partition} as too "
                                         f"large (MESSAGE_TOO_LARGE)", code=MESSAGE_TOO_LARGE)
-        if self._can_retry(batch, error, now_ms):
-            log.debug("retrying %s (attempt %d): %s", batch, batch.attempts + 1, error)
-            self.metrics.record_retry(batch.record_count)
-            with self.lock:
+        elif code in FENCED_CODES:
+            error = ProducerFencedError(f"{error} (producer id {batch.producer_id}, epoch {batch.producer_epoch})",
+                                        code=code)
+        with self.lock:
+            retry = self._can_retry(batch, error, code, log_start_offset, now_ms)
+            if retry:
                 self.accumulator.reenqueue(batch, now_ms)
+        if retry:
+            log.debug("retrying %s (attempt %d): %s", batch, batch.attempts, error)
+            self.metrics.record_retry(batch.record_count)
         else:
-            self._fail_batch(batch, error)
+            # Java: sequences are adjusted only when retries were not exhausted (the broker surely lacks the batch)
+            self._fail_batch(batch, error, adjust_sequence_numbers=batch.attempts < self.config.retries)
         if code in METADATA_ERRORS or isinstance(error, NetworkError):
             self.metadata.request_update()
 
-    def _can_retry(self, batch: ProducerBatch, error: Exception, now_ms: int) -> bool:
-        return (
-            getattr(error, "retriable", False)
-            and batch.attempts < self.config.retries
-            and now_ms - batch.created_ms < self.config.delivery_timeout_ms
-            and not self.force_close
-        )
+    def _can_retry(self, batch: ProducerBatch, error: Exception, code: Any, log_start_offset: int,
+                   now_ms: int) -> bool:
+        """Called with the lock held (the TransactionManager may request an epoch bump)."""
+        if (batch.attempts >= self.config.retries or now_ms - batch.created_ms >= self.config.delivery_timeout_ms
+                or self.force_close):
+            return False
+        retriable = bool(getattr(error, "retriable", False))
+        if self.txn is None:
+            return retriable
+        return self.txn.can_retry(batch, code if isinstance(code, int) else 0, log_start_offset, retriable)
 
     def _remove_in_flight(self, batch: ProducerBatch) -> None:
         batches = self._in_flight.get((batch.topic, batch.partition))
         if batches is not None and batch in batches:
             batches.remove(batch)
 
-    def _fail_batch(self, batch: ProducerBatch, error: Exception) -> None:
+    def _fail_batch(self, batch: ProducerBatch, error: Exception, adjust_sequence_numbers: bool = False,
+                    track: bool = True, release_buffer: bool = True) -> None:
+        if self.txn is not None and track:
+            with self.lock:
+                self.txn.handle_failed_batch(batch, error, adjust_sequence_numbers)
         self.metrics.record_errors(batch.record_count)
-        self._finish(batch, error, -1, -1)
+        self._finish(batch, error, -1, -1, release_buffer)
 
-    def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int) -> None:
-        """Marks the batch final and frees its memory; then, with the lock released, wakes memory waiters, runs
-        interceptors and callbacks, and last releases the batch's waiters (future.result, flush)."""
+    def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int,
+                release_buffer: bool = True) -> None:
+        """Marks the batch final and frees its memory (release_buffer False: when its request answers); then, with the
+        lock released, wakes memory waiters, runs interceptors and callbacks, and last releases the batch's waiters."""
         with self.lock:
             with_callbacks = batch.complete(base_offset, log_append_time_ms, error)
-            waiter = self.accumulator.deallocate(batch)
+            if release_buffer:
+                waiter = self.accumulator.deallocate(batch)
+            else:
+                waiter = None
+                self.accumulator.incomplete.discard(batch)
         self._wake(waiter)
         if error is None:
             self.metrics.record_sent(batch)
@@ -252,6 +443,8 @@ class Sender:
     def has_pending(self) -> bool:
         with self.lock:
             pending = self.accumulator.has_undrained()
+            if self.txn is not None and self.txn_requests is not None:
+                pending = pending or (self.txn_requests.has_pending_requests and self.txn.has_ongoing_transaction)
         return pending or any(self._in_flight.values())
 
     def fail_undrained(self, error: KafkaError) -> None:
@@ -266,12 +459,31 @@ class Sender:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""
         with self.lock:
             batches = self.accumulator.abort_undrained()
-        for in_flight in list(self._in_flight.values()):
-            batches.extend(in_flight)
+        sent = [batch for in_flight in self._in_flight.values() for batch in in_flight]
         self._in_flight.clear()
         for batch in batches:
             if not batch.is_done:
-                self._fail_batch(batch, error)
+                self._fail_batch(batch, error, track=False)
+        for batch in sent:  # their requests may still be out: buffers go back with the answers
+            if not batch.is_done:
+                self._fail_batch(batch, error, track=False, release_buffer=False)
+
+    def begin_shutdown_abort(self) -> bool:
+        """Graceful close with a transaction still open: abort it (Java). False when there is none to abort."""
+        if self.txn is None or self.txn_requests is None or self.keep_transaction_open:
+            return False
+        with self.lock:
+            if not self.txn.has_ongoing_transaction:
+                return False
+            if not self.txn.is_completing:
+                log.info("aborting the incomplete transaction of transactional.id %s: the producer is closing",
+                         self.txn.transactional_id)
+                try:
+                    self.txn_requests.begin_abort()
+                except KafkaError as e:
+                    log.warning("could not abort the open transaction on close: %s", e)
+                    return False
+        return True
 
 
 def run_callback(future: RecordFuture) -> None:
@@ -300,7 +512,12 @@ class SenderThread(threading.Thread):
             self._run_once_logged()
         while not sender.force_close and sender.has_pending():
             self._run_once_logged()
+        while not sender.force_close and sender.begin_shutdown_abort():
+            self._run_once_logged()
         if sender.force_close:
+            if sender.txn_requests is not None:
+                with sender.lock:
+                    sender.txn_requests.close()
             sender.abort_all(ProducerClosedError("the producer was closed before the record was delivered"))
 
     def _run_once_logged(self) -> None:

@@ -21,12 +21,15 @@ class ReadRecord:
 
 
 def read_back(bootstrap_servers: str, topic: str, *, timeout_s: float = 60.0,
-              isolation_level: str = "read_uncommitted", config: Mapping[str, Any] | None = None) -> list[ReadRecord]:
-    """All records of `topic`, in partition then offset order. `config`: extra librdkafka settings (e.g.
-    security.protocol, ssl.ca.location, sasl.* to read through a TLS or SASL listener)."""
+              isolation_level: str = "read_uncommitted", config: Mapping[str, Any] | None = None,
+              check_crcs: bool = True) -> list[ReadRecord]:
+    """All records of `topic`, in partition then offset order. isolation_level="read_committed" skips records of
+    aborted and open transactions; `config`: extra librdkafka settings (e.g. security.protocol, ssl.ca.location,
+    sasl.* to read through a TLS or SASL listener); check_crcs=False for brokers that write control batches without
+    a CRC (librdkafka's mock cluster)."""
     records = [ReadRecord(msg.partition(), msg.offset(), msg.key(), msg.value(), list(msg.headers() or []),
                           msg.timestamp()[1])
-               for msg in _messages(bootstrap_servers, topic, timeout_s, isolation_level, config)]
+               for msg in _messages(bootstrap_servers, topic, timeout_s, isolation_level, config, check_crcs)]
     records.sort(key=lambda r: (r.partition, r.offset))
     return records
 
@@ -44,7 +47,7 @@ def count_back(bootstrap_servers: str, topic: str, *, unique_header: str | None 
     values that header has (each record's first header of that name), to tell duplicates from distinct records."""
     per_partition: dict[int, int] = {}
     seen: set[bytes | None] = set()
-    for msg in _messages(bootstrap_servers, topic, timeout_s, "read_uncommitted", None):
+    for msg in _messages(bootstrap_servers, topic, timeout_s, "read_uncommitted", None, True):
         per_partition[msg.partition()] = per_partition.get(msg.partition(), 0) + 1
         if unique_header is not None:
             seen.add(next((v for k, v in msg.headers() or () if k == unique_header), None))
@@ -52,7 +55,7 @@ def count_back(bootstrap_servers: str, topic: str, *, unique_header: str | None 
 
 
 def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_level: str,
-              config: Mapping[str, Any] | None) -> Iterator[Any]:
+              config: Mapping[str, Any] | None, check_crcs: bool) -> Iterator[Any]:
     """Every message of every partition of `topic` from offset 0 to the high watermark read at the start."""
     try:
         from confluent_kafka import Consumer, TopicPartition
@@ -60,7 +63,7 @@ def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_le
         raise RuntimeError("read_back needs confluent-kafka: pip install 'cykafka[dev]'") from e
     consumer: Any = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": f"cykafka-verify-{time.monotonic_ns()}",
-        "enable.auto.commit": False, "check.crcs": True, "isolation.level": isolation_level,
+        "enable.auto.commit": False, "check.crcs": check_crcs, "isolation.level": isolation_level,
         "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024, **(config or {}),
     })
     try:
@@ -79,5 +82,9 @@ def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_le
                     raise RuntimeError(f"consumer error: {msg.error()}")
                 yield msg
                 position[msg.partition()] = msg.offset() + 1
+            # the consumer's position also moves past control records (transaction markers) and aborted ones
+            for tp in consumer.position([TopicPartition(topic, p) for p in partitions if high[p] > 0]):
+                if tp.offset >= 0:
+                    position[tp.partition] = max(position[tp.partition], tp.offset)
     finally:
         consumer.close()

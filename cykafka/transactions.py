@@ -1,0 +1,692 @@
+"""Transactional requests (the request half of Java's TransactionManager) and the values of the transaction API.
+
+`TransactionRequests` queues FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit
+and EndTxn by priority, one in flight at a time, and turns each answer into a decision of the core's
+TransactionManager (state machine, producer id, partitions). The Sender sends what `next_request` returns and calls
+`on_response`; the Producer's transaction methods enqueue work and wait on a `TransactionalResult`. Every method that
+touches the manager runs with the producer lock held.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cykafka.adapters import kafka_protocol as kp
+from cykafka.config import ProducerConfig
+from cykafka.core import TransactionManager, TransactionState
+from cykafka.errors import (
+    AuthenticationError,
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    ProducerFencedError,
+    TransactionAbortableError,
+    TransactionFatalError,
+    TransactionStateError,
+)
+from cykafka.ports import ClientResponse, Node
+
+log = logging.getLogger("cykafka")
+
+# priorities: a coordinator lookup first, then the producer id, partitions/offsets, EndTxn, an epoch bump last
+PRIORITY_FIND_COORDINATOR = 0
+PRIORITY_INIT_PRODUCER_ID = 1
+PRIORITY_ADD_PARTITIONS_OR_OFFSETS = 2
+PRIORITY_END_TXN = 3
+PRIORITY_EPOCH_BUMP = 4
+
+ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # a first AddPartitionsToTxn meeting CONCURRENT_TRANSACTIONS (Java)
+
+NONE, UNKNOWN_SERVER_ERROR = 0, -1
+UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT = 3, 7
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 22, 25
+TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 30, 31
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING = 47, 48, 49
+CONCURRENT_TRANSACTIONS, TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 51, 53
+OPERATION_NOT_ATTEMPTED, UNKNOWN_PRODUCER_ID = 55, 59
+FENCED_INSTANCE_ID, PRODUCER_FENCED = 82, 90
+
+FENCED_CODES = frozenset({INVALID_PRODUCER_EPOCH, PRODUCER_FENCED})
+
+
+# -- the values of the public API ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A consumer position to commit with the transaction: the offset of the next record to read."""
+
+    offset: int
+    metadata: str | None = None
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
+    """The consumer group whose offsets a transaction commits (Java's ConsumerGroupMetadata). generation_id and
+    member_id let the group coordinator fence zombie consumers (KIP-447); the defaults skip that check."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionInfo:
+    """What a two-phase committer records about a producer's transaction: enough to finish it elsewhere with
+    `Producer.complete_transaction(transactional_id, producer_id, producer_epoch, commit)`."""
+
+    transactional_id: str | None
+    producer_id: int
+    producer_epoch: int
+    state: str
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.state in ("IN_TRANSACTION", "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION", "ABORTABLE_ERROR")
+
+
+class TransactionalResult:
+    """The outcome of one transactional operation; the caller waits, the sender thread completes it."""
+
+    def __init__(self, operation: str) -> None:
+        self.operation = operation
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+
+    @property
+    def is_completed(self) -> bool:
+        return self._done.is_set()
+
+    def done(self) -> None:
+        self._done.set()
+
+    def fail(self, error: BaseException) -> None:
+        if not self._done.is_set():
+            self.error = error
+            self._done.set()
+
+    def wait(self, timeout_s: float | None) -> None:
+        """Returns once done; raises its error, or KafkaTimeoutError after `timeout_s` (the operation goes on: call
+        the same method again to keep waiting for it)."""
+        if not self._done.wait(timeout_s):
+            raise KafkaTimeoutError(f"{self.operation} did not complete within {timeout_s} s; it is still in "
+                                    f"progress: call it again to wait for it")
+        if self.error is not None:
+            raise self.error
+
+
+# -- requests ---------------------------------------------------------------------------------------------------
+
+
+class _Handler:
+    """One transactional request: what to send, where, and what its answer means."""
+
+    priority = PRIORITY_ADD_PARTITIONS_OR_OFFSETS
+    coordinator_type: int | None = kp.COORDINATOR_TRANSACTION  # None: any node (least loaded)
+    is_end_txn = False
+
+    def __init__(self, owner: TransactionRequests, operation: str, result: TransactionalResult | None = None,
+                 coordinator_key: str | None = None) -> None:
+        self.owner = owner
+        self.result = result or TransactionalResult(operation)
+        self.coordinator_key = coordinator_key if coordinator_key is not None else owner.transactional_id
+        self.is_retry = False
+        self.not_before_ms = 0
+        self.waiting_since_ms: int | None = None
+        self.retry_backoff_ms = owner.config.retry_backoff_ms
+        self.cancelled = False
+        self.external = False  # complete_transaction(): not this producer's own transaction
+
+    @property
+    def manager(self) -> TransactionManager:
+        return self.owner.manager
+
+    def request(self) -> kp.Request:
+        raise NotImplementedError
+
+    def handle(self, response: Any) -> None:
+        raise NotImplementedError
+
+    # -- outcomes (Java's TxnRequestHandler) --
+
+    def fatal_error(self, error: KafkaError) -> None:
+        self.result.fail(error)
+        if not self.external and not self.manager.has_fatal_error:
+            self.manager.transition_to_fatal_error(error)
+            self.owner.fail_pending(error)
+
+    def abortable_error(self, error: KafkaError) -> None:
+        self.result.fail(error)
+        if not self.external:
+            self.manager.transition_to_abortable_error(error)
+
+    def abortable_error_if_possible(self, error: KafkaError) -> None:
+        self.result.fail(error)
+        if not self.external:
+            self.manager.abortable_error_if_possible(error)
+            if self.manager.has_fatal_error:
+                self.owner.fail_pending(error)
+
+    def reenqueue(self) -> None:
+        self.owner.retry(self, self.owner.now_ms)
+
+    def lookup_coordinator_and_retry(self) -> None:
+        if self.coordinator_type is not None and self.coordinator_key is not None:
+            self.owner.lookup_coordinator(self.coordinator_type, self.coordinator_key, self)
+        self.reenqueue()
+
+    def describe(self) -> str:
+        return type(self).__name__.lstrip("_")
+
+
+def _fenced(what: str) -> ProducerFencedError:
+    return ProducerFencedError(f"{what}: the producer was fenced by a newer one with the same transactional.id "
+                               f"(PRODUCER_FENCED)", code=PRODUCER_FENCED)
+
+
+def _broker_error(code: int, what: str) -> KafkaError:
+    return kp.error_for(code, f"{what} failed")
+
+
+def _abortable(code: int, what: str) -> TransactionAbortableError:
+    return TransactionAbortableError(str(_broker_error(code, what)), code=code)
+
+
+def _fatal(code: int, what: str) -> TransactionFatalError:
+    return TransactionFatalError(str(_broker_error(code, what)), code=code)
+
+
+class _FindCoordinator(_Handler):
+    priority = PRIORITY_FIND_COORDINATOR
+    coordinator_type = None
+
+    def __init__(self, owner: TransactionRequests, key_type: int, key: str,
+                 on_fatal: Callable[[KafkaError], None]) -> None:
+        super().__init__(owner, f"FindCoordinator({key})", coordinator_key=key)
+        self.key_type = key_type
+        self.on_fatal = on_fatal
+
+    def request(self) -> kp.Request:
+        assert self.coordinator_key is not None
+        return kp.FindCoordinatorRequest([self.coordinator_key], self.key_type)
+
+    def handle(self, response: kp.FindCoordinatorResponse) -> None:
+        if len(response.coordinators) != 1:
+            self.on_fatal(TransactionFatalError(f"FindCoordinator answered {len(response.coordinators)} "
+                                                f"coordinators for one key"))
+            return
+        c = response.coordinators[0]
+        if c.error_code == NONE:
+            assert self.coordinator_key is not None
+            self.owner.coordinators[(self.key_type, self.coordinator_key)] = Node(c.node_id, c.host, c.port)
+            log.info("discovered %s coordinator %s:%s (node %s) for %r",
+                     "transaction" if self.key_type == kp.COORDINATOR_TRANSACTION else "group", c.host, c.port,
+                     c.node_id, self.coordinator_key)
+            self.result.done()
+        elif c.error_code in (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR):
+            self.reenqueue()
+        elif c.error_code == GROUP_AUTHORIZATION_FAILED:
+            self.abortable_error(_abortable(c.error_code, "FindCoordinator"))
+        else:
+            self.result.fail(_broker_error(c.error_code, "FindCoordinator"))
+            self.on_fatal(TransactionFatalError(f"could not find the coordinator for {self.coordinator_key!r}: "
+                                                f"{_broker_error(c.error_code, 'FindCoordinator')}"))
+
+
+class _InitProducerId(_Handler):
+    def __init__(self, owner: TransactionRequests, is_epoch_bump: bool) -> None:
+        super().__init__(owner, "InitProducerId")
+        self.is_epoch_bump = is_epoch_bump
+        manager = owner.manager
+        self.producer_id = manager.producer_id if is_epoch_bump else -1
+        self.producer_epoch = manager.producer_epoch if is_epoch_bump else -1
+        self.priority = PRIORITY_EPOCH_BUMP if is_epoch_bump else PRIORITY_INIT_PRODUCER_ID
+        if not manager.is_transactional:
+            self.coordinator_type = None
+
+    def request(self) -> kp.Request:
+        manager = self.manager
+        timeout_ms = manager.transaction_timeout_ms if manager.is_transactional else 2**31 - 1
+        return kp.InitProducerIdRequest(manager.transactional_id, timeout_ms, self.producer_id, self.producer_epoch)
+
+    def handle(self, response: kp.InitProducerIdResponse) -> None:
+        code = response.error_code
+        if code == NONE:
+            self.manager.initialized(response.producer_id, response.producer_epoch, self.is_epoch_bump)
+            log.info("producer id %s, epoch %s%s", response.producer_id, response.producer_epoch,
+                     f" (transactional.id {self.manager.transactional_id})" if self.manager.is_transactional else "")
+            self.result.done()
+        elif code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
+            self.lookup_coordinator_and_retry()
+        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
+            self.reenqueue()
+        elif code in FENCED_CODES:
+            self.fatal_error(_fenced("InitProducerId"))
+        elif self.is_epoch_bump and code == UNKNOWN_SERVER_ERROR:
+            # the broker cannot bump an epoch from the id it gave us (Tansu): a plain InitProducerId for the
+            # transactional.id bumps it too; the transaction was already ended
+            log.warning("the coordinator refused an epoch bump (UNKNOWN_SERVER_ERROR); re-initializing the "
+                        "producer id instead")
+            self.is_epoch_bump = False
+            self.producer_id = self.producer_epoch = -1
+            self.reenqueue()
+        elif code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED):
+            self.fatal_error(_fatal(code, "InitProducerId"))
+        else:
+            self.fatal_error(TransactionFatalError(f"unexpected error in InitProducerId: "
+                                                   f"{_broker_error(code, 'InitProducerId')}"))
+
+
+class _AddPartitions(_Handler):
+    def __init__(self, owner: TransactionRequests) -> None:
+        super().__init__(owner, "AddPartitionsToTxn")
+        manager = owner.manager
+        self.partitions = manager.take_new_partitions()
+        self.producer_id, self.producer_epoch = manager.producer_id, manager.producer_epoch
+
+    def request(self) -> kp.Request:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in self.partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        assert self.manager.transactional_id is not None
+        return kp.AddPartitionsToTxnRequest(self.manager.transactional_id, self.producer_id, self.producer_epoch,
+                                            [(t, ps) for t, ps in by_topic.items()])
+
+    def handle(self, response: kp.AddPartitionsToTxnResponse) -> None:
+        self.retry_backoff_ms = self.owner.config.retry_backoff_ms
+        errors = {(t.name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+        unauthorized: set[str] = set()
+        failed = False
+        for (topic, _), code in errors.items():
+            if code == NONE:
+                continue
+            if code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+                self.lookup_coordinator_and_retry()
+                return
+            if code == CONCURRENT_TRANSACTIONS:
+                if not self.manager.transaction_started:  # the previous transaction is still completing
+                    self.retry_backoff_ms = ADD_PARTITIONS_RETRY_BACKOFF_MS
+                self.reenqueue()
+                return
+            if code in (COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION):
+                self.reenqueue()
+                return
+            if code in FENCED_CODES:
+                self.fatal_error(_fenced("AddPartitionsToTxn"))
+                return
+            if code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_TXN_STATE):
+                self.fatal_error(_fatal(code, "AddPartitionsToTxn"))
+                return
+            if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
+                self.abortable_error_if_possible(_abortable(code, "AddPartitionsToTxn"))
+                return
+            if code == TOPIC_AUTHORIZATION_FAILED:
+                unauthorized.add(topic)
+            else:
+                if code != OPERATION_NOT_ATTEMPTED:
+                    log.error("could not add %s to the transaction: %s", topic, _broker_error(code, "add"))
+                failed = True
+        answered = list(errors) or list(self.partitions)
+        self.manager.partitions_not_added(answered)
+        if unauthorized:
+            self.abortable_error(TransactionAbortableError(f"not authorized to write to topics "
+                                                           f"{sorted(unauthorized)} (TOPIC_AUTHORIZATION_FAILED)"))
+        elif failed:
+            self.abortable_error(TransactionAbortableError(f"could not add partitions to the transaction: "
+                                                           f"{ {f'{t}-{p}': c for (t, p), c in errors.items()} }"))
+        else:
+            self.manager.partitions_added(answered)
+            log.debug("added partitions %s to the transaction", answered)
+            self.result.done()
+
+
+class _AddOffsets(_Handler):
+    def __init__(self, owner: TransactionRequests, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                 group: ConsumerGroupMetadata) -> None:
+        super().__init__(owner, "send_offsets_to_transaction")
+        self.offsets = offsets
+        self.group = group
+        self.producer_id, self.producer_epoch = owner.manager.producer_id, owner.manager.producer_epoch
+
+    def request(self) -> kp.Request:
+        assert self.manager.transactional_id is not None
+        return kp.AddOffsetsToTxnRequest(self.manager.transactional_id, self.producer_id, self.producer_epoch,
+                                         self.group.group_id)
+
+    def handle(self, response: kp.AddOffsetsToTxnResponse) -> None:
+        code = response.error_code
+        if code == NONE:
+            self.manager.mark_transaction_started()
+            self.owner.enqueue(_TxnOffsetCommit(self.owner, self.result, self.offsets, self.group,
+                                                self.producer_id, self.producer_epoch))
+        elif code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            self.lookup_coordinator_and_retry()
+        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
+            self.reenqueue()
+        elif code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
+            self.abortable_error_if_possible(_abortable(code, "AddOffsetsToTxn"))
+        elif code in FENCED_CODES:
+            self.fatal_error(_fenced("AddOffsetsToTxn"))
+        elif code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+            self.fatal_error(_fatal(code, "AddOffsetsToTxn"))
+        elif code == GROUP_AUTHORIZATION_FAILED:
+            self.abortable_error(_abortable(code, "AddOffsetsToTxn"))
+        else:
+            self.fatal_error(TransactionFatalError(f"unexpected error in AddOffsetsToTxn: "
+                                                   f"{_broker_error(code, 'AddOffsetsToTxn')}"))
+
+
+class _TxnOffsetCommit(_Handler):
+    coordinator_type = kp.COORDINATOR_GROUP
+
+    def __init__(self, owner: TransactionRequests, result: TransactionalResult,
+                 offsets: dict[tuple[str, int], OffsetAndMetadata], group: ConsumerGroupMetadata,
+                 producer_id: int, producer_epoch: int) -> None:
+        super().__init__(owner, "TxnOffsetCommit", result, coordinator_key=group.group_id)
+        self.pending = dict(offsets)
+        self.group = group
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+
+    def request(self) -> kp.Request:
+        by_topic: dict[str, list[kp.TxnOffsetCommitPartition]] = {}
+        for (topic, partition), om in sorted(self.pending.items()):
+            by_topic.setdefault(topic, []).append(
+                kp.TxnOffsetCommitPartition(partition, om.offset, om.leader_epoch, om.metadata))
+        assert self.manager.transactional_id is not None
+        g = self.group
+        return kp.TxnOffsetCommitRequest(self.manager.transactional_id, g.group_id, self.producer_id,
+                                         self.producer_epoch, [(t, ps) for t, ps in by_topic.items()],
+                                         g.generation_id, g.member_id, g.group_instance_id)
+
+    def handle(self, response: kp.TxnOffsetCommitResponse) -> None:
+        reloaded = False
+        for topic in response.topics:
+            for p in topic.partitions:
+                code = p.error_code
+                tp = (topic.name, p.partition_index)
+                if code == NONE:
+                    self.pending.pop(tp, None)
+                elif code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REQUEST_TIMED_OUT):
+                    if not reloaded:
+                        reloaded = True
+                        self.owner.lookup_coordinator(kp.COORDINATOR_GROUP, self.group.group_id, self)
+                elif code in (UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS):
+                    continue
+                elif code in (GROUP_AUTHORIZATION_FAILED, FENCED_INSTANCE_ID):
+                    self.abortable_error(_abortable(code, "TxnOffsetCommit"))
+                    break
+                elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+                    self.abortable_error(TransactionAbortableError(
+                        f"transactional offset commit failed: the consumer group metadata does not match "
+                        f"({_broker_error(code, 'TxnOffsetCommit')})"))
+                    break
+                elif code in FENCED_CODES:
+                    self.fatal_error(_fenced("TxnOffsetCommit"))
+                    break
+                else:
+                    self.fatal_error(TransactionFatalError(f"unexpected error in TxnOffsetCommit: "
+                                                           f"{_broker_error(code, 'TxnOffsetCommit')}"))
+                    break
+        if self.result.is_completed:
+            self.pending.clear()
+        elif not self.pending:
+            self.result.done()
+        else:
+            self.reenqueue()
+
+
+class _EndTxn(_Handler):
+    priority = PRIORITY_END_TXN
+    is_end_txn = True
+
+    def __init__(self, owner: TransactionRequests, commit: bool, transactional_id: str | None = None,
+                 producer_id: int | None = None, producer_epoch: int | None = None) -> None:
+        key = transactional_id if transactional_id is not None else owner.transactional_id
+        super().__init__(owner, f"EndTxn({'commit' if commit else 'abort'})", coordinator_key=key)
+        self.commit = commit
+        self.transactional_id = key
+        manager = owner.manager
+        self.producer_id = producer_id if producer_id is not None else manager.producer_id
+        self.producer_epoch = producer_epoch if producer_epoch is not None else manager.producer_epoch
+
+    def request(self) -> kp.Request:
+        assert self.transactional_id is not None
+        return kp.EndTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, self.commit)
+
+    def handle(self, response: kp.EndTxnResponse) -> None:
+        code = response.error_code
+        if code == NONE:
+            if not self.external:
+                self.manager.complete_transaction()
+            self.result.done()
+        elif code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            self.lookup_coordinator_and_retry()
+        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
+            self.reenqueue()
+        elif code in FENCED_CODES:
+            self.fatal_error(_fenced("EndTxn"))
+        elif code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_TXN_STATE):
+            self.fatal_error(_fatal(code, "EndTxn"))
+        elif code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
+            self.abortable_error_if_possible(_abortable(code, "EndTxn"))
+        else:
+            self.fatal_error(TransactionFatalError(f"unhandled error in EndTxn: {_broker_error(code, 'EndTxn')}"))
+
+
+# -- the queue --------------------------------------------------------------------------------------------------
+
+
+class TransactionRequests:
+    """The transactional request queue; every method runs under the producer lock."""
+
+    def __init__(self, manager: TransactionManager, config: ProducerConfig) -> None:
+        self.manager = manager
+        self.config = config
+        self.transactional_id = manager.transactional_id
+        self.coordinators: dict[tuple[int, str], Node] = {}
+        self.in_flight: _Handler | None = None
+        self.pending_result: TransactionalResult | None = None
+        self._queue: list[tuple[int, int, _Handler]] = []
+        self._order = itertools.count()
+        self.now_ms = 0  # of the answer being handled: retries back off from it
+
+    # -- what the Producer asks for --
+
+    def _cached(self, target: TransactionState, start: Callable[[], TransactionalResult]) -> TransactionalResult:
+        """Java's handleCachedTransactionRequestResult: a call repeated after a timeout waits for the same work."""
+        if self.pending_result is not None and self.manager.state == target:
+            result = self.pending_result
+            if result.is_completed:
+                self.pending_result = None
+            return result
+        self.pending_result = start()
+        return self.pending_result
+
+    def initialize(self) -> TransactionalResult:
+        def start() -> TransactionalResult:
+            self.manager.begin_initializing()
+            handler = _InitProducerId(self, is_epoch_bump=False)
+            self.enqueue(handler)
+            return handler.result
+
+        return self._cached(TransactionState.INITIALIZING, start)
+
+    def begin_commit(self) -> TransactionalResult:
+        def start() -> TransactionalResult:
+            self.manager.begin_commit()
+            return self._begin_completing(commit=True, cause=None)
+
+        return self._cached(TransactionState.COMMITTING_TRANSACTION, start)
+
+    def begin_abort(self) -> TransactionalResult:
+        def start() -> TransactionalResult:
+            cause = self.manager.last_error  # the transition clears it
+            self.manager.begin_abort()
+            return self._begin_completing(commit=False, cause=cause)
+
+        return self._cached(TransactionState.ABORTING_TRANSACTION, start)
+
+    def _begin_completing(self, commit: bool, cause: BaseException | None) -> TransactionalResult:
+        manager = self.manager
+        if manager.has_new_partitions:
+            self.enqueue(_AddPartitions(self))
+        if getattr(cause, "code", None) != INVALID_PRODUCER_ID_MAPPING:
+            # (after INVALID_PRODUCER_ID_MAPPING the coordinator takes no EndTxn: re-initialize instead)
+            handler = _EndTxn(self, commit)
+            self.enqueue(handler)
+            if not manager.epoch_bump_required:
+                return handler.result
+        bump = _InitProducerId(self, is_epoch_bump=True)
+        self.enqueue(bump)
+        return bump.result
+
+    def send_offsets(self, offsets: Mapping[tuple[str, int], OffsetAndMetadata],
+                     group: ConsumerGroupMetadata) -> TransactionalResult:
+        manager = self.manager
+        manager.maybe_fail_with_error()
+        if manager.state != TransactionState.IN_TRANSACTION:
+            raise TransactionStateError(f"send_offsets_to_transaction() in state {manager.state_name}: no "
+                                        f"transaction is open (begin_transaction() first)")
+        handler = _AddOffsets(self, dict(offsets), group)
+        self.enqueue(handler)
+        return handler.result
+
+    def complete_external(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          commit: bool) -> TransactionalResult:
+        handler = _EndTxn(self, commit, transactional_id, producer_id, producer_epoch)
+        handler.external = True
+        self.enqueue(handler)
+        return handler.result
+
+    def init_idempotent_producer_id(self) -> None:
+        self.enqueue(_InitProducerId(self, is_epoch_bump=False))
+
+    # -- queue --
+
+    def enqueue(self, handler: _Handler) -> None:
+        heapq.heappush(self._queue, (handler.priority, next(self._order), handler))
+
+    def retry(self, handler: _Handler, now_ms: int) -> None:
+        handler.is_retry = True
+        handler.not_before_ms = now_ms + handler.retry_backoff_ms
+        self.enqueue(handler)
+
+    def lookup_coordinator(self, key_type: int, key: str, dependent: _Handler) -> None:
+        self.coordinators.pop((key_type, key), None)
+        if any(isinstance(h, _FindCoordinator) and h.key_type == key_type and h.coordinator_key == key
+               for _, _, h in self._queue) or (isinstance(self.in_flight, _FindCoordinator)
+                                               and self.in_flight.coordinator_key == key):
+            return
+
+        def on_fatal(error: KafkaError) -> None:
+            if dependent.external:
+                dependent.cancelled = True
+                dependent.result.fail(error)
+            else:
+                dependent.fatal_error(error)
+
+        self.enqueue(_FindCoordinator(self, key_type, key, on_fatal))
+
+    @property
+    def has_pending_requests(self) -> bool:
+        return bool(self._queue) or self.in_flight is not None
+
+    def next_due_delay_ms(self, now_ms: int) -> int | None:
+        """ms until the head request may go (None: nothing queued)."""
+        if not self._queue:
+            return None
+        return max(0, self._queue[0][2].not_before_ms - now_ms)
+
+    def next_request(self, has_incomplete_batches: bool, now_ms: int) -> _Handler | None:
+        """Java's nextRequest: AddPartitionsToTxn for new partitions joins the queue; EndTxn waits until every
+        batch is complete; in an error state own requests fail (a coordinator lookup may still go)."""
+        manager = self.manager
+        if manager.has_new_partitions and manager.state in (TransactionState.IN_TRANSACTION,
+                                                            TransactionState.COMMITTING_TRANSACTION):
+            self.enqueue(_AddPartitions(self))
+        while self._queue:
+            handler = self._queue[0][2]
+            if handler.cancelled:
+                heapq.heappop(self._queue)
+                continue
+            if handler.not_before_ms > now_ms:
+                return None
+            if handler.is_end_txn and not handler.external and has_incomplete_batches:
+                return None
+            heapq.heappop(self._queue)
+            if not handler.external and manager.has_error and not (
+                    manager.has_abortable_error and isinstance(handler, _FindCoordinator)):
+                handler.result.fail(self._error_for_state())
+                continue
+            if handler.is_end_txn and not handler.external and not manager.transaction_started:
+                # nothing was added to the transaction: nothing to end at the coordinator
+                handler.result.done()
+                if not manager.has_fatal_error:
+                    manager.complete_transaction()
+                continue
+            return handler
+        return None
+
+    def _error_for_state(self) -> KafkaError:
+        try:
+            self.manager.maybe_fail_with_error()
+        except KafkaError as e:
+            return e
+        return TransactionAbortableError("the transaction is in an error state")
+
+    def fail_pending(self, error: BaseException) -> None:
+        """A fatal error: every queued own request and the awaited result fail with it."""
+        keep = []
+        for item in self._queue:
+            if item[2].external:
+                keep.append(item)
+            else:
+                item[2].result.fail(error)
+        self._queue = keep
+        heapq.heapify(self._queue)
+        if self.pending_result is not None:
+            self.pending_result.fail(error)
+
+    def close(self) -> None:
+        """Forced close: everything still queued fails."""
+        error = KafkaError("the producer was closed forcefully")
+        for _, _, handler in self._queue:
+            handler.result.fail(error)
+        self._queue.clear()
+        if self.in_flight is not None:
+            self.in_flight.result.fail(error)
+        if self.pending_result is not None:
+            self.pending_result.fail(error)
+
+    def coordinator_nodes(self) -> dict[int, Node]:
+        return {node.node_id: node for node in self.coordinators.values()}
+
+    def on_response(self, handler: _Handler, response: ClientResponse, now_ms: int) -> None:
+        """A transactional answer (or the transport's failure) for `handler`."""
+        self.now_ms = now_ms
+        if self.in_flight is handler:
+            self.in_flight = None
+        error = response.error
+        if error is not None:
+            # an idempotent-only producer outlives a failed authentication (the records waiting fail with it, and
+            # the producer id is asked for again once the credentials work); a transactional one is fatal, as Java
+            retry = isinstance(error, AuthenticationError) and self.manager.transactional_id is None
+            if retry or isinstance(error, NetworkError) or getattr(error, "retriable", False):
+                log.debug("%s to node %s failed (%s); retrying", handler.describe(), response.node_id, error)
+                if handler.coordinator_type is not None and handler.coordinator_key is not None:
+                    self.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
+                self.retry(handler, now_ms)
+            else:
+                handler.fatal_error(TransactionFatalError(f"{handler.describe()} failed: {error}"))
+            return
+        handler.handle(response.response)

@@ -1,0 +1,372 @@
+"""Idempotence and transactions against real brokers: Tansu (200k idempotent records through a proxy that drops every
+connection several times mid-run; a committed transaction seen by a read_committed consumer; fencing) and
+librdkafka's mock cluster (abort and commit markers). Every record is read back by confluent-kafka's consumer.
+
+Tansu shows aborted records to read_committed consumers and librdkafka's mock cluster does not filter them either
+(broker bugs), so what read_committed hides after an abort is checked on the fake cluster (tests/test_transactions.py);
+here the abort is checked by its marker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cykafka import Producer
+from cykafka.adapters import kafka_protocol as kp
+from cykafka.broker import EmbeddedBroker
+from cykafka.errors import ProducerFencedError
+from cykafka.verify import read_back
+
+# -- a loopback proxy that drops connections on command -----------------------------------------------------------
+
+_SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")  # api key, version, correlation id
+_REWRITTEN = (kp.METADATA, kp.FIND_COORDINATOR)
+
+
+class _Pipe:
+    """One client connection and its upstream connection."""
+
+    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
+        self.client = client
+        self.upstream = upstream
+        self.from_client = bytearray()
+        self.from_upstream = bytearray()
+        self.to_client = bytearray()
+        self.to_upstream = bytearray()
+        self.requests: dict[int, tuple[int, int]] = {}  # correlation id -> (api key, version)
+
+
+class KafkaProxy:
+    """Forwards 127.0.0.1 connections to one broker; rewrites the broker addresses it answers with to its own; drops
+    every connection on drop_all(). One thread, at most max_connections clients, stopped by close()."""
+
+    def __init__(self, upstream_host: str, upstream_port: int, max_connections: int = 64) -> None:
+        self.upstream = (upstream_host, upstream_port)
+        self.max_connections = max_connections
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.setblocking(False)
+        self.port: int = self._listener.getsockname()[1]
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ, None)
+        self._pipes: list[_Pipe] = []
+        self._lock = threading.Lock()
+        self._drop = False
+        self._stop = False
+        self.drops = 0
+        self.cut_requests = 0  # requests in flight when connections were cut
+        self.connections = 0
+        self._thread = threading.Thread(target=self._run, name="kafka-proxy", daemon=True)
+        self._thread.start()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def drop_all(self, timeout_s: float = 5.0) -> None:
+        """Closes every client and upstream connection (requests in flight are lost or answered into the void);
+        returns once the proxy thread did it (at most timeout_s), so drops never merge."""
+        with self._lock:
+            self._drop = True
+            target = self.drops + 1
+        deadline = time.monotonic() + timeout_s
+        while self.drops < target and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop = True
+        self._thread.join(10)
+        for pipe in self._pipes:
+            self._close_pipe(pipe)
+        self._selector.close()
+        self._listener.close()
+
+    # -- the loop --------------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                stop, drop, self._drop = self._stop, self._drop, False
+            if stop:
+                return
+            if drop:
+                for pipe in list(self._pipes):
+                    self.cut_requests += len(pipe.requests)  # forwarded, not answered yet
+                    self._close_pipe(pipe)
+                self.drops += 1
+            for key, events in self._selector.select(0.002):  # a drop_all() waits for this loop
+                if key.data is None:
+                    self._accept()
+                    continue
+                pipe, is_client = key.data
+                if pipe not in self._pipes:
+                    continue
+                try:
+                    if events & selectors.EVENT_READ:
+                        self._read(pipe, is_client)
+                    if pipe in self._pipes and events & selectors.EVENT_WRITE:
+                        self._write(pipe)
+                except OSError:
+                    self._close_pipe(pipe)
+
+    def _accept(self) -> None:
+        try:
+            client, _ = self._listener.accept()
+        except BlockingIOError:
+            return
+        if len(self._pipes) >= self.max_connections:
+            client.close()
+            return
+        upstream = socket.create_connection(self.upstream, timeout=5)
+        for sock in (client, upstream):
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        pipe = _Pipe(client, upstream)
+        self._pipes.append(pipe)
+        self.connections += 1
+        self._selector.register(client, selectors.EVENT_READ, (pipe, True))
+        self._selector.register(upstream, selectors.EVENT_READ, (pipe, False))
+
+    def _close_pipe(self, pipe: _Pipe) -> None:
+        if pipe in self._pipes:
+            self._pipes.remove(pipe)
+        for sock in (pipe.client, pipe.upstream):
+            try:
+                self._selector.unregister(sock)
+            except (KeyError, ValueError):
+                pass
+            sock.close()
+
+    def _read(self, pipe: _Pipe, is_client: bool) -> None:
+        sock = pipe.client if is_client else pipe.upstream
+        try:
+            chunk = sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self._close_pipe(pipe)
+            return
+        buffer = pipe.from_client if is_client else pipe.from_upstream
+        buffer += chunk
+        offset = 0
+        while len(buffer) - offset >= 4:
+            (size,) = _SIZE.unpack_from(buffer, offset)
+            if len(buffer) - offset - 4 < size:
+                break
+            frame = bytes(buffer[offset + 4: offset + 4 + size])
+            offset += 4 + size
+            if is_client:
+                api_key, version, correlation_id = _HEADER.unpack_from(frame)
+                pipe.requests[correlation_id] = (api_key, version)
+                pipe.to_upstream += _SIZE.pack(len(frame)) + frame
+            else:
+                pipe.to_client += self._answer(pipe, frame)
+        del buffer[:offset]
+        self._write(pipe)
+
+    def _answer(self, pipe: _Pipe, frame: bytes) -> bytes:
+        (correlation_id,) = _SIZE.unpack_from(frame)
+        api_key, version = pipe.requests.pop(correlation_id, (-1, -1))
+        if api_key not in _REWRITTEN:
+            return _SIZE.pack(len(frame)) + frame
+        _, response = kp.decode_response(api_key, version, frame)
+        changed: Any
+        if isinstance(response, kp.MetadataResponse):
+            changed = dataclasses.replace(response, brokers=tuple(
+                dataclasses.replace(b, host="127.0.0.1", port=self.port) for b in response.brokers))
+        else:
+            assert isinstance(response, kp.FindCoordinatorResponse)
+            changed = dataclasses.replace(response, coordinators=tuple(
+                dataclasses.replace(c, host="127.0.0.1", port=self.port) for c in response.coordinators))
+        return b"".join(bytes(b) for b in kp.encode_response(changed, version, correlation_id))
+
+    def _write(self, pipe: _Pipe) -> None:
+        for sock, out, is_client in ((pipe.client, pipe.to_client, True), (pipe.upstream, pipe.to_upstream, False)):
+            if out:
+                try:
+                    sent = sock.send(out)
+                except BlockingIOError:
+                    sent = 0
+                del out[:sent]
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if out else 0)
+            self._selector.modify(sock, events, (pipe, is_client))
+
+
+@pytest.fixture()
+def proxy(broker: EmbeddedBroker) -> Iterator[KafkaProxy]:
+    p = KafkaProxy(broker.host, broker.port)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+# -- idempotence through dropped connections ------------------------------------------------------------------------
+
+RECORDS = 200_000
+DROPS = 5
+
+
+def test_idempotent_producer_through_dropped_connections_delivers_each_record_once_in_order(
+        broker: EmbeddedBroker, proxy: KafkaProxy) -> None:
+    topic = "idem-drops"
+    errors: list[BaseException] = []
+
+    def on_delivery(err: BaseException | None, _md: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    with Producer({"bootstrap.servers": proxy.bootstrap_servers, "linger.ms": 5, "batch.size": 16384,
+                   "retry.backoff.ms": 20, "retry.backoff.max.ms": 200, "reconnect.backoff.ms": 10}) as producer:
+        assert producer.config.enable_idempotence
+        for i in range(RECORDS):
+            producer.send(topic, b"%08d-" % i + b"p" * 40, key=b"k%d" % (i % 1000) if i % 2 else None,
+                          on_delivery=on_delivery)
+        # cut every connection DROPS times while the records are being delivered, each time with requests out
+        deadline = time.monotonic() + 60
+        while proxy.drops < DROPS and time.monotonic() < deadline:
+            cut_before = proxy.cut_requests
+            while producer.metrics()["requests-in-flight"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.0002)
+            proxy.drop_all()
+            if proxy.cut_requests == cut_before:  # answered just before the cut: try again
+                proxy.drops -= 1
+        assert producer.flush(120) == 0
+        retries = producer.metrics()["record-retry-total"]
+        producer_id = producer.transaction_state().producer_id
+    assert errors == []
+    assert proxy.drops == DROPS and proxy.connections > DROPS
+    assert proxy.cut_requests > 0, f"no drop hit a request in flight ({proxy.drops} drops, {retries} retries)"
+    assert retries >= 0
+    assert producer_id >= 0
+    read = read_back(broker.bootstrap_servers, topic)
+    seqs = [int(r.value[:8]) for r in read]  # type: ignore[index]
+    assert len(seqs) == len(set(seqs)), "duplicates"
+    assert sorted(seqs) == list(range(RECORDS)), "gaps"
+    last: dict[int, int] = {}
+    for r, seq in zip(read, seqs, strict=True):
+        assert seq > last.get(r.partition, -1), f"reordered in partition {r.partition}"
+        last[r.partition] = seq
+
+
+# -- transactions on Tansu ---------------------------------------------------------------------------------------
+
+
+def test_a_committed_transaction_is_read_by_a_read_committed_consumer(broker: EmbeddedBroker) -> None:
+    topic = "txn-commit"
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "it-commit"}) as producer:
+        producer.init_transactions(30)
+        for round_ in range(3):
+            producer.begin_transaction()
+            for i in range(1000):
+                producer.send(topic, b"%d-%04d" % (round_, i), partition=i % 4)
+            producer.commit_transaction(30)
+        info = producer.transaction_state()
+    assert info.state == "READY" and info.producer_id >= 0
+    read = read_back(broker.bootstrap_servers, topic, isolation_level="read_committed")
+    assert [r.value for r in read if r.partition == 1] == [b"%d-%04d" % (r, i) for r in range(3)
+                                                           for i in range(1, 1000, 4)]
+    assert len(read) == 3000
+
+
+def test_a_second_producer_fences_the_first_on_tansu(broker: EmbeddedBroker) -> None:
+    topic = "txn-fence"
+    config = {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "it-fence"}
+    with Producer(config) as first:
+        first.init_transactions(30)
+        first.begin_transaction()
+        first.send(topic, b"first", partition=0).result(30)
+        with Producer(config) as second:
+            second.init_transactions(30)
+            assert second.transaction_state().producer_epoch > first.transaction_state().producer_epoch
+            late = first.send(topic, b"zombie", partition=0)
+            with pytest.raises(ProducerFencedError):
+                late.result(30)
+            assert first.transaction_state().state == "FATAL_ERROR"
+            with pytest.raises(ProducerFencedError):
+                first.commit_transaction(10)
+            with pytest.raises(ProducerFencedError):
+                first.send(topic, b"more", partition=1)
+            second.begin_transaction()
+            second.send(topic, b"second", partition=0)
+            second.commit_transaction(30)
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic)]
+    assert b"second" in values and b"zombie" not in values
+
+
+def test_offsets_sent_to_a_transaction_are_committed_for_the_group(broker: EmbeddedBroker) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "it-offsets"}) as producer:
+        producer.init_transactions(30)
+        producer.partitions_for("txn-source")
+        producer.begin_transaction()
+        producer.send("txn-sink", b"derived", partition=0)
+        producer.send_offsets_to_transaction({("txn-source", 0): 42, ("txn-source", 1): 7}, "it-group", 30)
+        producer.commit_transaction(30)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "it-group",
+                                        "enable.auto.commit": False})
+    try:
+        committed = consumer.committed([confluent_kafka.TopicPartition("txn-source", p) for p in (0, 1)],
+                                       timeout=30)
+    finally:
+        consumer.close()
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, 42), (1, 7)]
+
+
+# -- librdkafka's mock cluster -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mock_cluster() -> Iterator[str]:
+    """librdkafka's mock cluster: 3 brokers on 127.0.0.1, alive while the handle lives."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": ""})
+    brokers = handle.list_topics(timeout=10).brokers
+    yield ",".join(f"{b.host}:{b.port}" for b in brokers.values())
+    handle.flush(1)
+
+
+def test_abort_then_commit_on_the_mock_cluster_writes_both_markers(mock_cluster: str) -> None:
+    topic = "txn-mock"
+    with Producer({"bootstrap.servers": mock_cluster, "transactional.id": "mock-tx"}) as producer:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        aborted = [producer.send(topic, b"abort-%d" % i, partition=i % 4) for i in range(40)]
+        assert producer.flush(30) == 0 and all(f.result(0).offset >= 0 for f in aborted)
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        committed = [producer.send(topic, b"commit-%d" % i, partition=i % 4) for i in range(40)]
+        producer.commit_transaction(30)
+        offsets = [f.result(0).offset for f in committed]
+    # each partition: 10 aborted records, the abort marker, then the committed ones
+    assert offsets == [11 + i // 4 for i in range(40)]
+    read = read_back(mock_cluster, topic, check_crcs=False)  # the mock writes markers without a CRC
+    assert len(read) == 80
+    by_partition: dict[int, list[tuple[int, bytes]]] = {}
+    for r in read:
+        by_partition.setdefault(r.partition, []).append((r.offset, r.value or b""))
+    for records in by_partition.values():
+        assert [o for o, _ in records] == list(range(10)) + list(range(11, 21)), "a marker between the two"
+        assert all(v.startswith(b"abort-") for _, v in records[:10])
+        assert all(v.startswith(b"commit-") for _, v in records[10:])
+
+
+def test_idempotent_producer_on_the_mock_cluster(mock_cluster: str) -> None:
+    topic = "idem-mock"
+    with Producer({"bootstrap.servers": mock_cluster, "enable.idempotence": True}) as producer:
+        futures = [producer.send(topic, b"%06d" % i) for i in range(20_000)]
+        assert producer.flush(60) == 0
+        assert all(f.result(0).offset >= 0 for f in futures)
+        assert producer.transaction_state().producer_id >= 0
+    read = read_back(mock_cluster, topic)
+    assert sorted(int(r.value) for r in read) == list(range(20_000))  # type: ignore[arg-type]
