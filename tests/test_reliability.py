@@ -3,13 +3,17 @@ and the producer recovers when the broker comes back. Every future completes; no
 
 from __future__ import annotations
 
+import os
+import random
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from cykafka import KafkaTimeoutError, Producer, ProducerClosedError
 from cykafka.broker import EmbeddedBroker
+from cykafka.verify import read_back
 
 
 def _settled(futures: list[Any]) -> tuple[int, int]:
@@ -77,3 +81,155 @@ def test_unreachable_longer_than_delivery_timeout_fails_in_time_then_recovers() 
     finally:
         producer.close(5)
         broker.stop()
+
+
+# -- connections cut at random points, 100 times ---------------------------------------------------------------------
+
+CUTS = 100
+
+
+def test_connections_cut_100_times_mid_request_and_mid_response_lose_and_duplicate_nothing(
+        broker: EmbeddedBroker) -> None:
+    """An idempotent producer through a proxy that cuts every connection 100 times, half of them in the middle of a
+    request or a response: every future completes, every acknowledged record is in the log exactly once, in order
+    per partition."""
+    from kafka_proxy import KafkaProxy
+
+    proxy = KafkaProxy(broker.host, broker.port)
+    topic = "rel-cuts"
+    rng = random.Random(3)
+    records = 60_000
+    try:
+        with Producer({"bootstrap.servers": proxy.bootstrap_servers, "linger.ms": 2, "batch.size": 4096,
+                       "retry.backoff.ms": 10, "retry.backoff.max.ms": 100, "reconnect.backoff.ms": 5,
+                       "reconnect.backoff.max.ms": 50}) as producer:
+            futures = []
+            per_cut = records // CUTS
+            for cut in range(CUTS):
+                futures += [producer.send(topic, b"%08d" % i, key=b"k%d" % (i % 97))
+                            for i in range(cut * per_cut, (cut + 1) * per_cut)]
+                if cut % 2:
+                    proxy.cut_mid_frame(rng.randint(1, 200))
+                else:
+                    proxy.drop_all()
+            assert producer.flush(120) == 0
+        ok, failed = _settled(futures)
+        assert proxy.drops >= CUTS * 0.9, proxy.drops  # a mid-frame cut may find no frame passing
+    finally:
+        proxy.close()
+    assert failed == 0 and ok == records
+    read = read_back(broker.bootstrap_servers, topic)
+    seqs = [int(r.value or b"-1") for r in read]
+    assert len(seqs) == len(set(seqs)) == records, "duplicates or losses"
+    last: dict[int, int] = {}
+    for r in read:
+        seq = int(r.value or b"-1")
+        assert seq > last.get(r.partition, -1), "reordered within a partition"
+        last[r.partition] = seq
+
+
+# -- broker killed and restarted on durable storage --------------------------------------------------------------------
+
+
+@pytest.fixture()
+def s3_broker(tmp_path: Any) -> Iterator[EmbeddedBroker]:
+    """Tansu on s3:// storage served by a local moto server (both on 127.0.0.1, both stopped at the end)."""
+    import subprocess
+    import sys
+
+    import boto3
+
+    from cykafka.broker import api_versions_answers, free_port
+
+    port = free_port()
+    moto_bin = os.path.join(os.path.dirname(sys.executable), "moto_server")
+    moto = subprocess.Popen([moto_bin, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "eu-west-2",
+           "AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true"}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT"], region_name=env["AWS_DEFAULT_REGION"],
+                                  aws_access_key_id="test", aws_secret_access_key="test")
+                s3.create_bucket(Bucket="tansu", CreateBucketConfiguration={"LocationConstraint": "eu-west-2"})
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        broker = EmbeddedBroker(storage_url="s3://tansu/", env=env).start()
+        assert api_versions_answers(broker.host, broker.port)
+        try:
+            yield broker
+        finally:
+            broker.stop()
+    finally:
+        moto.kill()
+        moto.wait(10)
+
+
+def _consume_all(bootstrap: str, topic: str, idle_s: float = 3.0, limit_s: float = 120.0) -> list[Any]:
+    """Every record by Fetch until nothing new arrives for idle_s (Tansu's ListOffsets is unreliable on s3)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rel-{time.monotonic_ns()}",
+                         "enable.auto.commit": False, "check.crcs": True})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        out: list[Any] = []
+        last_new = time.monotonic()
+        deadline = last_new + limit_s
+        while time.monotonic() - last_new < idle_s and time.monotonic() < deadline:
+            for msg in consumer.consume(10000, timeout=0.5):
+                assert msg.error() is None, msg.error()
+                out.append((msg.partition(), msg.offset(), msg.value()))
+                last_new = time.monotonic()
+        return out
+    finally:
+        consumer.close()
+
+
+def test_broker_killed_and_restarted_three_times_on_durable_storage(s3_broker: EmbeddedBroker) -> None:
+    records, restarts = 300_000, 3
+    topic = "rel-restarts"
+    acked: set[int] = set()
+    errors: list[BaseException] = []
+    with Producer({"bootstrap.servers": s3_broker.bootstrap_servers, "linger.ms": 5, "retry.backoff.max.ms": 200,
+                   "reconnect.backoff.max.ms": 200, "request.timeout.ms": 5000}) as producer:
+        futures = []
+        per_round = records // (restarts + 1)
+        for round_ in range(restarts + 1):
+            futures += [producer.send(topic, b"%08d" % i + b"r" * 60, key=b"k%d" % (i % 101))
+                        for i in range(round_ * per_round, (round_ + 1) * per_round)]
+            if round_ < restarts:
+                time.sleep(0.2)  # some of it in flight
+                s3_broker.kill()
+                s3_broker.start()
+        producer.flush(120)
+    for i, f in enumerate(futures):
+        assert f.done(), "a future is still pending"
+        error = f.exception(0)
+        if error is None:
+            acked.add(i)
+        else:
+            errors.append(error)
+    stored = _consume_all(s3_broker.bootstrap_servers, topic)
+    seqs = [int(v[:8]) for _, _, v in stored]
+    counts: dict[int, int] = {}
+    for s in seqs:
+        counts[s] = counts.get(s, 0) + 1
+    with_offset = {i for i in acked if futures[i].result(0).offset >= 0}
+    # offset -1: acknowledged by a DUPLICATE_SEQUENCE_NUMBER answer, which Kafka gives only for batches it has.
+    # Tansu on s3 gives it after a SIGKILL for batches it lost (a broker bug): those are counted, not asserted.
+    missing = sorted(i for i in with_offset if i not in counts)
+    duplicated = sorted(i for i in counts if counts[i] > 1)
+    claimed_lost = len([i for i in acked - with_offset if i not in counts])
+    print(f"restarts={restarts} records={records} acknowledged={len(acked)} (by DUPLICATE answer: "
+          f"{len(acked - with_offset)}, of those missing: {claimed_lost}) failed={len(errors)} stored={len(seqs)}")
+    assert not missing and not duplicated, (f"acknowledged with an offset but missing: {len(missing)} {missing[:5]}; "
+                                            f"duplicated: {len(duplicated)} {duplicated[:5]}")
+    assert len(acked) + len(errors) == records
+    assert len(acked) >= records * 0.9, f"only {len(acked)} of {records} acknowledged; errors: {errors[:3]}"
