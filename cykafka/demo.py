@@ -5,6 +5,7 @@ whether sent = read back. `cykafka demo --plain` runs the same check through cyk
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from cykafka.broker import EmbeddedBroker
 from cykafka.producer import Producer
@@ -14,11 +15,23 @@ SPARK_DEMO_ROWS = 1_000_000
 PLAIN_DEMO_RECORDS = 500_000
 
 
+def demo_frame(spark: Any, rows: int, value_bytes: int = 100, partitions: int = 4) -> Any:
+    """The demo's DataFrame: key (string), value (binary, value_bytes), headers [("seq", id), ("source", ...)]."""
+    from pyspark.sql import functions as sf
+
+    seq = sf.col("id").cast("string")
+    return spark.range(0, rows, numPartitions=partitions).select(
+        sf.concat(sf.lit("key-"), seq).alias("key"),
+        sf.rpad(sf.concat(sf.lit("value-"), seq), value_bytes, "x").cast("binary").alias("value"),
+        sf.array(sf.struct(sf.lit("seq").alias("key"), seq.cast("binary").alias("value")),
+                 sf.struct(sf.lit("source").alias("key"), sf.lit(b"cykafka-demo").alias("value")),
+                 ).alias("headers"),
+    )
+
+
 def run_spark(records: int = SPARK_DEMO_ROWS, value_bytes: int = 100, compression: str = "lz4",
               master: str = "local[2]", partitions: int = 4) -> int:
     """Spark DataFrame (key, value, headers) -> format("cykafka") -> Tansu -> confluent-kafka count."""
-    from pyspark.sql import functions as sf
-
     from cykafka.spark import local_session
 
     with EmbeddedBroker() as broker:
@@ -26,19 +39,9 @@ def run_spark(records: int = SPARK_DEMO_ROWS, value_bytes: int = 100, compressio
         spark = local_session(master, "cykafka-demo")
         session_s = time.perf_counter() - started
         try:
-            def frame(rows: int) -> object:
-                seq = sf.col("id").cast("string")
-                return spark.range(0, rows, numPartitions=partitions).select(
-                    sf.concat(sf.lit("key-"), seq).alias("key"),
-                    sf.rpad(sf.concat(sf.lit("value-"), seq), value_bytes, "x").cast("binary").alias("value"),
-                    sf.array(sf.struct(sf.lit("seq").alias("key"), seq.cast("binary").alias("value")),
-                             sf.struct(sf.lit("source").alias("key"), sf.lit(b"cykafka-demo").alias("value")),
-                             ).alias("headers"),
-                )
-
             def write(rows: int, topic: str) -> float:
                 began = time.perf_counter()
-                (frame(rows).write.format("cykafka")  # type: ignore[attr-defined]
+                (demo_frame(spark, rows, value_bytes, partitions).write.format("cykafka")
                  .option("kafka.bootstrap.servers", broker.bootstrap_servers)
                  .option("kafka.compression.type", compression)
                  .option("kafka.linger.ms", "5")
