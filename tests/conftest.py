@@ -24,6 +24,16 @@ def broker() -> Iterator[EmbeddedBroker]:
         b.stop()
 
 
+@pytest.fixture(scope="module")
+def mock_cluster() -> Iterator[str]:
+    """librdkafka's mock cluster (inside confluent-kafka): 3 brokers on 127.0.0.1, alive while the handle lives."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": ""})
+    brokers = handle.list_topics(timeout=10).brokers
+    yield ",".join(f"{b.host}:{b.port}" for b in brokers.values())
+    handle.flush(1)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark")

@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from cykafka.adapters import kafka_protocol as kp
-from cykafka.broker import _die_with_parent, free_port
+from cykafka.broker import _die_with_parent, _recv_exact, free_port
 
 HOST = "127.0.0.1"
 
@@ -200,16 +200,6 @@ UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 _IO_TIMEOUT_S = 10.0
 _MAX_CONNECTIONS = 64
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("peer closed")
-        data += chunk
-    return bytes(data)
 
 
 def _send_response(sock: socket.socket, response: kp.Response, version: int, correlation_id: int) -> None:
@@ -486,3 +476,25 @@ def require_stunnel() -> str:
             pytest.fail(f"{reason}; CI must have it")
         pytest.skip(reason)
     return binary
+
+
+def fails_fast(config: dict[str, Any], error_type: type[Exception], within_s: float) -> Any:
+    """The error a producer with `config` raises at its first send: of `error_type`, not retriable, well before
+    max.block.ms (30 s here)."""
+    import time
+
+    import pytest
+
+    from cykafka import Producer
+
+    producer = Producer({**config, "max.block.ms": 30_000})
+    started = time.monotonic()
+    try:
+        with pytest.raises(error_type) as info:
+            producer.send(f"t-{time.monotonic_ns()}", b"never")
+        elapsed_s = time.monotonic() - started
+    finally:
+        producer.close(1)
+    assert elapsed_s < within_s, f"took {elapsed_s:.1f}s: must fail well before max.block.ms"
+    assert not getattr(info.value, "retriable", True)
+    return info.value

@@ -146,16 +146,6 @@ def test_offsets_sent_to_a_transaction_are_committed_for_the_group(broker: Embed
 # -- librdkafka's mock cluster -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def mock_cluster() -> Iterator[str]:
-    """librdkafka's mock cluster: 3 brokers on 127.0.0.1, alive while the handle lives."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": ""})
-    brokers = handle.list_topics(timeout=10).brokers
-    yield ",".join(f"{b.host}:{b.port}" for b in brokers.values())
-    handle.flush(1)
-
-
 def test_abort_then_commit_on_the_mock_cluster_writes_both_markers(mock_cluster: str) -> None:
     topic = "txn-mock"
     with Producer({"bootstrap.servers": mock_cluster, "transactional.id": "mock-tx"}) as producer:

@@ -8,7 +8,6 @@ order within each partition.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -91,16 +90,6 @@ def test_futures_resolve_to_the_offsets_the_broker_assigned(broker: EmbeddedBrok
     read = read_back(broker.bootstrap_servers, "it-offsets")
     assert {(r.partition, r.offset): r.value for r in read} == {
         (m.partition, m.offset): b"%d" % i for i, m in enumerate(metadata)}
-
-
-@pytest.fixture(scope="module")
-def mock_cluster() -> Iterator[str]:
-    """librdkafka's mock cluster: 3 brokers on 127.0.0.1, alive while the handle lives."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": ""})
-    brokers = handle.list_topics(timeout=10).brokers
-    yield ",".join(f"{b.host}:{b.port}" for b in brokers.values())
-    handle.flush(1)
 
 
 def test_multi_broker_mock_cluster_all_records_arrive(mock_cluster: str) -> None:

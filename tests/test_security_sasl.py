@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security_peers import HOST, Pki, SaslProxy, Stunnel, make_pki, require_stunnel
+from security_peers import HOST, Pki, SaslProxy, Stunnel, fails_fast, make_pki, require_stunnel
 
 from cykafka.broker import EmbeddedBroker, free_port
 from cykafka.errors import AuthenticationError
@@ -133,17 +133,8 @@ def test_oauthbearer_with_token_callback(sasl: SaslCluster) -> None:
 
 
 def _fails_fast(config: dict[str, Any]) -> AuthenticationError:
-    producer = Producer({**config, "max.block.ms": 30_000})
-    started = time.monotonic()
-    try:
-        with pytest.raises(AuthenticationError) as info:
-            producer.send(_topic(), b"never")
-        elapsed_s = time.monotonic() - started
-    finally:
-        producer.close(1)
-    assert elapsed_s < 5, f"took {elapsed_s:.1f}s: must fail well before max.block.ms"
-    assert not info.value.retriable
-    return info.value
+    error: AuthenticationError = fails_fast(config, AuthenticationError, 5)
+    return error
 
 
 @pytest.mark.parametrize("mechanism, message", [

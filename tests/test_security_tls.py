@@ -6,7 +6,6 @@ SslAuthenticationError."""
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from security_peers import CLIENT_KEY_PASSWORD, HOST, Pki, Stunnel, make_pki, require_stunnel
+from security_peers import CLIENT_KEY_PASSWORD, HOST, Pki, Stunnel, fails_fast, make_pki, require_stunnel
 
 from cykafka.broker import EmbeddedBroker, free_port
 from cykafka.errors import ConfigError, KafkaTimeoutError, SslAuthenticationError
@@ -98,17 +97,8 @@ def test_hostname_verification_off_reaches_the_broker(tls: TlsCluster) -> None:
 
 
 def _fails_fast(config: dict[str, Any]) -> SslAuthenticationError:
-    producer = Producer({**config, "max.block.ms": 30_000})
-    started = time.monotonic()
-    try:
-        with pytest.raises(SslAuthenticationError) as info:
-            producer.send(_topic(), b"never")
-        elapsed_s = time.monotonic() - started
-    finally:
-        producer.close(1)
-    assert elapsed_s < 10, f"took {elapsed_s:.1f}s: must fail well before max.block.ms"
-    assert not info.value.retriable
-    return info.value
+    error: SslAuthenticationError = fails_fast(config, SslAuthenticationError, 10)
+    return error
 
 
 def test_wrong_ca_fails_with_a_clear_error(tls: TlsCluster) -> None:
