@@ -3,6 +3,7 @@
 from cykafka.core import _core
 from cykafka.core._core import (
     RECORD_BATCH_OVERHEAD_BYTES,
+    BatchResult,
     BufferPool,
     BuiltInPartitioner,
     DecodedBatch,
@@ -28,6 +29,7 @@ from cykafka.core._core import (
 
 __all__ = [
     "RECORD_BATCH_OVERHEAD_BYTES",
+    "BatchResult",
     "BufferPool",
     "BuiltInPartitioner",
     "DecodedBatch",

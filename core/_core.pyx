@@ -1,10 +1,20 @@
 # The compiled core: one extension module built from the included .pyx files (asyncpg/uvloop idiom).
 # Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
-from cykafka.errors import CorruptRecordError, KafkaTimeoutError, ProducerClosedError
+from cykafka.errors import (
+    BatchDeliveryError,
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+)
 
 include "checksum.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
 include "records.pyx"
+include "batchresult.pyx"
 include "accumulator.pyx"
+include "columns.pyx"
 include "sendpath.pyx"

@@ -4,6 +4,8 @@
 # snapshot yet, a full buffer pool, every error) goes to the subclass's Python `_send_slow`, which has the messages.
 # Time: with system_time, record timestamps are CLOCK_REALTIME and batch times CLOCK_MONOTONIC, read here in C (the
 # one place the core reads a clock, for the same values SystemClock gives); otherwise the injected Clock is called.
+# send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
+# into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t
@@ -134,3 +136,140 @@ cdef class SendPath:
             self._wakeup_sent = True
             self._wakeup()
         return future
+
+    # -- send_batch: the columnar path (Producer.send_batch validates, waits for metadata and memory) ------------
+
+    def _batch_columns(self, values, keys):
+        """(values, keys) as columns the core reads in place; TypeError/SerializationError for anything else."""
+        cdef _Column value_col = _column(values, "values")
+        cdef _Column key_col = _column(keys, "keys")
+        return value_col, key_col
+
+    def _batch_check(self, Py_ssize_t n, int num_partitions, partitions, timestamps_ms, headers):
+        """Validates the per-record arguments before anything is queued; (partitions, timestamps_ms, headers) as
+        the core reads them: None, one int for all, or a list of n; headers None or a list of n tuples-or-None."""
+        cdef Py_ssize_t i
+        partitions = _int_column(partitions, n, "partitions", 0, num_partitions)
+        timestamps_ms = _int_column(timestamps_ms, n, "timestamps_ms", 0, -1)
+        if headers is not None:
+            if _is_arrow(headers) or type(headers) is not list:
+                headers = list(headers.to_pylist() if _is_arrow(headers) else headers)
+            if len(headers) != n:
+                raise InvalidRecordError(f"headers has {len(headers)} entries for {n} records")
+            for i in range(n):
+                h = _headers_tuple(headers[i])
+                _check_headers(h, i)
+                headers[i] = h
+        return partitions, timestamps_ms, headers
+
+    def _send_columns(self, str topic, _Column values, _Column keys, object partitions, object timestamps_ms,
+                      list headers, BatchResult result, Py_ssize_t start, Py_ssize_t stop, bytearray buffer):
+        """Appends records [start, stop) under the lock in one loop. Returns (next, unused buffer, bytes needed):
+        next < stop when record `next` needs a new batch of that many bytes and the pool is empty (the caller waits
+        for memory, then calls again with the buffer it got); a given buffer no new batch took comes back. Records
+        too large fail in `result`."""
+        cdef RecordAccumulator accumulator = self._accumulator
+        cdef ProducerBatch batch
+        cdef _Segment segment
+        cdef _Parts parts
+        cdef Py_ssize_t i
+        cdef int n_parts, chosen, fixed_partition = -1
+        cdef int64_t ts, fixed_ts = -1, size_bytes
+        cdef bint keyed = keys.kind != _COL_NULL and not self._ignore_keys
+        cdef bint wake = False
+        cdef list partition_list = None, ts_list = None
+        infos = self._partitions.get(topic)
+        if infos is None:
+            raise AssertionError("send_batch before the topic's metadata arrived")
+        n_parts = len(infos)
+        if partitions is None:
+            pass
+        elif type(partitions) is int:
+            fixed_partition = partitions
+        else:
+            partition_list = partitions
+        if timestamps_ms is None:
+            fixed_ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
+        elif type(timestamps_ms) is int:
+            fixed_ts = timestamps_ms
+        else:
+            ts_list = timestamps_ms
+        now_ms = self._now_ms()
+        self._acquire()
+        try:
+            if accumulator.closed:
+                raise ProducerClosedError("the producer is closed: send_batch() after close()")
+            for i in range(start, stop):
+                _parts_init(&parts)
+                try:
+                    values.span(i, &parts.value, "values")
+                    keys.span(i, &parts.key, "keys")
+                    _parts_finish(&parts, None if headers is None else <object>PyList_GET_ITEM(headers, i))
+                    size_bytes = _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes
+                    if size_bytes > self._max_record_bytes:
+                        result.record_done(i, RecordTooLargeError(
+                            f"the record is {size_bytes} bytes when serialized, larger than max.request.size or "
+                            f"buffer.memory ({self._max_record_bytes})"))
+                        continue
+                    if partition_list is not None:
+                        chosen = <object>PyList_GET_ITEM(partition_list, i)
+                    elif fixed_partition >= 0:
+                        chosen = fixed_partition
+                    elif keyed and parts.key.size_bytes >= 0:
+                        chosen = partition_for_key_ptr(parts.key.ptr, parts.key.size_bytes, n_parts)
+                    else:
+                        chosen = -1
+                    ts = fixed_ts if ts_list is None else <int64_t><object>PyList_GET_ITEM(ts_list, i)
+                    batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
+                    if batch is None:
+                        return i, None, max(<int64_t>accumulator.batch_size_bytes, size_bytes)
+                    if accumulator._last_new:
+                        buffer = None  # taken (or there was none)
+                        wake = True
+                    elif accumulator._last_full:
+                        wake = True
+                    segment = batch._segment_for(result, batch.builder.record_count - 1)
+                    segment._add(i)
+                finally:
+                    _parts_release(&parts)
+        finally:
+            self._release()
+            if wake and not self._wakeup_sent:
+                self._wakeup_sent = True
+                self._wakeup()
+        return stop, buffer, 0
+
+
+cdef object _int_column(object arg, Py_ssize_t n, str field, int64_t low, int64_t high):
+    """None, one int for every record, or a list of n ints in [low, high) (high < 0: no upper bound)."""
+    cdef Py_ssize_t i
+    if arg is None:
+        return None
+    if type(arg) is int:
+        if arg < low or (high >= 0 and arg >= high):
+            raise InvalidRecordError(f"{field} {arg} is out of range" + (f" [0, {high})" if high >= 0 else ""))
+        return arg
+    if _is_arrow(arg):
+        arg = arg.to_pylist()
+    elif type(arg) is not list:
+        arg = list(arg)
+    if len(arg) != n:
+        raise InvalidRecordError(f"{field} has {len(arg)} entries for {n} records")
+    for i in range(n):
+        item = arg[i]
+        if type(item) is not int or item < low or (high >= 0 and item >= high):
+            raise InvalidRecordError(f"{field}[{i}] must be an int in [{low}, "
+                                     f"{high if high >= 0 else 'inf'}), not {item!r:.40}")
+    return arg
+
+
+cdef int _check_headers(object headers, Py_ssize_t i) except -1:
+    """headers (a _headers_tuple) are (str, bytes-like or None) pairs, or InvalidRecordError naming record i."""
+    if headers is None:
+        return 0
+    for item in headers:
+        if type(item) is not tuple or len(item) != 2 or not isinstance(item[0], str) or not (
+                item[1] is None or PyObject_CheckBuffer(item[1])):
+            raise InvalidRecordError(f"headers[{i}] must be a list of (str, bytes-like or None) pairs, "
+                                     f"got {item!r:.80}")
+    return 0
