@@ -636,9 +636,8 @@ class SocketTransport:
                                               now_ms))
 
     def _drain_wakeups(self) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
+        try:  # one recv: wakeup() writes one byte until this runs; a leftover only makes the next select return
+            self._wake_r.recv(4096)
         except (BlockingIOError, OSError):
             pass
         # cleared after draining: a wakeup racing with this sees the flag set and skips its byte, but its append

@@ -360,6 +360,9 @@ cdef class RecordAccumulator:
     cdef bint _last_full          # what the last _append decided
     cdef bint _last_new
     cdef int _last_partition
+    cdef bint _needs_now          # the last _append_record needed a new batch but was given no now_ms
+    cdef str _cached_topic        # _deque's last topic and its {partition: deque}
+    cdef dict _cached_parts
 
     def __init__(self, int batch_size_bytes, object pool, *, int codec=0, object compressor=None,
                  int64_t linger_ms=5, int64_t retry_backoff_ms=100, int64_t retry_backoff_max_ms=1000,
@@ -390,11 +393,17 @@ cdef class RecordAccumulator:
     # -- append ------------------------------------------------------------------------------------------------
 
     cdef object _deque(self, str topic, int partition):
-        parts = self._batches.get(topic)
-        if parts is None:
-            parts = {}
-            self._batches[topic] = parts
-        dq = (<dict>parts).get(partition)
+        cdef dict parts
+        if topic is self._cached_topic:
+            parts = self._cached_parts
+        else:
+            parts = self._batches.get(topic)
+            if parts is None:
+                parts = {}
+                self._batches[topic] = parts
+            self._cached_topic = topic
+            self._cached_parts = parts
+        dq = parts.get(partition)
         if dq is None:
             dq = deque()
             (<dict>parts)[partition] = dq
@@ -449,7 +458,8 @@ cdef class RecordAccumulator:
                                       int64_t now_ms, bytearray buffer, object snapshot):
         """Appends one record (its borrowed spans) to the partition's last open batch, else to a new batch from
         `buffer` or the pool. Returns the batch (the record is its builder's last), or None when the pool had no
-        buffer. partition < 0: the built-in partitioner chooses. Sets _last_full, _last_new, _last_partition."""
+        buffer, or when a new batch is needed and now_ms < 0 (_needs_now is then set: call again with the time).
+        partition < 0: the built-in partitioner chooses. Sets _last_full, _last_new, _last_partition."""
         if self.closed:
             raise ProducerClosedError("the producer is closed: send() after close()")
         cdef _TopicPartitioning tp = None
@@ -476,6 +486,10 @@ cdef class RecordAccumulator:
                     self._last_new = False
                     self._last_partition = partition
                     return last
+        if now_ms < 0:  # the caller reads the clock only when a batch is made: ask again with it
+            self._needs_now = True
+            return None
+        self._needs_now = False
         cdef int64_t size_bytes = max(<int64_t>self.batch_size_bytes,
                                       <int64_t>(_HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes))
         if buffer is None:

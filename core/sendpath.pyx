@@ -63,6 +63,11 @@ cdef class SendPath:
             self._snapshot = snapshot
             self._partitions = dict(snapshot.partitions)
 
+    cpdef sender_waits_for_responses(self):
+        """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
+        (a response will)."""
+        self._wakeup_sent = True
+
     cdef inline int64_t _now_ms(self) except? -1:
         if self._system_time:
             return _clock_ms(CLOCK_MONOTONIC)
@@ -123,11 +128,13 @@ cdef class SendPath:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         cdef RecordAccumulator accumulator = self._accumulator
         cdef RecordFuture future
-        now_ms = self._now_ms()
         self._acquire()
-        try:
-            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, now_ms, None,
+        try:  # the monotonic clock is read only when the record starts a new batch
+            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, -1, None,
                                          self._snapshot)
+            if future is None and accumulator._needs_now:
+                future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._now_ms(),
+                                             None, self._snapshot)
         finally:
             self._release()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
@@ -194,7 +201,7 @@ cdef class SendPath:
             fixed_ts = timestamps_ms
         else:
             ts_list = timestamps_ms
-        now_ms = self._now_ms()
+        cdef int64_t now_ms = -1  # read when a record first starts a new batch
         self._acquire()
         try:
             if accumulator.closed:
@@ -221,10 +228,14 @@ cdef class SendPath:
                         chosen = -1
                     ts = fixed_ts if ts_list is None else <int64_t><object>PyList_GET_ITEM(ts_list, i)
                     batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
+                    if batch is None and accumulator._needs_now:
+                        now_ms = self._now_ms()
+                        batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
                     if batch is None:
                         return i, None, max(<int64_t>accumulator.batch_size_bytes, size_bytes)
                     if accumulator._last_new:
                         buffer = None  # taken (or there was none)
+                        now_ms = -1  # the next new batch reads the clock again
                         wake = True
                     elif accumulator._last_full:
                         wake = True

@@ -109,7 +109,8 @@ class Producer(SendPath):
         self._metadata = metadata
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started)
+                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
+                             waiting_for_responses=self.sender_waits_for_responses)
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast

@@ -49,6 +49,7 @@ class Sender:
         on_batch_done: Callable[[ProducerBatch], None] | None = None,
         memory_freed: Callable[[Any], None] | None = None,
         loop_started: Callable[[ClusterSnapshot], None] | None = None,
+        waiting_for_responses: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.accumulator = accumulator
@@ -60,6 +61,9 @@ class Sender:
         self._on_batch_done = on_batch_done
         self._memory_freed = memory_freed
         self._loop_started = loop_started
+        self._waiting_for_responses = waiting_for_responses  # appends need not wake us until a response comes
+        self._leaders_snapshot: ClusterSnapshot | None = None
+        self._leaders: frozenset[int] = frozenset()
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.running = True
@@ -94,11 +98,18 @@ class Sender:
             self.metadata.request_update()
         not_ready_delay_ms = 2**62
         nodes = set()
+        saturated = 0  # ready nodes with max.in.flight.requests.per.connection requests out
         for node_id in ready.ready_nodes:
             if self.transport.ready(node_id, now_ms):
                 nodes.add(node_id)
             else:
                 not_ready_delay_ms = min(not_ready_delay_ms, self.transport.connection_delay_ms(node_id, now_ms))
+                if self.transport.in_flight_count(node_id) >= self.config.max_in_flight_requests_per_connection:
+                    saturated += 1
+        if saturated and not nodes and self._waiting_for_responses is not None \
+                and saturated == len(self._leader_nodes(snapshot)):
+            # every leader is busy: nothing new can go out before a response arrives, and that ends the poll
+            self._waiting_for_responses()
         with self.lock:
             drained = self.accumulator.drain(snapshot, nodes, self.config.max_request_size, now_ms)
             for batches in drained.values():
@@ -121,6 +132,13 @@ class Sender:
             return 0
         return max(0, min(ready.next_ready_check_delay_ms, not_ready_delay_ms, expiry_delay_ms, metadata_delay_ms,
                           self.config.request_timeout_ms))
+
+    def _leader_nodes(self, snapshot: ClusterSnapshot) -> frozenset[int]:
+        if snapshot is not self._leaders_snapshot:
+            self._leaders = frozenset(info.leader for infos in snapshot.partitions.values() for info in infos
+                                      if info.leader >= 0)
+            self._leaders_snapshot = snapshot
+        return self._leaders
 
     def _expired_in_flight(self, now_ms: int) -> list[ProducerBatch]:
         expired = []
