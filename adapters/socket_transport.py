@@ -58,7 +58,7 @@ class _Request:
     internal: bool = False  # ApiVersions / SASL sent by the transport itself
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity (selectors compares its data on every modify)
 class _Connection:
     node_id: int
     host: str
