@@ -13,6 +13,7 @@ from cykafka.errors import (
 include "checksum.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
+include "lock.pyx"
 include "records.pyx"
 include "batchresult.pyx"
 include "accumulator.pyx"

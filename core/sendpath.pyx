@@ -29,6 +29,7 @@ cdef inline int64_t _clock_ms(int clock_id) noexcept nogil:
 
 cdef class SendPath:
     cdef RecordAccumulator _accumulator
+    cdef ProducerLock _lock             # taken from C; another lock type is called through acquire/release
     cdef object _acquire
     cdef object _release
     cdef object _clock
@@ -45,6 +46,7 @@ cdef class SendPath:
     def _init_send_path(self, RecordAccumulator accumulator, object lock, object clock, bint system_time,
                         object wakeup, bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot):
         self._accumulator = accumulator
+        self._lock = lock if type(lock) is ProducerLock else None
         self._acquire = lock.acquire
         self._release = lock.release
         self._clock = clock
@@ -67,6 +69,20 @@ cdef class SendPath:
         """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
         (a response will)."""
         self._wakeup_sent = True
+
+    cdef inline int _take_lock(self) except -1:
+        if self._lock is not None:
+            self._lock.take()
+        else:
+            self._acquire()
+        return 0
+
+    cdef inline int _give_lock(self) except -1:
+        if self._lock is not None:
+            self._lock.give()
+        else:
+            self._release()
+        return 0
 
     cdef inline int64_t _now_ms(self) except? -1:
         if self._system_time:
@@ -128,7 +144,7 @@ cdef class SendPath:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         cdef RecordAccumulator accumulator = self._accumulator
         cdef RecordFuture future
-        self._acquire()
+        self._take_lock()
         try:  # the monotonic clock is read only when the record starts a new batch
             future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, -1, None,
                                          self._snapshot)
@@ -136,7 +152,7 @@ cdef class SendPath:
                 future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._now_ms(),
                                              None, self._snapshot)
         finally:
-            self._release()
+            self._give_lock()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
             return self._append_blocking(topic, chosen, ts, key, value, headers, on_delivery)
         if (accumulator._last_full or accumulator._last_new) and not self._wakeup_sent:
@@ -202,7 +218,7 @@ cdef class SendPath:
         else:
             ts_list = timestamps_ms
         cdef int64_t now_ms = -1  # read when a record first starts a new batch
-        self._acquire()
+        self._take_lock()
         try:
             if accumulator.closed:
                 raise ProducerClosedError("the producer is closed: send_batch() after close()")
@@ -244,7 +260,7 @@ cdef class SendPath:
                 finally:
                     _parts_release(&parts)
         finally:
-            self._release()
+            self._give_lock()
             if wake and not self._wakeup_sent:
                 self._wakeup_sent = True
                 self._wakeup()

@@ -21,6 +21,7 @@ from cykafka.config import ProducerConfig
 from cykafka.core import (
     BatchResult,
     BufferPool,
+    ProducerLock,
     RecordAccumulator,
     RecordFuture,
     SendPath,
@@ -43,7 +44,7 @@ from cykafka.serialization import make_serializer, normalize_headers, validate_t
 log = logging.getLogger("cykafka")
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _client_ids = itertools.count(1)
-_BATCH_CHUNK_RECORDS = 16384  # send_batch appends this many per lock hold, then lets the sender thread run
+_BATCH_CHUNK_RECORDS = 4096  # send_batch appends this many per lock hold, then lets the sender thread run
 
 
 @dataclass(slots=True)
@@ -81,7 +82,7 @@ class Producer(SendPath):
             cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
         self.config = cfg
         self._clock: Clock = clock or SystemClock()
-        self._lock = threading.Lock()
+        self._lock = ProducerLock()
         self._closed = False
         self._metrics = ProducerMetrics()
         self._key_serializer = make_serializer(cfg.key_serializer, "key")
@@ -288,7 +289,7 @@ class Producer(SendPath):
     def _wait_for_buffer(self, size_bytes: int, deadline_ms: int) -> bytearray:
         """Called with the lock held when the pool had no buffer: waits (FIFO) until deadline_ms for one, else
         raises BufferExhaustedError."""
-        waiter = threading.Condition(self._lock)
+        waiter = threading.Condition(self._lock)  # type: ignore[arg-type]  # ProducerLock is threading.Lock-like
         self._pool.enqueue_waiter(waiter)
         started_ns = time.monotonic_ns()
         try:

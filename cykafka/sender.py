@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ class Sender:
         transport: Transport,
         metadata: MetadataSource,
         clock: Clock,
-        lock: threading.Lock,
+        lock: AbstractContextManager[Any],
         metrics: ProducerMetrics,
         on_batch_done: Callable[[ProducerBatch], None] | None = None,
         memory_freed: Callable[[Any], None] | None = None,
