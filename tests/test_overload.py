@@ -72,14 +72,14 @@ class PeakRss:
 
 @pytest.fixture
 def slow_cluster() -> Iterator[DiscardingCluster]:
-    # 5 requests in flight of at most 4 x 16 KiB every 20 ms: ~16 MB/s, an order of magnitude below what send() does
-    yield DiscardingCluster(delay_ms=20)
+    # 5 requests in flight of at most 4 x 16 KiB every 40 ms: ~8 MB/s, far below what send() does
+    yield DiscardingCluster(delay_ms=40)
 
 
 def test_rss_stays_within_buffer_memory_when_the_broker_is_slower(slow_cluster: DiscardingCluster) -> None:
     buffer_memory = 16 * MiB
     value = os.urandom(1024)
-    total_bytes = 96 * MiB  # six times buffer.memory goes through
+    total_bytes = 64 * MiB  # four times buffer.memory goes through
     producer = Producer({"bootstrap.servers": "fake:1", "buffer.memory": buffer_memory, "linger.ms": 5,
                          "max.block.ms": 60_000}, transport=slow_cluster)
     try:
@@ -105,8 +105,8 @@ def test_send_batch_rss_stays_within_buffer_memory(slow_cluster: DiscardingClust
     try:
         producer.send(T, b"warm-up").result(10)
         with PeakRss() as rss:
-            results = [producer.send_batch(T, values, keys) for _ in range(8)]  # 64 MiB
-            assert [r.result(120) for r in results] == [8192] * 8
+            results = [producer.send_batch(T, values, keys) for _ in range(6)]  # 48 MiB
+            assert [r.result(120) for r in results] == [8192] * 6
     finally:
         producer.close(5)
     assert rss.growth_bytes <= buffer_memory + 64 * MiB, (rss.growth_bytes / MiB, "MiB")
