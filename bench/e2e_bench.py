@@ -100,6 +100,7 @@ def run_cykafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) ->
                    "max.block.ms": 600_000}) as producer:
         send = producer.send
         if job.mode == "latency":
+            send(topic, values[0], keys[0]).result(60)  # warm-up: metadata and connection before the clock runs
             sent = [0.0] * len(values)
             latencies: list[float] = []
             wait = job.paced(len(values))
@@ -163,6 +164,8 @@ def run_confluent(job: Job, topic: str, keys: list[bytes], values: list[bytes]) 
                          "queue.buffering.max.kbytes": job.buffer_memory // 1024, "partitioner": "murmur2_random"})
     produce, poll = producer.produce, producer.poll
     if job.mode == "latency":
+        produce(topic, values[0], keys[0])  # warm-up: metadata and connection before the clock runs
+        producer.flush(60)
         latencies: list[float] = []
         wait = job.paced(len(values))
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
@@ -201,6 +204,7 @@ def run_aiokafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -
         await producer.start()
         try:
             if job.mode == "latency":
+                await producer.send_and_wait(topic, values[0], key=keys[0])  # warm-up before the clock runs
                 latencies: list[float] = []
                 started = time.perf_counter()
                 futures = []
@@ -231,6 +235,7 @@ def run_kafka_python(job: Job, topic: str, keys: list[bytes], values: list[bytes
     producer = KafkaProducer(bootstrap_servers=job.bootstrap, linger_ms=job.linger_ms, batch_size=job.batch_size,
                              acks="all", compression_type=None if job.codec == "none" else job.codec)
     if job.mode == "latency":
+        producer.send(topic, values[0], key=keys[0]).get(60)  # warm-up: metadata and connection before the clock
         latencies: list[float] = []
         wait = job.paced(len(values))
         futures = []

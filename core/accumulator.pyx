@@ -8,6 +8,8 @@
 from collections import deque
 
 cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
 
@@ -138,7 +140,9 @@ cdef class ProducerBatch:
     cdef readonly int attempts
     cdef readonly bint in_retry
     cdef readonly int64_t retry_backoff_ms      # backoff chosen (with jitter) at the last re-enqueue
-    cdef readonly list futures
+    cdef PyObject** _futures                   # owned refs, in append order; a C array, not a list: the GC has
+    cdef Py_ssize_t _future_count              # no reason to walk a batch's (untracked) futures
+    cdef Py_ssize_t _future_capacity
     cdef object _completion_factory
     cdef object _completion                     # the caller's Event-like object, made on first wait
     cdef bint _released                         # final, callbacks run: waiters may go
@@ -165,7 +169,6 @@ cdef class ProducerBatch:
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
         self.drained_ms = -1
-        self.futures = []
         self._completion_factory = completion_factory
         self._pooled_buffer = pooled_buffer
         self.buffer_size_bytes = buffer_size_bytes
@@ -186,8 +189,42 @@ cdef class ProducerBatch:
         future._key_size = <int>key_size
         future._value_size = <int>value_size
         future.callback = callback
-        self.futures.append(future)
+        self._keep_future(future)
         return future
+
+    cdef int _keep_future(self, RecordFuture future) except -1:
+        cdef Py_ssize_t capacity
+        cdef PyObject** grown
+        if self._future_count == self._future_capacity:
+            capacity = max(16, 2 * self._future_capacity)
+            grown = <PyObject**>PyMem_Realloc(self._futures, capacity * sizeof(PyObject*))
+            if grown == NULL:
+                raise MemoryError()
+            self._futures = grown
+            self._future_capacity = capacity
+        Py_INCREF(future)
+        self._futures[self._future_count] = <PyObject*>future
+        self._future_count += 1
+        return 0
+
+    cdef void _drop_futures(self) noexcept:
+        cdef Py_ssize_t i
+        cdef PyObject** futures = self._futures
+        cdef Py_ssize_t count = self._future_count
+        self._futures = NULL
+        self._future_count = self._future_capacity = 0
+        for i in range(count):
+            Py_DECREF(<object>futures[i])
+        PyMem_Free(futures)
+
+    def __dealloc__(self):
+        self._drop_futures()
+
+    @property
+    def futures(self):
+        """The futures of the records appended through send() (send_batch records have none), in append order."""
+        cdef Py_ssize_t i
+        return [<object>self._futures[i] for i in range(self._future_count)]
 
     cdef _Segment _segment_for(self, BatchResult result, int32_t relative_offset):
         """The segment of `result` the record at relative_offset joins: the last one if it ends right before it,
@@ -282,7 +319,9 @@ cdef class ProducerBatch:
         cdef list with_callbacks = []
         cdef RecordFuture f
         cdef _Segment segment
-        for f in self.futures:
+        cdef Py_ssize_t i
+        for i in range(self._future_count):
+            f = <RecordFuture>self._futures[i]
             if error is None:
                 if log_append_time_ms >= 0:
                     f._timestamp_ms = log_append_time_ms
@@ -729,6 +768,7 @@ cdef class RecordAccumulator:
         cdef list owners = [None] * len(records)  # per record: its RecordFuture, or (segment, j) of a send_batch
         for future in big.futures:
             owners[future._relative_offset] = future
+        big._drop_futures()  # the pieces hold them now
         if big._segments is not None:
             for segment in big._segments:
                 for j in range(segment.count):
@@ -752,7 +792,7 @@ cdef class RecordAccumulator:
                 future = owner
                 future._batch = piece
                 future._relative_offset = piece.builder.record_count - 1
-                piece.futures.append(future)
+                piece._keep_future(future)
             else:
                 segment, j = owner
                 piece_segment = piece._segment_for(segment.result, piece.builder.record_count - 1)

@@ -284,6 +284,7 @@ cdef inline unsigned char* _put_bytes_field(unsigned char* p, const _Span* span)
 # ---- builder ------------------------------------------------------------------------------------------------------
 
 @cython.final
+@cython.no_gc  # holds a bytearray and a memoryview of it: no cycle can pass through it, so no GC work per batch
 cdef class RecordBatchBuilder:
     """Appends records into a pooled bytearray after 61 reserved header bytes; close() writes the header.
 
