@@ -41,6 +41,8 @@ cdef class SendPath:
     cdef int64_t _max_record_bytes
     cdef object _snapshot
     cdef dict _partitions
+    cdef str _last_topic                # send()'s last topic and its partitions in _snapshot
+    cdef object _last_infos
     cdef public bint _closed
 
     def _init_send_path(self, RecordAccumulator accumulator, object lock, object clock, bint system_time,
@@ -64,6 +66,7 @@ cdef class SendPath:
         if snapshot is not self._snapshot:
             self._snapshot = snapshot
             self._partitions = dict(snapshot.partitions)
+            self._last_topic = None
 
     cpdef sender_waits_for_responses(self):
         """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
@@ -96,9 +99,14 @@ cdef class SendPath:
         cdef int chosen, n
         if self._closed or not self._fast or type(topic) is not str:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
-        infos = self._partitions.get(topic)
-        if infos is None:
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        if topic is self._last_topic:
+            infos = self._last_infos
+        else:
+            infos = self._partitions.get(topic)
+            if infos is None:
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            self._last_topic = topic
+            self._last_infos = infos
         n = len(infos)
         if key is not None and type(key) is not bytes:
             if type(key) is str:
@@ -218,6 +226,9 @@ cdef class SendPath:
         else:
             ts_list = timestamps_ms
         cdef int64_t now_ms = -1  # read when a record first starts a new batch
+        cdef RecordBatchBuilder builder
+        cdef list open_batches = [None] * n_parts    # per partition: the batch this call last appended to
+        cdef list open_segments = [None] * n_parts   # and this call's segment in it
         self._take_lock()
         try:
             if accumulator.closed:
@@ -243,6 +254,22 @@ cdef class SendPath:
                     else:
                         chosen = -1
                     ts = fixed_ts if ts_list is None else <int64_t><object>PyList_GET_ITEM(ts_list, i)
+                    if chosen >= 0:
+                        # the partition's batch this call appended to last is still its deque's last, open one
+                        # (the lock is held): append there without the deque lookup while it has room
+                        cached = <object>PyList_GET_ITEM(open_batches, chosen)
+                        if cached is not None:
+                            batch = <ProducerBatch>cached
+                            builder = batch.builder
+                            if builder._append(ts, &parts, True):
+                                if builder._full():
+                                    wake = True
+                                segment = <_Segment><object>PyList_GET_ITEM(open_segments, chosen)
+                                if segment.first_offset + segment.count != builder.record_count - 1:
+                                    segment = batch._segment_for(result, builder.record_count - 1)
+                                    open_segments[chosen] = segment
+                                segment._add(i)
+                                continue
                     batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
                     if batch is None and accumulator._needs_now:
                         now_ms = self._now_ms()
@@ -257,6 +284,9 @@ cdef class SendPath:
                         wake = True
                     segment = batch._segment_for(result, batch.builder.record_count - 1)
                     segment._add(i)
+                    if chosen >= 0:
+                        open_batches[chosen] = batch
+                        open_segments[chosen] = segment
                 finally:
                     _parts_release(&parts)
         finally:
