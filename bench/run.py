@@ -258,8 +258,9 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
         ax.set_xticks([x + width * (len(ALL_CLIENTS) - 1) / 2 for x in range(len(throughput))],
                       [s.name for s in throughput])
         ax.set_yscale("log")
-        ax.set_title(label, fontsize=10)
-    axes[0].legend(fontsize=8)
+        ax.set_title(f"{label}, log", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(ALL_CLIENTS), fontsize=9)
     if latency is not None:
         ax = axes[2]
         clients = [c for c in latency.clients if c in latency.runs]
@@ -267,11 +268,12 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
             ax.bar([x + j * 0.4 for x in range(len(clients))], [median(latency, c, p) for c in clients], 0.4,
                    label=p[:3])
         ax.set_xticks([x + 0.2 for x in range(len(clients))], clients, fontsize=8)
-        ax.set_ylabel("ms")
+        ax.set_yscale("log")
+        ax.set_ylabel("ms (log)")
         ax.set_title("send->ack latency, 10k records/s, linger.ms 0", fontsize=10)
         ax.legend(fontsize=8)
     fig.suptitle(f"cykafka vs peers on Tansu, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
