@@ -68,6 +68,12 @@ cdef class SendPath:
             self._partitions = dict(snapshot.partitions)
             self._last_topic = None
 
+    cpdef wake_sender(self):
+        """Wakes the sender unless it was woken since its loop started or waits for responses anyway."""
+        if not self._wakeup_sent:
+            self._wakeup_sent = True
+            self._wakeup()
+
     cpdef sender_waits_for_responses(self):
         """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
         (a response will)."""

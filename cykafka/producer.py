@@ -303,7 +303,7 @@ class Producer(SendPath):
                         f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
                         f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
                         f"{self._pool.available_memory_bytes} bytes; the record was not queued")
-                self._transport.wakeup()
+                self.wake_sender()  # once per sender loop: its ready() then sends everything queued
                 waiter.wait(min(remaining_ms, 100) / 1000)
         finally:
             self._pool.remove_waiter(waiter)

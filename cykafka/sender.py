@@ -99,18 +99,11 @@ class Sender:
             self.metadata.request_update()
         not_ready_delay_ms = 2**62
         nodes = set()
-        saturated = 0  # ready nodes with max.in.flight.requests.per.connection requests out
         for node_id in ready.ready_nodes:
             if self.transport.ready(node_id, now_ms):
                 nodes.add(node_id)
             else:
                 not_ready_delay_ms = min(not_ready_delay_ms, self.transport.connection_delay_ms(node_id, now_ms))
-                if self.transport.in_flight_count(node_id) >= self.config.max_in_flight_requests_per_connection:
-                    saturated += 1
-        if saturated and not nodes and self._waiting_for_responses is not None \
-                and saturated == len(self._leader_nodes(snapshot)):
-            # every leader is busy: nothing new can go out before a response arrives, and that ends the poll
-            self._waiting_for_responses()
         with self.lock:
             drained = self.accumulator.drain(snapshot, nodes, self.config.max_request_size, now_ms)
             for batches in drained.values():
@@ -129,17 +122,23 @@ class Sender:
             self._send_produce_request(node_id, batches, now_ms)
         for topic in {b.topic for batches in drained.values() for b in batches}:
             self.metadata.add_topic(topic, now_ms)  # in use: keep it in metadata (metadata.max.idle.ms)
-        if nodes:  # Java: data is ready to go, poll without waiting
-            return 0
+        if self._waiting_for_responses is not None and self._all_leaders_saturated(snapshot):
+            # nothing new can go out before a response arrives, and a response ends the poll: appends need not
+            # wake this loop (each wakeup would cost a loop that sends nothing)
+            self._waiting_for_responses()
+        if any(self.transport.ready(node_id, now_ms) for node_id in nodes):
+            return 0  # Java: data is ready to go, poll without waiting (unless those nodes are now at max in flight)
         return max(0, min(ready.next_ready_check_delay_ms, not_ready_delay_ms, expiry_delay_ms, metadata_delay_ms,
                           self.config.request_timeout_ms))
 
-    def _leader_nodes(self, snapshot: ClusterSnapshot) -> frozenset[int]:
+    def _all_leaders_saturated(self, snapshot: ClusterSnapshot) -> bool:
+        """Every partition leader has max.in.flight.requests.per.connection requests out."""
         if snapshot is not self._leaders_snapshot:
             self._leaders = frozenset(info.leader for infos in snapshot.partitions.values() for info in infos
                                       if info.leader >= 0)
             self._leaders_snapshot = snapshot
-        return self._leaders
+        limit = self.config.max_in_flight_requests_per_connection
+        return bool(self._leaders) and all(self.transport.in_flight_count(node) >= limit for node in self._leaders)
 
     def _expired_in_flight(self, now_ms: int) -> list[ProducerBatch]:
         expired = []
