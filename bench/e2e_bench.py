@@ -68,6 +68,14 @@ class Job:
         self.mode: str = args.mode
         self.rate: int = args.rate
         self.max_block_s = 0.0  # overload: the longest single send/produce call
+        self.begin()
+
+    def begin(self) -> None:
+        """Starts the clocks: each client calls it once connected, with metadata for the topic and one record
+        acknowledged (start-up is not send time)."""
+        self.rss_before = rss_bytes()
+        self.rusage_before = resource.getrusage(resource.RUSAGE_SELF)
+        self.started = time.perf_counter()
 
     def paced(self, count: int) -> Callable[[int], None]:
         """latency mode: wait(i) sleeps until record i is due at `rate` records/s."""
@@ -99,8 +107,9 @@ def run_cykafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) ->
                    "compression.type": job.codec, "buffer.memory": job.buffer_memory,
                    "max.block.ms": 600_000}) as producer:
         send = producer.send
+        send(topic, values[0], keys[0]).result(60)  # warm-up: metadata and connection before the clock runs
+        job.begin()
         if job.mode == "latency":
-            send(topic, values[0], keys[0]).result(60)  # warm-up: metadata and connection before the clock runs
             sent = [0.0] * len(values)
             latencies: list[float] = []
             wait = job.paced(len(values))
@@ -139,6 +148,8 @@ def run_cykafka_batch(job: Job, topic: str, key_column: Any, value_column: Any) 
     with Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
                    "compression.type": job.codec, "buffer.memory": job.buffer_memory,
                    "max.block.ms": 600_000}) as producer:
+        producer.send(topic, b"warm-up", b"key").result(60)  # metadata and connection before the clock runs
+        job.begin()
         results = []
         for start in range(0, len(value_column), BATCH_CALL_RECORDS):
             stop = start + BATCH_CALL_RECORDS
@@ -163,9 +174,10 @@ def run_confluent(job: Job, topic: str, keys: list[bytes], values: list[bytes]) 
                          "compression.type": job.codec, "acks": "all", "queue.buffering.max.messages": 2_000_000,
                          "queue.buffering.max.kbytes": job.buffer_memory // 1024, "partitioner": "murmur2_random"})
     produce, poll = producer.produce, producer.poll
+    produce(topic, values[0], keys[0])  # warm-up: metadata and connection before the clock runs
+    producer.flush(60)
+    job.begin()
     if job.mode == "latency":
-        produce(topic, values[0], keys[0])  # warm-up: metadata and connection before the clock runs
-        producer.flush(60)
         latencies: list[float] = []
         wait = job.paced(len(values))
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
@@ -203,8 +215,9 @@ def run_aiokafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -
                                     compression_type=None if job.codec == "none" else job.codec)
         await producer.start()
         try:
+            await producer.send_and_wait(topic, values[0], key=keys[0])  # warm-up before the clock runs
+            job.begin()
             if job.mode == "latency":
-                await producer.send_and_wait(topic, values[0], key=keys[0])  # warm-up before the clock runs
                 latencies: list[float] = []
                 started = time.perf_counter()
                 futures = []
@@ -234,8 +247,9 @@ def run_kafka_python(job: Job, topic: str, keys: list[bytes], values: list[bytes
 
     producer = KafkaProducer(bootstrap_servers=job.bootstrap, linger_ms=job.linger_ms, batch_size=job.batch_size,
                              acks="all", compression_type=None if job.codec == "none" else job.codec)
+    producer.send(topic, values[0], key=keys[0]).get(60)  # warm-up: metadata and connection before the clock
+    job.begin()
     if job.mode == "latency":
-        producer.send(topic, values[0], key=keys[0]).get(60)  # warm-up: metadata and connection before the clock
         latencies: list[float] = []
         wait = job.paced(len(values))
         futures = []
@@ -274,13 +288,12 @@ def worker(args: argparse.Namespace) -> None:
     # their millions of items (a cost of how the bench holds its data, not of the client)
     gc.collect()
     job = Job(args)
-    rss_before = rss_bytes()
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    started = time.perf_counter()
     outcome = RUNNERS[args.worker](job, topic, keys, values)
-    elapsed_s = time.perf_counter() - started
+    elapsed_s = time.perf_counter() - job.started
     after = resource.getrusage(resource.RUSAGE_SELF)
+    before = job.rusage_before
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rss_before = job.rss_before
     result = {"client": args.worker, "records": args.records, "elapsed_s": elapsed_s, "cpu_s": cpu_s, **outcome}
     if args.mode == "overload":
         result["rss_growth_mib"] = (after.ru_maxrss * 1024 - rss_before) / 2**20  # ru_maxrss: KiB on Linux
