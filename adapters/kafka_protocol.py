@@ -1008,6 +1008,12 @@ class ProduceResponse(Response):
             return item
 
         def read_partition(r: Reader) -> ProducePartitionResponse:
+            if version >= 9:  # flexible: the usual answer has no record errors, no message and no tags
+                pos, view = r._pos, r._view
+                if r._end - pos >= 33 and view[pos + 30] == 1 and view[pos + 31] == 0 and view[pos + 32] == 0:
+                    head = _PRODUCE_PARTITION_V5.unpack_from(view, pos)
+                    r._pos = pos + 33
+                    return ProducePartitionResponse(*head)
             if version >= 5:
                 index, error_code, base_offset, append_time_ms, log_start_offset = r.unpack(_PRODUCE_PARTITION_V5)
             else:
@@ -2028,12 +2034,90 @@ def _encode_failed(what: str, e: Exception) -> RequestEncodeError:
     return RequestEncodeError(f"cannot encode {what}: {e}")
 
 
+def _uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_PRODUCE_HEAD = struct.Struct(">hhi")
+_ACKS_TIMEOUT = struct.Struct(">hi")
+
+
+def _encode_produce(request: ProduceRequest, version: int, correlation_id: int,
+                    client_id: str | None) -> list[bytes | memoryview]:
+    """ProduceRequest.encode_body through encode_request in fewer steps: the same bytes, the batches attached."""
+    flexible = version >= 9
+    head = bytearray(4)
+    head += _PRODUCE_HEAD.pack(PRODUCE, version, correlation_id)
+    if client_id is None:
+        head += b"\xff\xff"
+    else:
+        raw = client_id.encode()
+        if len(raw) > 0x7FFF:
+            raise RequestEncodeError(f"string of {len(raw)} bytes exceeds the 32767-byte limit")
+        head += _I16.pack(len(raw)) + raw
+    if flexible:
+        head.append(0)
+    transactional_id = request.transactional_id
+    if transactional_id is None:
+        head += b"\x00" if flexible else b"\xff\xff"
+    else:
+        raw = transactional_id.encode()
+        if len(raw) > 0x7FFF:
+            raise RequestEncodeError(f"string of {len(raw)} bytes exceeds the 32767-byte limit")
+        head += (_uvarint_bytes(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+    head += _ACKS_TIMEOUT.pack(request.acks, request.timeout_ms)
+    head += _uvarint_bytes(len(request.topics) + 1) if flexible else _I32.pack(len(request.topics))
+    chunks: list[bytes | memoryview] = []
+    size_bytes = 0
+    for name, partitions in request.topics:
+        raw = name.encode()
+        if len(raw) > 0x7FFF:
+            raise RequestEncodeError(f"string of {len(raw)} bytes exceeds the 32767-byte limit")
+        head += (_uvarint_bytes(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+        head += _uvarint_bytes(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        for index, records in partitions:
+            head += _I32.pack(index)
+            if records is None:
+                head += b"\x00" if flexible else b"\xff\xff\xff\xff"
+            else:
+                view = memoryview(records).cast("B")
+                head += _uvarint_bytes(len(view) + 1) if flexible else _I32.pack(len(view))
+                if len(view):
+                    chunks.append(bytes(head))
+                    chunks.append(view)
+                    size_bytes += len(head) + len(view)
+                    head = bytearray()
+            if flexible:
+                head.append(0)
+        if flexible:
+            head.append(0)
+    if flexible:
+        head.append(0)
+    if head:
+        chunks.append(bytes(head))
+        size_bytes += len(head)
+    first = bytearray(chunks[0])
+    _I32.pack_into(first, 0, size_bytes - 4)
+    chunks[0] = bytes(first)
+    return chunks
+
+
 def encode_request(
     request: Request, version: int, correlation_id: int, client_id: str | None
 ) -> list[bytes | memoryview]:
     """The size-prefixed request frame as buffers for socket.sendmsg; record batches are the caller's views."""
     api_key = request.API_KEY
     _check_version(api_key, version)
+    if type(request) is ProduceRequest:
+        try:
+            return _encode_produce(request, version, correlation_id, client_id)
+        except (struct.error, OverflowError, UnicodeError, TypeError) as e:
+            raise _encode_failed(f"{api_name(api_key)} v{version} request", e) from e
     flexible = is_flexible(api_key, version)
     w = Writer(flexible, reserve_bytes=4)
     try:

@@ -58,7 +58,7 @@ class _Request:
     internal: bool = False  # ApiVersions / SASL sent by the transport itself
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity (selectors compares its data on every modify)
 class _Connection:
     node_id: int
     host: str
@@ -104,6 +104,7 @@ class SocketTransport:
         self._closed = False
         self._wakeup_pending = False
         self._authentication_error: AuthenticationError | None = None
+        self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
 
@@ -557,24 +558,25 @@ class SocketTransport:
         sock = conn.sock
         assert sock is not None
         read_bytes = 0
+        buffer = self._read_buffer
         while True:
             try:
-                chunk = sock.recv(_READ_CHUNK_BYTES)
+                size_bytes = sock.recv_into(buffer)
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as e:
                 self._io_failed(conn, now_ms, "read from", e)
                 return
-            if not chunk:
+            if not size_bytes:
                 self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
                                                             f"the connection"))
                 return
-            conn.incoming += chunk
-            read_bytes += len(chunk)
+            conn.incoming += buffer[:size_bytes]
+            read_bytes += size_bytes
             if conn.tls:  # a TLS recv returns one record; decrypted bytes in sock.pending() never wake select
                 if read_bytes >= _READ_CHUNK_BYTES and not sock.pending():  # type: ignore[attr-defined]
                     break
-            elif len(chunk) < _READ_CHUNK_BYTES:
+            elif size_bytes < _READ_CHUNK_BYTES:
                 break
         self._parse_frames(conn, now_ms)
 
@@ -648,9 +650,8 @@ class SocketTransport:
                                               now_ms))
 
     def _drain_wakeups(self) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
+        try:  # one recv: wakeup() writes one byte until this runs; a leftover only makes the next select return
+            self._wake_r.recv(4096)
         except (BlockingIOError, OSError):
             pass
         # cleared after draining: a wakeup racing with this sees the flag set and skips its byte, but its append

@@ -1,18 +1,25 @@
-"""End-to-end producer throughput, side by side on one embedded broker: cykafka, confluent-kafka (librdkafka),
-aiokafka and kafka-python, each in its own process (so its CPU time is its own), interleaved round by round.
+"""End-to-end producer benchmarks, side by side on one embedded broker: cykafka (send and send_batch), confluent-kafka
+(librdkafka), aiokafka and kafka-python, each in its own process (so its CPU time is its own), interleaved round by
+round. bench/run.py runs every scenario through this file's workers; this file alone runs one throughput scenario.
 
     python bench/e2e_bench.py [--records N] [--slow-records M] [--rounds R] [--value-bytes B] [--codec none|lz4|...]
-                              [--clients cykafka,confluent,aiokafka,kafka-python] [--bootstrap HOST:PORT]
-    python -m cProfile -o bench/results/e2e.prof bench/e2e_bench.py --worker cykafka --bootstrap HOST:PORT
+                              [--clients cykafka,cykafka-batch,confluent,aiokafka,kafka-python] [--bootstrap H:P]
+    python -m cProfile -o e2e.prof bench/e2e_bench.py --worker cykafka --bootstrap HOST:PORT
 
-Same payloads (keyed, B-byte values), same batching (linger.ms=5, batch.size=16384, acks=all, the codec) for every
-client. Reports medians, client CPU (user+sys) per record, and ratios against confluent-kafka as a markdown table.
-The pure-Python clients send --slow-records records (their rate is steady-state) to keep the run short.
+A worker (--worker CLIENT) measures one client in one --mode:
+  throughput  send --records keyed records of --value-bytes as fast as the client goes, wait for every ack;
+              prints records, elapsed_s, cpu_s (user+sys of the process), errors;
+  latency     send at --rate records/s (linger.ms 0 unless given) and time each record from send to its ack;
+              prints p50_ms, p99_ms (the first 10% are warm-up);
+  overload    as throughput, against a broker slower than the client (bench/run.py puts a throttling proxy in
+              front): prints rss_growth_mib (peak RSS - RSS before the first send) and the longest send call.
+Same payloads (keyed, B-byte values), same batching (linger.ms, batch.size, acks=all, the codec) for every client.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -21,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 # measure the installed package: `python -m cProfile` puts the working directory (the source tree) first on sys.path
@@ -29,6 +37,11 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 LINGER_MS = 5
 BATCH_SIZE = 16384
+BATCH_CALL_RECORDS = 10_000  # send_batch call size (an Arrow record batch of a Spark partition, say)
+CLIENTS = ("cykafka", "cykafka-batch", "confluent", "aiokafka", "kafka-python")
+SLOW = frozenset({"aiokafka", "kafka-python"})
+MODULES = {"cykafka": "cykafka", "cykafka-batch": "cykafka", "confluent": "confluent_kafka", "aiokafka": "aiokafka",
+           "kafka-python": "kafka"}
 
 
 def payloads(count: int, value_bytes: int) -> tuple[list[bytes], list[bytes]]:
@@ -37,19 +50,117 @@ def payloads(count: int, value_bytes: int) -> tuple[list[bytes], list[bytes]]:
     return [keys[i % 1024] for i in range(count)], [values[i % 1024] for i in range(count)]
 
 
-def run_cykafka(bootstrap: str, topic: str, keys: list[bytes], values: list[bytes], codec: str) -> int:
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class Job:
+    """One worker's settings, from the command line."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.bootstrap: str = args.bootstrap
+        self.codec: str = args.codec
+        self.linger_ms: int = args.linger_ms if args.linger_ms is not None else (
+            0 if args.mode == "latency" else LINGER_MS)
+        self.batch_size: int = args.batch_size
+        self.buffer_memory: int = args.buffer_memory
+        self.mode: str = args.mode
+        self.rate: int = args.rate
+        self.max_block_s = 0.0  # overload: the longest single send/produce call
+        self.begin()
+
+    def begin(self) -> None:
+        """Starts the clocks: each client calls it once connected, with metadata for the topic and one record
+        acknowledged (start-up is not send time)."""
+        self.rss_before = rss_bytes()
+        self.rusage_before = resource.getrusage(resource.RUSAGE_SELF)
+        self.started = time.perf_counter()
+
+    def paced(self, count: int) -> Callable[[int], None]:
+        """latency mode: wait(i) sleeps until record i is due at `rate` records/s."""
+        started = time.perf_counter()
+        interval_s = 1.0 / self.rate
+
+        def wait(i: int) -> None:
+            delay = started + i * interval_s - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+
+        return wait
+
+
+def latency_percentiles(latencies_s: list[float]) -> dict[str, float]:
+    kept = sorted(latencies_s[len(latencies_s) // 10:])  # the first 10% warm up connections and estimators
+    if not kept:
+        return {"p50_ms": float("nan"), "p99_ms": float("nan")}
+    return {"p50_ms": kept[len(kept) // 2] * 1e3, "p99_ms": kept[min(len(kept) - 1, int(len(kept) * 0.99))] * 1e3}
+
+
+# -- clients -------------------------------------------------------------------------------------------------------
+
+
+def run_cykafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -> dict[str, Any]:
     from cykafka import Producer
 
-    with Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "batch.size": BATCH_SIZE,
-                   "compression.type": codec}) as producer:
+    with Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
+                   "compression.type": job.codec, "buffer.memory": job.buffer_memory,
+                   "max.block.ms": 600_000}) as producer:
         send = producer.send
-        for key, value in zip(keys, values, strict=True):
-            send(topic, value, key)
+        send(topic, values[0], keys[0]).result(60)  # warm-up: metadata and connection before the clock runs
+        job.begin()
+        if job.mode == "latency":
+            sent = [0.0] * len(values)
+            latencies: list[float] = []
+            wait = job.paced(len(values))
+            for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+                wait(i)
+                sent[i] = time.perf_counter()
+                send(topic, value, key, on_delivery=lambda _e, _m, i=i: latencies.append(time.perf_counter() - sent[i]))
+            producer.flush()
+            return {"errors": int(producer.metrics()["record-error-total"]), **latency_percentiles(latencies)}
+        if job.mode == "overload":
+            for key, value in zip(keys, values, strict=True):
+                started = time.perf_counter()
+                send(topic, value, key)
+                job.max_block_s = max(job.max_block_s, time.perf_counter() - started)
+        else:
+            for key, value in zip(keys, values, strict=True):
+                send(topic, value, key)
         producer.flush()
-        return int(producer.metrics()["record-error-total"])
+        return {"errors": int(producer.metrics()["record-error-total"])}
 
 
-def run_confluent(bootstrap: str, topic: str, keys: list[bytes], values: list[bytes], codec: str) -> int:
+def as_arrow(keys: list[bytes], values: list[bytes]) -> tuple[Any, Any]:
+    """The payloads as Arrow binary arrays (made before the clock starts, as a Spark task receives them); the lists
+    themselves when pyarrow is missing."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return keys, values
+    return pa.array(keys, type=pa.binary()), pa.array(values, type=pa.binary())
+
+
+def run_cykafka_batch(job: Job, topic: str, key_column: Any, value_column: Any) -> dict[str, Any]:
+    """send_batch with Arrow arrays (zero-copy slices of BATCH_CALL_RECORDS) or lists."""
+    from cykafka import Producer
+
+    with Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
+                   "compression.type": job.codec, "buffer.memory": job.buffer_memory,
+                   "max.block.ms": 600_000}) as producer:
+        producer.send(topic, b"warm-up", b"key").result(60)  # metadata and connection before the clock runs
+        job.begin()
+        results = []
+        for start in range(0, len(value_column), BATCH_CALL_RECORDS):
+            stop = start + BATCH_CALL_RECORDS
+            began = time.perf_counter()
+            results.append(producer.send_batch(topic, value_column[start:stop], key_column[start:stop]))
+            job.max_block_s = max(job.max_block_s, time.perf_counter() - began)
+        producer.flush()
+        return {"errors": sum(r.failed_count for r in results)}
+
+
+def run_confluent(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -> dict[str, Any]:
     from confluent_kafka import Producer
 
     errors = 0
@@ -59,96 +170,186 @@ def run_confluent(bootstrap: str, topic: str, keys: list[bytes], values: list[by
         if err is not None:
             errors += 1
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": LINGER_MS, "batch.size": BATCH_SIZE,
-                         "compression.type": codec, "acks": "all", "queue.buffering.max.messages": 2_000_000,
-                         "partitioner": "murmur2_random"})
+    producer = Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
+                         "compression.type": job.codec, "acks": "all", "queue.buffering.max.messages": 2_000_000,
+                         "queue.buffering.max.kbytes": job.buffer_memory // 1024, "partitioner": "murmur2_random"})
     produce, poll = producer.produce, producer.poll
+    produce(topic, values[0], keys[0])  # warm-up: metadata and connection before the clock runs
+    producer.flush(60)
+    job.begin()
+    if job.mode == "latency":
+        latencies: list[float] = []
+        wait = job.paced(len(values))
+        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+            wait(i)
+            sent = time.perf_counter()
+            produce(topic, value, key, on_delivery=lambda e, _m, sent=sent: latencies.append(time.perf_counter() - sent)
+                    if e is None else None)
+            poll(0)
+        producer.flush()
+        return {"errors": len(values) - len(latencies), **latency_percentiles(latencies)}
     for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+        started = time.perf_counter()
         while True:
             try:
                 produce(topic, value, key, on_delivery=on_delivery)
                 break
-            except BufferError:
+            except BufferError:  # its queue is full: wait for deliveries (its way of blocking)
                 poll(0.01)
+        if job.mode == "overload":
+            job.max_block_s = max(job.max_block_s, time.perf_counter() - started)
         if i % 10000 == 0:
             poll(0)
     producer.flush()
-    return errors
+    return {"errors": errors}
 
 
-def run_aiokafka(bootstrap: str, topic: str, keys: list[bytes], values: list[bytes], codec: str) -> int:
+def run_aiokafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -> dict[str, Any]:
     import asyncio
 
     from aiokafka import AIOKafkaProducer
 
-    async def main() -> int:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=LINGER_MS, max_batch_size=BATCH_SIZE,
-                                    compression_type=None if codec == "none" else codec, acks="all")
+    async def main() -> dict[str, Any]:
+        producer = AIOKafkaProducer(bootstrap_servers=job.bootstrap, linger_ms=job.linger_ms,
+                                    max_batch_size=job.batch_size, acks="all",
+                                    compression_type=None if job.codec == "none" else job.codec)
         await producer.start()
         try:
+            await producer.send_and_wait(topic, values[0], key=keys[0])  # warm-up before the clock runs
+            job.begin()
+            if job.mode == "latency":
+                latencies: list[float] = []
+                started = time.perf_counter()
+                futures = []
+                for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+                    delay = started + i / job.rate - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    sent = time.perf_counter()
+                    future = await producer.send(topic, value, key=key)
+                    future.add_done_callback(lambda f, sent=sent: latencies.append(time.perf_counter() - sent)
+                                             if not f.exception() else None)
+                    futures.append(future)
+                results = await asyncio.gather(*futures, return_exceptions=True)
+                return {"errors": sum(isinstance(r, BaseException) for r in results),
+                        **latency_percentiles(latencies)}
             futures = [await producer.send(topic, value, key=key) for key, value in zip(keys, values, strict=True)]
             results = await asyncio.gather(*futures, return_exceptions=True)
-            return sum(isinstance(r, BaseException) for r in results)
+            return {"errors": sum(isinstance(r, BaseException) for r in results)}
         finally:
             await producer.stop()
 
     return asyncio.run(main())
 
 
-def run_kafka_python(bootstrap: str, topic: str, keys: list[bytes], values: list[bytes], codec: str) -> int:
+def run_kafka_python(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -> dict[str, Any]:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=LINGER_MS, batch_size=BATCH_SIZE, acks="all",
-                             compression_type=None if codec == "none" else codec)
+    producer = KafkaProducer(bootstrap_servers=job.bootstrap, linger_ms=job.linger_ms, batch_size=job.batch_size,
+                             acks="all", compression_type=None if job.codec == "none" else job.codec)
+    producer.send(topic, values[0], key=keys[0]).get(60)  # warm-up: metadata and connection before the clock
+    job.begin()
+    if job.mode == "latency":
+        latencies: list[float] = []
+        wait = job.paced(len(values))
+        futures = []
+        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+            wait(i)
+            sent = time.perf_counter()
+            future = producer.send(topic, value, key=key)
+            future.add_callback(lambda _m, sent=sent: latencies.append(time.perf_counter() - sent))
+            futures.append(future)
+        producer.flush()
+        producer.close()
+        return {"errors": sum(1 for f in futures if f.failed()), **latency_percentiles(latencies)}
     futures = [producer.send(topic, value, key=key) for key, value in zip(keys, values, strict=True)]
     producer.flush()
     producer.close()
-    return sum(1 for f in futures if f.failed())
+    return {"errors": sum(1 for f in futures if f.failed())}
 
 
-CLIENTS = {"cykafka": run_cykafka, "confluent": run_confluent, "aiokafka": run_aiokafka,
-           "kafka-python": run_kafka_python}
-SLOW = {"aiokafka", "kafka-python"}
-MODULES = {"cykafka": "cykafka", "confluent": "confluent_kafka", "aiokafka": "aiokafka", "kafka-python": "kafka"}
+PREPARE: dict[str, Callable[[list[bytes], list[bytes]], tuple[Any, Any]]] = {"cykafka-batch": as_arrow}
+RUNNERS: dict[str, Callable[[Job, str, Any, Any], dict[str, Any]]] = {
+    "cykafka": run_cykafka, "cykafka-batch": run_cykafka_batch, "confluent": run_confluent,
+    "aiokafka": run_aiokafka, "kafka-python": run_kafka_python,
+}
+
+
+# -- worker and parent ---------------------------------------------------------------------------------------------
 
 
 def worker(args: argparse.Namespace) -> None:
     keys, values = payloads(args.records, args.value_bytes)
     topic = args.topic or f"bench-{args.worker}-{time.monotonic_ns()}"
     importlib.import_module(MODULES[args.worker])  # import time is not send time
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    started = time.perf_counter()
-    errors = CLIENTS[args.worker](args.bootstrap, topic, keys, values, args.codec)
-    elapsed_s = time.perf_counter() - started
+    if args.worker in PREPARE:
+        keys, values = PREPARE[args.worker](keys, values)
+    # the payload lists go to the oldest GC generation now: else every young collection during the run walks
+    # their millions of items (a cost of how the bench holds its data, not of the client)
+    gc.collect()
+    job = Job(args)
+    outcome = RUNNERS[args.worker](job, topic, keys, values)
+    elapsed_s = time.perf_counter() - job.started
     after = resource.getrusage(resource.RUSAGE_SELF)
+    before = job.rusage_before
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(json.dumps({"client": args.worker, "records": args.records, "elapsed_s": elapsed_s, "cpu_s": cpu_s,
-                      "errors": errors}))
+    rss_before = job.rss_before
+    result = {"client": args.worker, "records": args.records, "elapsed_s": elapsed_s, "cpu_s": cpu_s, **outcome}
+    if args.mode == "overload":
+        result["rss_growth_mib"] = (after.ru_maxrss * 1024 - rss_before) / 2**20  # ru_maxrss: KiB on Linux
+        result["max_block_s"] = job.max_block_s
+    print(json.dumps(result))
 
 
-def measure(client: str, bootstrap: str, records: int, args: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
-               "--records", str(records), "--value-bytes", str(args.value_bytes), "--codec", args.codec]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=900)
+def worker_command(client: str, bootstrap: str, records: int, *, value_bytes: int = 100, codec: str = "none",
+                   mode: str = "throughput", rate: int = 10_000, linger_ms: int | None = None,
+                   batch_size: int = BATCH_SIZE, buffer_memory: int = 32 * 2**20,
+                   profile_path: str | None = None) -> list[str]:
+    """The command line of one worker process (under cProfile when profile_path is given)."""
+    command = [sys.executable]
+    if profile_path is not None:
+        command += ["-m", "cProfile", "-o", profile_path]
+    command += [os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap, "--records", str(records),
+                "--value-bytes", str(value_bytes), "--codec", codec, "--mode", mode, "--rate", str(rate),
+                "--batch-size", str(batch_size), "--buffer-memory", str(buffer_memory)]
+    if linger_ms is not None:
+        command += ["--linger-ms", str(linger_ms)]
+    return command
+
+
+def measure(command: list[str], timeout_s: float = 900) -> dict[str, Any]:
+    out = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    if out.returncode != 0:
+        raise RuntimeError(f"worker {command[command.index('--worker') + 1]} failed ({out.returncode}):\n"
+                           f"{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--records", type=int, default=500_000)
+    p.add_argument("--slow-records", type=int, default=50_000, help="records for aiokafka and kafka-python")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--value-bytes", type=int, default=100)
+    p.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
+    p.add_argument("--clients", default=",".join(CLIENTS))
+    p.add_argument("--bootstrap", default=None, help="an existing broker (default: start the embedded one)")
+    p.add_argument("--mode", default="throughput", choices=["throughput", "latency", "overload"])
+    p.add_argument("--rate", type=int, default=10_000, help="latency mode: records per second")
+    p.add_argument("--linger-ms", type=int, default=None, help=f"default {LINGER_MS} (latency mode: 0)")
+    p.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+    p.add_argument("--buffer-memory", type=int, default=32 * 2**20)
+    p.add_argument("--worker", choices=sorted(RUNNERS), help=argparse.SUPPRESS)
+    p.add_argument("--topic", default=None, help=argparse.SUPPRESS)
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=500_000)
-    parser.add_argument("--slow-records", type=int, default=50_000, help="records for aiokafka and kafka-python")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--codec", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
-    parser.add_argument("--clients", default="cykafka,confluent,aiokafka,kafka-python")
-    parser.add_argument("--bootstrap", default=None, help="an existing broker (default: start the embedded one)")
-    parser.add_argument("--worker", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
-    parser.add_argument("--topic", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser().parse_args()
     if args.worker:
         if not args.bootstrap:
-            parser.error("--worker needs --bootstrap")
+            parser().error("--worker needs --bootstrap")
         worker(args)
         return
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -160,16 +361,20 @@ def main() -> None:
         runs: dict[str, list[dict[str, Any]]] = {c: [] for c in clients}
         for _ in range(args.rounds):
             for client in clients:
-                runs[client].append(measure(client, bootstrap, args.slow_records if client in SLOW else args.records,
-                                            args))
+                records = args.slow_records if client in SLOW else args.records
+                runs[client].append(measure(worker_command(
+                    client, bootstrap, records, value_bytes=args.value_bytes, codec=args.codec, mode=args.mode,
+                    rate=args.rate, linger_ms=args.linger_ms, batch_size=args.batch_size,
+                    buffer_memory=args.buffer_memory)))
     finally:
         if broker is not None:
             broker.stop()
     rate = {c: statistics.median(r["records"] / r["elapsed_s"] for r in runs[c]) for c in clients}
     cpu_us = {c: statistics.median(r["cpu_s"] / r["records"] * 1e6 for r in runs[c]) for c in clients}
     base = "confluent" if "confluent" in clients else clients[0]
-    print(f"\nend to end, {args.value_bytes}-byte keyed values, codec {args.codec}, linger.ms={LINGER_MS}, "
-          f"batch.size={BATCH_SIZE}, acks=all, median of {args.rounds} interleaved rounds\n")
+    linger_ms = args.linger_ms if args.linger_ms is not None else LINGER_MS
+    print(f"\nend to end, {args.value_bytes}-byte keyed values, codec {args.codec}, linger.ms={linger_ms}"
+          f", batch.size={args.batch_size}, acks=all, median of {args.rounds} interleaved rounds\n")
     print(f"| client | records | records/s | vs {base} | client CPU µs/record | CPU vs {base} | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for c in clients:

@@ -3,6 +3,7 @@
 kafka-python's pure-Python DefaultRecordBatchBuilder, interleaved round by round in one process.
 
     python bench/encode_bench.py [--records N] [--slow-records M] [--rounds R] [--codec none|lz4|gzip|snappy|zstd]
+                                 [--json]
     python -m cProfile -s cumtime bench/encode_bench.py --records 100000
 
 All builders get the same keys, values and a fixed timestamp (no clock read per record). cykafka reuses one pooled
@@ -136,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slow-records", type=int, default=100_000, help="records for pure-Python kafka-python")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--codec", choices=list(CODEC_NAMES), default="none")
+    parser.add_argument("--json", action="store_true", help="print the median records/s per builder as JSON last")
     args = parser.parse_args(argv)
     keys, values = payloads(args.records)
     counts = {name: min(args.records, args.slow_records) if name in SLOW else args.records for name in IMPLEMENTATIONS}
@@ -162,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = results[name][0]
         print(f"| {name} | {counts[name]:,} | {rate:,.0f} | {1e9 / rate:,.0f} | {run.batches:,} | "
               f"{run.batch_bytes:,} | {rate / medians[BASELINE]:.2f}x |")
+    if args.json:
+        import json
+
+        print(json.dumps(medians))
     return 0
 
 

@@ -2,10 +2,14 @@
 # Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
 from cykafka.errors import (
     AuthenticationError,
+    BatchDeliveryError,
     CorruptRecordError,
+    InvalidRecordError,
     KafkaTimeoutError,
     ProducerClosedError,
     ProducerFencedError,
+    RecordTooLargeError,
+    SerializationError,
     TransactionAbortableError,
     TransactionFatalError,
     TransactionStateError,
@@ -15,7 +19,10 @@ from cykafka.errors import (
 include "checksum.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
+include "lock.pyx"
 include "records.pyx"
+include "batchresult.pyx"
 include "accumulator.pyx"
+include "columns.pyx"
 include "sendpath.pyx"
 include "transactions.pyx"

@@ -8,6 +8,8 @@
 from collections import deque
 
 cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
 
@@ -23,6 +25,7 @@ cdef double RATIO_IMPROVING_STEP = 0.005
 
 
 @cython.final
+@cython.no_gc  # holds only a str: no cycle can pass through it
 cdef class RecordMetadata:
     """Where an acknowledged record landed."""
     cdef readonly str topic
@@ -72,16 +75,25 @@ cdef class RecordFuture:
     cdef int _value_size
     cdef public object callback
     cdef bint _done
+    cdef str _topic                    # set at success; RecordMetadata is made on first ask (most never are)
+    cdef int _partition
+    cdef int64_t _offset
     cdef object _metadata
     cdef object _error
 
     def done(self):
         return self._done
 
+    cdef object _get_metadata(self):
+        if self._metadata is None and self._topic is not None:
+            self._metadata = RecordMetadata(self._topic, self._partition, self._offset, self._timestamp_ms,
+                                            self._key_size, self._value_size)
+        return self._metadata
+
     @property
     def callback_args(self):
         """(error, metadata) for an on_delivery callback, once done."""
-        return (self._error, self._metadata)
+        return (self._error, self._get_metadata())
 
     cdef void _wait(self, object timeout) except *:
         cdef ProducerBatch wait_batch
@@ -103,7 +115,7 @@ cdef class RecordFuture:
             clone.args = error.args
             clone.__dict__.update(error.__dict__)
             raise clone
-        return self._metadata
+        return self._get_metadata()
 
     def exception(self, timeout=None):
         """The delivery error (None on success) once done; TimeoutError if `timeout` s pass first."""
@@ -128,7 +140,9 @@ cdef class ProducerBatch:
     cdef readonly int attempts
     cdef readonly bint in_retry
     cdef readonly int64_t retry_backoff_ms      # backoff chosen (with jitter) at the last re-enqueue
-    cdef readonly list futures
+    cdef PyObject** _futures                   # owned refs, in append order; a C array, not a list: the GC has
+    cdef Py_ssize_t _future_count              # no reason to walk a batch's (untracked) futures
+    cdef Py_ssize_t _future_capacity
     cdef object _completion_factory
     cdef object _completion                     # the caller's Event-like object, made on first wait
     cdef bint _released                         # final, callbacks run: waiters may go
@@ -147,6 +161,7 @@ cdef class ProducerBatch:
     cdef readonly int64_t base_offset
     cdef ProducerBatch _parent
     cdef int _pending_children
+    cdef list _segments                         # _Segment per send_batch call with records here, or None
 
     def __init__(self, str topic, int partition, RecordBatchBuilder builder, int64_t created_ms,
                  object completion_factory, bytearray pooled_buffer=None, int buffer_size_bytes=0):
@@ -156,7 +171,6 @@ cdef class ProducerBatch:
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
         self.drained_ms = -1
-        self.futures = []
         self._completion_factory = completion_factory
         self._pooled_buffer = pooled_buffer
         self.buffer_size_bytes = buffer_size_bytes
@@ -166,24 +180,73 @@ cdef class ProducerBatch:
         self.leader_epoch = -1
         self.base_offset = -1
 
-    cdef RecordFuture try_append(self, int64_t timestamp_ms, object key, object value, object headers,
-                                 object callback):
-        if not self.builder.try_append(timestamp_ms, key, value, headers):
-            return None
+    cdef RecordFuture _add_future(self, int32_t relative_offset, int64_t timestamp_ms, Py_ssize_t key_size,
+                                  Py_ssize_t value_size, object callback):
+        """The future of the record just appended at relative_offset (sizes -1 for null)."""
         cdef RecordFuture future = RecordFuture.__new__(RecordFuture)
         future._batch = self
         future._wait_batch = self
-        future._relative_offset = len(self.futures)
+        future._relative_offset = relative_offset
         future._timestamp_ms = timestamp_ms
-        future._key_size = len(key) if key is not None else -1
-        future._value_size = len(value) if value is not None else -1
+        future._key_size = <int>key_size
+        future._value_size = <int>value_size
         future.callback = callback
-        self.futures.append(future)
+        self._keep_future(future)
         return future
+
+    cdef int _keep_future(self, RecordFuture future) except -1:
+        cdef Py_ssize_t capacity
+        cdef PyObject** grown
+        if self._future_count == self._future_capacity:
+            capacity = max(16, 2 * self._future_capacity)
+            grown = <PyObject**>PyMem_Realloc(self._futures, capacity * sizeof(PyObject*))
+            if grown == NULL:
+                raise MemoryError()
+            self._futures = grown
+            self._future_capacity = capacity
+        Py_INCREF(future)
+        self._futures[self._future_count] = <PyObject*>future
+        self._future_count += 1
+        return 0
+
+    cdef void _drop_futures(self) noexcept:
+        cdef Py_ssize_t i
+        cdef PyObject** futures = self._futures
+        cdef Py_ssize_t count = self._future_count
+        self._futures = NULL
+        self._future_count = self._future_capacity = 0
+        for i in range(count):
+            Py_DECREF(<object>futures[i])
+        PyMem_Free(futures)
+
+    def __dealloc__(self):
+        self._drop_futures()
+
+    @property
+    def futures(self):
+        """The futures of the records appended through send() (send_batch records have none), in append order."""
+        cdef Py_ssize_t i
+        return [<object>self._futures[i] for i in range(self._future_count)]
+
+    cdef _Segment _segment_for(self, BatchResult result, int32_t relative_offset):
+        """The segment of `result` the record at relative_offset joins: the last one if it ends right before it,
+        else a new one (records of one send_batch call in one batch are contiguous while the lock is held)."""
+        cdef _Segment segment
+        if self._segments is None:
+            self._segments = []
+        elif self._segments:
+            segment = self._segments[len(self._segments) - 1]
+            if segment.result is result and segment.first_offset + segment.count == relative_offset:
+                return segment
+        segment = _Segment.__new__(_Segment)
+        segment.result = result
+        segment.first_offset = relative_offset
+        self._segments.append(segment)
+        return segment
 
     @property
     def record_count(self):
-        return len(self.futures)
+        return self.builder.record_count
 
     @property
     def estimated_size_bytes(self):
@@ -232,10 +295,14 @@ cdef class ProducerBatch:
         """Called once the batch is final and its callbacks ran: wakes its waiters, and a split parent's once all
         its pieces are released."""
         cdef ProducerBatch b = self
+        cdef _Segment segment
         while True:
             b._released = True
             if b._completion is not None:
                 b._completion.set()
+            if b._segments is not None:
+                for segment in b._segments:
+                    segment.result._release(segment.count)
             if b._parent is None:
                 return
             b._parent._pending_children -= 1
@@ -253,13 +320,16 @@ cdef class ProducerBatch:
         self.base_offset = base_offset
         cdef list with_callbacks = []
         cdef RecordFuture f
-        cdef int64_t timestamp_ms
-        for f in self.futures:
+        cdef _Segment segment
+        cdef Py_ssize_t i
+        for i in range(self._future_count):
+            f = <RecordFuture>self._futures[i]
             if error is None:
-                timestamp_ms = log_append_time_ms if log_append_time_ms >= 0 else f._timestamp_ms
-                f._metadata = RecordMetadata(self.topic, self.partition,
-                                             base_offset + f._relative_offset if base_offset >= 0 else -1,
-                                             timestamp_ms, f._key_size, f._value_size)
+                if log_append_time_ms >= 0:
+                    f._timestamp_ms = log_append_time_ms
+                f._topic = self.topic
+                f._partition = self.partition
+                f._offset = base_offset + f._relative_offset if base_offset >= 0 else -1
             else:
                 f._error = error
             f._done = True
@@ -267,6 +337,9 @@ cdef class ProducerBatch:
             f._wait_batch = None
             if f.callback is not None:
                 with_callbacks.append(f)
+        if self._segments is not None:
+            for segment in self._segments:
+                segment.result._complete(segment, error)
         return with_callbacks
 
     @property
@@ -292,7 +365,7 @@ cdef class ProducerBatch:
         self.retry_backoff_ms = backoff_ms
 
     def __repr__(self):
-        return (f"ProducerBatch({self.topic}[{self.partition}], records={len(self.futures)}, "
+        return (f"ProducerBatch({self.topic}[{self.partition}], records={self.builder.record_count}, "
                 f"attempts={self.attempts}, state={self.final_state})")
 
 
@@ -324,7 +397,7 @@ cdef class RecordAccumulator:
     cdef readonly int64_t retry_backoff_ms
     cdef readonly int64_t retry_backoff_max_ms
     cdef readonly int64_t delivery_timeout_ms
-    cdef readonly object pool
+    cdef readonly BufferPool pool
     cdef object compressor
     cdef object completion_factory
     cdef dict _batches            # topic -> {partition: deque[ProducerBatch]}
@@ -345,6 +418,9 @@ cdef class RecordAccumulator:
     cdef bint _last_new
     cdef int _last_partition
     cdef TransactionManager _txn  # idempotence/transactions: sequences at drain, drain gating, retry order
+    cdef bint _needs_now          # the last _append_record needed a new batch but was given no now_ms
+    cdef str _cached_topic        # _deque's last topic and its {partition: deque}
+    cdef dict _cached_parts
 
     def __init__(self, int batch_size_bytes, object pool, *, int codec=0, object compressor=None,
                  int64_t linger_ms=5, int64_t retry_backoff_ms=100, int64_t retry_backoff_max_ms=1000,
@@ -375,11 +451,17 @@ cdef class RecordAccumulator:
     # -- append ------------------------------------------------------------------------------------------------
 
     cdef object _deque(self, str topic, int partition):
-        parts = self._batches.get(topic)
-        if parts is None:
-            parts = {}
-            self._batches[topic] = parts
-        dq = (<dict>parts).get(partition)
+        cdef dict parts
+        if topic is self._cached_topic:
+            parts = self._cached_parts
+        else:
+            parts = self._batches.get(topic)
+            if parts is None:
+                parts = {}
+                self._batches[topic] = parts
+            self._cached_topic = topic
+            self._cached_parts = parts
+        dq = parts.get(partition)
         if dq is None:
             dq = deque()
             (<dict>parts)[partition] = dq
@@ -415,6 +497,27 @@ cdef class RecordAccumulator:
                               object headers, object callback, int64_t now_ms, bytearray buffer, object snapshot):
         """append() without the result tuple: batch_is_full, new_batch_created and the partition are left in
         _last_full, _last_new, _last_partition (the compiled send path reads them)."""
+        cdef _Parts parts
+        cdef ProducerBatch batch
+        if headers is not None:
+            headers = _headers_tuple(headers)
+        _parts_init(&parts)
+        try:
+            _parts_acquire(&parts, key, value, headers)
+            batch = self._append_record(topic, partition, timestamp_ms, &parts, now_ms, buffer, snapshot)
+        finally:
+            _parts_release(&parts)
+        if batch is None:
+            return None
+        return batch._add_future(batch.builder.record_count - 1, timestamp_ms, parts.key.size_bytes,
+                                 parts.value.size_bytes, callback)
+
+    cdef ProducerBatch _append_record(self, str topic, int partition, int64_t timestamp_ms, _Parts* parts,
+                                      int64_t now_ms, bytearray buffer, object snapshot):
+        """Appends one record (its borrowed spans) to the partition's last open batch, else to a new batch from
+        `buffer` or the pool. Returns the batch (the record is its builder's last), or None when the pool had no
+        buffer, or when a new batch is needed and now_ms < 0 (_needs_now is then set: call again with the time).
+        partition < 0: the built-in partitioner chooses. Sets _last_full, _last_new, _last_partition."""
         if self.closed:
             raise ProducerClosedError("the producer is closed: send() after close()")
         cdef _TopicPartitioning tp = None
@@ -425,44 +528,48 @@ cdef class RecordAccumulator:
             partition = info.partition
         dq = self._deque(topic, partition)
         cdef ProducerBatch last
-        cdef RecordFuture future
+        cdef RecordBatchBuilder builder
         cdef int64_t size_before = 0
         if dq:
             last = dq[len(dq) - 1]
             if last._records is None:
+                builder = last.builder
                 if tp is not None:
-                    size_before = last.builder._estimated()
-                future = last.try_append(timestamp_ms, key, value, headers, callback)
-                if future is not None:
+                    size_before = builder._estimated()
+                if builder._append(timestamp_ms, parts, True):
                     if tp is not None:
-                        tp.partitioner.update_partition_info(info, last.builder._estimated() - size_before,
-                                                             last.builder._full(), tp.available, tp.num_partitions)
-                    self._last_full = len(dq) > 1 or last.builder._full()
+                        tp.partitioner.update_partition_info(info, builder._estimated() - size_before,
+                                                             builder._full(), tp.available, tp.num_partitions)
+                    self._last_full = len(dq) > 1 or builder._full()
                     self._last_new = False
                     self._last_partition = partition
-                    return future
-        cdef int size_bytes = max(self.batch_size_bytes, estimate_size_upper_bound(key, value, headers))
+                    return last
+        if now_ms < 0:  # the caller reads the clock only when a batch is made: ask again with it
+            self._needs_now = True
+            return None
+        self._needs_now = False
+        cdef int64_t size_bytes = max(<int64_t>self.batch_size_bytes,
+                                      <int64_t>(_HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes))
         if buffer is None:
             buffer = self.pool.try_allocate(size_bytes)
             if buffer is None:
                 return None
         size_bytes = len(buffer)
-        ratio = self._ratios.get(topic, 1.0)
-        builder = RecordBatchBuilder(buffer, size_bytes, self.codec, ratio)
+        builder = RecordBatchBuilder(buffer, size_bytes, self.codec, self._ratios.get(topic, 1.0))
         cdef ProducerBatch batch = ProducerBatch(topic, partition, builder, now_ms, self.completion_factory, buffer,
                                                  size_bytes)
-        future = batch.try_append(timestamp_ms, key, value, headers, callback)
-        if future is None:  # the builder always takes the first record of a buffer sized by the upper bound
+        if not builder._append(timestamp_ms, parts, True):
+            # the builder always takes the first record of a buffer sized by the upper bound
             raise AssertionError("a new batch refused its first record")
         dq.append(batch)
         self.incomplete.add(batch)
         if tp is not None:
-            tp.partitioner.update_partition_info(info, batch.builder._estimated(), batch.builder._full(),
-                                                 tp.available, tp.num_partitions)
-        self._last_full = len(dq) > 1 or batch.builder._full()
+            tp.partitioner.update_partition_info(info, builder._estimated(), builder._full(), tp.available,
+                                                 tp.num_partitions)
+        self._last_full = len(dq) > 1 or builder._full()
         self._last_new = True
         self._last_partition = partition
-        return future
+        return batch
 
     def allocation_size(self, key, value, headers):
         """Bytes a new batch for this record takes from the pool."""
@@ -706,10 +813,19 @@ cdef class RecordAccumulator:
         cdef list pieces = []
         cdef ProducerBatch piece = None
         cdef RecordFuture future
-        cdef int i
+        cdef _Segment segment, piece_segment
+        cdef int i, j
+        cdef list owners = [None] * len(records)  # per record: its RecordFuture, or (segment, j) of a send_batch
+        for future in big.futures:
+            owners[future._relative_offset] = future
+        big._drop_futures()  # the pieces hold them now
+        if big._segments is not None:
+            for segment in big._segments:
+                for j in range(segment.count):
+                    owners[segment.first_offset + j] = (segment, j)
         for i in range(len(records)):
             record = records[i]
-            future = big.futures[i]
+            owner = owners[i]
             if piece is None or not piece.builder.try_append(record.timestamp_ms, record.key, record.value,
                                                              record.headers):
                 size = max(self.batch_size_bytes,
@@ -722,12 +838,19 @@ cdef class RecordAccumulator:
                 pieces.append(piece)
                 if not builder.try_append(record.timestamp_ms, record.key, record.value, record.headers):
                     raise AssertionError("a split piece refused its first record")
-            future._batch = piece
-            future._relative_offset = len(piece.futures)
-            piece.futures.append(future)
+            if type(owner) is RecordFuture:
+                future = owner
+                future._batch = piece
+                future._relative_offset = piece.builder.record_count - 1
+                piece._keep_future(future)
+            else:
+                segment, j = owner
+                piece_segment = piece._segment_for(segment.result, piece.builder.record_count - 1)
+                piece_segment._add(segment.index_at(j))
         if self.codec != 0:  # the estimate was wrong: start the topic's pieces from no compression (Java)
             self._ratios[big.topic] = max(1.0, big.builder.actual_compression_ratio)
         big.final_state = STATE_SPLIT
+        big._segments = None  # the pieces report for them now
         big._pending_children = len(pieces)
         self.incomplete.discard(big)
         dq = self._deque(big.topic, big.partition)
@@ -739,7 +862,7 @@ cdef class RecordAccumulator:
                 piece.producer_epoch = big.producer_epoch
                 piece.base_sequence = sequence
                 piece.is_transactional = big.is_transactional
-                sequence = _increment_sequence(sequence, len(piece.futures))
+                sequence = _increment_sequence(sequence, piece.builder.record_count)
                 self._txn.add_in_flight_batch(piece)
             for piece in reversed(pieces):
                 self._insert_in_sequence_order(dq, piece)

@@ -227,11 +227,16 @@ cdef object _headers_tuple(object headers):
 
 cdef int _parts_acquire(_Parts* parts, object key, object value, object headers) except -1:
     """headers: None or the tuple from _headers_tuple. Call _parts_release afterwards, also on error."""
+    _span_acquire(&parts.key, key, "key")
+    _span_acquire(&parts.value, value, "value")
+    return _parts_finish(parts, headers)
+
+
+cdef int _parts_finish(_Parts* parts, object headers) except -1:
+    """With parts.key and parts.value set: borrows the headers (None or a _headers_tuple) and sizes the record."""
     cdef Py_ssize_t i, n, size
     cdef Py_ssize_t key_len
     cdef const char* key_utf8
-    _span_acquire(&parts.key, key, "key")
-    _span_acquire(&parts.value, value, "value")
     size = _bytes_field_size(parts.key.size_bytes) + _bytes_field_size(parts.value.size_bytes)
     if headers is None:
         parts.fields_size_bytes = size + 1
@@ -279,6 +284,7 @@ cdef inline unsigned char* _put_bytes_field(unsigned char* p, const _Span* span)
 # ---- builder ------------------------------------------------------------------------------------------------------
 
 @cython.final
+@cython.no_gc  # holds a bytearray and a memoryview of it: no cycle can pass through it, so no GC work per batch
 cdef class RecordBatchBuilder:
     """Appends records into a pooled bytearray after 61 reserved header bytes; close() writes the header.
 

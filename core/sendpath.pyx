@@ -4,6 +4,8 @@
 # snapshot yet, a full buffer pool, every error) goes to the subclass's Python `_send_slow`, which has the messages.
 # Time: with system_time, record timestamps are CLOCK_REALTIME and batch times CLOCK_MONOTONIC, read here in C (the
 # one place the core reads a clock, for the same values SystemClock gives); otherwise the injected Clock is called.
+# send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
+# into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t
@@ -27,6 +29,7 @@ cdef inline int64_t _clock_ms(int clock_id) noexcept nogil:
 
 cdef class SendPath:
     cdef RecordAccumulator _accumulator
+    cdef ProducerLock _lock             # taken from C; another lock type is called through acquire/release
     cdef object _acquire
     cdef object _release
     cdef object _clock
@@ -38,11 +41,14 @@ cdef class SendPath:
     cdef int64_t _max_record_bytes
     cdef object _snapshot
     cdef dict _partitions
+    cdef str _last_topic                # send()'s last topic and its partitions in _snapshot
+    cdef object _last_infos
     cdef public bint _closed
 
     def _init_send_path(self, RecordAccumulator accumulator, object lock, object clock, bint system_time,
                         object wakeup, bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot):
         self._accumulator = accumulator
+        self._lock = lock if type(lock) is ProducerLock else None
         self._acquire = lock.acquire
         self._release = lock.release
         self._clock = clock
@@ -60,6 +66,32 @@ cdef class SendPath:
         if snapshot is not self._snapshot:
             self._snapshot = snapshot
             self._partitions = dict(snapshot.partitions)
+            self._last_topic = None
+
+    cpdef wake_sender(self):
+        """Wakes the sender unless it was woken since its loop started or waits for responses anyway."""
+        if not self._wakeup_sent:
+            self._wakeup_sent = True
+            self._wakeup()
+
+    cpdef sender_waits_for_responses(self):
+        """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
+        (a response will)."""
+        self._wakeup_sent = True
+
+    cdef inline int _take_lock(self) except -1:
+        if self._lock is not None:
+            self._lock.take()
+        else:
+            self._acquire()
+        return 0
+
+    cdef inline int _give_lock(self) except -1:
+        if self._lock is not None:
+            self._lock.give()
+        else:
+            self._release()
+        return 0
 
     cdef inline int64_t _now_ms(self) except? -1:
         if self._system_time:
@@ -73,9 +105,14 @@ cdef class SendPath:
         cdef int chosen, n
         if self._closed or not self._fast or type(topic) is not str:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
-        infos = self._partitions.get(topic)
-        if infos is None:
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        if topic is self._last_topic:
+            infos = self._last_infos
+        else:
+            infos = self._partitions.get(topic)
+            if infos is None:
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            self._last_topic = topic
+            self._last_infos = infos
         n = len(infos)
         if key is not None and type(key) is not bytes:
             if type(key) is str:
@@ -121,16 +158,181 @@ cdef class SendPath:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         cdef RecordAccumulator accumulator = self._accumulator
         cdef RecordFuture future
-        now_ms = self._now_ms()
-        self._acquire()
-        try:
-            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, now_ms, None,
+        self._take_lock()
+        try:  # the monotonic clock is read only when the record starts a new batch
+            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, -1, None,
                                          self._snapshot)
+            if future is None and accumulator._needs_now:
+                future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._now_ms(),
+                                             None, self._snapshot)
         finally:
-            self._release()
+            self._give_lock()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
             return self._append_blocking(topic, chosen, ts, key, value, headers, on_delivery)
         if (accumulator._last_full or accumulator._last_new) and not self._wakeup_sent:
             self._wakeup_sent = True
             self._wakeup()
         return future
+
+    # -- send_batch: the columnar path (Producer.send_batch validates, waits for metadata and memory) ------------
+
+    def _batch_columns(self, values, keys):
+        """(values, keys) as columns the core reads in place; TypeError/SerializationError for anything else."""
+        cdef _Column value_col = _column(values, "values")
+        cdef _Column key_col = _column(keys, "keys")
+        return value_col, key_col
+
+    def _batch_check(self, Py_ssize_t n, int num_partitions, partitions, timestamps_ms, headers):
+        """Validates the per-record arguments before anything is queued; (partitions, timestamps_ms, headers) as
+        the core reads them: None, one int for all, or a list of n; headers None or a list of n tuples-or-None."""
+        cdef Py_ssize_t i
+        partitions = _int_column(partitions, n, "partitions", 0, num_partitions)
+        timestamps_ms = _int_column(timestamps_ms, n, "timestamps_ms", 0, -1)
+        if headers is not None:
+            if _is_arrow(headers) or type(headers) is not list:
+                headers = list(headers.to_pylist() if _is_arrow(headers) else headers)
+            if len(headers) != n:
+                raise InvalidRecordError(f"headers has {len(headers)} entries for {n} records")
+            for i in range(n):
+                h = _headers_tuple(headers[i])
+                _check_headers(h, i)
+                headers[i] = h
+        return partitions, timestamps_ms, headers
+
+    def _send_columns(self, str topic, _Column values, _Column keys, object partitions, object timestamps_ms,
+                      list headers, BatchResult result, Py_ssize_t start, Py_ssize_t stop, bytearray buffer):
+        """Appends records [start, stop) under the lock in one loop. Returns (next, unused buffer, bytes needed):
+        next < stop when record `next` needs a new batch of that many bytes and the pool is empty (the caller waits
+        for memory, then calls again with the buffer it got); a given buffer no new batch took comes back. Records
+        too large fail in `result`."""
+        cdef RecordAccumulator accumulator = self._accumulator
+        cdef ProducerBatch batch
+        cdef _Segment segment
+        cdef _Parts parts
+        cdef Py_ssize_t i
+        cdef int n_parts, chosen, fixed_partition = -1
+        cdef int64_t ts, fixed_ts = -1, size_bytes
+        cdef bint keyed = keys.kind != _COL_NULL and not self._ignore_keys
+        cdef bint wake = False
+        cdef list partition_list = None, ts_list = None
+        infos = self._partitions.get(topic)
+        if infos is None:
+            raise AssertionError("send_batch before the topic's metadata arrived")
+        n_parts = len(infos)
+        if partitions is None:
+            pass
+        elif type(partitions) is int:
+            fixed_partition = partitions
+        else:
+            partition_list = partitions
+        if timestamps_ms is None:
+            fixed_ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
+        elif type(timestamps_ms) is int:
+            fixed_ts = timestamps_ms
+        else:
+            ts_list = timestamps_ms
+        cdef int64_t now_ms = -1  # read when a record first starts a new batch
+        cdef RecordBatchBuilder builder
+        cdef list open_batches = [None] * n_parts    # per partition: the batch this call last appended to
+        cdef list open_segments = [None] * n_parts   # and this call's segment in it
+        self._take_lock()
+        try:
+            if accumulator.closed:
+                raise ProducerClosedError("the producer is closed: send_batch() after close()")
+            for i in range(start, stop):
+                _parts_init(&parts)
+                try:
+                    values.span(i, &parts.value, "values")
+                    keys.span(i, &parts.key, "keys")
+                    _parts_finish(&parts, None if headers is None else <object>PyList_GET_ITEM(headers, i))
+                    size_bytes = _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes
+                    if size_bytes > self._max_record_bytes:
+                        result.record_done(i, RecordTooLargeError(
+                            f"the record is {size_bytes} bytes when serialized, larger than max.request.size or "
+                            f"buffer.memory ({self._max_record_bytes})"))
+                        continue
+                    if partition_list is not None:
+                        chosen = <object>PyList_GET_ITEM(partition_list, i)
+                    elif fixed_partition >= 0:
+                        chosen = fixed_partition
+                    elif keyed and parts.key.size_bytes >= 0:
+                        chosen = partition_for_key_ptr(parts.key.ptr, parts.key.size_bytes, n_parts)
+                    else:
+                        chosen = -1
+                    ts = fixed_ts if ts_list is None else <int64_t><object>PyList_GET_ITEM(ts_list, i)
+                    if chosen >= 0:
+                        # the partition's batch this call appended to last is still its deque's last, open one
+                        # (the lock is held): append there without the deque lookup while it has room
+                        cached = <object>PyList_GET_ITEM(open_batches, chosen)
+                        if cached is not None:
+                            batch = <ProducerBatch>cached
+                            builder = batch.builder
+                            if builder._append(ts, &parts, True):
+                                if builder._full():
+                                    wake = True
+                                segment = <_Segment><object>PyList_GET_ITEM(open_segments, chosen)
+                                if segment.first_offset + segment.count != builder.record_count - 1:
+                                    segment = batch._segment_for(result, builder.record_count - 1)
+                                    open_segments[chosen] = segment
+                                segment._add(i)
+                                continue
+                    batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
+                    if batch is None and accumulator._needs_now:
+                        now_ms = self._now_ms()
+                        batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
+                    if batch is None:
+                        return i, None, max(<int64_t>accumulator.batch_size_bytes, size_bytes)
+                    if accumulator._last_new:
+                        buffer = None  # taken (or there was none)
+                        now_ms = -1  # the next new batch reads the clock again
+                        wake = True
+                    elif accumulator._last_full:
+                        wake = True
+                    segment = batch._segment_for(result, batch.builder.record_count - 1)
+                    segment._add(i)
+                    if chosen >= 0:
+                        open_batches[chosen] = batch
+                        open_segments[chosen] = segment
+                finally:
+                    _parts_release(&parts)
+        finally:
+            self._give_lock()
+            if wake and not self._wakeup_sent:
+                self._wakeup_sent = True
+                self._wakeup()
+        return stop, buffer, 0
+
+
+cdef object _int_column(object arg, Py_ssize_t n, str field, int64_t low, int64_t high):
+    """None, one int for every record, or a list of n ints in [low, high) (high < 0: no upper bound)."""
+    cdef Py_ssize_t i
+    if arg is None:
+        return None
+    if type(arg) is int:
+        if arg < low or (high >= 0 and arg >= high):
+            raise InvalidRecordError(f"{field} {arg} is out of range" + (f" [0, {high})" if high >= 0 else ""))
+        return arg
+    if _is_arrow(arg):
+        arg = arg.to_pylist()
+    elif type(arg) is not list:
+        arg = list(arg)
+    if len(arg) != n:
+        raise InvalidRecordError(f"{field} has {len(arg)} entries for {n} records")
+    for i in range(n):
+        item = arg[i]
+        if type(item) is not int or item < low or (high >= 0 and item >= high):
+            raise InvalidRecordError(f"{field}[{i}] must be an int in [{low}, "
+                                     f"{high if high >= 0 else 'inf'}), not {item!r:.40}")
+    return arg
+
+
+cdef int _check_headers(object headers, Py_ssize_t i) except -1:
+    """headers (a _headers_tuple) are (str, bytes-like or None) pairs, or InvalidRecordError naming record i."""
+    if headers is None:
+        return 0
+    for item in headers:
+        if type(item) is not tuple or len(item) != 2 or not isinstance(item[0], str) or not (
+                item[1] is None or PyObject_CheckBuffer(item[1])):
+            raise InvalidRecordError(f"headers[{i}] must be a list of (str, bytes-like or None) pairs, "
+                                     f"got {item!r:.80}")
+    return 0

@@ -382,7 +382,7 @@ cdef class TransactionManager:
         cdef ProducerBatch batch
         for batch in entry.in_flight:
             batch.reset_producer_state(self.producer_id, self.producer_epoch, sequence, batch.is_transactional)
-            sequence = _increment_sequence(sequence, len(batch.futures))
+            sequence = _increment_sequence(sequence, batch.builder.record_count)
         entry.producer_id = self.producer_id
         entry.producer_epoch = self.producer_epoch
         entry.next_sequence = sequence
@@ -451,7 +451,7 @@ cdef class TransactionManager:
         batch.producer_epoch = self.producer_epoch
         batch.base_sequence = entry.next_sequence
         batch.is_transactional = self._transactional
-        entry.next_sequence = _increment_sequence(entry.next_sequence, len(batch.futures))
+        entry.next_sequence = _increment_sequence(entry.next_sequence, batch.builder.record_count)
         entry.insert(batch)
 
     cpdef void add_in_flight_batch(self, ProducerBatch batch) except *:
@@ -475,11 +475,11 @@ cdef class TransactionManager:
             entry = self._entry(tp)  # reset while the batch was out: track it again
         if batch.base_sequence != _NO_SEQUENCE and batch.producer_id == entry.producer_id \
                 and batch.producer_epoch == entry.producer_epoch:
-            last_sequence = _increment_sequence(batch.base_sequence, len(batch.futures) - 1)
+            last_sequence = _increment_sequence(batch.base_sequence, batch.builder.record_count - 1)
             if last_sequence > entry.last_acked_sequence:
                 entry.last_acked_sequence = last_sequence
-        if base_offset >= 0 and base_offset + len(batch.futures) - 1 > entry.last_acked_offset:
-            entry.last_acked_offset = base_offset + len(batch.futures) - 1
+        if base_offset >= 0 and base_offset + batch.builder.record_count - 1 > entry.last_acked_offset:
+            entry.last_acked_offset = base_offset + batch.builder.record_count - 1
         entry.remove(batch)
 
     cpdef bint is_acknowledged_past(self, ProducerBatch batch):
@@ -491,7 +491,7 @@ cdef class TransactionManager:
             return False
         if batch.producer_id != entry.producer_id or batch.producer_epoch != entry.producer_epoch:
             return False
-        return batch.base_sequence + len(batch.futures) - 1 <= entry.last_acked_sequence
+        return batch.base_sequence + batch.builder.record_count - 1 <= entry.last_acked_sequence
 
     cdef void _maybe_transition_to_error_state(self, object error) except *:
         code = getattr(error, "code", None)
@@ -532,7 +532,7 @@ cdef class TransactionManager:
         cdef _PartitionSequences entry = self._partitions.get((failed.topic, failed.partition))
         if entry is None:
             return
-        cdef int32_t count = len(failed.futures)
+        cdef int32_t count = failed.builder.record_count
         cdef ProducerBatch batch
         entry.next_sequence = max(entry.next_sequence - count, 0)
         for batch in entry.in_flight:
@@ -588,7 +588,7 @@ cdef class TransactionManager:
         if batch.base_sequence == _NO_SEQUENCE:
             return
         tp = (batch.topic, batch.partition)
-        cdef int32_t next_sequence = _increment_sequence(batch.base_sequence, len(batch.futures))
+        cdef int32_t next_sequence = _increment_sequence(batch.base_sequence, batch.builder.record_count)
         current = self._unresolved.get(tp)
         self._unresolved[tp] = next_sequence if current is None else max(current, next_sequence)
 

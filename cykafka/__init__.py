@@ -2,6 +2,7 @@
 
 from cykafka.errors import (
     AuthenticationError,
+    BatchDeliveryError,
     BrokerNotFoundError,
     BrokerResponseError,
     BufferExhaustedError,
@@ -23,7 +24,7 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 
-from cykafka.core import RecordFuture, RecordMetadata  # isort: skip  (the core imports cykafka.errors)
+from cykafka.core import BatchResult, RecordFuture, RecordMetadata  # isort: skip  (the core imports cykafka.errors)
 from cykafka.producer import Producer, ProducerRecord  # isort: skip
 from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo  # isort: skip
 
@@ -31,6 +32,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuthenticationError",
+    "BatchDeliveryError",
+    "BatchResult",
     "BrokerNotFoundError",
     "BrokerResponseError",
     "BufferExhaustedError",

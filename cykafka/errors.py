@@ -35,6 +35,17 @@ class BufferExhaustedError(KafkaTimeoutError):
     """buffer.memory stayed full for max.block.ms; the record was not queued."""
 
 
+class BatchDeliveryError(KafkaError):
+    """Records of a send_batch call failed: `errors` is [(index in the call, error)] by index; the others were
+    delivered (`record_count` in all)."""
+
+    def __init__(self, message: str = "", *, errors: list[tuple[int, BaseException]] | None = None,
+                 record_count: int = 0) -> None:
+        super().__init__(message)
+        self.errors: list[tuple[int, BaseException]] = errors or []
+        self.record_count = record_count
+
+
 class CorruptRecordError(KafkaError):
     """A record batch failed its CRC or length checks."""
 

@@ -14,21 +14,31 @@ WINDOW_S = 30.0
 
 
 class _Rate:
-    """Events per second over the last WINDOW_S seconds."""
+    """Events per second over the last WINDOW_S seconds, summed in one-second buckets (bounded memory, no allocation
+    per call within a second)."""
 
     def __init__(self) -> None:
-        self._events: deque[tuple[float, float]] = deque()
+        self._buckets: deque[list[float]] = deque()  # [bucket start s, amount]
 
     def record(self, amount: float, now_s: float) -> None:
-        self._events.append((now_s, amount))
+        buckets = self._buckets
+        if buckets and now_s - buckets[-1][0] < 1.0:
+            buckets[-1][1] += amount
+            return
+        buckets.append([now_s, amount])
+        self._expire(now_s)
+
+    def _expire(self, now_s: float) -> None:
+        buckets = self._buckets
+        while buckets and buckets[0][0] < now_s - WINDOW_S:
+            buckets.popleft()
 
     def value(self, now_s: float) -> float:
-        while self._events and self._events[0][0] < now_s - WINDOW_S:
-            self._events.popleft()
-        if not self._events:
+        self._expire(now_s)
+        if not self._buckets:
             return 0.0
-        span = max(now_s - self._events[0][0], 1.0)
-        return sum(a for _, a in self._events) / span
+        span = max(now_s - self._buckets[0][0], 1.0)
+        return sum(amount for _, amount in self._buckets) / span
 
 
 class _Avg:

@@ -29,7 +29,9 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import compressor_for
 from cykafka.config import ProducerConfig
 from cykafka.core import (
+    BatchResult,
     BufferPool,
+    ProducerLock,
     RecordAccumulator,
     RecordFuture,
     SendPath,
@@ -61,6 +63,7 @@ from cykafka.transactions import (
 log = logging.getLogger("cykafka")
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _client_ids = itertools.count(1)
+_BATCH_CHUNK_RECORDS = 4096  # send_batch appends this many per lock hold, then lets the sender thread run
 
 
 @dataclass(slots=True)
@@ -98,7 +101,7 @@ class Producer(SendPath):
             cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
         self.config = cfg
         self._clock: Clock = clock or SystemClock()
-        self._lock = threading.Lock()
+        self._lock = ProducerLock()
         self._closed = False
         self._metrics = ProducerMetrics()
         self._key_serializer = make_serializer(cfg.key_serializer, "key")
@@ -144,9 +147,11 @@ class Producer(SendPath):
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=self._on_batch_done if self._interceptors else None,
                              memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
-                             transactions=self._txn_requests)
+                             transactions=self._txn_requests,
+                             waiting_for_responses=self.sender_waits_for_responses)
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
+        self._columnar_fast = fast
         self._init_send_path(self._accumulator, self._lock, self._clock, type(self._clock) is SystemClock,
                              transport.wakeup, fast, cfg.partitioner_ignore_keys,
                              min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot())
@@ -162,7 +167,7 @@ class Producer(SendPath):
         abandon = getattr(self._transport, "abandon_after_fork", None)
         if self._owns_transport and abandon is not None:
             abandon()  # close this process's copies of the parent's sockets; never touch the parent's connections
-        self._lock = threading.Lock()
+        self._lock = ProducerLock()
         self._metrics = ProducerMetrics()
         self._build_runtime(None if self._owns_transport else self._transport,
                             None if self._owns_metadata else self._metadata)
@@ -202,6 +207,84 @@ class Producer(SendPath):
             partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
         return self._append_blocking(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
 
+    # -- columnar ------------------------------------------------------------------------------------------------
+
+    def send_batch(self, topic: str, values: Any, keys: Any = None, *, partitions: Any = None,
+                   timestamps_ms: Any = None, headers: Any = None) -> BatchResult:
+        """Queues len(values) records in one call and returns one BatchResult for all of them (no future per record).
+
+        values, keys: lists of bytes-likes / str / None, or pyarrow binary, string, large_binary, large_string or
+        fixed_size_binary arrays (read in place, zero-copy; a null is a null key or value). keys=None: no keys (the
+        built-in partitioner spreads them). partitions / timestamps_ms: None, one int for every record, or one per
+        record (list or Arrow array). headers: None or, per record, None or a list of (str, bytes-like) pairs.
+        With interceptors, a partitioner.class or key/value serializers configured the records go one by one through
+        send(). Argument errors raise before anything is queued; a record too large, or still without memory after
+        max.block.ms, fails alone, in the BatchResult (the others are delivered).
+        """
+        if self._closed:
+            raise ProducerClosedError("send_batch() after close(): the producer is closed")
+        validate_topic(topic)
+        value_column, key_column = self._batch_columns(values, keys)
+        count: int = value_column.length
+        if key_column.length not in (-1, count):
+            raise InvalidRecordError(f"keys has {key_column.length} entries for {count} values")
+        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
+        num_partitions = self._wait_on_metadata(topic, partitions if type(partitions) is int else None, deadline_ms)
+        partitions, timestamps_ms, headers = self._batch_check(count, num_partitions, partitions, timestamps_ms,
+                                                               headers)
+        result = BatchResult(count, threading.Event)
+        if not self._columnar_fast:
+            self._send_batch_one_by_one(topic, values, keys, partitions, timestamps_ms, headers, result)
+            return result
+        start = 0
+        buffer: bytearray | None = None
+        while start < count:
+            stop = min(count, start + _BATCH_CHUNK_RECORDS)
+            try:
+                start, buffer, needed_bytes = self._send_columns(topic, value_column, key_column, partitions,
+                                                                 timestamps_ms, headers, result, start, stop, buffer)
+            except ProducerClosedError as e:
+                if start == 0:
+                    raise
+                self._fail_rest(result, start, count, e)
+                return result
+            if buffer is not None:
+                with self._lock:
+                    self._give_back(buffer)
+                buffer = None
+            if start < stop:  # the pool is empty: wait for memory as send() does, then go on from `start`
+                try:
+                    with self._lock:
+                        buffer = self._wait_for_buffer(needed_bytes, self._clock.monotonic_ms()
+                                                       + self.config.max_block_ms)
+                except BufferExhaustedError as e:
+                    self._fail_rest(result, start, count, e)
+                    return result
+        return result
+
+    @staticmethod
+    def _fail_rest(result: BatchResult, start: int, count: int, error: KafkaError) -> None:
+        for index in range(start, count):
+            result.record_done(index, error)
+
+    def _send_batch_one_by_one(self, topic: str, values: Any, keys: Any, partitions: Any, timestamps_ms: Any,
+                               headers: Any, result: BatchResult) -> None:
+        """send_batch through send(): interceptors, serializers and partitioner.class see every record."""
+        value_list = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+        key_list = (keys.to_pylist() if hasattr(keys, "to_pylist") else list(keys)) if keys is not None else None
+        for index, value in enumerate(value_list):
+            def done(error: BaseException | None, _metadata: Any, index: int = index) -> None:
+                result.record_done(index, error)
+
+            try:
+                self.send(topic, value, None if key_list is None else key_list[index],
+                          partition=partitions if partitions is None or type(partitions) is int else partitions[index],
+                          timestamp_ms=(timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int
+                                        else timestamps_ms[index]),
+                          headers=None if headers is None else headers[index], on_delivery=done)
+            except KafkaError as e:
+                result.record_done(index, e)
+
     def _partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any,
                    num_partitions: int) -> int:
         custom = self.config.partitioner_class
@@ -237,7 +320,23 @@ class Producer(SendPath):
     def _append_waiting_for_memory(self, args: tuple[Any, ...], deadline_ms: int, snapshot: Any) -> _AppendResult:
         """Called with the lock held when the pool had no buffer."""
         size_bytes = self._accumulator.allocation_size(args[3], args[4], args[5])
-        waiter = threading.Condition(self._lock)
+        buffer = self._wait_for_buffer(size_bytes, deadline_ms)
+        result = self._append(args, buffer, snapshot)
+        assert result is not None  # a buffer was given
+        if not result[2]:  # another batch took the record: give the buffer back
+            self._give_back(buffer)
+        return result
+
+    def _give_back(self, buffer: bytearray) -> None:
+        """Called with the lock held: a buffer from _wait_for_buffer that no batch took."""
+        next_waiter = self._pool.release(buffer, len(buffer))
+        if next_waiter is not None:
+            next_waiter.notify()
+
+    def _wait_for_buffer(self, size_bytes: int, deadline_ms: int) -> bytearray:
+        """Called with the lock held when the pool had no buffer: waits (FIFO) until deadline_ms for one, else
+        raises BufferExhaustedError."""
+        waiter = threading.Condition(self._lock)  # type: ignore[arg-type]  # ProducerLock is threading.Lock-like
         self._pool.enqueue_waiter(waiter)
         started_ns = time.monotonic_ns()
         try:
@@ -251,7 +350,7 @@ class Producer(SendPath):
                         f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
                         f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
                         f"{self._pool.available_memory_bytes} bytes; the record was not queued")
-                self._transport.wakeup()
+                self.wake_sender()  # once per sender loop: its ready() then sends everything queued
                 waiter.wait(min(remaining_ms, 100) / 1000)
         finally:
             self._pool.remove_waiter(waiter)
@@ -259,13 +358,7 @@ class Producer(SendPath):
         next_waiter = self._pool.waiter_to_wake()
         if next_waiter is not None:
             next_waiter.notify()
-        result = self._append(args, buffer, snapshot)
-        assert result is not None  # a buffer was given
-        if not result[2]:  # another batch took the record: give the buffer back
-            next_waiter = self._pool.release(buffer, size_bytes)
-            if next_waiter is not None:
-                next_waiter.notify()
-        return result
+        return buffer
 
     def _memory_freed(self, waiter: Any) -> None:
         with self._lock:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,12 +59,13 @@ class Sender:
         transport: Transport,
         metadata: MetadataSource,
         clock: Clock,
-        lock: threading.Lock,
+        lock: AbstractContextManager[Any],
         metrics: ProducerMetrics,
         on_batch_done: Callable[[ProducerBatch], None] | None = None,
         memory_freed: Callable[[Any], None] | None = None,
         loop_started: Callable[[ClusterSnapshot], None] | None = None,
         transactions: TransactionRequests | None = None,
+        waiting_for_responses: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.accumulator = accumulator
@@ -75,6 +77,9 @@ class Sender:
         self._on_batch_done = on_batch_done
         self._memory_freed = memory_freed
         self._loop_started = loop_started
+        self._waiting_for_responses = waiting_for_responses  # appends need not wake us until a response comes
+        self._leaders_snapshot: ClusterSnapshot | None = None
+        self._leaders: frozenset[int] = frozenset()
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.txn_requests = transactions
@@ -268,10 +273,23 @@ class Sender:
             self._send_produce_request(node_id, batches, now_ms)
         for topic in {b.topic for batches in drained.values() for b in batches}:
             self.metadata.add_topic(topic, now_ms)  # in use: keep it in metadata (metadata.max.idle.ms)
-        if nodes:  # Java: data is ready to go, poll without waiting
-            return 0
+        if self._waiting_for_responses is not None and self._all_leaders_saturated(snapshot):
+            # nothing new can go out before a response arrives, and a response ends the poll: appends need not
+            # wake this loop (each wakeup would cost a loop that sends nothing)
+            self._waiting_for_responses()
+        if any(self.transport.ready(node_id, now_ms) for node_id in nodes):
+            return 0  # Java: data is ready to go, poll without waiting (unless those nodes are now at max in flight)
         return max(0, min(ready.next_ready_check_delay_ms, not_ready_delay_ms, expiry_delay_ms, metadata_delay_ms,
                           self.config.request_timeout_ms))
+
+    def _all_leaders_saturated(self, snapshot: ClusterSnapshot) -> bool:
+        """Every partition leader has max.in.flight.requests.per.connection requests out."""
+        if snapshot is not self._leaders_snapshot:
+            self._leaders = frozenset(info.leader for infos in snapshot.partitions.values() for info in infos
+                                      if info.leader >= 0)
+            self._leaders_snapshot = snapshot
+        limit = self.config.max_in_flight_requests_per_connection
+        return bool(self._leaders) and all(self.transport.in_flight_count(node) >= limit for node in self._leaders)
 
     def _expired_in_flight(self, now_ms: int) -> list[ProducerBatch]:
         expired = []

@@ -1196,3 +1196,45 @@ def test_every_prefix_of_requests_is_a_protocol_error(api: int, version: int) ->
     for size in range(len(frame)):
         with pytest.raises(ProtocolError):
             kp.decode_request(view[:size])
+
+
+def _generic_frame(request: kp.Request, version: int, correlation_id: int, client_id: str | None) -> bytes:
+    """encode_request's general path (Writer + encode_body), which the Produce fast path must equal."""
+    w = kp.Writer(kp.is_flexible(request.API_KEY, version), reserve_bytes=4)
+    w.int16(request.API_KEY)
+    w.int16(version)
+    w.int32(correlation_id)
+    w.legacy_nullable_string(client_id)
+    w.tagged_fields()
+    request.encode_body(w, version)
+    return b"".join(bytes(c) for c in w.framed())
+
+
+@pytest.mark.parametrize("version", range(3, 11))
+@pytest.mark.parametrize("transactional_id", [None, "tx-é"])
+@pytest.mark.parametrize("client_id", [None, "client"])
+def test_produce_fast_path_writes_the_general_paths_bytes(version: int, transactional_id: str | None,
+                                                          client_id: str | None) -> None:
+    batch = bytearray(b"\x01" * 300)
+    topics = [("topic-a", [(0, batch), (3, None), (2, memoryview(b""))]), ("b" * 200, [(1, memoryview(batch)[:10])])]
+    request = kp.ProduceRequest(transactional_id, -1, 30000, topics)
+    chunks = kp.encode_request(request, version, 77, client_id)
+    assert b"".join(bytes(c) for c in chunks) == _generic_frame(request, version, 77, client_id)
+    assert any(isinstance(c, memoryview) and c.obj is batch for c in chunks)  # attached, not copied
+
+
+@pytest.mark.parametrize("version", range(3, 11))
+def test_produce_response_fast_path_reads_what_the_general_path_does(version: int) -> None:
+    plain = ProducePartitionResponse(1, 0, 42, -1, 7)
+    with_message = ProducePartitionResponse(2, 87, -1, -1, 7, (kp.RecordError(3, "bad"),), "invalid record")
+    response = kp.ProduceResponse((ProduceTopicResponse("t", (plain, with_message, plain)),), 5)
+    frame = b"".join(bytes(c) for c in kp.encode_response(response, version, 9))[4:]
+    _, decoded = kp.decode_response(kp.PRODUCE, version, frame)
+    assert isinstance(decoded, kp.ProduceResponse)
+    got = decoded.topics[0].partitions
+    assert (got[0].partition_index, got[0].base_offset, got[2].base_offset) == (1, 42, 42)
+    assert got[1].error_code == 87
+    if version >= 5:
+        assert got[0].log_start_offset == 7
+    if version >= 8:
+        assert got[1].record_errors == (kp.RecordError(3, "bad"),) and got[1].error_message == "invalid record"

@@ -1,0 +1,320 @@
+"""The whole performance comparison in one command: cykafka (send and send_batch), confluent-kafka, aiokafka and
+kafka-python on the embedded broker (Tansu), every scenario of docs/performance.md, interleaved rounds, medians and
+ratios against confluent-kafka; writes bench/results/results.md (the tables and the targets) and results.png.
+
+    python bench/run.py [--rounds R] [--quick] [--only SCENARIO,...] [--profile] [--out DIR]
+    python -m cProfile -o run.prof bench/run.py --quick
+
+Scenarios (same payloads, same batching config for every client: linger.ms 5, batch.size 16384, acks=all):
+  100B-none, 100B-lz4, 1KiB, 10KiB  throughput: records/s and client CPU (user+sys of its own process) per record;
+  latency                           send->ack p50/p99 at 10,000 records/s with linger.ms 0;
+  overload                          a throttling proxy makes the broker ~10x slower than the client: peak RSS growth
+                                    against buffer.memory (16 MiB here) + 64 MiB, and the longest blocking send;
+  encode                            bench/encode_bench.py (append + close, no I/O) against aiokafka's Cython builder.
+Each client runs in its own process (bench/e2e_bench.py's workers). Every (scenario, round) gets a fresh broker
+(Tansu's memory storage keeps every record). --profile runs the cykafka workers under cProfile and writes
+bench/results/profile/<scenario>-<client>.prof and a .txt summary of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import e2e_bench as e2e
+from throttle import ThrottleProxy
+
+from cykafka.broker import EmbeddedBroker, free_port
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MiB = 2**20
+ALL_CLIENTS = ["cykafka", "cykafka-batch", "confluent", "aiokafka", "kafka-python"]
+BASE = "confluent"
+
+
+@dataclass
+class Scenario:
+    name: str
+    title: str
+    clients: list[str]
+    records: int
+    slow_records: int
+    value_bytes: int = 100
+    codec: str = "none"
+    mode: str = "throughput"
+    throttle_bytes_per_s: float = 0.0  # overload: the proxy's client->broker rate
+    buffer_memory: int = 32 * MiB
+    runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def command(self, client: str, bootstrap: str, profile_path: str | None) -> list[str]:
+        return e2e.worker_command(client, bootstrap, self.slow_records if client in e2e.SLOW else self.records,
+                                  value_bytes=self.value_bytes, codec=self.codec, mode=self.mode,
+                                  buffer_memory=self.buffer_memory, profile_path=profile_path)
+
+
+def scenarios(scale: float) -> list[Scenario]:
+    def n(records: int) -> int:
+        return max(1000, int(records * scale))
+
+    return [
+        Scenario("100B-none", "100-byte values, no compression", ALL_CLIENTS, n(500_000), n(50_000)),
+        Scenario("100B-lz4", "100-byte values, lz4", ALL_CLIENTS, n(500_000), n(50_000), codec="lz4"),
+        Scenario("1KiB", "1 KiB values, no compression", ALL_CLIENTS, n(100_000), n(20_000), value_bytes=1024),
+        Scenario("10KiB", "10 KiB values, no compression", ALL_CLIENTS, n(20_000), n(5_000), value_bytes=10240),
+        Scenario("latency", "send->ack latency at 10,000 records/s, linger.ms 0",
+                 ["cykafka", "confluent", "aiokafka", "kafka-python"], n(30_000), n(30_000), mode="latency"),
+        Scenario("overload", "overload: broker behind a 6 MB/s proxy, buffer.memory 16 MiB",
+                 ["cykafka", "cykafka-batch", "confluent"], n(300_000), n(300_000), mode="overload",
+                 throttle_bytes_per_s=6e6, buffer_memory=16 * MiB),
+    ]
+
+
+def run_round(scenario: Scenario, profile_dir: str | None) -> None:
+    """One round: a fresh broker (behind the proxy for overload), every client once."""
+    proxy: ThrottleProxy | None = None
+    if scenario.throttle_bytes_per_s:
+        broker_port = free_port()
+        proxy = ThrottleProxy(broker_port, scenario.throttle_bytes_per_s).start()
+        broker = EmbeddedBroker(broker_port, advertised_port=proxy.port).start()
+        bootstrap = f"127.0.0.1:{proxy.port}"
+    else:
+        broker = EmbeddedBroker().start()
+        bootstrap = broker.bootstrap_servers
+    try:
+        for client in scenario.clients:
+            profile_path = None
+            if profile_dir is not None and client.startswith("cykafka"):
+                profile_path = os.path.join(profile_dir, f"{scenario.name}-{client}.prof")
+            result = e2e.measure(scenario.command(client, bootstrap, profile_path))
+            scenario.runs.setdefault(client, []).append(result)
+            print(f"  {scenario.name} {client}: {summary(scenario, result)}", file=sys.stderr, flush=True)
+            if profile_path is not None:
+                with open(profile_path[:-5] + ".txt", "w") as out:
+                    pstats.Stats(profile_path, stream=out).sort_stats("tottime").print_stats(40)
+    finally:
+        broker.stop()
+        if proxy is not None:
+            proxy.stop()
+
+
+def summary(scenario: Scenario, r: dict[str, Any]) -> str:
+    if scenario.mode == "latency":
+        return f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, errors {r['errors']}"
+    text = f"{r['records'] / r['elapsed_s']:,.0f} records/s, {r['cpu_s'] / r['records'] * 1e6:.2f} µs CPU/record"
+    if scenario.mode == "overload":
+        text += f", RSS +{r['rss_growth_mib']:.0f} MiB, longest send {r['max_block_s']:.2f} s"
+    return text + f", errors {r['errors']}"
+
+
+def median(scenario: Scenario, client: str, key: str) -> float:
+    values = []
+    for r in scenario.runs.get(client, []):
+        if key == "rate":
+            values.append(r["records"] / r["elapsed_s"])
+        elif key == "cpu_us":
+            values.append(r["cpu_s"] / r["records"] * 1e6)
+        else:
+            values.append(r[key])
+    return statistics.median(values) if values else math.nan
+
+
+def run_encode(records: int, rounds: int, codec: str) -> dict[str, float]:
+    command = [sys.executable, os.path.join(HERE, "encode_bench.py"), "--records", str(records), "--slow-records",
+               str(max(1000, records // 20)), "--rounds", str(rounds), "--codec", codec, "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
+    rates: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return rates
+
+
+# -- report ----------------------------------------------------------------------------------------------------------
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
+def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], rounds: int) -> str:
+    lines: list[str] = []
+    throughput = [s for s in all_scenarios if s.mode == "throughput" and s.runs]
+    if throughput:
+        lines += [f"### Throughput (median of {rounds} interleaved rounds; ratios against {BASE})", "",
+                  "| scenario | client | records | records/s | vs confluent | client CPU µs/record | CPU vs confluent "
+                  "| errors |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for s in throughput:
+            for c in s.clients:
+                if c not in s.runs:
+                    continue
+                rate, cpu = median(s, c, "rate"), median(s, c, "cpu_us")
+                lines.append(f"| {s.name} | {c} | {s.runs[c][0]['records']:,} | {rate:,.0f} | "
+                             f"{ratio(rate, median(s, BASE, 'rate')):.2f}x | {cpu:.2f} | "
+                             f"{ratio(cpu, median(s, BASE, 'cpu_us')):.2f}x | {sum(r['errors'] for r in s.runs[c])} |")
+        lines.append("")
+    for s in all_scenarios:
+        if s.mode == "latency" and s.runs:
+            lines += [f"### Latency: {s.title}", "", "| client | records | p50 ms | p99 ms | p50 vs confluent | "
+                      "p99 vs confluent | errors |", "|---|---:|---:|---:|---:|---:|---:|"]
+            for c in s.clients:
+                if c in s.runs:
+                    p50, p99 = median(s, c, "p50_ms"), median(s, c, "p99_ms")
+                    lines.append(f"| {c} | {s.runs[c][0]['records']:,} | {p50:.2f} | {p99:.2f} | "
+                                 f"{ratio(p50, median(s, BASE, 'p50_ms')):.2f}x | "
+                                 f"{ratio(p99, median(s, BASE, 'p99_ms')):.2f}x | "
+                                 f"{sum(r['errors'] for r in s.runs[c])} |")
+            lines.append("")
+        if s.mode == "overload" and s.runs:
+            limit = s.buffer_memory / MiB + 64
+            lines += [f"### Overload: {s.title}", "", "| client | records | records/s | peak RSS growth MiB | "
+                      "limit MiB (buffer.memory + 64) | longest blocking send s | errors |",
+                      "|---|---:|---:|---:|---:|---:|---:|"]
+            for c in s.clients:
+                if c in s.runs:
+                    lines.append(f"| {c} | {s.runs[c][0]['records']:,} | {median(s, c, 'rate'):,.0f} | "
+                                 f"{max(r['rss_growth_mib'] for r in s.runs[c]):.0f} | {limit:.0f} | "
+                                 f"{max(r['max_block_s'] for r in s.runs[c]):.2f} | "
+                                 f"{sum(r['errors'] for r in s.runs[c])} |")
+            lines.append("")
+    if encode:
+        lines += ["### Encode only (append + close, no I/O; bench/encode_bench.py)", "",
+                  "| codec | builder | records/s | vs aiokafka |", "|---|---|---:|---:|"]
+        for codec, rates in encode.items():
+            base = rates.get("aiokafka DefaultRecordBatchBuilder (Cython)", math.nan)
+            for name, rate in rates.items():
+                lines.append(f"| {codec} | {name} | {rate:,.0f} | {ratio(rate, base):.2f}x |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def targets(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]]) -> str:
+    by_name = {s.name: s for s in all_scenarios if s.runs}
+    rows: list[tuple[str, str, bool | None]] = []
+
+    def check(label: str, value: float, goal: str, met: bool) -> None:
+        rows.append((label, f"{value:.2f}x ({goal})", None if math.isnan(value) else met))
+
+    for name in ("100B-none", "100B-lz4"):
+        if name in by_name:
+            s = by_name[name]
+            r = ratio(median(s, "cykafka", "rate"), median(s, BASE, "rate"))
+            check(f"send() records/s vs confluent, {name}", r, ">= 1.5x", r >= 1.5)
+            c = ratio(median(s, "cykafka", "cpu_us"), median(s, BASE, "cpu_us"))
+            check(f"send() client CPU/record vs confluent, {name}", c, "<= 0.5x", c <= 0.5)
+            b = ratio(median(s, "cykafka-batch", "rate"), median(s, BASE, "rate"))
+            check(f"send_batch records/s vs confluent, {name}", b, ">= 5x", b >= 5)
+    for name in ("1KiB", "10KiB"):
+        if name in by_name:
+            s = by_name[name]
+            r = ratio(median(s, "cykafka", "rate"), median(s, BASE, "rate"))
+            check(f"send() records/s vs confluent, {name}", r, ">= 1.0x", r >= 1.0)
+    if "latency" in by_name:
+        s = by_name["latency"]
+        for p in ("p50_ms", "p99_ms"):
+            r = ratio(median(s, "cykafka", p), median(s, BASE, p))
+            check(f"send->ack {p[:3]} vs confluent at 10k records/s, linger.ms 0", r, "<= 1.5x", r <= 1.5)
+    if "overload" in by_name:
+        s = by_name["overload"]
+        limit = s.buffer_memory / MiB + 64
+        for c in ("cykafka", "cykafka-batch"):
+            if c in s.runs:
+                growth = max(r["rss_growth_mib"] for r in s.runs[c])
+                rows.append((f"{c} peak RSS growth under overload", f"{growth:.0f} MiB (<= {limit:.0f} MiB)",
+                             growth <= limit))
+    for codec, rates in encode.items():
+        r = ratio(rates.get("cykafka RecordBatchBuilder", math.nan),
+                  rates.get("aiokafka DefaultRecordBatchBuilder (Cython)", math.nan))
+        check(f"encode-only vs aiokafka's Cython builder, {codec}", r, ">= 2x", r >= 2)
+    lines = ["### Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for label, value, met in rows:
+        lines.append(f"| {label} | {value} | {'n/a' if met is None else 'yes' if met else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(all_scenarios: list[Scenario], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    throughput = [s for s in all_scenarios if s.mode == "throughput" and s.runs]
+    latency = next((s for s in all_scenarios if s.mode == "latency" and s.runs), None)
+    panels = 2 + (latency is not None)
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.6))
+    width = 0.8 / len(ALL_CLIENTS)
+    for panel, (key, label) in enumerate([("rate", "records/s vs confluent-kafka (higher is better)"),
+                                          ("cpu_us", "client CPU per record vs confluent-kafka (lower is better)")]):
+        ax = axes[panel]
+        for i, c in enumerate(ALL_CLIENTS):
+            ys = [ratio(median(s, c, key), median(s, BASE, key)) if c in s.runs else 0 for s in throughput]
+            ax.bar([x + i * width for x in range(len(throughput))], ys, width, label=c)
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xticks([x + width * (len(ALL_CLIENTS) - 1) / 2 for x in range(len(throughput))],
+                      [s.name for s in throughput])
+        ax.set_yscale("log")
+        ax.set_title(f"{label}, log", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(ALL_CLIENTS), fontsize=9)
+    if latency is not None:
+        ax = axes[2]
+        clients = [c for c in latency.clients if c in latency.runs]
+        for j, p in enumerate(("p50_ms", "p99_ms")):
+            ax.bar([x + j * 0.4 for x in range(len(clients))], [median(latency, c, p) for c in clients], 0.4,
+                   label=p[:3])
+        ax.set_xticks([x + 0.2 for x in range(len(clients))], clients, fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("ms (log)")
+        ax.set_title("send->ack latency, 10k records/s, linger.ms 0", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"cykafka vs peers on Tansu, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
+    parser.add_argument("--only", default="", help="comma-separated scenario names (and/or 'encode')")
+    parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    scale = args.scale * (0.1 if args.quick else 1.0)
+    only = {name.strip() for name in args.only.split(",") if name.strip()}
+    os.makedirs(args.out, exist_ok=True)
+    profile_dir = os.path.join(args.out, "profile") if args.profile else None
+    if profile_dir is not None:
+        os.makedirs(profile_dir, exist_ok=True)
+    chosen = [s for s in scenarios(scale) if not only or s.name in only]
+    started = time.monotonic()
+    for round_no in range(rounds):
+        for scenario in chosen:
+            print(f"round {round_no + 1}/{rounds}: {scenario.name}", file=sys.stderr, flush=True)
+            run_round(scenario, profile_dir)
+    encode: dict[str, dict[str, float]] = {}
+    if not only or "encode" in only:
+        for codec in ("none", "lz4"):
+            encode[codec] = run_encode(max(10_000, int(1_000_000 * scale)), rounds, codec)
+    header = (f"## Results\n\nbench/run.py{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} "
+              f"CPUs, Python {sys.version.split()[0]}, broker Tansu (embedded, memory storage), "
+              f"{time.monotonic() - started:.0f} s\n\n")
+    report = header + targets(chosen, encode) + "\n" + tables(chosen, encode, rounds)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(report)
+    if any(s.runs for s in chosen if s.mode == "throughput"):
+        plot(chosen, os.path.join(args.out, "results.png"))
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+# BatchResult: the one outcome of a Producer.send_batch call (no RecordFuture per record), and _Segment: the run of
+# that call's records inside one ProducerBatch.
+# Rules: counters change under the producer lock (completion) or with the GIL held (release, direct failures);
+# a call's records in one batch are contiguous while the call holds the lock, so a segment is (first relative offset,
+# count) plus the call index of each record: first_index + j while they are consecutive, an explicit uint32 array
+# from the first gap on (keyed or explicit-partition calls). Completion never runs callbacks or sets events here:
+# release_waiters() of the batch does, after the Sender ran everything else (as for RecordFuture).
+
+cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport int32_t, uint32_t
+
+
+cdef class BatchResult
+
+
+@cython.final
+cdef class _Segment:
+    cdef BatchResult result
+    cdef int32_t first_offset   # relative offset of its first record in its batch
+    cdef int32_t count
+    cdef Py_ssize_t first_index  # call index of its first record
+    cdef uint32_t* indices       # NULL while the call indices are first_index + j
+    cdef Py_ssize_t capacity
+
+    def __dealloc__(self):
+        if self.indices != NULL:
+            PyMem_Free(self.indices)
+
+    cdef int _add(self, Py_ssize_t index) except -1:
+        """One more record (the call's record `index`) at relative offset first_offset + count."""
+        cdef Py_ssize_t j, new_capacity
+        cdef uint32_t* grown
+        if self.count == 0:
+            self.first_index = index
+        elif self.indices == NULL and index != self.first_index + self.count:
+            new_capacity = max(16, 2 * <Py_ssize_t>self.count)
+            self.indices = <uint32_t*>PyMem_Malloc(new_capacity * sizeof(uint32_t))
+            if self.indices == NULL:
+                raise MemoryError()
+            self.capacity = new_capacity
+            for j in range(self.count):
+                self.indices[j] = <uint32_t>(self.first_index + j)
+        if self.indices != NULL:
+            if self.count == self.capacity:
+                new_capacity = 2 * self.capacity
+                grown = <uint32_t*>PyMem_Realloc(self.indices, new_capacity * sizeof(uint32_t))
+                if grown == NULL:
+                    raise MemoryError()
+                self.indices = grown
+                self.capacity = new_capacity
+            self.indices[self.count] = <uint32_t>index
+        self.count += 1
+        return 0
+
+    cdef inline Py_ssize_t index_at(self, int32_t j) noexcept:
+        if self.indices != NULL:
+            return self.indices[j]
+        return self.first_index + j
+
+
+@cython.final
+cdef class BatchResult:
+    """The outcome of one send_batch call. result(timeout) waits for every record: returns how many were delivered,
+    or raises BatchDeliveryError listing (index, error) of each failed record; KafkaTimeoutError if `timeout` s pass
+    first. errors / succeeded_count / failed_count read the outcome so far."""
+    cdef readonly Py_ssize_t record_count
+    cdef Py_ssize_t _pending       # records not final yet
+    cdef Py_ssize_t _unreleased    # records whose batch has not released its waiters yet
+    cdef Py_ssize_t _failed
+    cdef list _failures            # (_Segment, error) or (index, error)
+    cdef object _completion_factory
+    cdef object _completion
+    cdef bint _released
+
+    def __cinit__(self):
+        self._failures = []
+
+    def __init__(self, Py_ssize_t record_count, object completion_factory=None):
+        if record_count < 0 or record_count > 0xFFFFFFFF:
+            raise ValueError(f"a send_batch call takes 0 to 2**32 - 1 records, not {record_count}")
+        self.record_count = record_count
+        self._pending = record_count
+        self._unreleased = record_count
+        self._completion_factory = completion_factory
+        self._released = record_count == 0
+
+    # -- called by the core and the Producer ---------------------------------------------------------------------
+
+    cdef void _complete(self, _Segment segment, object error):
+        self._pending -= segment.count
+        if error is not None:
+            self._failed += segment.count
+            self._failures.append((segment, error))
+
+    cdef void _release(self, Py_ssize_t count):
+        self._unreleased -= count
+        if self._unreleased <= 0:
+            self._released = True
+            if self._completion is not None:
+                self._completion.set()
+
+    cpdef void record_done(self, Py_ssize_t index, object error):
+        """Record `index` is final: failed before it was queued (too large, buffer exhausted), or delivered/failed
+        through send() (a call that went record by record: interceptors, serializers, partitioner.class)."""
+        self._pending -= 1
+        if error is not None:
+            self._failed += 1
+            self._failures.append((index, error))
+        self._release(1)
+
+    # -- the caller's side ---------------------------------------------------------------------------------------
+
+    def done(self):
+        return self._released
+
+    def result(self, timeout=None):
+        """The number of records delivered (all of them); see the class doc."""
+        if not self._released:
+            completion = self._completion
+            if completion is None and self._completion_factory is not None:
+                completion = self._completion_factory()
+                self._completion = completion
+            if completion is not None:
+                if self._released:
+                    completion.set()
+                completion.wait(timeout)
+            if not self._released:
+                raise KafkaTimeoutError(f"{self._pending} of {self.record_count} records not acknowledged within "
+                                        f"{timeout}s (they are still pending)")
+        errors = self.errors
+        if errors:
+            index, first = errors[0]
+            raise BatchDeliveryError(
+                f"{len(errors)} of {self.record_count} records failed; the first, index {index}: "
+                f"{type(first).__name__}: {first}", errors=errors, record_count=self.record_count)
+        return self.record_count
+
+    @property
+    def errors(self):
+        """[(index in the call, error)] of the records failed so far, by index."""
+        cdef list out = []
+        cdef _Segment segment
+        cdef int32_t j
+        for owner, error in self._failures:
+            if type(owner) is _Segment:
+                segment = owner
+                for j in range(segment.count):
+                    out.append((segment.index_at(j), error))
+            else:
+                out.append((owner, error))
+        out.sort(key=lambda item: item[0])
+        return out
+
+    @property
+    def failed_count(self):
+        return self._failed
+
+    @property
+    def succeeded_count(self):
+        """Records acknowledged so far."""
+        return self.record_count - self._pending - self._failed
+
+    def __repr__(self):
+        return (f"<BatchResult {'done' if self._released else 'pending'} records={self.record_count} "
+                f"failed={self._failed}>")

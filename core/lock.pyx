@@ -1,0 +1,89 @@
+# ProducerLock: the producer's one lock (guards the accumulator and the pool). The compiled send path takes it from
+# C (no Python-level call per record); Python code uses it as threading.Lock: acquire(blocking, timeout), release(),
+# locked(), a context manager, and threading.Condition(lock) for the memory waiters.
+# Rules: not reentrant; an uncontended acquire never releases the GIL; a contended one waits with the GIL released
+# (the holder may need it to finish), and is not interrupted by signals (holds are short).
+
+cimport cython
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    WAIT_LOCK,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
+
+
+cdef extern from "pythread.h":
+    ctypedef long long PY_TIMEOUT_T
+    int PyThread_acquire_lock_timed(PyThread_type_lock lock, PY_TIMEOUT_T microseconds, int intr_flag) nogil
+
+
+@cython.final
+cdef class ProducerLock:
+    cdef PyThread_type_lock _lock
+    cdef bint _held
+
+    def __cinit__(self):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate a lock")
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+            self._lock = NULL
+
+    cdef inline void take(self) noexcept:
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        self._held = True
+
+    cdef inline void give(self) noexcept:
+        self._held = False
+        PyThread_release_lock(self._lock)
+
+    def acquire(self, bint blocking=True, double timeout=-1):
+        """As threading.Lock.acquire: True once held; False when not blocking or timeout (s) passed first."""
+        cdef int acquired
+        cdef PY_TIMEOUT_T timeout_us
+        if not blocking and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        if timeout < 0 and timeout != -1:
+            raise ValueError("timeout value must be a non-negative number")
+        if PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            self._held = True
+            return True
+        if not blocking:
+            return False
+        if timeout == -1:
+            with nogil:
+                acquired = PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        else:
+            timeout_us = <PY_TIMEOUT_T>(timeout * 1e6)
+            with nogil:
+                acquired = PyThread_acquire_lock_timed(self._lock, timeout_us, 0)
+        if acquired:
+            self._held = True
+        return acquired == 1
+
+    def release(self):
+        if not self._held:
+            raise RuntimeError("release unlocked lock")
+        self.give()
+
+    def locked(self):
+        return self._held
+
+    def __enter__(self):
+        self.take()
+        return True
+
+    def __exit__(self, *exc_info):
+        self.give()
+
+    def __repr__(self):
+        return f"<ProducerLock {'locked' if self._held else 'unlocked'}>"
