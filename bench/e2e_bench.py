@@ -14,6 +14,7 @@ A worker (--worker CLIENT) measures one client in one --mode:
   overload    as throughput, against a broker slower than the client (bench/run.py puts a throttling proxy in
               front): prints rss_growth_mib (peak RSS - RSS before the first send) and the longest send call.
 Same payloads (keyed, B-byte values), same batching (linger.ms, batch.size, acks=all, the codec) for every client.
+Each client's clock starts once it is connected and a warm-up record is acknowledged.
 """
 
 from __future__ import annotations

@@ -280,7 +280,7 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
     parser.add_argument("--only", default="", help="comma-separated scenario names (and/or 'encode')")

@@ -75,7 +75,7 @@ cdef class RecordFuture:
     cdef int _value_size
     cdef public object callback
     cdef bint _done
-    cdef str _topic                    # set at success; RecordMetadata is made on first ask (most never are)
+    cdef str _topic                    # RecordMetadata is made from these on first ask (most never are)
     cdef int _partition
     cdef int64_t _offset
     cdef object _metadata
@@ -85,7 +85,7 @@ cdef class RecordFuture:
         return self._done
 
     cdef object _get_metadata(self):
-        if self._metadata is None and self._topic is not None:
+        if self._metadata is None and self._done and self._error is None:
             self._metadata = RecordMetadata(self._topic, self._partition, self._offset, self._timestamp_ms,
                                             self._key_size, self._value_size)
         return self._metadata
@@ -190,6 +190,8 @@ cdef class ProducerBatch:
         future._timestamp_ms = timestamp_ms
         future._key_size = <int>key_size
         future._value_size = <int>value_size
+        future._topic = self.topic
+        future._partition = self.partition
         future.callback = callback
         self._keep_future(future)
         return future
@@ -327,8 +329,6 @@ cdef class ProducerBatch:
             if error is None:
                 if log_append_time_ms >= 0:
                     f._timestamp_ms = log_append_time_ms
-                f._topic = self.topic
-                f._partition = self.partition
                 f._offset = base_offset + f._relative_offset if base_offset >= 0 else -1
             else:
                 f._error = error
