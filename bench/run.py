@@ -12,8 +12,9 @@ Scenarios (same payloads, same batching config for every client: linger.ms 5, ba
                                     against buffer.memory (16 MiB here) + 64 MiB, and the longest blocking send;
   encode                            bench/encode_bench.py (append + close, no I/O) against aiokafka's Cython builder.
 Each client runs in its own process (bench/e2e_bench.py's workers). Every (scenario, round) gets a fresh broker
-(Tansu's memory storage keeps every record). --profile runs the cykafka workers under cProfile and writes
-bench/results/profile/<scenario>-<client>.prof and a .txt summary of each.
+(Tansu's memory storage keeps every record). Ratios are the median of the per-round ratios (each round measures
+the clients back to back on one broker). runs.json keeps every worker's raw result. --profile runs the cykafka
+workers under cProfile and writes bench/results/profile/<scenario>-<client>.prof and a .txt summary of each.
 """
 
 from __future__ import annotations
@@ -116,15 +117,24 @@ def summary(scenario: Scenario, r: dict[str, Any]) -> str:
 
 
 def median(scenario: Scenario, client: str, key: str) -> float:
-    values = []
-    for r in scenario.runs.get(client, []):
-        if key == "rate":
-            values.append(r["records"] / r["elapsed_s"])
-        elif key == "cpu_us":
-            values.append(r["cpu_s"] / r["records"] * 1e6)
-        else:
-            values.append(r[key])
+    values = [value_of(r, key) for r in scenario.runs.get(client, [])]
     return statistics.median(values) if values else math.nan
+
+
+def value_of(r: dict[str, Any], key: str) -> float:
+    if key == "rate":
+        return float(r["records"] / r["elapsed_s"])
+    if key == "cpu_us":
+        return float(r["cpu_s"] / r["records"] * 1e6)
+    return float(r[key])
+
+
+def paired(scenario: Scenario, client: str, key: str) -> float:
+    """Median over rounds of client / confluent-kafka measured in the same round (on the same broker, minutes
+    apart): the ratio the targets are about, steadier than a ratio of medians on a noisy machine."""
+    mine, theirs = scenario.runs.get(client, []), scenario.runs.get(BASE, [])
+    ratios = [value_of(a, key) / value_of(b, key) for a, b in zip(mine, theirs, strict=False) if value_of(b, key)]
+    return statistics.median(ratios) if ratios else math.nan
 
 
 def run_encode(records: int, rounds: int, codec: str) -> dict[str, float]:
@@ -146,7 +156,8 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
     lines: list[str] = []
     throughput = [s for s in all_scenarios if s.mode == "throughput" and s.runs]
     if throughput:
-        lines += [f"### Throughput (median of {rounds} interleaved rounds; ratios against {BASE})", "",
+        lines += [f"### Throughput (medians of {rounds} interleaved rounds; ratios: median of the per-round ratios "
+                  f"against {BASE})", "",
                   "| scenario | client | records | records/s | vs confluent | client CPU µs/record | CPU vs confluent "
                   "| errors |", "|---|---|---:|---:|---:|---:|---:|---:|"]
         for s in throughput:
@@ -155,8 +166,8 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
                     continue
                 rate, cpu = median(s, c, "rate"), median(s, c, "cpu_us")
                 lines.append(f"| {s.name} | {c} | {s.runs[c][0]['records']:,} | {rate:,.0f} | "
-                             f"{ratio(rate, median(s, BASE, 'rate')):.2f}x | {cpu:.2f} | "
-                             f"{ratio(cpu, median(s, BASE, 'cpu_us')):.2f}x | {sum(r['errors'] for r in s.runs[c])} |")
+                             f"{paired(s, c, 'rate'):.2f}x | {cpu:.2f} | "
+                             f"{paired(s, c, 'cpu_us'):.2f}x | {sum(r['errors'] for r in s.runs[c])} |")
         lines.append("")
     for s in all_scenarios:
         if s.mode == "latency" and s.runs:
@@ -166,8 +177,7 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
                 if c in s.runs:
                     p50, p99 = median(s, c, "p50_ms"), median(s, c, "p99_ms")
                     lines.append(f"| {c} | {s.runs[c][0]['records']:,} | {p50:.2f} | {p99:.2f} | "
-                                 f"{ratio(p50, median(s, BASE, 'p50_ms')):.2f}x | "
-                                 f"{ratio(p99, median(s, BASE, 'p99_ms')):.2f}x | "
+                                 f"{paired(s, c, 'p50_ms'):.3f}x | {paired(s, c, 'p99_ms'):.3f}x | "
                                  f"{sum(r['errors'] for r in s.runs[c])} |")
             lines.append("")
         if s.mode == "overload" and s.runs:
@@ -203,21 +213,21 @@ def targets(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]]) 
     for name in ("100B-none", "100B-lz4"):
         if name in by_name:
             s = by_name[name]
-            r = ratio(median(s, "cykafka", "rate"), median(s, BASE, "rate"))
+            r = paired(s, "cykafka", "rate")
             check(f"send() records/s vs confluent, {name}", r, ">= 1.5x", r >= 1.5)
-            c = ratio(median(s, "cykafka", "cpu_us"), median(s, BASE, "cpu_us"))
+            c = paired(s, "cykafka", "cpu_us")
             check(f"send() client CPU/record vs confluent, {name}", c, "<= 0.5x", c <= 0.5)
-            b = ratio(median(s, "cykafka-batch", "rate"), median(s, BASE, "rate"))
+            b = paired(s, "cykafka-batch", "rate")
             check(f"send_batch records/s vs confluent, {name}", b, ">= 5x", b >= 5)
     for name in ("1KiB", "10KiB"):
         if name in by_name:
             s = by_name[name]
-            r = ratio(median(s, "cykafka", "rate"), median(s, BASE, "rate"))
+            r = paired(s, "cykafka", "rate")
             check(f"send() records/s vs confluent, {name}", r, ">= 1.0x", r >= 1.0)
     if "latency" in by_name:
         s = by_name["latency"]
         for p in ("p50_ms", "p99_ms"):
-            r = ratio(median(s, "cykafka", p), median(s, BASE, p))
+            r = paired(s, "cykafka", p)
             check(f"send->ack {p[:3]} vs confluent at 10k records/s, linger.ms 0", r, "<= 1.5x", r <= 1.5)
     if "overload" in by_name:
         s = by_name["overload"]
@@ -252,7 +262,7 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
                                           ("cpu_us", "client CPU per record vs confluent-kafka (lower is better)")]):
         ax = axes[panel]
         for i, c in enumerate(ALL_CLIENTS):
-            ys = [ratio(median(s, c, key), median(s, BASE, key)) if c in s.runs else 0 for s in throughput]
+            ys = [paired(s, c, key) if c in s.runs else 0 for s in throughput]
             ax.bar([x + i * width for x in range(len(throughput))], ys, width, label=c)
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xticks([x + width * (len(ALL_CLIENTS) - 1) / 2 for x in range(len(throughput))],
@@ -310,6 +320,8 @@ def main() -> int:
     report = header + targets(chosen, encode) + "\n" + tables(chosen, encode, rounds)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
+    with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
+        json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode}, f, indent=1)
     if any(s.runs for s in chosen if s.mode == "throughput"):
         plot(chosen, os.path.join(args.out, "results.png"))
     print(report)
