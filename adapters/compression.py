@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 
 import lz4.frame
 import snappy
@@ -56,6 +57,25 @@ def _as_bytes(data: Buffer) -> bytes:
     return data if type(data) is bytes else bytes(data)
 
 
+def _inflate_concatenated(data: Buffer, new_decompressor: Callable[[], Any], error: type[Exception],
+                          codec: str, unit: str) -> bytes:
+    """Every member/frame in data, one streaming decompressor each: output grows with what they really hold, and a
+    truncated or corrupt one is a CorruptRecordError."""
+    rest = _as_bytes(data)
+    parts = []
+    try:
+        while True:
+            inflater = new_decompressor()
+            parts.append(inflater.decompress(rest))
+            if not inflater.eof:
+                raise CorruptRecordError(f"{codec} {unit} is truncated")
+            rest = inflater.unused_data
+            if not rest:
+                return b"".join(parts)
+    except error as e:
+        raise CorruptRecordError(f"{codec} data is corrupt: {e}") from e
+
+
 class GzipCompressor:
     codec_id = CODEC_GZIP
     name = "gzip"
@@ -69,19 +89,7 @@ class GzipCompressor:
 
     def decompress(self, data: Buffer) -> bytes:
         """Every gzip member in data (GZIPInputStream reads concatenated members too)."""
-        rest = _as_bytes(data)
-        parts = []
-        try:
-            while True:
-                inflater = zlib.decompressobj(31)
-                parts.append(inflater.decompress(rest))
-                if not inflater.eof:
-                    raise CorruptRecordError("gzip data is truncated")
-                rest = inflater.unused_data
-                if not rest:
-                    return b"".join(parts)
-        except zlib.error as e:
-            raise CorruptRecordError(f"gzip data is corrupt: {e}") from e
+        return _inflate_concatenated(data, lambda: zlib.decompressobj(31), zlib.error, "gzip", "data")
 
 
 def _snappy_raw_decompress(block: bytes) -> bytes:
@@ -197,19 +205,7 @@ class ZstdCompressor:
     def decompress(self, data: Buffer) -> bytes:
         """Every frame in data, streamed: output grows with what the frames really hold, never by a declared
         content size (Java's zstd-jni writes none; a declared size is only a claim)."""
-        rest = _as_bytes(data)
-        parts = []
-        try:
-            while True:
-                inflater = self._decompressor.decompressobj()
-                parts.append(inflater.decompress(rest))
-                if not inflater.eof:
-                    raise CorruptRecordError("zstd frame is truncated")
-                rest = inflater.unused_data
-                if not rest:
-                    return b"".join(parts)
-        except zstandard.ZstdError as e:
-            raise CorruptRecordError(f"zstd data is corrupt: {e}") from e
+        return _inflate_concatenated(data, self._decompressor.decompressobj, zstandard.ZstdError, "zstd", "frame")
 
 
 def _check_level(key: str, level: int, low: int, high: int, default: int) -> int:

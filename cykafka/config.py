@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cykafka.adapters import compression
 from cykafka.errors import ConfigError
 
 log = logging.getLogger("cykafka")
@@ -162,9 +163,9 @@ class ProducerConfig:
     request_timeout_ms: int = 30000
     max_request_size: int = 1024 * 1024
     compression_type: str = "none"
-    compression_gzip_level: int = -1
-    compression_lz4_level: int = 9
-    compression_zstd_level: int = 3
+    compression_gzip_level: int = compression.GZIP_LEVEL_DEFAULT
+    compression_lz4_level: int = compression.LZ4_LEVEL_DEFAULT
+    compression_zstd_level: int = compression.ZSTD_LEVEL_DEFAULT
     retries: int = INT32_MAX
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
@@ -317,10 +318,10 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "delivery.timeout.ms": _int(1, INT32_MAX),
     "request.timeout.ms": _int(1, INT32_MAX),
     "max.request.size": _int(1, INT32_MAX),
-    "compression.type": _choice("none", "gzip", "snappy", "lz4", "zstd"),
-    "compression.gzip.level": _int(-1, 9),
-    "compression.lz4.level": _int(1, 17),
-    "compression.zstd.level": _int(-131072, 22),
+    "compression.type": _choice(*compression.COMPRESSION_TYPES),
+    "compression.gzip.level": _int(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
     "retries": _int(0, INT32_MAX),
     "retry.backoff.ms": _int(0),
     "retry.backoff.max.ms": _int(0),
