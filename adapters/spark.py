@@ -50,7 +50,8 @@ except ImportError as e:  # pragma: no cover - the spark extra is missing
     raise ImportError("cykafka's Spark data source needs pyspark>=4.0 and pyarrow: pip install 'cykafka[spark]'") from e
 
 from cykafka.config import ProducerConfig
-from cykafka.errors import ConfigError, InvalidTopicError, KafkaError, KafkaTimeoutError
+from cykafka.core import BatchResult
+from cykafka.errors import BatchDeliveryError, ConfigError, InvalidTopicError, KafkaError, KafkaTimeoutError
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
 
@@ -301,57 +302,14 @@ PRODUCERS = ProducerCache()
 os.register_at_fork(after_in_child=PRODUCERS.after_fork_in_child)
 
 
-# -- executors: Arrow columns (or rows) -> Producer.send ----------------------------------------------------------
+# -- executors: Arrow columns (or rows) -> Producer.send_batch --------------------------------------------------
 
 
-class _DeliveryTracker:
-    """Per task: the on_delivery callback (runs on the sender thread) counting acks per (topic, partition) and
-    keeping the first error; wait() returns once every record sent has been answered."""
-
-    def __init__(self) -> None:
-        self.answered = 0
-        self.failed = 0
-        self.expected = -1
-        self.first_error: BaseException | None = None
-        self.acked: dict[tuple[str, int], int] = {}
-        self._all_answered = threading.Event()
-
-    def __call__(self, error: BaseException | None, metadata: Any) -> None:
-        if error is not None:
-            self.failed += 1
-            if self.first_error is None:
-                self.first_error = error
-        else:
-            tp = (metadata.topic, metadata.partition)
-            self.acked[tp] = self.acked.get(tp, 0) + 1
-        self.answered += 1
-        if self.answered == self.expected:
-            self._all_answered.set()
-
-    def wait(self, producer: Producer, sent: int, timeout_ms: int) -> None:
-        """Flushes and waits for all `sent` answers (flush returns when batches complete; callbacks run after)."""
-        deadline_s = time.monotonic() + timeout_ms / 1000
-        self.expected = sent
-        pending = producer.flush(timeout_ms / 1000)
-        if self.answered < sent:
-            self._all_answered.wait(max(0.0, deadline_s - time.monotonic()))
-        if self.answered < sent:
-            raise KafkaTimeoutError(f"cykafka sink: {sent - self.answered} of {sent} records of this task were not "
-                                    f"acknowledged within cykafka.flush.timeout.ms ({timeout_ms}); {pending} still "
-                                    f"queued")
-
-
-def _bytes_list(column: Any) -> list[Any]:
-    """bytes (or None) per row; strings are viewed as their UTF-8 bytes without a copy first."""
-    data_type = column.type
-    if pa.types.is_string(data_type):
-        column = column.view(pa.binary())
-    elif pa.types.is_large_string(data_type):
-        column = column.view(pa.large_binary())
-    elif pa.types.is_string_view(data_type):
-        column = column.cast(pa.binary_view())
-    result: list[Any] = column.to_pylist()
-    return result
+def _bytes_column(column: Any) -> Any:
+    """A binary or string column as send_batch reads it in place (view types, which it does not, are cast)."""
+    if pa.types.is_string_view(column.type) or pa.types.is_binary_view(column.type):
+        return column.cast(pa.binary())
+    return column
 
 
 _UNIT_PER_MS = {"ms": 1, "us": 1000, "ns": 1_000_000}
@@ -379,7 +337,10 @@ def _headers_list(column: Any) -> list[list[tuple[str, Any]] | None]:
     keys = children["key"]
     if keys.null_count:
         raise SinkSchemaError("cykafka sink: a header has a null key; header keys must be non-null strings")
-    pairs = list(zip(keys.to_pylist(), _bytes_list(children["value"]), strict=True))
+    values = children["value"]
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        values = values.cast(pa.large_binary())
+    pairs = list(zip(keys.to_pylist(), _bytes_column(values).to_pylist(), strict=True))
     out: list[list[tuple[str, Any]] | None] = []
     position = 0
     for length in lengths:
@@ -393,11 +354,12 @@ def _headers_list(column: Any) -> list[list[tuple[str, Any]] | None]:
 
 @dataclass(slots=True)
 class _Columns:
-    """One batch as Python lists, one per column (None: the column is absent)."""
+    """One batch as send_batch takes it: value and key are Arrow arrays (the Arrow path, read in place) or lists
+    (the row path); the others lists, None entries meaning the default; None: the column is absent."""
 
     rows: int
-    value: list[Any]
-    key: list[Any] | None = None
+    value: Any
+    key: Any = None
     topic: list[Any] | None = None
     partition: list[Any] | None = None
     timestamp_ms: list[Any] | None = None
@@ -420,8 +382,8 @@ def _arrow_columns(batch: Any, plan: SinkPlan) -> _Columns:
         topics = topic_column.to_pylist()
     return _Columns(
         rows=batch.num_rows,
-        value=_bytes_list(column("value")),
-        key=_bytes_list(column("key")) if "key" in present else None,
+        value=_bytes_column(column("value")),
+        key=_bytes_column(column("key")) if "key" in present else None,
         topic=topics,
         partition=column("partition").to_pylist() if "partition" in present else None,
         timestamp_ms=_timestamp_ms_list(column("timestamp")) if "timestamp" in present else None,
@@ -430,7 +392,7 @@ def _arrow_columns(batch: Any, plan: SinkPlan) -> _Columns:
 
 
 def _row_columns(rows: Sequence[Row], plan: SinkPlan) -> _Columns:
-    """The row path (pyspark 4.0 streaming, which has no Arrow stream writer): the same lists from Row objects."""
+    """The row path (pyspark 4.0 streaming, which has no Arrow stream writer): the same columns from Row objects."""
     present = plan.columns
 
     def values(name: str) -> list[Any] | None:
@@ -457,23 +419,75 @@ def _datetime_ms(value: datetime.datetime | int | None, ntz: bool) -> int | None
     return int(value.timestamp() * 1000)  # TimestampType rows are local-time datetimes, as timestamp() reads them
 
 
-def _send_columns(producer: Producer, plan: SinkPlan, cols: _Columns, tracker: _DeliveryTracker) -> int:
-    """Sends one batch's rows; returns how many were sent."""
-    rows = cols.rows
+def _take(column: Any, rows: list[int]) -> Any:
+    if column is None:
+        return None
+    if isinstance(column, list):
+        return [column[i] for i in rows]
+    return column.take(pa.array(rows, type=pa.int64()))
 
-    def each(column: list[Any] | None, default: Any = None) -> Iterable[Any]:
-        return column if column is not None else itertools.repeat(default, rows)  # one iterator per argument
 
-    send = producer.send
-    sent = 0
-    for value, key, topic, partition, timestamp_ms, headers in zip(
-        cols.value, each(cols.key), each(cols.topic, plan.topic), each(cols.partition), each(cols.timestamp_ms),
-        each(cols.headers), strict=True,
-    ):
-        send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms, headers=headers,
-             on_delivery=tracker)
-        sent += 1
-    return sent
+def _send_columns(producer: Producer, plan: SinkPlan, cols: _Columns) -> list[BatchResult]:
+    """Queues one batch's rows: one send_batch call per topic (the rows of a topic keep their order)."""
+    by_topic: dict[str, list[int] | None]  # None: every row of the batch
+    if cols.topic is None:
+        assert plan.topic is not None  # plan_sink requires the topic option or the topic column
+        by_topic = {plan.topic: None}
+    else:
+        rows_of: dict[str, list[int]] = {}
+        for row, topic in enumerate(cols.topic):
+            rows_of.setdefault(topic, []).append(row)
+        by_topic = {topic: None if len(rows) == cols.rows else rows for topic, rows in rows_of.items()}
+    results = []
+    for topic, rows in by_topic.items():
+        part = cols if rows is None else _Columns(len(rows), _take(cols.value, rows), _take(cols.key, rows), None,
+                                                  _take(cols.partition, rows), _take(cols.timestamp_ms, rows),
+                                                  _take(cols.headers, rows))
+        results.append(producer.send_batch(topic, part.value, part.key, partitions=part.partition,
+                                           timestamps_ms=part.timestamp_ms, headers=part.headers))
+    return results
+
+
+@dataclass(slots=True)
+class _TaskDeliveries:
+    """A task's send_batch results: wait() flushes and waits until every record is answered; then the counts."""
+
+    results: list[BatchResult] = field(default_factory=list)
+    sent: int = 0
+
+    def add(self, results: list[BatchResult]) -> None:
+        self.results += results
+        self.sent += sum(r.record_count for r in results)
+
+    def wait(self, producer: Producer, timeout_ms: int) -> None:
+        deadline_s = time.monotonic() + timeout_ms / 1000
+        pending = producer.flush(timeout_ms / 1000)
+        for result in self.results:
+            try:
+                result.result(max(0.0, deadline_s - time.monotonic()))
+            except BatchDeliveryError:
+                pass  # counted by failed / first_error
+            except KafkaTimeoutError:
+                unanswered = sum(r.record_count - r.succeeded_count - r.failed_count for r in self.results)
+                raise KafkaTimeoutError(
+                    f"cykafka sink: {unanswered} of {self.sent} records of this task were not acknowledged within "
+                    f"cykafka.flush.timeout.ms ({timeout_ms}); {pending} still queued") from None
+
+    @property
+    def failed(self) -> int:
+        return sum(r.failed_count for r in self.results)
+
+    @property
+    def first_error(self) -> BaseException | None:
+        return next((r.errors[0][1] for r in self.results if r.failed_count), None)
+
+    @property
+    def acked(self) -> dict[tuple[str, int], int]:
+        total: dict[tuple[str, int], int] = {}
+        for result in self.results:
+            for topic_partition, count in result.delivered_by_partition.items():
+                total[topic_partition] = total.get(topic_partition, 0) + count
+        return total
 
 
 @dataclass
@@ -529,9 +543,8 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str) -> Cykafka
     _apply_log_level(plan)
     context = TaskContext.get()
     spark_partition, attempt = (context.partitionId(), context.attemptNumber()) if context else (-1, 0)
-    tracker = _DeliveryTracker()
+    deliveries = _TaskDeliveries()
     producer: Producer | None = None
-    sent = 0
     fail_once = _claim_fail_once_marker(plan.fail_once_marker)
     try:
         for batch in batches:
@@ -540,25 +553,28 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str) -> Cykafka
                 continue
             if producer is None:
                 producer = PRODUCERS.acquire(plan.producer_config, plan.idle_timeout_ms)
-            sent += _send_columns(producer, plan, cols, tracker)
+            deliveries.add(_send_columns(producer, plan, cols))
             if fail_once:
                 producer.flush(plan.flush_timeout_ms / 1000)
                 raise DeliveryError(f"cykafka.test.fail_once_marker: injected failure of task {spark_partition} "
-                                    f"after {sent} rows")
+                                    f"after {deliveries.sent} rows")
         if producer is not None:
-            tracker.wait(producer, sent, plan.flush_timeout_ms)
+            deliveries.wait(producer, plan.flush_timeout_ms)
     finally:
         if producer is not None:
             PRODUCERS.release(plan.producer_config)
-    if tracker.first_error is not None:
-        raise DeliveryError(f"cykafka sink: {tracker.failed} of {sent} records of Spark partition {spark_partition} "
-                            f"failed delivery; first error: {tracker.first_error!r}",
-                            retriable=getattr(tracker.first_error, "retriable", False)) from tracker.first_error
-    message = CykafkaCommitMessage(spark_partition, attempt, sent, dict(tracker.acked), encoding, os.getpid(),
+    sent = deliveries.sent
+    first_error = deliveries.first_error
+    if first_error is not None:
+        raise DeliveryError(f"cykafka sink: {deliveries.failed} of {sent} records of Spark partition "
+                            f"{spark_partition} failed delivery; first error: {first_error!r}",
+                            retriable=getattr(first_error, "retriable", False)) from first_error
+    acked = deliveries.acked
+    message = CykafkaCommitMessage(spark_partition, attempt, sent, acked, encoding, os.getpid(),
                                    producer.config.client_id if producer else "none")
     log.info("cykafka: task for Spark partition %d (attempt %d, pid %d, producer %s) wrote %d rows to %s via the "
              "%s writer", spark_partition, attempt, message.pid, message.producer, sent,
-             ",".join(sorted({topic for topic, _ in tracker.acked})) or "nothing", encoding)
+             ",".join(sorted({topic for topic, _ in acked})) or "nothing", encoding)
     if plan.task_report_dir:
         report = Path(plan.task_report_dir) / f"task-{message.pid}-{spark_partition}-{attempt}-{time.time_ns()}.json"
         report.write_text(message.to_json())

@@ -338,8 +338,9 @@ cdef class ProducerBatch:
             if f.callback is not None:
                 with_callbacks.append(f)
         if self._segments is not None:
+            topic_partition = (self.topic, self.partition)
             for segment in self._segments:
-                segment.result._complete(segment, error)
+                segment.result._complete(segment, error, topic_partition)
         return with_callbacks
 
     @property

@@ -69,12 +69,14 @@ cdef class BatchResult:
     cdef Py_ssize_t _unreleased    # records whose batch has not released its waiters yet
     cdef Py_ssize_t _failed
     cdef list _failures            # (_Segment, error) or (index, error)
+    cdef dict _delivered           # (topic, partition) -> records acknowledged there
     cdef object _completion_factory
     cdef object _completion
     cdef bint _released
 
     def __cinit__(self):
         self._failures = []
+        self._delivered = {}
 
     def __init__(self, Py_ssize_t record_count, object completion_factory=None):
         if record_count < 0 or record_count > 0xFFFFFFFF:
@@ -87,11 +89,14 @@ cdef class BatchResult:
 
     # -- called by the core and the Producer ---------------------------------------------------------------------
 
-    cdef void _complete(self, _Segment segment, object error):
+    cdef int _complete(self, _Segment segment, object error, object topic_partition) except -1:
         self._pending -= segment.count
         if error is not None:
             self._failed += segment.count
             self._failures.append((segment, error))
+        else:
+            self._delivered[topic_partition] = self._delivered.get(topic_partition, 0) + segment.count
+        return 0
 
     cdef void _release(self, Py_ssize_t count):
         self._unreleased -= count
@@ -100,13 +105,16 @@ cdef class BatchResult:
             if self._completion is not None:
                 self._completion.set()
 
-    cpdef void record_done(self, Py_ssize_t index, object error):
+    cpdef void record_done(self, Py_ssize_t index, object error, object topic_partition=None):
         """Record `index` is final: failed before it was queued (too large, buffer exhausted), or delivered/failed
-        through send() (a call that went record by record: interceptors, serializers, partitioner.class)."""
+        through send() (a call that went record by record: interceptors, serializers, partitioner.class); a
+        delivered record names its (topic, partition)."""
         self._pending -= 1
         if error is not None:
             self._failed += 1
             self._failures.append((index, error))
+        elif topic_partition is not None:
+            self._delivered[topic_partition] = self._delivered.get(topic_partition, 0) + 1
         self._release(1)
 
     # -- the caller's side ---------------------------------------------------------------------------------------
@@ -155,6 +163,11 @@ cdef class BatchResult:
     @property
     def failed_count(self):
         return self._failed
+
+    @property
+    def delivered_by_partition(self):
+        """{(topic, partition): records acknowledged there} so far."""
+        return dict(self._delivered)
 
     @property
     def succeeded_count(self):

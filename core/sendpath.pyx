@@ -225,11 +225,10 @@ cdef class SendPath:
             fixed_partition = partitions
         else:
             partition_list = partitions
-        if timestamps_ms is None:
-            fixed_ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
-        elif type(timestamps_ms) is int:
+        if type(timestamps_ms) is int:
             fixed_ts = timestamps_ms
-        else:
+        else:  # None entries of a list get the current time too
+            fixed_ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
             ts_list = timestamps_ms
         cdef int64_t now_ms = -1  # read when a record first starts a new batch
         cdef RecordBatchBuilder builder
@@ -251,15 +250,17 @@ cdef class SendPath:
                             f"the record is {size_bytes} bytes when serialized, larger than max.request.size or "
                             f"buffer.memory ({self._max_record_bytes})"))
                         continue
-                    if partition_list is not None:
-                        chosen = <object>PyList_GET_ITEM(partition_list, i)
+                    item = None if partition_list is None else <object>PyList_GET_ITEM(partition_list, i)
+                    if item is not None:
+                        chosen = item
                     elif fixed_partition >= 0:
                         chosen = fixed_partition
                     elif keyed and parts.key.size_bytes >= 0:
                         chosen = partition_for_key_ptr(parts.key.ptr, parts.key.size_bytes, n_parts)
                     else:
                         chosen = -1
-                    ts = fixed_ts if ts_list is None else <int64_t><object>PyList_GET_ITEM(ts_list, i)
+                    item = None if ts_list is None else <object>PyList_GET_ITEM(ts_list, i)
+                    ts = fixed_ts if item is None else <int64_t>item
                     if chosen >= 0:
                         # the partition's batch this call appended to last is still its deque's last, open one
                         # (the lock is held): append there without the deque lookup while it has room
@@ -304,7 +305,8 @@ cdef class SendPath:
 
 
 cdef object _int_column(object arg, Py_ssize_t n, str field, int64_t low, int64_t high):
-    """None, one int for every record, or a list of n ints in [low, high) (high < 0: no upper bound)."""
+    """None, one int for every record, or a list of n entries, each an int in [low, high) (high < 0: no upper
+    bound) or None (that record gets the default: the partitioner's choice, the current time)."""
     cdef Py_ssize_t i
     if arg is None:
         return None
@@ -320,9 +322,9 @@ cdef object _int_column(object arg, Py_ssize_t n, str field, int64_t low, int64_
         raise InvalidRecordError(f"{field} has {len(arg)} entries for {n} records")
     for i in range(n):
         item = arg[i]
-        if type(item) is not int or item < low or (high >= 0 and item >= high):
-            raise InvalidRecordError(f"{field}[{i}] must be an int in [{low}, "
-                                     f"{high if high >= 0 else 'inf'}), not {item!r:.40}")
+        if item is not None and (type(item) is not int or item < low or (high >= 0 and item >= high)):
+            raise InvalidRecordError(f"{field}[{i}] is {item!r:.40}: it must be None or an int in [{low}, "
+                                     f"{high if high >= 0 else 'inf'})")
     return arg
 
 

@@ -216,7 +216,9 @@ class Producer(SendPath):
         values, keys: lists of bytes-likes / str / None, or pyarrow binary, string, large_binary, large_string or
         fixed_size_binary arrays (read in place, zero-copy; a null is a null key or value). keys=None: no keys (the
         built-in partitioner spreads them). partitions / timestamps_ms: None, one int for every record, or one per
-        record (list or Arrow array). headers: None or, per record, None or a list of (str, bytes-like) pairs.
+        record (list or Arrow array; a None entry: the key's partition or the built-in partitioner's / the current
+        time). headers: None or, per record, None or a list of (str, bytes-like) pairs. The BatchResult's
+        delivered_by_partition counts the acknowledged records per (topic, partition).
         With interceptors, a partitioner.class or key/value serializers configured the records go one by one through
         send(). Argument errors raise before anything is queued; a record too large, or still without memory after
         max.block.ms, fails alone, in the BatchResult (the others are delivered).
@@ -273,8 +275,8 @@ class Producer(SendPath):
         value_list = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
         key_list = (keys.to_pylist() if hasattr(keys, "to_pylist") else list(keys)) if keys is not None else None
         for index, value in enumerate(value_list):
-            def done(error: BaseException | None, _metadata: Any, index: int = index) -> None:
-                result.record_done(index, error)
+            def done(error: BaseException | None, metadata: Any, index: int = index) -> None:
+                result.record_done(index, error, None if error else (metadata.topic, metadata.partition))
 
             try:
                 self.send(topic, value, None if key_list is None else key_list[index],

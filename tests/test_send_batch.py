@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -113,12 +114,30 @@ def test_partitions_timestamps_and_headers(producer: Producer, cluster: FakeClus
         (1, 42)}
 
 
+def test_none_entries_take_the_default_and_results_count_per_partition(producer: Producer,
+                                                                        cluster: FakeCluster) -> None:
+    keys = [b"k1", b"k2", b"k3", b"k4"]
+    before_ms = int(time.time() * 1000)
+    result = producer.send_batch(T, [b"n0", b"n1", b"n2", b"n3"], keys, partitions=[None, 2, None, 0],
+                                 timestamps_ms=[None, 7, 8, None])
+    assert result.result(10) == 4
+    records = stored(cluster)
+    assert [records[v][0] for v in (b"n0", b"n1", b"n2", b"n3")] == [partition_for_key(b"k1", 3), 2,
+                                                                    partition_for_key(b"k3", 3), 0]
+    assert records[b"n1"][1].timestamp_ms == 7 and records[b"n2"][1].timestamp_ms == 8
+    assert all(records[v][1].timestamp_ms >= before_ms for v in (b"n0", b"n3"))
+    expected: dict[tuple[str, int], int] = {}
+    for v in (b"n0", b"n1", b"n2", b"n3"):
+        expected[(T, records[v][0])] = expected.get((T, records[v][0]), 0) + 1
+    assert result.delivered_by_partition == expected
+
+
 def test_argument_errors_raise_before_anything_is_queued(producer: Producer, cluster: FakeCluster) -> None:
     with pytest.raises(InvalidRecordError, match="keys has 1 entries for 2 values"):
         producer.send_batch(T, [b"a", b"b"], [b"k"])
     with pytest.raises(SerializationError, match=r"values\[1\] must be bytes-like"):
         producer.send_batch(T, [b"a", 5])
-    with pytest.raises(InvalidRecordError, match=r"partitions\[1\] must be an int in \[0, 3\)"):
+    with pytest.raises(InvalidRecordError, match=r"partitions\[1\] is 3: it must be None or an int in \[0, 3\)"):
         producer.send_batch(T, [b"a", b"b"], partitions=[0, 3])
     with pytest.raises(InvalidRecordError, match="timestamps_ms has 1 entries"):
         producer.send_batch(T, [b"a", b"b"], timestamps_ms=[1])

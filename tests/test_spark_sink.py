@@ -28,6 +28,7 @@ from pyspark.sql.types import (
 
 from cykafka.adapters import spark as sink
 from cykafka.broker import EmbeddedBroker
+from cykafka.core import partition_for_key
 from cykafka.errors import ConfigError, KafkaTimeoutError
 from cykafka.verify import read_back
 
@@ -121,8 +122,8 @@ def test_arrow_columns_every_type_on_a_sliced_batch() -> None:
                 timestamp=TimestampType(), headers=HEADERS))
     cols = sink._arrow_columns(batch, plan)
     assert cols.rows == 3
-    assert cols.value == [b"a", None, "ü".encode()]
-    assert cols.key == [None, b"k2", b"k3"]
+    assert cols.value.to_pylist() == ["a", None, "ü"]  # Arrow arrays, which send_batch reads in place
+    assert cols.key.to_pylist() == [None, b"k2", b"k3"]
     assert cols.topic == ["t1", "t2", "t3"]
     assert cols.partition == [0, None, 3]
     assert cols.timestamp_ms == [1, None, 2_000]
@@ -188,13 +189,52 @@ def test_write_task_sends_every_row_with_only_a_value_column(broker: EmbeddedBro
 
 
 @pytest.mark.broker
+@pytest.mark.parametrize("encoding", ["arrow", "rows"])
+def test_write_task_goes_through_send_batch_per_topic(broker: EmbeddedBroker, encoding: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of two topics in one batch, null partitions and timestamps: one send_batch call per topic, the
+    partition column honoured where set, the key's partition elsewhere; the commit message counts per partition."""
+    def no_send(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the sink sends through send_batch, not record by record")
+
+    monkeypatch.setattr(sink.Producer, "send", no_send)
+    first, second = (f"sink-mix-{n}-{uuid.uuid4().hex[:8]}" for n in (1, 2))
+    plan = sink.plan_sink({"kafka.bootstrap.servers": broker.bootstrap_servers},
+                          _schema(value=BinaryType(), key=BinaryType(), topic=StringType(), partition=IntegerType(),
+                                  timestamp=LongType()))
+    rows = 600
+    columns = {"value": [b"v%d" % i for i in range(rows)], "key": [b"k%d" % i for i in range(rows)],
+               "topic": [first if i % 3 else second for i in range(rows)],
+               "partition": [i % 4 if i % 2 else None for i in range(rows)],
+               "timestamp": [None if i % 5 == 0 else 1_000 + i for i in range(rows)]}
+    batch: Any
+    if encoding == "arrow":
+        batch = pa.record_batch({**{k: pa.array(v) for k, v in columns.items() if k != "partition"},
+                                 "partition": pa.array(columns["partition"], type=pa.int32())})
+    else:
+        batch = [Row(**{k: v[i] for k, v in columns.items()}) for i in range(rows)]
+    message = sink.write_task(plan, [batch], encoding)
+    assert message.rows == rows
+    acked: dict[tuple[str, int], int] = {}
+    for topic in (first, second):
+        for record in read_back(broker.bootstrap_servers, topic):
+            i = int(record.value[1:])
+            assert topic == (first if i % 3 else second)
+            assert record.key == b"k%d" % i
+            assert record.partition == (i % 4 if i % 2 else partition_for_key(record.key, 4))
+            assert i % 5 == 0 or record.timestamp_ms == 1_000 + i
+            acked[(topic, record.partition)] = acked.get((topic, record.partition), 0) + 1
+    assert message.acked == acked and sum(acked.values()) == rows
+
+
+@pytest.mark.broker
 def test_write_task_raises_the_first_delivery_error(broker: EmbeddedBroker) -> None:
     topic = f"sink-error-{uuid.uuid4().hex[:8]}"
     plan = sink.plan_sink({"kafka.bootstrap.servers": broker.bootstrap_servers, "topic": topic,
                            "kafka.max.block.ms": "2000"},
                           _schema(value=BinaryType(), partition=IntegerType()))
     batch = pa.record_batch({"value": pa.array([b"v"]), "partition": pa.array([99], type=pa.int32())})
-    with pytest.raises(Exception, match="partition 99"):  # the topic has 4 partitions
+    with pytest.raises(Exception, match=r"partitions\[0\] is 99"):  # the topic has 4 partitions
         sink.write_task(plan, [batch], "arrow")
 
 
