@@ -1,13 +1,14 @@
 # BatchResult: the one outcome of a Producer.send_batch call (no RecordFuture per record), and _Segment: the run of
 # that call's records inside one ProducerBatch.
 # Rules: counters change under the producer lock (completion) or with the GIL held (release, direct failures);
+# segments grow under the producer lock, with or without the GIL;
 # a call's records in one batch are contiguous while the call holds the lock, so a segment is (first relative offset,
 # count) plus the call index of each record: first_index + j while they are consecutive, an explicit uint32 array
 # from the first gap on (keyed or explicit-partition calls). Completion never runs callbacks or sets events here:
 # release_waiters() of the batch does, after the Sender ran everything else (as for RecordFuture).
 
 cimport cython
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from libc.stdint cimport int32_t, uint32_t
 
 
@@ -25,9 +26,9 @@ cdef class _Segment:
 
     def __dealloc__(self):
         if self.indices != NULL:
-            PyMem_Free(self.indices)
+            PyMem_RawFree(self.indices)
 
-    cdef int _add(self, Py_ssize_t index) except -1:
+    cdef int _add(self, Py_ssize_t index) except -1 nogil:
         """One more record (the call's record `index`) at relative offset first_offset + count."""
         cdef Py_ssize_t j, new_capacity
         cdef uint32_t* grown
@@ -35,18 +36,20 @@ cdef class _Segment:
             self.first_index = index
         elif self.indices == NULL and index != self.first_index + self.count:
             new_capacity = max(16, 2 * <Py_ssize_t>self.count)
-            self.indices = <uint32_t*>PyMem_Malloc(new_capacity * sizeof(uint32_t))
+            self.indices = <uint32_t*>PyMem_RawMalloc(new_capacity * sizeof(uint32_t))
             if self.indices == NULL:
-                raise MemoryError()
+                with gil:
+                    raise MemoryError()
             self.capacity = new_capacity
             for j in range(self.count):
                 self.indices[j] = <uint32_t>(self.first_index + j)
         if self.indices != NULL:
             if self.count == self.capacity:
                 new_capacity = 2 * self.capacity
-                grown = <uint32_t*>PyMem_Realloc(self.indices, new_capacity * sizeof(uint32_t))
+                grown = <uint32_t*>PyMem_RawRealloc(self.indices, new_capacity * sizeof(uint32_t))
                 if grown == NULL:
-                    raise MemoryError()
+                    with gil:
+                        raise MemoryError()
                 self.indices = grown
                 self.capacity = new_capacity
             self.indices[self.count] = <uint32_t>index

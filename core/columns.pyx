@@ -52,7 +52,6 @@ cdef class _Column:
 
     cdef int span(self, Py_ssize_t i, _Span* span, str field) except -1:
         """Record i's bytes into span (borrowed; a non-bytes buffer is exported: _parts_release releases it)."""
-        cdef Py_ssize_t at, start
         cdef Py_ssize_t size_bytes
         cdef const char* utf8
         if self.kind == _COL_LIST:
@@ -70,15 +69,21 @@ cdef class _Column:
             else:
                 _span_acquire(span, item, field)
             return 0
+        self._span_nogil(i, span)
+        return 0
+
+    cdef inline void _span_nogil(self, Py_ssize_t i, _Span* span) noexcept nogil:
+        """span() of a column that is not a list (no object is touched)."""
+        cdef Py_ssize_t at, start
         if self.kind == _COL_NULL:
             span.ptr = NULL
             span.size_bytes = -1
-            return 0
+            return
         at = self.offset + i
         if self.validity != NULL and not (self.validity[at >> 3] >> (at & 7)) & 1:
             span.ptr = NULL
             span.size_bytes = -1
-            return 0
+            return
         if self.kind == _COL_OFFSETS32:
             start = self.off32[at]
             span.size_bytes = self.off32[at + 1] - start
@@ -89,7 +94,6 @@ cdef class _Column:
             start = at * self.width
             span.size_bytes = self.width
         span.ptr = self.data + start if self.data != NULL else <const unsigned char*>b""
-        return 0
 
 
 cdef _Column _column(object obj, str field):

@@ -2,7 +2,9 @@
 # C (no Python-level call per record); Python code uses it as threading.Lock: acquire(blocking, timeout), release(),
 # locked(), a context manager, and threading.Condition(lock) for the memory waiters.
 # Rules: not reentrant; an uncontended acquire never releases the GIL; a contended one waits with the GIL released
-# (the holder may need it to finish), and is not interrupted by signals (holds are short).
+# (the holder may need it to finish), and is not interrupted by signals (holds are short). A holder that takes the
+# lock again and again (send_batch's chunks) gives it with give_to_waiter(), so a waiting sender thread gets a turn
+# (the underlying lock is not fair: the releasing thread would usually take it again first).
 
 cimport cython
 from cpython.pythread cimport (
@@ -16,6 +18,10 @@ from cpython.pythread cimport (
 )
 
 
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
+
+
 cdef extern from "pythread.h":
     ctypedef long long PY_TIMEOUT_T
     int PyThread_acquire_lock_timed(PyThread_type_lock lock, PY_TIMEOUT_T microseconds, int intr_flag) nogil
@@ -25,6 +31,7 @@ cdef extern from "pythread.h":
 cdef class ProducerLock:
     cdef PyThread_type_lock _lock
     cdef bint _held
+    cdef int _waiters  # threads blocked acquiring it (changed with the GIL held; read without it as a hint)
 
     def __cinit__(self):
         self._lock = PyThread_allocate_lock()
@@ -38,13 +45,27 @@ cdef class ProducerLock:
 
     cdef inline void take(self) noexcept:
         if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            self._waiters += 1
             with nogil:
                 PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            self._waiters -= 1
         self._held = True
 
     cdef inline void give(self) noexcept:
         self._held = False
         PyThread_release_lock(self._lock)
+
+    cdef void give_to_waiter(self) noexcept:
+        """give(); when a thread is blocked on the lock, waits (without the GIL, up to ~2000 yields) until one of
+        them has taken it, so that this thread's next take() comes after its turn."""
+        cdef int waiters = self._waiters
+        cdef int spins = 0
+        self.give()
+        if waiters:
+            with nogil:
+                while self._waiters >= waiters and spins < 2000:
+                    sched_yield()
+                    spins += 1
 
     def acquire(self, bint blocking=True, double timeout=-1):
         """As threading.Lock.acquire: True once held; False when not blocking or timeout (s) passed first."""
@@ -59,6 +80,7 @@ cdef class ProducerLock:
             return True
         if not blocking:
             return False
+        self._waiters += 1
         if timeout == -1:
             with nogil:
                 acquired = PyThread_acquire_lock(self._lock, WAIT_LOCK)
@@ -66,6 +88,7 @@ cdef class ProducerLock:
             timeout_us = <PY_TIMEOUT_T>(timeout * 1e6)
             with nogil:
                 acquired = PyThread_acquire_lock_timed(self._lock, timeout_us, 0)
+        self._waiters -= 1
         if acquired:
             self._held = True
         return acquired == 1

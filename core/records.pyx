@@ -148,7 +148,7 @@ cdef struct _Parts:
     _Span inline_spans[2 * _INLINE_HEADERS]
 
 
-cdef inline void _parts_init(_Parts* parts) noexcept:
+cdef inline void _parts_init(_Parts* parts) noexcept nogil:
     parts.key.owned = 0
     parts.value.owned = 0
     parts.header_count = 0
@@ -195,7 +195,7 @@ cdef int _span_acquire(_Span* span, object obj, str field) except -1:
     return 0
 
 
-cdef inline Py_ssize_t _bytes_field_size(Py_ssize_t size_bytes) noexcept:
+cdef inline Py_ssize_t _bytes_field_size(Py_ssize_t size_bytes) noexcept nogil:
     if size_bytes < 0:
         return 1
     return _uvarint_size(_zigzag64(size_bytes)) + size_bytes
@@ -271,7 +271,7 @@ cdef int _parts_finish(_Parts* parts, object headers) except -1:
     return 0
 
 
-cdef inline unsigned char* _put_bytes_field(unsigned char* p, const _Span* span) noexcept:
+cdef inline unsigned char* _put_bytes_field(unsigned char* p, const _Span* span) noexcept nogil:
     if span.size_bytes < 0:
         p[0] = 1  # zigzag(-1)
         return p + 1
@@ -293,6 +293,8 @@ cdef class RecordBatchBuilder:
     """
 
     cdef bytearray _buffer
+    cdef unsigned char* _data  # _buffer's bytes and size (appends without the GIL write through these)
+    cdef Py_ssize_t _capacity
     cdef Py_ssize_t _pos  # write position = 61 + uncompressed records bytes
     cdef Py_ssize_t _size_bytes  # finished batch size, after close
     cdef float _ratio_estimate
@@ -309,7 +311,7 @@ cdef class RecordBatchBuilder:
 
     def __cinit__(self, *args, **kwargs):
         # safe defaults even if __init__ never runs (RecordBatchBuilder.__new__)
-        self._buffer = bytearray(_HEADER_BYTES)
+        self._adopt(bytearray(_HEADER_BYTES))
         self._pos = _HEADER_BYTES
         self._ratio_estimate = 1.0
         self._actual_ratio = 1.0
@@ -323,7 +325,7 @@ cdef class RecordBatchBuilder:
             raise ValueError(f"codec must be 0 (none), 1 (gzip), 2 (snappy), 3 (lz4) or 4 (zstd), not {codec}")
         if not compression_ratio_estimate > 0.0:
             raise ValueError(f"compression_ratio_estimate must be > 0, not {compression_ratio_estimate}")
-        self._buffer = buffer
+        self._adopt(buffer)
         self.buffer_is_original = True
         self.write_limit_bytes = write_limit_bytes
         self.codec = codec
@@ -347,11 +349,16 @@ cdef class RecordBatchBuilder:
         grown = PyByteArray_FromStringAndSize(NULL, max(needed_bytes, 2 * capacity))
         if self._pos:
             memcpy(PyByteArray_AS_STRING(grown), PyByteArray_AS_STRING(self._buffer), min(self._pos, capacity))
-        self._buffer = grown
+        self._adopt(grown)
         self.buffer_is_original = False
         return 0
 
-    cdef inline Py_ssize_t _estimated(self) noexcept:
+    cdef inline void _adopt(self, bytearray buffer):
+        self._buffer = buffer
+        self._data = <unsigned char*>PyByteArray_AS_STRING(buffer)
+        self._capacity = PyByteArray_GET_SIZE(buffer)
+
+    cdef inline Py_ssize_t _estimated(self) noexcept nogil:
         if self.codec == 0:
             return self._pos
         # float math as Java's estimatedBytesWritten: records * ratio * COMPRESSION_RATE_ESTIMATION_FACTOR (1.05f)
@@ -360,8 +367,7 @@ cdef class RecordBatchBuilder:
     cdef int _append(self, int64_t timestamp_ms, _Parts* parts, bint write) except -1:
         """1 appended (or would be, when not write), 0 no room."""
         cdef int64_t timestamp_delta = 0
-        cdef Py_ssize_t body_bytes, total_bytes, i
-        cdef unsigned char* p
+        cdef Py_ssize_t body_bytes, total_bytes
         if self.is_closed:
             raise RuntimeError("RecordBatchBuilder is closed for appends")
         if self.record_count:
@@ -379,7 +385,30 @@ cdef class RecordBatchBuilder:
         if not write:
             return 1
         self._reserve(self._pos + total_bytes)
-        p = <unsigned char*>PyByteArray_AS_STRING(self._buffer) + self._pos
+        self._write(timestamp_ms, timestamp_delta, body_bytes, total_bytes, parts)
+        return 1
+
+    cdef int _append_nogil(self, int64_t timestamp_ms, _Parts* parts) noexcept nogil:
+        """_append into a batch that has records, without the GIL: 1 appended; 0 not (no room, closed, or the
+        buffer would have to grow), and then _append, with the GIL, decides."""
+        cdef int64_t timestamp_delta
+        cdef Py_ssize_t body_bytes, total_bytes
+        if self.is_closed or self.record_count == 0 or self.record_count == INT32_MAX:
+            return 0
+        timestamp_delta = <int64_t>(<uint64_t>timestamp_ms - <uint64_t>self.base_timestamp_ms)
+        body_bytes = (1 + _uvarint_size(_zigzag64(timestamp_delta)) + _uvarint_size(_zigzag64(self.record_count))
+                      + parts.fields_size_bytes)
+        total_bytes = _uvarint_size(_zigzag64(body_bytes)) + body_bytes
+        if (self.write_limit_bytes < self._estimated() + total_bytes or self._pos + total_bytes > self._capacity
+                or self._pos + total_bytes > INT32_MAX):
+            return 0
+        self._write(timestamp_ms, timestamp_delta, body_bytes, total_bytes, parts)
+        return 1
+
+    cdef inline void _write(self, int64_t timestamp_ms, int64_t timestamp_delta, Py_ssize_t body_bytes,
+                            Py_ssize_t total_bytes, _Parts* parts) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef unsigned char* p = self._data + self._pos
         p = _put_uvarint(p, _zigzag64(body_bytes))
         p[0] = 0  # record attributes
         p = _put_uvarint(p + 1, _zigzag64(timestamp_delta))
@@ -397,7 +426,6 @@ cdef class RecordBatchBuilder:
         elif timestamp_ms > self.max_timestamp_ms:
             self.max_timestamp_ms = timestamp_ms
         self.record_count += 1
-        return 1
 
     cpdef bint try_append(self, int64_t timestamp_ms, object key, object value, object headers):
         """Appends one record; False (nothing appended) when it does not fit. Raises after close()."""
@@ -438,7 +466,7 @@ cdef class RecordBatchBuilder:
     def uncompressed_size_bytes(self):
         return self._pos
 
-    cdef inline bint _full(self) noexcept:
+    cdef inline bint _full(self) noexcept nogil:
         return self.is_closed or (self.record_count > 0 and self.write_limit_bytes <= self._estimated())
 
     @property

@@ -8,6 +8,8 @@
 # into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
 
@@ -234,11 +236,39 @@ cdef class SendPath:
         cdef RecordBatchBuilder builder
         cdef list open_batches = [None] * n_parts    # per partition: the batch this call last appended to
         cdef list open_segments = [None] * n_parts   # and this call's segment in it
+        # runs of records into those batches are appended with the GIL released (the sender thread runs meanwhile)
+        # when nothing per record is a Python object: Arrow or no keys and values, no headers, no per-record
+        # partitions or timestamps, and a partition from the key or the call
+        cdef bint runs = (values.kind != _COL_LIST and keys.kind != _COL_LIST and headers is None
+                          and partition_list is None and ts_list is None and (keyed or fixed_partition >= 0))
+        cdef _OpenRun run
+        run.builders = NULL
+        if runs:
+            run.builders = <PyObject**>PyMem_Calloc(2 * n_parts, sizeof(PyObject*))
+            if run.builders == NULL:
+                raise MemoryError()
+            run.segments = run.builders + n_parts
+            run.open_count = 0
+            run.values = <PyObject*>values
+            run.keys = <PyObject*>keys
+            run.keyed = keyed
+            run.fixed_partition = fixed_partition
+            run.num_partitions = n_parts
+            run.timestamp_ms = fixed_ts
+            run.max_record_bytes = self._max_record_bytes
+            run.wake = False
         self._take_lock()
+        i = start - 1
         try:
             if accumulator.closed:
                 raise ProducerClosedError("the producer is closed: send_batch() after close()")
-            for i in range(start, stop):
+            while True:
+                i += 1
+                if runs and i < stop and run.open_count:
+                    with nogil:
+                        i = _append_run(&run, i, stop)
+                if i >= stop:
+                    break
                 _parts_init(&parts)
                 try:
                     values.span(i, &parts.value, "values")
@@ -276,6 +306,8 @@ cdef class SendPath:
                                     segment = batch._segment_for(result, builder.record_count - 1)
                                     open_segments[chosen] = segment
                                 segment._add(i)
+                                if runs:
+                                    run.segments[chosen] = <PyObject*>segment
                                 continue
                     batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
                     if batch is None and accumulator._needs_now:
@@ -294,14 +326,73 @@ cdef class SendPath:
                     if chosen >= 0:
                         open_batches[chosen] = batch
                         open_segments[chosen] = segment
+                        if runs:
+                            if run.builders[chosen] == NULL:
+                                run.open_count += 1
+                            run.builders[chosen] = <PyObject*>batch.builder
+                            run.segments[chosen] = <PyObject*>segment
                 finally:
                     _parts_release(&parts)
         finally:
-            self._give_lock()
+            if self._lock is not None:
+                self._lock.give_to_waiter()  # the sender thread, blocked on the lock, goes before the next chunk
+            else:
+                self._release()
+            if run.builders != NULL:
+                wake = wake or run.wake
+                PyMem_Free(run.builders)
             if wake and not self._wakeup_sent:
                 self._wakeup_sent = True
                 self._wakeup()
         return stop, buffer, 0
+
+
+cdef struct _OpenRun:
+    PyObject** builders         # per partition: the RecordBatchBuilder of the call's open batch there, or NULL
+    PyObject** segments         # and the call's _Segment in it
+    int open_count
+    PyObject* values            # _Column
+    PyObject* keys              # _Column
+    bint keyed
+    int fixed_partition
+    int num_partitions
+    int64_t timestamp_ms
+    int64_t max_record_bytes
+    bint wake                   # a batch filled up
+
+
+cdef Py_ssize_t _append_run(_OpenRun* run, Py_ssize_t i, Py_ssize_t stop) except -1 nogil:
+    """Appends records i, i+1, ... while each goes into a batch of run->builders with room; returns the first one
+    it did not append (the caller's GIL path takes that one). The caller holds the producer lock and keeps every
+    object alive; no object is created or released here."""
+    cdef _Parts parts
+    cdef int chosen
+    cdef PyObject* builder
+    cdef PyObject* segment
+    _parts_init(&parts)
+    while i < stop:
+        (<_Column>run.values)._span_nogil(i, &parts.value)
+        (<_Column>run.keys)._span_nogil(i, &parts.key)
+        parts.fields_size_bytes = _bytes_field_size(parts.key.size_bytes) + _bytes_field_size(parts.value.size_bytes) + 1
+        if _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes > run.max_record_bytes:
+            return i
+        if run.fixed_partition >= 0:
+            chosen = run.fixed_partition
+        elif run.keyed and parts.key.size_bytes >= 0:
+            chosen = partition_for_key_ptr(parts.key.ptr, parts.key.size_bytes, run.num_partitions)
+        else:
+            return i
+        builder = run.builders[chosen]
+        segment = run.segments[chosen]
+        if (builder == NULL or (<_Segment>segment).first_offset + (<_Segment>segment).count
+                != (<RecordBatchBuilder>builder).record_count
+                or not (<RecordBatchBuilder>builder)._append_nogil(run.timestamp_ms, &parts)):
+            return i
+        (<_Segment>segment)._add(i)
+        if (<RecordBatchBuilder>builder)._full():
+            run.wake = True
+        i += 1
+    return i
 
 
 cdef object _int_column(object arg, Py_ssize_t n, str field, int64_t low, int64_t high):

@@ -63,7 +63,7 @@ from cykafka.transactions import (
 log = logging.getLogger("cykafka")
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _client_ids = itertools.count(1)
-_BATCH_CHUNK_RECORDS = 4096  # send_batch appends this many per lock hold, then lets the sender thread run
+_BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
 
 
 @dataclass(slots=True)

@@ -93,6 +93,51 @@ def test_arrow_arrays_with_nulls_and_slices(producer: Producer, cluster: FakeClu
     assert got == want
 
 
+@pytest.mark.parametrize("partitions", [None, 2])
+def test_arrow_runs_land_as_the_list_path(partitions: int | None) -> None:
+    """Arrow keys and values go in runs appended without the GIL, lists record by record: the same records, logs,
+    per-partition order and failed indices, across many batches, null keys (sticky partitioner) and records too
+    large in the middle."""
+    values = [b"x" * 5000 if i % 997 == 500 else b"v%06d" % i for i in range(20_000)]
+    keys = [None if i % 101 == 7 else b"k%d" % (i % 113) for i in range(20_000)]
+    logs, failed = [], []
+    for as_arrow in (False, True):
+        cluster = FakeCluster(SystemClock(), num_brokers=2)
+        cluster.create_topic(T, 3)
+        producer = make(cluster, **{"max.request.size": 4096, "partitioner.adaptive.partitioning.enable": False})
+        try:
+            result = producer.send_batch(T, pa.array(values) if as_arrow else values,
+                                         pa.array(keys) if as_arrow else keys, partitions=partitions)
+            with pytest.raises(BatchDeliveryError) as info:
+                result.result(30)
+            failed.append([index for index, _ in info.value.errors])
+            keyed_logs = [[(r.key, r.value) for r in cluster.log(T, p) if r.key is not None] for p in range(3)]
+            unkeyed = sorted(r.value for _, r in cluster.all_records(T) if r.key is None)
+            logs.append((keyed_logs, unkeyed, result.delivered_by_partition))
+        finally:
+            producer.close(5)
+    assert failed[0] == failed[1] == [i for i in range(20_000) if i % 997 == 500]
+    assert logs[0][:2] == logs[1][:2]
+    keyed_logs, unkeyed, _ = logs[1]
+    for p in range(3):
+        assert [v for _, v in keyed_logs[p]] == sorted(v for _, v in keyed_logs[p]), "call order per partition"
+        assert all(partitions == p if partitions is not None else partition_for_key(k, 3) == p
+                   for k, _ in keyed_logs[p])
+    assert sum(len(log) for log in keyed_logs) + len(unkeyed) == 20_000 - len(failed[1])
+    assert sum(logs[1][2].values()) == 20_000 - len(failed[1])
+
+
+def test_arrow_runs_name_the_failed_indices(producer: Producer, cluster: FakeCluster) -> None:
+    cluster.inject_error(87, topic=T, partition=1, count=100)  # INVALID_RECORD: not retriable
+    keys = [b"k%d" % i for i in range(3000)]
+    result = producer.send_batch(T, pa.array([b"v%d" % i for i in range(3000)]), pa.array(keys))
+    with pytest.raises(BatchDeliveryError) as info:
+        result.result(10)
+    failed = [index for index, _ in info.value.errors]
+    assert failed == [i for i, k in enumerate(keys) if partition_for_key(k, 3) == 1]
+    assert result.delivered_by_partition == {(T, p): sum(partition_for_key(k, 3) == p for k in keys) for p in (0, 2)}
+
+
 def test_arrow_chunked_and_fixed_size(producer: Producer, cluster: FakeCluster) -> None:
     chunked = pa.chunked_array([[b"a1", b"a2"], [b"a3"]])
     fixed = pa.array([b"k1", b"k2", b"k3"], type=pa.binary(2))
