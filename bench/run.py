@@ -67,8 +67,8 @@ def scenarios(scale: float) -> list[Scenario]:
         return max(1000, int(records * scale))
 
     return [
-        Scenario("100B-none", "100-byte values, no compression", ALL_CLIENTS, n(500_000), n(50_000)),
-        Scenario("100B-lz4", "100-byte values, lz4", ALL_CLIENTS, n(500_000), n(50_000), codec="lz4"),
+        Scenario("100B-none", "100-byte values, no compression", ALL_CLIENTS, n(2_000_000), n(50_000)),
+        Scenario("100B-lz4", "100-byte values, lz4", ALL_CLIENTS, n(2_000_000), n(50_000), codec="lz4"),
         Scenario("1KiB", "1 KiB values, no compression", ALL_CLIENTS, n(100_000), n(20_000), value_bytes=1024),
         Scenario("10KiB", "10 KiB values, no compression", ALL_CLIENTS, n(20_000), n(5_000), value_bytes=10240),
         Scenario("latency", "send->ack latency at 10,000 records/s, linger.ms 0",
@@ -79,8 +79,9 @@ def scenarios(scale: float) -> list[Scenario]:
     ]
 
 
-def run_round(scenario: Scenario, profile_dir: str | None) -> None:
-    """One round: a fresh broker (behind the proxy for overload), every client once."""
+def run_round(scenario: Scenario, round_no: int, profile_dir: str | None) -> None:
+    """One round: a fresh broker (behind the proxy for overload), every client once; the order rotates by round
+    (a broker holding more records answers a little slower: no client is always first)."""
     proxy: ThrottleProxy | None = None
     if scenario.throttle_bytes_per_s:
         broker_port = free_port()
@@ -91,7 +92,8 @@ def run_round(scenario: Scenario, profile_dir: str | None) -> None:
         broker = EmbeddedBroker().start()
         bootstrap = broker.bootstrap_servers
     try:
-        for client in scenario.clients:
+        shift = round_no % len(scenario.clients)
+        for client in scenario.clients[shift:] + scenario.clients[:shift]:
             profile_path = None
             if profile_dir is not None and client.startswith("cykafka"):
                 profile_path = os.path.join(profile_dir, f"{scenario.name}-{client}.prof")
@@ -309,7 +311,7 @@ def main() -> int:
     for round_no in range(rounds):
         for scenario in chosen:
             print(f"round {round_no + 1}/{rounds}: {scenario.name}", file=sys.stderr, flush=True)
-            run_round(scenario, profile_dir)
+            run_round(scenario, round_no, profile_dir)
     encode: dict[str, dict[str, float]] = {}
     if not only or "encode" in only:
         for codec in ("none", "lz4"):

@@ -21,7 +21,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from cykafka.errors import BrokerNotFoundError, KafkaTimeoutError
+from cykafka.adapters.kafka_protocol import (
+    API_VERSIONS,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    decode_response,
+    encode_request,
+)
+from cykafka.errors import BrokerNotFoundError, KafkaTimeoutError, ProtocolError
 
 _PR_SET_PDEATHSIG = 1
 
@@ -53,16 +60,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def api_versions_answers(host: str, port: int, timeout_s: float = 1.0) -> bool:
     """True if a Kafka broker at host:port answers an ApiVersions v0 request with error code 0."""
-    request = struct.pack(">hhih", 18, 0, 1, 7) + b"cykafka"  # api key, version, correlation id, client id
+    frame = b"".join(encode_request(ApiVersionsRequest(), 0, 1, "cykafka"))
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as s:
-            s.sendall(struct.pack(">i", len(request)) + request)
-            header = _recv_exact(s, 4)
-            body = _recv_exact(s, struct.unpack(">i", header)[0])
-    except OSError:
+            s.sendall(frame)
+            size = struct.unpack(">i", _recv_exact(s, 4))[0]
+            correlation_id, response = decode_response(API_VERSIONS, 0, _recv_exact(s, size))
+    except (OSError, ProtocolError):
         return False
-    correlation_id, error_code = struct.unpack_from(">ih", body)
-    return bool(correlation_id == 1 and error_code == 0)
+    return correlation_id == 1 and isinstance(response, ApiVersionsResponse) and response.error_code == 0
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
