@@ -97,7 +97,10 @@ def run_round(scenario: Scenario, round_no: int, profile_dir: str | None) -> Non
             profile_path = None
             if profile_dir is not None and client.startswith("cykafka"):
                 profile_path = os.path.join(profile_dir, f"{scenario.name}-{client}.prof")
+            broker_cpu_before_s = process_cpu_s(broker.pid)
             result = e2e.measure(scenario.command(client, bootstrap, profile_path))
+            # the broker's CPU during the worker's whole run (its start-up and warm-up record included)
+            result["broker_cpu_s"] = process_cpu_s(broker.pid) - broker_cpu_before_s
             scenario.runs.setdefault(client, []).append(result)
             print(f"  {scenario.name} {client}: {summary(scenario, result)}", file=sys.stderr, flush=True)
             if profile_path is not None:
@@ -107,6 +110,16 @@ def run_round(scenario: Scenario, round_no: int, profile_dir: str | None) -> Non
         broker.stop()
         if proxy is not None:
             proxy.stop()
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """user + sys seconds of a process (Linux /proc); NaN where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def summary(scenario: Scenario, r: dict[str, Any]) -> str:
@@ -128,6 +141,8 @@ def value_of(r: dict[str, Any], key: str) -> float:
         return float(r["records"] / r["elapsed_s"])
     if key == "cpu_us":
         return float(r["cpu_s"] / r["records"] * 1e6)
+    if key == "broker_cpu_us":
+        return float(r.get("broker_cpu_s", math.nan) / r["records"] * 1e6)
     return float(r[key])
 
 
@@ -161,7 +176,7 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
         lines += [f"### Throughput (medians of {rounds} interleaved rounds; ratios: median of the per-round ratios "
                   f"against {BASE})", "",
                   "| scenario | client | records | records/s | vs confluent | client CPU µs/record | CPU vs confluent "
-                  "| errors |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "| broker CPU µs/record | errors |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for s in throughput:
             for c in s.clients:
                 if c not in s.runs:
@@ -169,7 +184,8 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
                 rate, cpu = median(s, c, "rate"), median(s, c, "cpu_us")
                 lines.append(f"| {s.name} | {c} | {s.runs[c][0]['records']:,} | {rate:,.0f} | "
                              f"{paired(s, c, 'rate'):.2f}x | {cpu:.2f} | "
-                             f"{paired(s, c, 'cpu_us'):.2f}x | {sum(r['errors'] for r in s.runs[c])} |")
+                             f"{paired(s, c, 'cpu_us'):.2f}x | {median(s, c, 'broker_cpu_us'):.2f} | "
+                             f"{sum(r['errors'] for r in s.runs[c])} |")
         lines.append("")
     for s in all_scenarios:
         if s.mode == "latency" and s.runs:

@@ -5,7 +5,8 @@
 # Time: with system_time, record timestamps are CLOCK_REALTIME and batch times CLOCK_MONOTONIC, read here in C (the
 # one place the core reads a clock, for the same values SystemClock gives); otherwise the injected Clock is called.
 # send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
-# into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record.
+# into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record; runs of
+# Arrow records into batches the call has open are appended with the GIL released (_append_run).
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
@@ -373,7 +374,8 @@ cdef Py_ssize_t _append_run(_OpenRun* run, Py_ssize_t i, Py_ssize_t stop) except
     while i < stop:
         (<_Column>run.values)._span_nogil(i, &parts.value)
         (<_Column>run.keys)._span_nogil(i, &parts.key)
-        parts.fields_size_bytes = _bytes_field_size(parts.key.size_bytes) + _bytes_field_size(parts.value.size_bytes) + 1
+        parts.fields_size_bytes = (_bytes_field_size(parts.key.size_bytes)
+                                   + _bytes_field_size(parts.value.size_bytes) + 1)
         if _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes > run.max_record_bytes:
             return i
         if run.fixed_partition >= 0:
