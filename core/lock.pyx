@@ -55,15 +55,15 @@ cdef class ProducerLock:
         self._held = False
         PyThread_release_lock(self._lock)
 
-    cdef void give_to_waiter(self) noexcept:
-        """give(); when a thread is blocked on the lock, waits (without the GIL, up to ~2000 yields) until one of
-        them has taken it, so that this thread's next take() comes after its turn."""
+    cpdef void give_to_waiter(self) noexcept:
+        """release(); when a thread is blocked on the lock, waits (without the GIL, up to 20000 yields) until one
+        of them has taken it, so that this thread's next acquire comes after its turn."""
         cdef int waiters = self._waiters
         cdef int spins = 0
         self.give()
         if waiters:
             with nogil:
-                while self._waiters >= waiters and spins < 2000:
+                while self._waiters >= waiters and spins < 20000:
                     sched_yield()
                     spins += 1
 
@@ -100,6 +100,11 @@ cdef class ProducerLock:
 
     def locked(self):
         return self._held
+
+    @property
+    def waiting(self):
+        """Threads blocked acquiring the lock right now."""
+        return self._waiters
 
     def __enter__(self):
         self.take()

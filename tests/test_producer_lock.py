@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -53,3 +54,27 @@ def test_works_under_threading_condition() -> None:
     assert not lock.locked()
     with pytest.raises(RuntimeError):
         condition.notify()  # not held
+
+
+def test_give_to_waiter_lets_a_blocked_thread_in_before_the_holder_again() -> None:
+    """send_batch gives the lock this way between chunks: a plain release would let the holder, which goes on
+    running, take it again before the woken waiter does (the OS lock is not fair)."""
+    lock = ProducerLock()
+    for _ in range(20):
+        order: list[str] = []
+        lock.acquire()
+        waiter = threading.Thread(target=lambda order=order: (lock.acquire(), order.append("waiter"),
+                                                              lock.release()))
+        waiter.start()
+        deadline_s = time.monotonic() + 5
+        while lock.waiting == 0 and time.monotonic() < deadline_s:
+            time.sleep(0.001)
+        assert lock.waiting == 1
+        lock.give_to_waiter()
+        with lock:
+            order.append("holder")
+        waiter.join(5)
+        assert order == ["waiter", "holder"] and lock.waiting == 0
+    assert lock.acquire()
+    lock.give_to_waiter()  # no waiter: a plain release
+    assert not lock.locked()
