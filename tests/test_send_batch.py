@@ -11,6 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cykafka import (
     BatchDeliveryError,
@@ -125,6 +127,41 @@ def test_arrow_runs_land_as_the_list_path(partitions: int | None) -> None:
                    for k, _ in keyed_logs[p])
     assert sum(len(log) for log in keyed_logs) + len(unkeyed) == 20_000 - len(failed[1])
     assert sum(logs[1][2].values()) == 20_000 - len(failed[1])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 400)), st.one_of(st.none(), st.integers(0, 40))),
+                max_size=1500),
+       st.one_of(st.none(), st.integers(0, 2)), st.booleans())
+def test_arrow_runs_match_the_list_path_property(records: list[tuple[int | None, int | None]],
+                                                 partitions: int | None, large_types: bool) -> None:
+    """Any mix of null and empty values and keys, sizes around the batch size, with or without a fixed partition:
+    Arrow columns (runs without the GIL) and lists (record by record) deliver the same records, in the same order
+    per partition for keyed or fixed-partition records, and fail the same indices."""
+    values = [None if v is None else b"%05d" % i + b"v" * v for i, (v, _) in enumerate(records)]
+    keys = [None if k is None else b"k%d" % k for _, k in records]
+    arrow_type = pa.large_binary() if large_types else pa.binary()
+    outcomes = []
+    for as_arrow in (False, True):
+        cluster = FakeCluster(SystemClock(), num_brokers=2)
+        cluster.create_topic(T, 3)
+        producer = make(cluster, **{"batch.size": 1024, "max.request.size": 300})
+        try:
+            result = producer.send_batch(T, pa.array(values, type=arrow_type) if as_arrow else values,
+                                         pa.array(keys, type=arrow_type) if as_arrow else keys, partitions=partitions)
+            try:
+                result.result(30)
+            except BatchDeliveryError:
+                pass
+            ordered = [[(r.key, r.value) for r in cluster.log(T, p) if partitions is not None or r.key is not None]
+                       for p in range(3)]
+            everything = sorted((r.key or b"", r.value or b"") for _, r in cluster.all_records(T))
+            outcomes.append((ordered, everything, [i for i, _ in result.errors], result.delivered_by_partition))
+        finally:
+            producer.close(5)
+    (list_ordered, list_all, list_failed, _), (arrow_ordered, arrow_all, arrow_failed, delivered) = outcomes
+    assert arrow_ordered == list_ordered and arrow_all == list_all and arrow_failed == list_failed
+    assert sum(delivered.values()) == len(records) - len(arrow_failed) == len(arrow_all)
 
 
 def test_arrow_runs_name_the_failed_indices(producer: Producer, cluster: FakeCluster) -> None:
