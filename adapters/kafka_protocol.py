@@ -1312,8 +1312,9 @@ class AddOffsetsToTxnRequest(Request):
 
 
 @dataclass(frozen=True, slots=True)
-class AddOffsetsToTxnResponse(Response):
-    API_KEY: ClassVar[int] = ADD_OFFSETS_TO_TXN
+class _ThrottleAndErrorResponse(Response):
+    """A response that is only throttle_time_ms and error_code (AddOffsetsToTxn, EndTxn)."""
+
     error_code: int
     throttle_time_ms: int = 0
 
@@ -1327,6 +1328,11 @@ class AddOffsetsToTxnResponse(Response):
         throttle_time_ms, error_code = r.int32(), r.int16()
         r.tagged_fields()
         return cls(error_code, throttle_time_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsToTxnResponse(_ThrottleAndErrorResponse):
+    API_KEY: ClassVar[int] = ADD_OFFSETS_TO_TXN
 
 
 @dataclass(frozen=True, slots=True)
@@ -1354,21 +1360,8 @@ class EndTxnRequest(Request):
 
 
 @dataclass(frozen=True, slots=True)
-class EndTxnResponse(Response):
+class EndTxnResponse(_ThrottleAndErrorResponse):
     API_KEY: ClassVar[int] = END_TXN
-    error_code: int
-    throttle_time_ms: int = 0
-
-    def encode_body(self, w: Writer, version: int) -> None:
-        w.int32(self.throttle_time_ms)
-        w.int16(self.error_code)
-        w.tagged_fields()
-
-    @classmethod
-    def decode_body(cls, r: Reader, version: int) -> Self:
-        throttle_time_ms, error_code = r.int32(), r.int16()
-        r.tagged_fields()
-        return cls(error_code, throttle_time_ms)
 
 
 @dataclass(frozen=True, slots=True)
