@@ -366,15 +366,11 @@ cdef class RecordBatchBuilder:
 
     cdef int _append(self, int64_t timestamp_ms, _Parts* parts, bint write) except -1:
         """1 appended (or would be, when not write), 0 no room."""
-        cdef int64_t timestamp_delta = 0
+        cdef int64_t timestamp_delta
         cdef Py_ssize_t body_bytes, total_bytes
         if self.is_closed:
             raise RuntimeError("RecordBatchBuilder is closed for appends")
-        if self.record_count:
-            timestamp_delta = <int64_t>(<uint64_t>timestamp_ms - <uint64_t>self.base_timestamp_ms)
-        body_bytes = (1 + _uvarint_size(_zigzag64(timestamp_delta)) + _uvarint_size(_zigzag64(self.record_count))
-                      + parts.fields_size_bytes)
-        total_bytes = _uvarint_size(_zigzag64(body_bytes)) + body_bytes
+        total_bytes = self._record_bytes(timestamp_ms, parts, &timestamp_delta, &body_bytes)
         if self.record_count:
             if self.write_limit_bytes < self._estimated() + total_bytes:
                 return 0
@@ -395,15 +391,21 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t body_bytes, total_bytes
         if self.is_closed or self.record_count == 0 or self.record_count == INT32_MAX:
             return 0
-        timestamp_delta = <int64_t>(<uint64_t>timestamp_ms - <uint64_t>self.base_timestamp_ms)
-        body_bytes = (1 + _uvarint_size(_zigzag64(timestamp_delta)) + _uvarint_size(_zigzag64(self.record_count))
-                      + parts.fields_size_bytes)
-        total_bytes = _uvarint_size(_zigzag64(body_bytes)) + body_bytes
+        total_bytes = self._record_bytes(timestamp_ms, parts, &timestamp_delta, &body_bytes)
         if (self.write_limit_bytes < self._estimated() + total_bytes or self._pos + total_bytes > self._capacity
                 or self._pos + total_bytes > INT32_MAX):
             return 0
         self._write(timestamp_ms, timestamp_delta, body_bytes, total_bytes, parts)
         return 1
+
+    cdef inline Py_ssize_t _record_bytes(self, int64_t timestamp_ms, _Parts* parts, int64_t* timestamp_delta,
+                                         Py_ssize_t* body_bytes) noexcept nogil:
+        """The record's size in this batch (length prefix included); its timestamp delta and body size."""
+        timestamp_delta[0] = (<int64_t>(<uint64_t>timestamp_ms - <uint64_t>self.base_timestamp_ms)
+                              if self.record_count else 0)
+        body_bytes[0] = (1 + _uvarint_size(_zigzag64(timestamp_delta[0])) + _uvarint_size(_zigzag64(self.record_count))
+                         + parts.fields_size_bytes)
+        return _uvarint_size(_zigzag64(body_bytes[0])) + body_bytes[0]
 
     cdef inline void _write(self, int64_t timestamp_ms, int64_t timestamp_delta, Py_ssize_t body_bytes,
                             Py_ssize_t total_bytes, _Parts* parts) noexcept nogil:
