@@ -338,8 +338,10 @@ def _headers_list(column: Any) -> list[list[tuple[str, Any]] | None]:
     if keys.null_count:
         raise SinkSchemaError("cykafka sink: a header has a null key; header keys must be non-null strings")
     values = children["value"]
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-        values = values.cast(pa.large_binary())
+    if pa.types.is_string(values.type):  # the values as bytes: a view of the same buffers
+        values = values.view(pa.binary())
+    elif pa.types.is_large_string(values.type):
+        values = values.view(pa.large_binary())
     pairs = list(zip(keys.to_pylist(), _bytes_column(values).to_pylist(), strict=True))
     out: list[list[tuple[str, Any]] | None] = []
     position = 0
