@@ -260,15 +260,10 @@ class Sender:
         for batch in expired:
             age_ms = now_ms - batch.created_ms
             # a request still out holds views of an in-flight batch's buffer: it goes back to the pool with the answer
-            self._fail_batch(batch, KafkaTimeoutError(
+            self._fail_sent_batch(batch, KafkaTimeoutError(
                 f"Expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: {age_ms} ms has "
                 f"passed since batch creation (delivery.timeout.ms={self.config.delivery_timeout_ms})"),
                 release_buffer=batch not in expired_in_flight)
-            if self.txn is not None and batch.has_sequence:
-                # sent at least once: whether the broker has it is unknown until the partition drains (Java marks
-                # only batches in retry; a first attempt may have landed too)
-                with self.lock:
-                    self.txn.mark_sequence_unresolved(batch)
         for node_id, batches in drained.items():
             self._send_produce_request(node_id, batches, now_ms)
         for topic in {b.topic for batches in drained.values() for b in batches}:
@@ -432,6 +427,15 @@ class Sender:
         self.metrics.record_errors(batch.record_count)
         self._finish(batch, error, -1, -1, release_buffer)
 
+    def _fail_sent_batch(self, batch: ProducerBatch, error: Exception, release_buffer: bool = True) -> None:
+        """Fails a batch no answer settled (expired, or queued when authentication failed). Sent at least once (it
+        has a sequence), whether the broker has it is unknown until the partition drains: its sequence is marked
+        unresolved (Java marks only batches in retry; a first attempt may have landed too)."""
+        self._fail_batch(batch, error, release_buffer=release_buffer)
+        if self.txn is not None and batch.has_sequence:
+            with self.lock:
+                self.txn.mark_sequence_unresolved(batch)
+
     def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int,
                 release_buffer: bool = True) -> None:
         """Marks the batch final and frees its memory (release_buffer False: when its request answers); then, with the
@@ -471,7 +475,7 @@ class Sender:
             batches = self.accumulator.abort_undrained()
         for batch in batches:
             if not batch.is_done:
-                self._fail_batch(batch, error)
+                self._fail_sent_batch(batch, error)
 
     def abort_all(self, error: KafkaError) -> None:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""

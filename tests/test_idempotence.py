@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cykafka import ConfigError
+from cykafka import AuthenticationError, ConfigError
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
@@ -198,6 +198,31 @@ def test_a_lone_expired_sent_batch_bumps_the_epoch_at_once_as_java_does() -> Non
     assert values(cluster, 1) == [b"later"]
     assert producer.transaction_state().producer_id != producer_id
     assert cluster.log(TOPIC, 1)[0].sequence == 0
+
+
+@pytest.mark.parametrize("handled", [False, True])
+def test_a_sent_batch_failed_by_an_authentication_error_does_not_leave_a_gap(handled: bool) -> None:
+    """A batch in retry (sent once, its connection lost) fails with the authentication error of the reconnect: the
+    broker may or may not have it, so its sequence is unresolved, as an expired one's; the next records go through
+    once authentication works again (with a gap they met OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms)."""
+    producer, cluster, clock = make()
+    run_until_done(producer, clock, [producer.send(TOPIC, b"first", partition=1)])
+    leader = cluster.topics[TOPIC][1].leader
+    cluster.delay_ms[leader] = 100_000
+    second = producer.send(TOPIC, b"second", partition=1)
+    run(producer, clock)
+    cluster.delay_ms[leader] = 0
+    cluster.disconnect(leader, handled=handled)
+    run(producer, clock)  # the disconnect: the batch goes back to the queue, in retry
+    assert not second.done()
+    cluster.auth_failure = AuthenticationError("SASL SCRAM-SHA-256 authentication failed: bad password")
+    run(producer, clock)
+    with pytest.raises(AuthenticationError):
+        second.result(0)
+    cluster.auth_failure = None
+    third = producer.send(TOPIC, b"third", partition=1)
+    run_until_done(producer, clock, [third])
+    assert values(cluster, 1) == ([b"first", b"second", b"third"] if handled else [b"first", b"third"])
 
 
 # -- config ---------------------------------------------------------------------------------------------------------
