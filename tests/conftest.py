@@ -12,7 +12,7 @@ import pytest
 
 from cykafka.broker import EmbeddedBroker
 
-sys.path.insert(0, str(Path(__file__).parent))  # test helper modules (security_peers) import by name
+sys.path.insert(0, str(Path(__file__).parent))  # test helper modules (security_peers, mock_cluster) import by name
 
 
 @pytest.fixture(scope="session")
@@ -24,14 +24,17 @@ def broker() -> Iterator[EmbeddedBroker]:
         b.stop()
 
 
-@pytest.fixture(scope="module")
-def mock_cluster() -> Iterator[str]:
-    """librdkafka's mock cluster (inside confluent-kafka): 3 brokers on 127.0.0.1, alive while the handle lives."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": ""})
-    brokers = handle.list_topics(timeout=10).brokers
-    yield ",".join(f"{b.host}:{b.port}" for b in brokers.values())
-    handle.flush(1)
+@pytest.fixture()
+def mock_cluster() -> Iterator[Any]:
+    """librdkafka's mock cluster (from confluent-kafka's librdkafka): 3 brokers on 127.0.0.1, with its controls."""
+    pytest.importorskip("confluent_kafka")
+    from mock_cluster import MockCluster
+
+    cluster = MockCluster(3)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
 
 
 @pytest.fixture(scope="session")

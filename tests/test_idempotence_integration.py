@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from kafka_proxy import KafkaProxy
+from mock_cluster import MockCluster
 
 from cykafka import Producer
 from cykafka.broker import EmbeddedBroker
@@ -146,9 +147,9 @@ def test_offsets_sent_to_a_transaction_are_committed_for_the_group(broker: Embed
 # -- librdkafka's mock cluster -----------------------------------------------------------------------------------
 
 
-def test_abort_then_commit_on_the_mock_cluster_writes_both_markers(mock_cluster: str) -> None:
+def test_abort_then_commit_on_the_mock_cluster_writes_both_markers(mock_cluster: MockCluster) -> None:
     topic = "txn-mock"
-    with Producer({"bootstrap.servers": mock_cluster, "transactional.id": "mock-tx"}) as producer:
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "transactional.id": "mock-tx"}) as producer:
         producer.init_transactions(30)
         producer.begin_transaction()
         aborted = [producer.send(topic, b"abort-%d" % i, partition=i % 4) for i in range(40)]
@@ -160,7 +161,7 @@ def test_abort_then_commit_on_the_mock_cluster_writes_both_markers(mock_cluster:
         offsets = [f.result(0).offset for f in committed]
     # each partition: 10 aborted records, the abort marker, then the committed ones
     assert offsets == [11 + i // 4 for i in range(40)]
-    read = read_back(mock_cluster, topic, check_crcs=False)  # the mock writes markers without a CRC
+    read = read_back(mock_cluster.bootstrap_servers, topic, check_crcs=False)  # the mock writes markers without a CRC
     assert len(read) == 80
     by_partition: dict[int, list[tuple[int, bytes]]] = {}
     for r in read:
@@ -171,12 +172,12 @@ def test_abort_then_commit_on_the_mock_cluster_writes_both_markers(mock_cluster:
         assert all(v.startswith(b"commit-") for _, v in records[10:])
 
 
-def test_idempotent_producer_on_the_mock_cluster(mock_cluster: str) -> None:
+def test_idempotent_producer_on_the_mock_cluster(mock_cluster: MockCluster) -> None:
     topic = "idem-mock"
-    with Producer({"bootstrap.servers": mock_cluster, "enable.idempotence": True}) as producer:
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "enable.idempotence": True}) as producer:
         futures = [producer.send(topic, b"%06d" % i) for i in range(20_000)]
         assert producer.flush(60) == 0
         assert all(f.result(0).offset >= 0 for f in futures)
         assert producer.transaction_state().producer_id >= 0
-    read = read_back(mock_cluster, topic)
+    read = read_back(mock_cluster.bootstrap_servers, topic)
     assert sorted(int(r.value) for r in read) == list(range(20_000))  # type: ignore[arg-type]

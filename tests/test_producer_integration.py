@@ -7,10 +7,10 @@ order within each partition.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
+from mock_cluster import MockCluster
 
 from cykafka import Producer
 from cykafka.broker import EmbeddedBroker
@@ -92,16 +92,9 @@ def test_futures_resolve_to_the_offsets_the_broker_assigned(broker: EmbeddedBrok
         (m.partition, m.offset): b"%d" % i for i, m in enumerate(metadata)}
 
 
-def test_multi_broker_mock_cluster_all_records_arrive(mock_cluster: str) -> None:
-    # The mock cluster gives each partition of an auto-created topic (4 partitions) a random leader, so a topic
-    # is led by one broker 1 time in 27: take the first of several topics whose leaders span at least two brokers.
-    with Producer({"bootstrap.servers": mock_cluster}) as producer:
-        for topic in (f"it-mock-{i}" for i in range(6)):
-            deadline = time.monotonic() + 10
-            while -1 in (leaders := {p.leader for p in producer.partitions_for(topic)}) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if len(leaders - {-1}) >= 2:
-                break
-    assert len(leaders - {-1}) >= 2, f"leaders not spread across brokers in 6 topics: {leaders}"
-    read = produce_and_verify(mock_cluster, topic, {"compression.type": "lz4"})
+def test_multi_broker_mock_cluster_all_records_arrive(mock_cluster: MockCluster) -> None:
+    mock_cluster.create_topic("it-mock", leaders=[1, 2, 3, 1])
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers}) as producer:
+        assert [p.leader for p in producer.partitions_for("it-mock")] == [1, 2, 3, 1]
+    read = produce_and_verify(mock_cluster.bootstrap_servers, "it-mock", {"compression.type": "lz4"})
     assert len({r.partition for r in read}) >= 4

@@ -1,0 +1,87 @@
+"""librdkafka's mock cluster, driven through its C API (rdkafka_mock.h) with ctypes: the brokers of confluent-kafka's
+bundled librdkafka, plus the controls its Python package does not expose (leaders, brokers down, injected errors)."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from collections.abc import Sequence
+
+_RD_KAFKA_PRODUCER = 0
+
+
+def _load() -> ctypes.CDLL:
+    import confluent_kafka
+
+    libs = os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)), "confluent_kafka.libs")
+    found = glob.glob(os.path.join(libs, "librdkafka*.so*"))
+    if not found:
+        raise RuntimeError(f"no librdkafka in {libs} (confluent-kafka installed from its manylinux wheel?)")
+    lib = ctypes.CDLL(found[0])
+    p, s, i32, errors = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_int)
+    for name, restype, argtypes in [
+        ("rd_kafka_conf_new", p, []),
+        ("rd_kafka_conf_set", ctypes.c_int, [p, s, s, s, ctypes.c_size_t]),
+        ("rd_kafka_new", p, [ctypes.c_int, p, s, ctypes.c_size_t]),
+        ("rd_kafka_destroy", None, [p]),
+        ("rd_kafka_mock_cluster_new", p, [p, ctypes.c_int]),
+        ("rd_kafka_mock_cluster_destroy", None, [p]),
+        ("rd_kafka_mock_cluster_bootstraps", s, [p]),
+        ("rd_kafka_mock_topic_create", ctypes.c_int, [p, s, ctypes.c_int, ctypes.c_int]),
+        ("rd_kafka_mock_partition_set_leader", ctypes.c_int, [p, s, i32, i32]),
+        ("rd_kafka_mock_broker_set_down", ctypes.c_int, [p, i32]),
+        ("rd_kafka_mock_broker_set_up", ctypes.c_int, [p, i32]),
+        ("rd_kafka_mock_push_request_errors_array", None, [p, ctypes.c_int16, ctypes.c_size_t, errors]),
+    ]:
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+class MockCluster:
+    """`broker_count` mock brokers (ids 1..n) on 127.0.0.1, alive until `close()`."""
+
+    def __init__(self, broker_count: int = 3) -> None:
+        self._lib = _load()
+        errstr = ctypes.create_string_buffer(512)
+        conf = self._lib.rd_kafka_conf_new()
+        self._lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, len(errstr))
+        self._rk = self._lib.rd_kafka_new(_RD_KAFKA_PRODUCER, conf, errstr, len(errstr))
+        if not self._rk:
+            raise RuntimeError(errstr.value.decode())
+        self._cluster = self._lib.rd_kafka_mock_cluster_new(self._rk, broker_count)
+        self.bootstrap_servers: str = self._lib.rd_kafka_mock_cluster_bootstraps(self._cluster).decode()
+
+    def _check(self, err: int, what: str) -> None:
+        if err:
+            raise RuntimeError(f"mock cluster: {what} failed with error code {err}")
+
+    def create_topic(self, topic: str, leaders: Sequence[int], replication_factor: int = 3) -> None:
+        """A topic with one partition per entry of `leaders`, partition i led by broker leaders[i]."""
+        self._check(self._lib.rd_kafka_mock_topic_create(self._cluster, topic.encode(), len(leaders),
+                                                         replication_factor), f"create {topic}")
+        for partition, broker_id in enumerate(leaders):
+            self.set_leader(topic, partition, broker_id)
+
+    def set_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        """Moves the partition's leadership (and bumps its leader epoch); the old leader answers
+        NOT_LEADER_OR_FOLLOWER from now on."""
+        self._check(self._lib.rd_kafka_mock_partition_set_leader(self._cluster, topic.encode(), partition, broker_id),
+                    f"set leader of {topic}-{partition}")
+
+    def set_broker_up(self, broker_id: int, up: bool) -> None:
+        """Down: the broker drops its connections and refuses new ones."""
+        set_state = self._lib.rd_kafka_mock_broker_set_up if up else self._lib.rd_kafka_mock_broker_set_down
+        self._check(set_state(self._cluster, broker_id), f"set broker {broker_id} {'up' if up else 'down'}")
+
+    def push_request_errors(self, api_key: int, error_codes: Sequence[int]) -> None:
+        """The next len(error_codes) requests of `api_key`, on any broker, are answered with these errors in turn."""
+        codes = (ctypes.c_int * len(error_codes))(*error_codes)
+        self._lib.rd_kafka_mock_push_request_errors_array(self._cluster, api_key, len(error_codes), codes)
+
+    def close(self) -> None:
+        if self._rk:
+            self._lib.rd_kafka_mock_cluster_destroy(self._cluster)
+            self._lib.rd_kafka_destroy(self._rk)
+            self._rk = None
