@@ -136,6 +136,7 @@ class FakeCluster:
         self.transactions: dict[str, _Transaction] = {}
         self.group_offsets: dict[str, dict[tuple[str, int], int]] = {}  # committed by transactions
         self.produce_errors: dict[int, int] = {}  # error code -> answers with it (what the producer met)
+        self.disconnect_count = 0
 
     # -- test controls -----------------------------------------------------------------------------------------
 
@@ -158,6 +159,7 @@ class FakeCluster:
         """Drops the connection: requests in flight to the node fail with a retriable NetworkError. handled: the
         broker had handled them (records appended) and only the answers are lost."""
         self._connected.discard(node_id)
+        self.disconnect_count += 1
         now_ms = self.clock.monotonic_ms()
         keep: deque[_Pending] = deque()
         for pending in self._pending:
@@ -204,6 +206,7 @@ class FakeCluster:
         if self.auth_failure is not None:
             return False
         if node_id in self.unreachable or (node_id >= 0 and node_id not in self.nodes):
+            self.disconnect_count += 1  # a connection attempt that failed
             return False
         if node_id not in self._connected:
             self._connected.add(node_id)  # connects at once; ready from the next call, like a real handshake

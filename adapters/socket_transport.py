@@ -104,6 +104,7 @@ class SocketTransport:
         self._closed = False
         self._wakeup_pending = False
         self._authentication_error: AuthenticationError | None = None
+        self._disconnect_count = 0
         self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
@@ -207,6 +208,10 @@ class SocketTransport:
         if not ok and self._connections:
             ok = [c for c in self._connections.values() if now_ms - c.last_failure_ms >= c.backoff_ms]
         return ok[0].node_id if ok else None
+
+    @property
+    def disconnect_count(self) -> int:
+        return self._disconnect_count
 
     def authentication_error(self) -> AuthenticationError | None:
         """The last SASL or TLS authentication failure; cleared when a connection next authenticates."""
@@ -446,6 +451,7 @@ class SocketTransport:
         conn.reauthenticate_at_ms = None
         if conn.state != _DISCONNECTED:
             log.info("disconnected from node %s (%s:%s): %s", conn.node_id, conn.host, conn.port, error)
+        self._disconnect_count += 1
         conn.state = _DISCONNECTED
         if backoff:
             self._set_backoff(conn, now_ms)

@@ -80,6 +80,7 @@ class Sender:
         self._waiting_for_responses = waiting_for_responses  # appends need not wake us until a response comes
         self._leaders_snapshot: ClusterSnapshot | None = None
         self._leaders: frozenset[int] = frozenset()
+        self._disconnects_seen = 0
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.txn_requests = transactions
@@ -229,6 +230,9 @@ class Sender:
         return fatal
 
     def _send_producer_data(self, now_ms: int) -> int:
+        if self.transport.disconnect_count != self._disconnects_seen:  # the disconnect may come from stale metadata
+            self._disconnects_seen = self.transport.disconnect_count
+            self.metadata.request_update()
         metadata_delay_ms = self.metadata.maybe_update(now_ms)
         snapshot = self.metadata.snapshot()
         self._update_transport_nodes(snapshot)

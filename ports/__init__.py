@@ -140,6 +140,12 @@ class Transport(Protocol):
 
     def least_loaded_node(self, now_ms: int) -> int | None: ...
 
+    @property
+    def disconnect_count(self) -> int:
+        """Connections lost or failed to open so far. A disconnect may come from stale metadata (a broker that lost
+        its leaderships went away): the Sender then asks for a metadata update, as Java's NetworkClient does."""
+        ...
+
     def authentication_error(self) -> KafkaError | None:
         """The latched SASL/TLS authentication failure (not retriable), None once a connection authenticates:
         the Sender fails queued batches with it and metadata waits raise it."""

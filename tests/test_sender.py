@@ -111,6 +111,20 @@ def test_not_leader_refreshes_metadata_then_succeeds() -> None:
     assert produce_requests(cluster)[-1][0] == 0
 
 
+def test_an_unreachable_leader_refreshes_metadata_until_leadership_moves() -> None:
+    """Java's NetworkClient: a failed connection may come from stale metadata, so it asks for an update. Records for
+    a leader that cannot be reached go to the new leader once metadata names it, not after metadata.max.age.ms."""
+    producer, cluster, clock = make()
+    cluster.unreachable.add(1)
+    cluster.move_leader(TOPIC, 1, 2)  # the producer's snapshot still names node 1, and nothing was sent there
+    future = producer.send(TOPIC, b"v", partition=1)
+    for _ in range(10):
+        clock.advance(60)
+        run(producer)
+    assert future.result(0).offset == 0
+    assert produce_requests(cluster)[-1][0] == 2
+
+
 def test_delivery_timeout_fails_queued_batches() -> None:
     producer, cluster, clock = make()
     cluster.unreachable.update(cluster.nodes)
