@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mock_cluster import MockCluster
 
 from cykafka import KafkaTimeoutError, Producer, ProducerClosedError
 from cykafka.broker import EmbeddedBroker
@@ -118,7 +119,11 @@ def test_connections_cut_100_times_mid_request_and_mid_response_lose_and_duplica
     finally:
         proxy.close()
     assert failed == 0 and ok == records
-    read = read_back(broker.bootstrap_servers, topic)
+    _assert_once_in_order(read_back(broker.bootstrap_servers, topic), records)
+
+
+def _assert_once_in_order(read: list[Any], records: int) -> None:
+    """The log holds values b"%08d" % 0..records-1, each once, ascending within each partition."""
     seqs = [int(r.value or b"-1") for r in read]
     assert len(seqs) == len(set(seqs)) == records, "duplicates or losses"
     last: dict[int, int] = {}
@@ -126,6 +131,97 @@ def test_connections_cut_100_times_mid_request_and_mid_response_lose_and_duplica
         seq = int(r.value or b"-1")
         assert seq > last.get(r.partition, -1), "reordered within a partition"
         last[r.partition] = seq
+
+
+# -- leaders moving and brokers going down on librdkafka's mock cluster ------------------------------------------------
+
+MOVES = 6
+
+
+@pytest.mark.parametrize("config", [{"transactional.id": "rel-moves"},
+                                    {"enable.idempotence": False, "max.in.flight.requests.per.connection": 1}],
+                         ids=["transactional", "one-in-flight"])
+def test_leaders_moving_between_brokers_lose_duplicate_and_reorder_nothing(
+        mock_cluster: MockCluster, config: dict[str, Any]) -> None:
+    """Leadership of every partition rotates across three brokers six times while records are queued and in flight:
+    the old leaders answer NOT_LEADER_OR_FOLLOWER, the producer refreshes its metadata and retries on the new ones.
+    With five requests in flight, order rests on the broker's sequence checks, which the mock makes only for
+    transactional producers (an idempotent one without transactional.id gets none): hence a transaction here."""
+    topic = "rel-moves"
+    mock_cluster.create_topic(topic, leaders=[1, 2, 3, 1])
+    records = 60_000
+    per_move = records // MOVES
+    transactional = "transactional.id" in config
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 2, "batch.size": 4096,
+                   "retry.backoff.ms": 10, **config}) as producer:
+        if transactional:
+            producer.init_transactions(30)
+            producer.begin_transaction()
+        futures = []
+        for move in range(1, MOVES + 1):
+            futures += [producer.send(topic, b"%08d" % i, key=b"k%d" % (i % 97))
+                        for i in range((move - 1) * per_move, move * per_move)]
+            for partition in range(4):
+                mock_cluster.set_leader(topic, partition, 1 + (partition + move) % 3)
+        if transactional:
+            producer.commit_transaction(60)
+        assert producer.flush(60) == 0
+        # the records sent after the first move went to the old leaders first (nothing told the producer before)
+        assert producer.metrics()["record-retry-total"] > 0
+    assert _settled(futures) == (records, 0)
+    # the mock writes its commit marker without a CRC
+    _assert_once_in_order(read_back(mock_cluster.bootstrap_servers, topic, check_crcs=not transactional), records)
+
+
+def test_records_for_a_leader_that_went_down_are_delivered_once_leadership_moves(mock_cluster: MockCluster) -> None:
+    """Broker 1 drops its connections and refuses new ones; its partitions' records wait (retrying, refreshing
+    metadata) until the cluster names another leader, then go there. Nothing fails within delivery.timeout.ms."""
+    topic = "rel-down"
+    mock_cluster.create_topic(topic, leaders=[1, 2, 3, 1])
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 2, "retry.backoff.ms": 10,
+                   "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 100}) as producer:
+        futures = [producer.send(topic, b"%08d" % i, partition=i % 4) for i in range(4000)]
+        assert producer.flush(30) == 0
+        mock_cluster.set_broker_up(1, False)
+        futures += [producer.send(topic, b"%08d" % i, partition=i % 4) for i in range(4000, 8000)]
+        deadline = time.monotonic() + 10  # partitions 1 and 2 (brokers 2, 3) keep going; 0 and 3 wait
+        while time.monotonic() < deadline and not all(f.done() for f in futures[4000 + 1::4]):
+            time.sleep(0.01)
+        assert all(f.done() for f in futures[4000 + 1::4]) and not any(f.done() for f in futures[4000::4])
+        for partition in (0, 3):
+            mock_cluster.set_leader(topic, partition, 2)
+        assert producer.flush(30) == 0
+        mock_cluster.set_broker_up(1, True)
+    assert _settled(futures) == (8000, 0)
+    _assert_once_in_order(read_back(mock_cluster.bootstrap_servers, topic), 8000)
+
+
+def test_injected_produce_errors_retriable_ones_retried_others_fail_only_their_records(
+        mock_cluster: MockCluster) -> None:
+    """The mock answers Produce requests with the errors pushed to it: retriable ones are retried until the record is
+    written once; a non-retriable one fails that record with its Kafka error name and the next record goes through."""
+    from cykafka.adapters.kafka_protocol import ERROR_CODES
+    from cykafka.errors import BrokerResponseError
+
+    topic = "rel-errors"
+    mock_cluster.create_topic(topic, leaders=[2])
+    retriable = ["NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "LEADER_NOT_AVAILABLE", "NOT_ENOUGH_REPLICAS",
+                 "NOT_ENOUGH_REPLICAS_AFTER_APPEND"]
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0,
+                   "retry.backoff.ms": 10}) as producer:
+        assert producer.send(topic, b"00000000").result(30).offset == 0  # connected, producer id assigned
+        mock_cluster.push_request_errors(PRODUCE, [ERROR_CODES[name] for name in retriable])
+        assert producer.send(topic, b"00000001").result(30).offset == 1
+        assert producer.metrics()["record-retry-total"] == len(retriable)
+        mock_cluster.push_request_errors(PRODUCE, [ERROR_CODES["TOPIC_AUTHORIZATION_FAILED"]])
+        with pytest.raises(BrokerResponseError) as failed:
+            producer.send(topic, b"rejected").result(30)
+        assert failed.value.name == "TOPIC_AUTHORIZATION_FAILED" and not failed.value.retriable
+        assert producer.send(topic, b"00000002").result(30).offset == 2
+    _assert_once_in_order(read_back(mock_cluster.bootstrap_servers, topic), 3)
+
+
+PRODUCE = 0  # Kafka's ApiKey
 
 
 # -- broker killed and restarted on durable storage --------------------------------------------------------------------
