@@ -185,6 +185,22 @@ class _Handler:
             self.owner.lookup_coordinator(self.coordinator_type, self.coordinator_key, self)
         self.reenqueue()
 
+    def handled_coordinator_or_fencing_error(self, code: int, what: str) -> bool:
+        """The answers InitProducerId, AddOffsetsToTxn and EndTxn share: the coordinator moved or is busy (look it up
+        again, or retry), the producer was fenced (fatal). False for any other code."""
+        if code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
+            self.lookup_coordinator_and_retry()
+        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
+            self.reenqueue()
+        elif code in FENCED_CODES:
+            self.fatal_error(_fenced(what))
+        else:
+            return False
+        return True
+
+    def unexpected_error(self, code: int, what: str) -> None:
+        self.fatal_error(TransactionFatalError(f"unexpected error in {what}: {_broker_error(code, what)}"))
+
     def describe(self) -> str:
         return type(self).__name__.lstrip("_")
 
@@ -261,17 +277,13 @@ class _InitProducerId(_Handler):
 
     def handle(self, response: kp.InitProducerIdResponse) -> None:
         code = response.error_code
+        if self.handled_coordinator_or_fencing_error(code, "InitProducerId"):
+            return
         if code == NONE:
             self.manager.initialized(response.producer_id, response.producer_epoch, self.is_epoch_bump)
             log.info("producer id %s, epoch %s%s", response.producer_id, response.producer_epoch,
                      f" (transactional.id {self.manager.transactional_id})" if self.manager.is_transactional else "")
             self.result.done()
-        elif code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
-            self.lookup_coordinator_and_retry()
-        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
-            self.reenqueue()
-        elif code in FENCED_CODES:
-            self.fatal_error(_fenced("InitProducerId"))
         elif self.is_epoch_bump and code == UNKNOWN_SERVER_ERROR:
             # the broker cannot bump an epoch from the id it gave us (Tansu): a plain InitProducerId for the
             # transactional.id bumps it too; the transaction was already ended
@@ -283,8 +295,7 @@ class _InitProducerId(_Handler):
         elif code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED):
             self.fatal_error(_fatal(code, "InitProducerId"))
         else:
-            self.fatal_error(TransactionFatalError(f"unexpected error in InitProducerId: "
-                                                   f"{_broker_error(code, 'InitProducerId')}"))
+            self.unexpected_error(code, "InitProducerId")
 
 
 class _AddPartitions(_Handler):
@@ -365,25 +376,20 @@ class _AddOffsets(_Handler):
 
     def handle(self, response: kp.AddOffsetsToTxnResponse) -> None:
         code = response.error_code
+        if self.handled_coordinator_or_fencing_error(code, "AddOffsetsToTxn"):
+            return
         if code == NONE:
             self.manager.mark_transaction_started()
             self.owner.enqueue(_TxnOffsetCommit(self.owner, self.result, self.offsets, self.group,
                                                 self.producer_id, self.producer_epoch))
-        elif code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
-            self.lookup_coordinator_and_retry()
-        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
-            self.reenqueue()
         elif code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
             self.abortable_error_if_possible(_abortable(code, "AddOffsetsToTxn"))
-        elif code in FENCED_CODES:
-            self.fatal_error(_fenced("AddOffsetsToTxn"))
         elif code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
             self.fatal_error(_fatal(code, "AddOffsetsToTxn"))
         elif code == GROUP_AUTHORIZATION_FAILED:
             self.abortable_error(_abortable(code, "AddOffsetsToTxn"))
         else:
-            self.fatal_error(TransactionFatalError(f"unexpected error in AddOffsetsToTxn: "
-                                                   f"{_broker_error(code, 'AddOffsetsToTxn')}"))
+            self.unexpected_error(code, "AddOffsetsToTxn")
 
 
 class _TxnOffsetCommit(_Handler):
@@ -434,8 +440,7 @@ class _TxnOffsetCommit(_Handler):
                     self.fatal_error(_fenced("TxnOffsetCommit"))
                     break
                 else:
-                    self.fatal_error(TransactionFatalError(f"unexpected error in TxnOffsetCommit: "
-                                                           f"{_broker_error(code, 'TxnOffsetCommit')}"))
+                    self.unexpected_error(code, "TxnOffsetCommit")
                     break
         if self.result.is_completed:
             self.pending.clear()
@@ -465,22 +470,18 @@ class _EndTxn(_Handler):
 
     def handle(self, response: kp.EndTxnResponse) -> None:
         code = response.error_code
+        if self.handled_coordinator_or_fencing_error(code, "EndTxn"):
+            return
         if code == NONE:
             if not self.external:
                 self.manager.complete_transaction()
             self.result.done()
-        elif code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
-            self.lookup_coordinator_and_retry()
-        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
-            self.reenqueue()
-        elif code in FENCED_CODES:
-            self.fatal_error(_fenced("EndTxn"))
         elif code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_TXN_STATE):
             self.fatal_error(_fatal(code, "EndTxn"))
         elif code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
             self.abortable_error_if_possible(_abortable(code, "EndTxn"))
         else:
-            self.fatal_error(TransactionFatalError(f"unhandled error in EndTxn: {_broker_error(code, 'EndTxn')}"))
+            self.unexpected_error(code, "EndTxn")
 
 
 # -- the queue --------------------------------------------------------------------------------------------------
