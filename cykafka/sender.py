@@ -31,13 +31,12 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
-from cykafka.transactions import TransactionRequests
+from cykafka.transactions import FENCED_CODES, TransactionRequests
 
 log = logging.getLogger("cykafka")
 
 MESSAGE_TOO_LARGE = 10
 DUPLICATE_SEQUENCE_NUMBER = 46
-FENCED_CODES = frozenset({47, 90})  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 # errors after which the leader we used is stale (Java: InvalidMetadataException subclasses)
 METADATA_ERRORS = frozenset({3, 5, 6, 9, 74, 75, 103})
 
