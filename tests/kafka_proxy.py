@@ -66,9 +66,7 @@ class KafkaProxy:
         with self._lock:
             self._drop = True
             target = self.drops + 1
-        deadline = time.monotonic() + timeout_s
-        while self.drops < target and time.monotonic() < deadline:
-            time.sleep(0.001)
+        self._wait_for_drops(target, timeout_s)
 
     def cut_mid_frame(self, after_bytes: int, timeout_s: float = 5.0) -> bool:
         """The next frame in either direction (a request or a response) is forwarded only up to `after_bytes`, then
@@ -76,12 +74,16 @@ class KafkaProxy:
         with self._lock:
             self._cut_after_bytes = after_bytes
             target = self.drops + 1
-        deadline = time.monotonic() + timeout_s
-        while self.drops < target and time.monotonic() < deadline:
-            time.sleep(0.0005)
+        self._wait_for_drops(target, timeout_s)
         with self._lock:
             self._cut_after_bytes = None
         return self.drops >= target
+
+    def _wait_for_drops(self, target: int, timeout_s: float) -> None:
+        """Until the proxy thread has dropped its connections `target` times in all (at most timeout_s)."""
+        deadline = time.monotonic() + timeout_s
+        while self.drops < target and time.monotonic() < deadline:
+            time.sleep(0.0005)
 
     def close(self) -> None:
         with self._lock:
