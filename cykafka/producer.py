@@ -1,8 +1,9 @@
 """The public Producer and the composition root: config -> pool, accumulator, compressor, transport, metadata, Sender,
 and with idempotence (the default) the core TransactionManager and the transactional request queue.
 
-Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor and
-may run the Sender by hand (`start_sender=False`, then `producer.sender.run_once()`).
+Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor, in
+one keyword no config key can collide with (`Producer(config, ports=Ports(transport=..., clock=...))`), and may run the
+Sender by hand (`Ports(start_sender=False)`, then `producer.sender.run_once()`).
 
 Fork safety: threads, sockets and locks do not survive fork(). Every live Producer is in a WeakSet; an
 `os.register_at_fork(after_in_child=...)` hook gives each one in the child a fresh lock, pool, accumulator, sender
@@ -14,6 +15,7 @@ working.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -23,7 +25,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import compressor_for
@@ -41,6 +43,7 @@ from cykafka.core import (
 )
 from cykafka.errors import (
     BufferExhaustedError,
+    ConfigError,
     InvalidRecordError,
     KafkaError,
     KafkaTimeoutError,
@@ -49,7 +52,7 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
+from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
 from cykafka.sender import Sender, SenderThread
 from cykafka.serialization import make_serializer, normalize_headers, validate_topic
 from cykafka.transactions import (
@@ -63,6 +66,7 @@ from cykafka.transactions import (
 log = logging.getLogger("cykafka")
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _client_ids = itertools.count(1)
+_PORT_NAMES = frozenset(f.name for f in dataclasses.fields(Ports))  # Producer(transport=...) names Ports
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
 
 
@@ -86,21 +90,32 @@ class Producer(SendPath):
     on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
     """
 
-    def __init__(
-        self,
-        config: Mapping[str, object] | None = None,
-        *,
-        transport: Transport | None = None,
-        metadata: MetadataSource | None = None,
-        clock: Clock | None = None,
-        start_sender: bool = True,
-        **kwargs: object,
-    ) -> None:
+    # two overloads so that `Producer(**config)` with a dict[str, object] type-checks: it cannot match `ports`
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: Ports, **kwargs: object) -> None: ...
+
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None: ...
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: object = None,
+                 **kwargs: object) -> None:
+        """config: a dict of Kafka config keys (`{"bootstrap.servers": ..., "linger.ms": 5}`), and/or the same keys as
+        keyword arguments with underscores (`linger_ms=5`); unknown keys and invalid values raise ConfigError.
+        ports: tests only, the adapters to use instead of the production ones (cykafka.ports.Ports)."""
+        if ports is None:
+            ports = Ports()
+        if not isinstance(ports, Ports):
+            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
+                              f"{type(ports).__name__}")
+        stray = sorted(_PORT_NAMES.intersection(kwargs))
+        if stray:  # the keywords before ports= existed
+            raise ConfigError(f"{stray[0]}= is not a config key: a test passes it as ports=Ports({stray[0]}=...) "
+                              f"(cykafka.ports.Ports)")
         cfg = ProducerConfig.parse(config, **kwargs)
         if not cfg.client_id:
             cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
         self.config = cfg
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = ports.clock or SystemClock()
         self._lock = ProducerLock()
         self._closed = False
         self._metrics = ProducerMetrics()
@@ -110,10 +125,10 @@ class Producer(SendPath):
         level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
                  "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
         self._compressor = compressor_for(cfg.compression_type, level)
-        self._owns_transport = transport is None
-        self._owns_metadata = metadata is None
-        self._start_sender = start_sender
-        self._build_runtime(transport, metadata)
+        self._owns_transport = ports.transport is None
+        self._owns_metadata = ports.metadata is None
+        self._start_sender = ports.start_sender
+        self._build_runtime(ports.transport, ports.metadata)
         _live_producers.add(self)
 
     def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
@@ -146,9 +161,9 @@ class Producer(SendPath):
                 self.send = self._send_in_transaction  # type: ignore[method-assign]
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
+                             memory_freed=self._memory_freed, loop_started=self._sender_loop_started,
                              transactions=self._txn_requests,
-                             waiting_for_responses=self.sender_waits_for_responses)
+                             waiting_for_responses=self._sender_waits_for_responses)
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
@@ -267,7 +282,7 @@ class Producer(SendPath):
     @staticmethod
     def _fail_rest(result: BatchResult, start: int, count: int, error: KafkaError) -> None:
         for index in range(start, count):
-            result.record_done(index, error)
+            result._record_done(index, error)
 
     def _send_batch_one_by_one(self, topic: str, values: Any, keys: Any, partitions: Any, timestamps_ms: Any,
                                headers: Any, result: BatchResult) -> None:
@@ -275,8 +290,8 @@ class Producer(SendPath):
         value_list = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
         key_list = (keys.to_pylist() if hasattr(keys, "to_pylist") else list(keys)) if keys is not None else None
         for index, value in enumerate(value_list):
-            def done(error: BaseException | None, metadata: Any, index: int = index) -> None:
-                result.record_done(index, error, None if error else (metadata.topic, metadata.partition))
+            def done(error: KafkaError | None, metadata: Any, index: int = index) -> None:
+                result._record_done(index, error, None if error else (metadata.topic, metadata.partition))
 
             try:
                 self.send(topic, value, None if key_list is None else key_list[index],
@@ -285,7 +300,7 @@ class Producer(SendPath):
                                         else timestamps_ms[index]),
                           headers=None if headers is None else headers[index], on_delivery=done)
             except KafkaError as e:
-                result.record_done(index, e)
+                result._record_done(index, e)
 
     def _partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any,
                    num_partitions: int) -> int:
@@ -352,7 +367,7 @@ class Producer(SendPath):
                         f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
                         f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
                         f"{self._pool.available_memory_bytes} bytes; the record was not queued")
-                self.wake_sender()  # once per sender loop: its ready() then sends everything queued
+                self._wake_sender()  # once per sender loop: its ready() then sends everything queued
                 waiter.wait(min(remaining_ms, 100) / 1000)
         finally:
             self._pool.remove_waiter(waiter)
@@ -372,7 +387,7 @@ class Producer(SendPath):
             snapshot = self._metadata.snapshot()
             count = snapshot.partition_count(topic)
             if count is not None:
-                self.sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
+                self._sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
             if count is not None and (partition is None or partition < count):
                 if partition is not None and partition < 0:
                     raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
@@ -409,7 +424,7 @@ class Producer(SendPath):
 
     def _on_batch_done(self, batch: Any) -> None:
         for future in batch.futures:
-            error, metadata = future.callback_args
+            error, metadata = future._callback_args
             for interceptor in self._interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, error)

@@ -111,7 +111,7 @@ class ClientResponse:
     request: object
     handler: Callable[[ClientResponse], None] | None
     response: object | None  # None for acks=0 produce, disconnects, timeouts
-    error: Exception | None  # a KafkaError: disconnect (retriable), request timeout, protocol error
+    error: KafkaError | None  # disconnect (retriable), request timeout, protocol error
     sent_ms: int
     received_ms: int
 
@@ -156,3 +156,15 @@ class Transport(Protocol):
     def close(self, linger_s: float = 0.0) -> None:
         """Closes every connection, waiting at most linger_s for a graceful shutdown."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    """What a test swaps in for the Producer's own wiring, given as `Producer(config, ports=Ports(...))`: one keyword
+    that no config key can collide with. None means the production adapter (socket transport, broker metadata,
+    system clock); start_sender=False leaves the Sender to be run by hand (`producer.sender.run_once()`)."""
+
+    transport: Transport | None = None
+    metadata: MetadataSource | None = None
+    clock: Clock | None = None
+    start_sender: bool = True

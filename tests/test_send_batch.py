@@ -27,6 +27,7 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
 from cykafka.core import partition_for_key
+from cykafka.ports import Ports
 from cykafka.verify import read_back
 
 T = "columns"
@@ -48,7 +49,7 @@ def producer(cluster: FakeCluster) -> Iterator[Producer]:
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
     return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, "batch.size": 2048,
-                     **config}, transport=cluster)
+                     **config}, ports=Ports(transport=cluster))
 
 
 def stored(cluster: FakeCluster, topic: str = T) -> dict[bytes | None, tuple[int, Any]]:
