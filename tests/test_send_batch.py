@@ -326,3 +326,8 @@ def test_arrow_round_trip_through_tansu(broker: EmbeddedBroker) -> None:
     for r in got:
         if r.key is not None:
             assert r.partition == partition_for_key(r.key, 4)
+
+
+def test_a_batch_result_out_of_range_is_an_invalid_record_error() -> None:
+    with pytest.raises(InvalidRecordError, match="a send_batch call takes 0 to 2\\*\\*32 - 1 records, not -1"):
+        BatchResult(-1)
