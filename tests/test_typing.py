@@ -83,7 +83,7 @@ def test_mypy_strict_accepts_the_natural_user_program_and_catches_wrong_argument
     assert 'Incompatible types in assignment (expression has type "int", variable has type "str")' in wrong[2]
 
 
-def test_the_stub_matches_the_compiled_module() -> None:
+def test_the_stub_matches_the_compiled_module(tmp_path: Path) -> None:
     """mypy.stubtest: every name, signature, default and @final of core/_core.pyi against the built extension."""
     from mypy import stubtest
 
@@ -94,7 +94,7 @@ def test_the_stub_matches_the_compiled_module() -> None:
     except SystemExit:
         pass
     result = subprocess.run([sys.executable, "-m", "mypy.stubtest", "cykafka.core._core", *flags],
-                            capture_output=True, text=True, timeout=300, cwd=HERE)
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)  # its .mypy_cache there
     assert result.returncode == 0, result.stdout + result.stderr
 
 
