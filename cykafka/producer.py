@@ -83,11 +83,11 @@ class ProducerRecord:
 
 
 class Producer(SendPath):
-    """A thread-safe Kafka producer with Java's semantics. See README.md and docs/ for the config keys.
+    """A thread-safe Kafka producer with Java's semantics; config keys: docs/config.md.
 
-    send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None, on_delivery=None) queues a
-    record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its typed error;
-    on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
+    send() queues a record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its
+    KafkaError; its on_delivery(err, metadata) callback runs on the sender thread. send_batch() queues many records
+    in one call. flush() waits for everything queued; close() flushes and stops (also on leaving a `with` block).
     """
 
     # two overloads so that `Producer(**config)` with a dict[str, object] type-checks: it cannot match `ports`
@@ -484,11 +484,17 @@ class Producer(SendPath):
                 close()
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """The partitions of `topic` by partition id, each a PartitionInfo (leader node id, -1 when unknown; leader
+        epoch; replicas; in-sync replicas), from the producer's metadata. Waits up to max.block.ms for the topic
+        to appear in the metadata (a broker with auto-creation creates it), then raises KafkaTimeoutError."""
         validate_topic(topic)
         self._wait_on_metadata(topic, None, self._clock.monotonic_ms() + self.config.max_block_ms)
         return list(self._metadata.snapshot().partitions[topic])
 
     def metrics(self) -> dict[str, float]:
+        """The producer's metrics now, under Java's producer-metrics names (record-send-rate, request-latency-avg,
+        buffer-available-bytes, ...; the API reference lists them all). Rates are per second over the last 30 s;
+        averages and maxima cover the producer's life. Cheap enough to poll."""
         return self._metrics.snapshot(
             buffer_available_bytes=self._pool.available_memory_bytes,
             buffer_total_bytes=self._pool.total_memory_bytes,

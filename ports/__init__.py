@@ -56,6 +56,9 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class PartitionInfo:
+    """One partition as the metadata describes it (Producer.partitions_for): its leader's node id (-1 while none
+    is known) and leader epoch, the replicas' and in-sync replicas' node ids, and the broker's error code for it."""
+
     topic: str
     partition: int
     leader: int  # node id, -1 when unknown
