@@ -78,8 +78,8 @@ def test_mypy_strict_accepts_the_natural_user_program_and_catches_wrong_argument
     wrong = [line for line in output.splitlines() if "wrong.py" in line]
     assert len(wrong) == 3, output
     assert 'Argument 1 to "send" of "SendPath" has incompatible type "int"; expected "str"' in wrong[0]
-    assert ('Argument "on_delivery" to "send" of "SendPath" has incompatible type "Callable[[object], None]"; '
-            'expected "Callable[[KafkaError | None, RecordMetadata | None], object] | None"') in wrong[1]
+    assert 'Argument "on_delivery" to "send" of "SendPath" has incompatible type' in wrong[1]
+    assert 'expected "Callable[[KafkaError | None, RecordMetadata | None], object] | None"' in wrong[1]
     assert 'Incompatible types in assignment (expression has type "int", variable has type "str")' in wrong[2]
 
 
