@@ -115,9 +115,9 @@ class ProduceTally:
         self.failed += 1
         self._show(f"record {record_number}", error)
 
-    def fail_unsent(self, first_record: int, last_record: int, error: BaseException) -> None:
-        """Records first..last were not sent; reading stops there."""
-        self.failed += last_record - first_record + 1
+    def fail_unsent(self, first_record: int, last_record: int, unsent: int, error: BaseException) -> None:
+        """`unsent` records of first..last (the others failed before) were not sent; reading stops there."""
+        self.failed += unsent
         where = f"record {first_record}" if first_record == last_record else f"records {first_record}-{last_record}"
         self._show(f"{where} not sent, input not read further", error)
 
@@ -194,7 +194,7 @@ def produce(producer: Producer, topic: str, source: IO[bytes], *, delimiter: byt
                     result = producer.send_batch(topic, records, keys, partitions=partition,
                                                  headers=None if not headers else [headers] * len(records))
                 except KafkaError as e:  # nothing of this call was queued (e.g. no metadata in max.block.ms)
-                    tally.fail_unsent(first_record, tally.records, e)
+                    tally.fail_unsent(first_record, tally.records, len(records), e)
                     break
                 pending.append(_Pending(first_record, result, numbers))
             _settle(pending, tally, wait=False)

@@ -170,3 +170,11 @@ def test_split_records_across_reads(chunk_bytes: int) -> None:
         [b"one", b"two", b"", b"three|four"]
     assert [r for batch in split_records(io.BytesIO(b"a\nb"), b"\n", chunk_bytes) for r in batch] == [b"a", b"b"]
     assert list(split_records(io.BytesIO(b""), b"\n", chunk_bytes)) == []
+
+
+def test_unsent_records_are_counted_once() -> None:
+    out = subprocess.run([CYKAFKA, "produce", "t", "-b", "127.0.0.1:1", "-X", "max.block.ms=300", "-K", ":"],
+                         input="a:1\nno key\nc:3\n", capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "record 2: no key delimiter" in out.stderr and "records 1-3 not sent" in out.stderr
+    assert "3 records" in out.stderr and " 3 errors" in out.stderr, out.stderr

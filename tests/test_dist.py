@@ -5,6 +5,7 @@ the producer, the CLI and the plain demo must work (read back by confluent-kafka
 from __future__ import annotations
 
 import email
+import hashlib
 import os
 import subprocess
 import sys
@@ -58,8 +59,10 @@ def venvs(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
             log = venv / "pip.log"
             with open(log, "wb") as log_file:
+                # the hash keys pip's wheel cache by content: an sdist rebuilt at a used path is built again
+                url = f"{artefact.as_uri()}#sha256={hashlib.sha256(artefact.read_bytes()).hexdigest()}"
                 process = subprocess.Popen([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                                            f"cykafka[broker] @ {artefact.as_uri()}"],
+                                            f"cykafka[broker] @ {url}"],
                                            stdout=log_file, stderr=subprocess.STDOUT, cwd=venv)
             started[kind] = (venv, process, log)
         for kind, (_, process, log) in started.items():
