@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Release artefacts: dist/ (or the directory given as $1) gets the sdist and a manylinux wheel for this Python.
+# Release artefacts: dist/ (or the directory given as $1) gets the sdist and a manylinux wheel for the Python of .venv,
+# plus one for each further interpreter named after it: `bash scripts/dist.sh dist /usr/bin/python3.12 python3.13`.
 # `python -m build` makes the sdist, then builds the wheel from that sdist in an isolated environment (only
 # pyproject's build-system requires), so a wheel here proves the sdist builds; `auditwheel repair` gives the wheel
 # its manylinux tag (the lowest glibc it needs) and strips debug symbols. Tools: the dev extra (build, auditwheel,
@@ -18,6 +19,13 @@ rm -f "$OUT"/cykafka-*.tar.gz "$OUT"/cykafka-*.whl
 rm -rf cykafka.egg-info  # a stale SOURCES.txt there would add files to the sdist
 python -m build --outdir "$RAW" .
 mv "$RAW"/cykafka-*.tar.gz "$OUT/"
+SDIST="$(ls "$OUT"/cykafka-*.tar.gz)"
+for interpreter in "${@:2}"; do  # the same sdist; its hash keys pip's wheel cache, so a rebuilt one is built again
+    "$interpreter" -m pip wheel --quiet --no-deps --wheel-dir "$RAW" \
+        "cykafka @ file://$SDIST#sha256=$(sha256sum "$SDIST" | cut -d' ' -f1)"
+done
 auditwheel repair --strip --wheel-dir "$OUT" "$RAW"/cykafka-*.whl
-auditwheel show "$OUT"/cykafka-*.whl
+for wheel in "$OUT"/cykafka-*.whl; do
+    auditwheel show "$wheel"
+done
 ls -l "$OUT"
