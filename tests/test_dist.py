@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fetch_reader import read_all
@@ -34,7 +36,7 @@ class Dist:
     wheel: Path
 
 
-def _one(paths: Iterator[Path]) -> Path:
+def _one(paths: Iterator[Any]) -> Any:
     found = list(paths)
     assert len(found) == 1, found
     return found[0]
@@ -113,6 +115,19 @@ def test_wheel_is_manylinux_without_sources(dist: Dist) -> None:
     assert not [n for n in names if n.endswith((".c", ".pyx", ".h"))]
     assert f"cykafka-{cykafka.__version__}.dist-info/licenses/LICENSE" in names
     assert "cykafka/core/_core.pyi" in names and "cykafka/py.typed" in names
+
+
+def test_wheel_extension_carries_no_path_of_the_build_machine(dist: Dist) -> None:
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    with zipfile.ZipFile(dist.wheel) as wheel:
+        extension = _one(n for n in wheel.namelist() if n.endswith(".so"))
+        elf = ELFFile(io.BytesIO(wheel.read(extension)))
+        tags = [tag for section in elf.iter_sections() if isinstance(section, DynamicSection)
+                for tag in section.iter_tags()]
+    assert [t.needed for t in tags if t.entry.d_tag == "DT_NEEDED"] == ["libc.so.6"]
+    assert not [t.entry.d_tag for t in tags if t.entry.d_tag in ("DT_RPATH", "DT_RUNPATH")]
 
 
 @pytest.mark.parametrize("kind", KINDS)
