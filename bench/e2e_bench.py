@@ -120,9 +120,8 @@ class Job:
 def busy(duration_s: float) -> None:
     """Application work between sends: a pure-Python loop that holds the GIL (no sleep, no I/O) for duration_s."""
     until = time.perf_counter() + duration_s
-    spins = 0
     while time.perf_counter() < until:
-        spins += 1
+        pass
 
 
 def latency_percentiles(latencies_s: list[float]) -> dict[str, float]:
