@@ -378,11 +378,11 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
         bars = [(s, c) for s in latency for c in s.clients if c in s.runs]
         for j, p in enumerate(("p50_ms", "p99_ms")):
             ax.bar([x + j * 0.4 for x in range(len(bars))], [median(s, c, p) for s, c in bars], 0.4, label=p[:3])
-        ax.set_xticks([x + 0.2 for x in range(len(bars))], [f"{c}\n{s.name}" for s, c in bars], fontsize=7,
-                      rotation=45, ha="right")
+        ax.set_xticks([x + 0.2 for x in range(len(bars))], [f"{c}\n{s.name}" for s, c in bars], fontsize=7)
         ax.set_yscale("log")
         ax.set_ylabel("ms (log)")
-        ax.set_title("send->ack latency, 10k records/s, linger.ms 0", fontsize=10)
+        ax.set_title(f"send->ack latency, 10k records/s, linger.ms 0 (busy: {BUSY_US} µs of Python per send)",
+                     fontsize=10)
         ax.legend(fontsize=8)
     fig.suptitle(f"cykafka vs peers on Tansu, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
