@@ -191,7 +191,7 @@ cdef int _span_acquire(_Span* span, object obj, str field, Py_ssize_t index=-1) 
     try:
         # an export also pins a bytearray's size until we are done
         PyObject_GetBuffer(obj, &span.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
-    except BufferError as e:
+    except (BufferError, ValueError) as e:  # ValueError: a released memoryview
         raise SerializationError(f"{_field_name(field, index)} must be a C-contiguous bytes-like object: "
                                  f"{e}") from None
     if span.view.itemsize != 1 or not _is_byte_format(span.view.format):

@@ -153,6 +153,7 @@ cdef class SendPath:
             ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
         else:
             ts = -1
+            overflow = 0
             if type(timestamp_ms) is int:
                 ts = PyLong_AsLongLongAndOverflow(timestamp_ms, &overflow)
             if ts < 0 or overflow:  # below 0, 2**63 and up, or not an int

@@ -87,6 +87,11 @@ class Producer(SendPath):
     send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None, on_delivery=None) queues a
     record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its typed error;
     on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
+    send() and send_batch() take the same keys, values and headers: a key or value is bytes-like (bytes, bytearray,
+    memoryview or any C-contiguous buffer of bytes, format B, b or c), a str (UTF-8) or None (or what a configured
+    serializer takes); headers are None, a dict or a list of (str, bytes-like, str or None) pairs; a partition is an
+    int (not a bool) in range, also from a partitioner.class; a timestamp an int in [0, 2**63). Anything else raises
+    SerializationError / InvalidRecordError naming the argument, with nothing of the call queued.
     """
 
     def __init__(

@@ -25,6 +25,8 @@ from cykafka.core import partition_for_key
 T = "inputs"
 NON_CONTIGUOUS = memoryview(b"abcdef")[::2]
 SURROGATE = "a\ud800"
+RELEASED = memoryview(b"x")
+RELEASED.release()
 
 
 @pytest.fixture
@@ -112,6 +114,7 @@ def test_send_batch_checks_the_transaction_state_as_send_does() -> None:
     ({"values": [b"ok"] * 3000 + [SURROGATE]}, SerializationError, r"values\[3000\] is a str"),  # after 2 chunks
     ({"values": [b"ok", b"ok"], "keys": [b"k", SURROGATE]}, SerializationError, r"keys\[1\] is a str"),
     ({"values": [b"ok", NON_CONTIGUOUS]}, SerializationError, r"values\[1\] must be a C-contiguous"),
+    ({"values": [b"ok", RELEASED]}, SerializationError, r"values\[1\] must be a C-contiguous .*: operation forbidden"),
     ({"values": [b"ok", b"ok"], "keys": ["k", NON_CONTIGUOUS]}, SerializationError, r"keys\[1\] must be a C-con"),
     ({"values": [b"ok", b"ok"], "headers": [None, [(SURROGATE, b"x")]]}, SerializationError,
      r"headers\[1\]: header 'a\\ud800' key is a str with no UTF-8 form"),
@@ -188,6 +191,7 @@ def test_send_batch_through_send_takes_what_the_serializers_take(cluster: FakeCl
     ({"value": b"v", "headers": [(SURROGATE, b"x")]}, SerializationError, "header 'a\\\\ud800' key is a str"),
     ({"value": b"v", "headers": {"h": SURROGATE}}, SerializationError, "header 'h' value is a str"),
     ({"value": NON_CONTIGUOUS}, SerializationError, "value must be a C-contiguous bytes-like object"),
+    ({"value": RELEASED}, SerializationError, "value must be a C-contiguous bytes-like object: operation forbidden"),
     ({"value": b"v", "key": NON_CONTIGUOUS}, SerializationError, "key must be a C-contiguous bytes-like object"),
     ({"value": b"v", "headers": [("h", NON_CONTIGUOUS)]}, SerializationError, "header 'h' value must be a C-con"),
     ({"value": b"v", "headers": ["h=1"]}, SerializationError, "each header must be a .* pair, got 'h=1'"),
