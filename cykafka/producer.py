@@ -36,6 +36,7 @@ from cykafka.core import (
     RecordFuture,
     SendPath,
     TransactionManager,
+    checked_headers,
     estimate_size_upper_bound,
     partition_for_key,
 )
@@ -51,7 +52,7 @@ from cykafka.errors import (
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
 from cykafka.sender import Sender, SenderThread
-from cykafka.serialization import make_serializer, normalize_headers, validate_topic
+from cykafka.serialization import make_serializer, validate_topic
 from cykafka.transactions import (
     ConsumerGroupMetadata,
     OffsetAndMetadata,
@@ -62,6 +63,8 @@ from cykafka.transactions import (
 
 log = logging.getLogger("cykafka")
 _AppendResult = tuple[RecordFuture, bool, bool, int]
+_Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_blocking's arguments
+_TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
 _client_ids = itertools.count(1)
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
 
@@ -84,6 +87,11 @@ class Producer(SendPath):
     send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None, on_delivery=None) queues a
     record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its typed error;
     on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
+    send() and send_batch() take the same keys, values and headers: a key or value is bytes-like (bytes, bytearray,
+    memoryview or any C-contiguous buffer of bytes, format B, b or c), a str (UTF-8) or None (or what a configured
+    serializer takes); headers are None, a dict or a list of (str, bytes-like, str or None) pairs; a partition is an
+    int (not a bool) in range, also from a partitioner.class; a timestamp an int in [0, 2**63). Anything else raises
+    SerializationError / InvalidRecordError naming the argument, with nothing of the call queued.
     """
 
     def __init__(
@@ -179,6 +187,12 @@ class Producer(SendPath):
         """send() with interceptors, serializers, metadata waits and every argument check and error message."""
         if self._closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
+        return self._append_blocking(*self._prepare(topic, value, key, partition, timestamp_ms, headers, on_delivery))
+
+    def _prepare(self, topic: Any, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any,
+                 on_delivery: Any) -> _Prepared:
+        """send()'s work before the append, nothing queued: interceptors, argument checks, serializers, the metadata
+        wait and the partition choice. Returns _append_blocking's arguments."""
         if self._interceptors:
             record = self._intercept(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
             topic, value, key, partition, timestamp_ms, headers = (
@@ -186,16 +200,17 @@ class Producer(SendPath):
         validate_topic(topic)
         key_bytes = self._key_serializer(key)
         value_bytes = self._value_serializer(value)
-        header_list = normalize_headers(headers) if headers is not None else None
+        header_tuple = checked_headers(headers)
         if timestamp_ms is None:
             timestamp_ms = self._clock.wall_ms()
-        elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
-            raise InvalidRecordError(f"timestamp_ms must be a non-negative int or None, got {timestamp_ms!r}")
+        elif not _is_int(timestamp_ms) or not 0 <= timestamp_ms < _TIMESTAMP_END_MS:
+            raise InvalidRecordError(f"timestamp_ms must be a non-negative int below 2**63 or None, got "
+                                     f"{timestamp_ms!r:.40}")
         if on_delivery is not None and not callable(on_delivery):
             raise InvalidRecordError(f"on_delivery must be callable, got {type(on_delivery).__name__}")
-        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
-            raise InvalidRecordError(f"partition must be an int or None, got {partition!r}")
-        size_bytes = estimate_size_upper_bound(key_bytes, value_bytes, header_list)
+        if partition is not None and not _is_int(partition):
+            raise InvalidRecordError(f"partition must be an int or None, got {partition!r:.40}")
+        size_bytes = estimate_size_upper_bound(key_bytes, value_bytes, header_tuple)
         if size_bytes > self.config.max_request_size:
             raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
                                       f"max.request.size ({self.config.max_request_size})")
@@ -205,7 +220,7 @@ class Producer(SendPath):
         num_partitions = self._wait_on_metadata(topic, partition, self._clock.monotonic_ms() + self.config.max_block_ms)
         if partition is None:
             partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
-        return self._append_blocking(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
+        return topic, partition, timestamp_ms, key_bytes, value_bytes, header_tuple, on_delivery
 
     # -- columnar ------------------------------------------------------------------------------------------------
 
@@ -213,31 +228,49 @@ class Producer(SendPath):
                    timestamps_ms: Any = None, headers: Any = None) -> BatchResult:
         """Queues len(values) records in one call and returns one BatchResult for all of them (no future per record).
 
-        values, keys: lists of bytes-likes / str / None, or pyarrow binary, string, large_binary, large_string or
-        fixed_size_binary arrays (read in place, zero-copy; a null is a null key or value). keys=None: no keys (the
-        built-in partitioner spreads them). partitions / timestamps_ms: None, one int for every record, or one per
-        record (list or Arrow array; a None entry: the key's partition or the built-in partitioner's / the current
-        time). headers: None or, per record, None or a list of (str, bytes-like) pairs. The BatchResult's
-        delivered_by_partition counts the acknowledged records per (topic, partition).
-        With interceptors, a partitioner.class or key/value serializers configured the records go one by one through
-        send(). Argument errors raise before anything is queued; a record too large, or still without memory after
-        max.block.ms, fails alone, in the BatchResult (the others are delivered).
+        values, keys: one entry per record, as a list (or any other iterable, read once), or a pyarrow binary,
+        string, large_binary, large_string or fixed_size_binary array (read in place, zero-copy; a null is a null key
+        or value). An entry is what send() takes: bytes-like (bytes, bytearray, memoryview or any C-contiguous buffer
+        of bytes: format B, b or c, so a numpy array of wider items is refused), str (UTF-8) or None. keys=None: no
+        keys (the built-in partitioner spreads them). partitions / timestamps_ms: None, one int for every record, or
+        one per record (list or Arrow array; a None entry: the key's partition or the built-in partitioner's / the
+        current time); a partition is an int (not a bool) in [0, partition count), a timestamp an int in [0, 2**63).
+        headers: None or, per record, what send() takes: None, a dict or a list of (str, value) pairs, each value
+        bytes-like, str or None. The BatchResult's delivered_by_partition counts the acknowledged records per
+        (topic, partition). A transactional producer takes it only inside a transaction, as send().
+        With interceptors, a partitioner.class or key/value serializers configured each record goes through send()'s
+        steps (entries are then what the serializers take); every record is intercepted, serialized and checked
+        before any is queued. Argument errors (InvalidRecordError, SerializationError, which name the argument and
+        entry) raise before anything is queued; a record too large, or still without memory after max.block.ms,
+        fails alone, in the BatchResult (the others are delivered).
         """
         if self._closed:
             raise ProducerClosedError("send_batch() after close(): the producer is closed")
+        self._fail_if_not_ready_for_send()
         validate_topic(topic)
-        value_column, key_column = self._batch_columns(values, keys)
-        count: int = value_column.length
-        if key_column.length not in (-1, count):
-            raise InvalidRecordError(f"keys has {key_column.length} entries for {count} values")
+        if self._columnar_fast:
+            value_column, key_column = self._batch_columns(values, keys)
+            count, key_count = value_column.length, key_column.length
+        else:
+            values, keys = self._batch_lists(values, keys)
+            count, key_count = len(values), -1 if keys is None else len(keys)
+        if key_count not in (-1, count):
+            raise InvalidRecordError(f"keys has {key_count} entries for {count} values")
         deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
         num_partitions = self._wait_on_metadata(topic, partitions if type(partitions) is int else None, deadline_ms)
         partitions, timestamps_ms, headers = self._batch_check(count, num_partitions, partitions, timestamps_ms,
                                                                headers)
         result = BatchResult(count, threading.Event)
-        if not self._columnar_fast:
+        if self._columnar_fast:
+            self._send_batch_columns(topic, value_column, key_column, partitions, timestamps_ms, headers, result)
+        else:
             self._send_batch_one_by_one(topic, values, keys, partitions, timestamps_ms, headers, result)
-            return result
+        return result
+
+    def _send_batch_columns(self, topic: str, value_column: Any, key_column: Any, partitions: Any,
+                            timestamps_ms: Any, headers: Any, result: BatchResult) -> None:
+        """send_batch's columnar path: chunks of records appended in C, waiting for memory between chunks."""
+        count: int = value_column.length
         start = 0
         buffer: bytearray | None = None
         while start < count:
@@ -249,7 +282,7 @@ class Producer(SendPath):
                 if start == 0:
                     raise
                 self._fail_rest(result, start, count, e)
-                return result
+                return
             if buffer is not None:
                 with self._lock:
                     self._give_back(buffer)
@@ -261,29 +294,33 @@ class Producer(SendPath):
                                                        + self.config.max_block_ms)
                 except BufferExhaustedError as e:
                     self._fail_rest(result, start, count, e)
-                    return result
-        return result
+                    return
 
     @staticmethod
     def _fail_rest(result: BatchResult, start: int, count: int, error: KafkaError) -> None:
         for index in range(start, count):
             result.record_done(index, error)
 
-    def _send_batch_one_by_one(self, topic: str, values: Any, keys: Any, partitions: Any, timestamps_ms: Any,
-                               headers: Any, result: BatchResult) -> None:
-        """send_batch through send(): interceptors, serializers and partitioner.class see every record."""
-        value_list = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
-        key_list = (keys.to_pylist() if hasattr(keys, "to_pylist") else list(keys)) if keys is not None else None
-        for index, value in enumerate(value_list):
+    def _send_batch_one_by_one(self, topic: str, values: list[Any], keys: list[Any] | None, partitions: Any,
+                               timestamps_ms: Any, headers: Any, result: BatchResult) -> None:
+        """send_batch through send()'s steps: interceptors, serializers and partitioner.class see every record. All
+        records are prepared (and checked) before the first is queued; a record too large fails alone."""
+        prepared: list[tuple[int, _Prepared]] = []
+        for index, value in enumerate(values):
             def done(error: BaseException | None, metadata: Any, index: int = index) -> None:
                 result.record_done(index, error, None if error else (metadata.topic, metadata.partition))
 
             try:
-                self.send(topic, value, None if key_list is None else key_list[index],
-                          partition=partitions if partitions is None or type(partitions) is int else partitions[index],
-                          timestamp_ms=(timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int
-                                        else timestamps_ms[index]),
-                          headers=None if headers is None else headers[index], on_delivery=done)
+                prepared.append((index, self._prepare(
+                    topic, value, None if keys is None else keys[index],
+                    partitions if partitions is None or type(partitions) is int else partitions[index],
+                    timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int else timestamps_ms[index],
+                    None if headers is None else headers[index], done)))
+            except RecordTooLargeError as e:
+                result.record_done(index, e)
+        for index, args in prepared:
+            try:
+                self._append_blocking(*args)
             except KafkaError as e:
                 result.record_done(index, e)
 
@@ -292,9 +329,10 @@ class Producer(SendPath):
         custom = self.config.partitioner_class
         if custom is not None:
             chosen = custom(topic, key, key_bytes, value, value_bytes, num_partitions)
-            if not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
-                raise InvalidRecordError(f"partitioner.class returned {chosen!r}, not in [0, {num_partitions})")
-            return chosen
+            if not _is_int(chosen) or not 0 <= chosen < num_partitions:  # as strict as send()'s partition argument
+                raise InvalidRecordError(f"partitioner.class returned {chosen!r:.40}, not an int in "
+                                         f"[0, {num_partitions})")
+            return int(chosen)
         if key_bytes is not None and not self.config.partitioner_ignore_keys:
             return int(partition_for_key(key_bytes, num_partitions))
         return -1  # the accumulator's built-in sticky partitioner chooses
@@ -401,10 +439,14 @@ class Producer(SendPath):
         for interceptor in self._interceptors:
             try:
                 changed = interceptor.on_send(record)
-                if changed is not None:
-                    record = changed
             except Exception:
                 log.exception("interceptor %r on_send raised; the record goes on unchanged by it", interceptor)
+                continue
+            if isinstance(changed, ProducerRecord):
+                record = changed
+            elif changed is not None:
+                raise InvalidRecordError(f"interceptor.classes: {interceptor!r:.60}.on_send returned "
+                                         f"{type(changed).__name__}; it must return a ProducerRecord or None")
         return record
 
     def _on_batch_done(self, batch: Any) -> None:
@@ -491,11 +533,15 @@ class Producer(SendPath):
     # -- transactions (Java's KafkaProducer transactional API) -------------------------------------------------
 
     def _send_in_transaction(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
-        """send() of a transactional producer: only inside a transaction, never after an error (Java's
-        failIfNotReadyForSend)."""
-        assert self._txn is not None
-        self._txn.fail_if_not_ready_for_send()
+        """send() of a transactional producer: checks the transaction state first."""
+        self._fail_if_not_ready_for_send()
         return Producer.send(self, topic, value, key, **kwargs)
+
+    def _fail_if_not_ready_for_send(self) -> None:
+        """send() and send_batch() of a transactional producer: only inside a transaction, never after an error
+        (Java's failIfNotReadyForSend); nothing to check otherwise."""
+        if self._txn is not None and self._txn.transactional_id is not None:
+            self._txn.fail_if_not_ready_for_send()
 
     def _transactional(self) -> tuple[TransactionManager, TransactionRequests]:
         if self._txn is None or self._txn_requests is None or self._txn.transactional_id is None:
@@ -597,6 +643,11 @@ class Producer(SendPath):
         with self._lock:
             result = self._txn_requests.complete_external(transactional_id, producer_id, producer_epoch, commit)
         self._await(result, timeout)
+
+def _is_int(value: object) -> bool:
+    """An int as send() takes a partition or timestamp: int or a subclass, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
 
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
 
