@@ -20,9 +20,11 @@ log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object], int]:
+def _int(lo: int, hi: int) -> Callable[[str, object], int]:
+    """An integer in [lo, hi]. Every int key is bounded as Java types it: _int32 (int) or _int64 (long)."""
     def check(key: str, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise ConfigError(f"{key} must be an integer, got {value!r}")
@@ -30,12 +32,19 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object]
             number = int(value)
         except ValueError:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from None
-        if (lo is not None and number < lo) or (hi is not None and number > hi):
-            bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
-            raise ConfigError(f"{key} must be in {bounds}, got {number}")
+        if not lo <= number <= hi:
+            raise ConfigError(f"{key} must be in [{lo}, {hi}], got {number}")
         return number
 
     return check
+
+
+def _int32(lo: int, hi: int = INT32_MAX) -> Callable[[str, object], int]:
+    return _int(lo, hi)
+
+
+def _int64(lo: int) -> Callable[[str, object], int]:
+    return _int(lo, INT64_MAX)
 
 
 def _bool(key: str, value: object) -> bool:
@@ -307,42 +316,43 @@ class ProducerConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
+# the one table of keys; int keys are _int32 where Java's type is int and _int64 where it is long
 VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "bootstrap.servers": _servers,
     "client.id": lambda k, v: str(v),
     "acks": _acks,
-    "linger.ms": _int(0, INT32_MAX),
-    "batch.size": _int(1, INT32_MAX),
-    "buffer.memory": _int(1),
-    "max.block.ms": _int(0),
-    "delivery.timeout.ms": _int(1, INT32_MAX),
-    "request.timeout.ms": _int(1, INT32_MAX),
-    "max.request.size": _int(1, INT32_MAX),
+    "linger.ms": _int32(0),
+    "batch.size": _int32(1),
+    "buffer.memory": _int64(1),
+    "max.block.ms": _int64(0),
+    "delivery.timeout.ms": _int32(1),
+    "request.timeout.ms": _int32(1),
+    "max.request.size": _int32(1),
     "compression.type": _choice(*compression.COMPRESSION_TYPES),
-    "compression.gzip.level": _int(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
-    "compression.lz4.level": _int(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
-    "compression.zstd.level": _int(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
-    "retries": _int(0, INT32_MAX),
-    "retry.backoff.ms": _int(0),
-    "retry.backoff.max.ms": _int(0),
-    "reconnect.backoff.ms": _int(0),
-    "reconnect.backoff.max.ms": _int(0),
-    "socket.connection.setup.timeout.ms": _int(0),
-    "socket.connection.setup.timeout.max.ms": _int(0),
-    "max.in.flight.requests.per.connection": _int(1),
-    "metadata.max.age.ms": _int(0),
-    "metadata.max.idle.ms": _int(5000),
+    "compression.gzip.level": _int32(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int32(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int32(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
+    "retries": _int32(0),
+    "retry.backoff.ms": _int64(0),
+    "retry.backoff.max.ms": _int64(0),
+    "reconnect.backoff.ms": _int64(0),
+    "reconnect.backoff.max.ms": _int64(0),
+    "socket.connection.setup.timeout.ms": _int64(0),
+    "socket.connection.setup.timeout.max.ms": _int64(0),
+    "max.in.flight.requests.per.connection": _int32(1),
+    "metadata.max.age.ms": _int64(0),
+    "metadata.max.idle.ms": _int64(5000),
     "allow.auto.create.topics": _bool,
     "enable.idempotence": _bool,
     "transactional.id": _optional_str,
-    "transaction.timeout.ms": _int(1, INT32_MAX),
+    "transaction.timeout.ms": _int32(1),
     "partitioner.class": _callable_or_none,
     "partitioner.ignore.keys": _bool,
     "partitioner.adaptive.partitioning.enable": _bool,
-    "partitioner.availability.timeout.ms": _int(0),
-    "send.buffer.bytes": _int(-1),
-    "receive.buffer.bytes": _int(-1),
-    "connections.max.idle.ms": _int(-1),
+    "partitioner.availability.timeout.ms": _int64(0),
+    "send.buffer.bytes": _int32(-1),
+    "receive.buffer.bytes": _int32(-1),
+    "connections.max.idle.ms": _int64(-1),
     "key.serializer": _serializer,
     "value.serializer": _serializer,
     "interceptor.classes": _interceptors,

@@ -413,7 +413,7 @@ class Producer(SendPath):
             for interceptor in self._interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, error)
-                except Exception:
+                except BaseException:  # on the sender thread: SystemExit, KeyboardInterrupt must not end it
                     log.exception("interceptor %r on_acknowledgement raised; ignored", interceptor)
 
     # -- flush, close, introspection ---------------------------------------------------------------------------

@@ -1,0 +1,197 @@
+"""Issue 13, the sender side: no backoff before the first InitProducerId, int configs bounded as Java types them, a
+repeating sender-loop error logged without flooding, callbacks and interceptors raising BaseException, odd config
+inputs, unclosed producers (garbage-collected or alive at exit), a peer that is not a Kafka broker, the embedded
+broker's log file."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from cykafka import ConfigError, Producer
+from cykafka.adapters.clock import ManualClock, SystemClock
+from cykafka.adapters.fake_cluster import FakeCluster
+from cykafka.broker import EmbeddedBroker
+from cykafka.sender import SenderThread
+
+TOPIC = "t"
+
+
+class SlowConnects(FakeCluster):
+    """The fake cluster with connections set up as SocketTransport's are: ready() starts one, it completes during the
+    next poll(), and meanwhile connection_delay_ms() is the setup timeout left."""
+
+    SETUP_TIMEOUT_MS = 10000
+
+    def __init__(self, clock: Any, **kwargs: Any) -> None:
+        super().__init__(clock, **kwargs)
+        self.setting_up: set[int] = set()
+
+    def ready(self, node_id: int, now_ms: int) -> bool:
+        if node_id in self._connected or node_id in self.unreachable:
+            return super().ready(node_id, now_ms)
+        self.setting_up.add(node_id)
+        return False
+
+    def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
+        return self.SETUP_TIMEOUT_MS if node_id in self.setting_up else super().connection_delay_ms(node_id, now_ms)
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[Any]:
+        self._connected |= self.setting_up
+        self.setting_up.clear()
+        return super().poll(timeout_ms, now_ms)
+
+
+# -- 4: the first record waits for no retry.backoff.ms -------------------------------------------------------------
+
+def test_first_record_goes_without_waiting_a_retry_backoff() -> None:
+    """Java sends InitProducerId as soon as a connection is ready; it backs off only after a failure. The clock
+    never moves here: a backoff anywhere on the way would leave the record pending."""
+    clock = ManualClock()
+    cluster = SlowConnects(clock, num_brokers=3)
+    cluster.create_topic(TOPIC, 4)
+    producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0, "retry.backoff.ms": 10000,
+                         "retry.backoff.max.ms": 10000}, transport=cluster, clock=clock, start_sender=False)
+    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
+    for _ in range(6):
+        producer.sender.run_once()
+    future = producer.send(TOPIC, b"v", partition=0)
+    for _ in range(10):
+        producer.sender.run_once()
+    assert future.result(0).offset == 0
+    assert producer.sender.txn is not None and producer.sender.txn.producer_id >= 0
+
+
+def test_first_record_with_a_long_retry_backoff_is_delivered_by_a_broker(broker: EmbeddedBroker) -> None:
+    """retry.backoff.ms=10000 > delivery.timeout.ms=5000: nothing fails, so nothing may wait a backoff."""
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "retry.backoff.ms": 10000,
+                   "retry.backoff.max.ms": 10000, "delivery.timeout.ms": 5000, "request.timeout.ms": 4000,
+                   "linger.ms": 0}) as producer:
+        metadata = producer.send("hardening-first-record", b"v").result(30)
+    assert metadata.offset >= 0
+
+
+# -- 5: int configs bounded as Java types them; a repeating sender-loop error does not flood the log ---------------
+
+JAVA_INT_KEYS = ["batch.size", "delivery.timeout.ms", "request.timeout.ms", "max.request.size", "retries",
+                 "max.in.flight.requests.per.connection", "transaction.timeout.ms", "send.buffer.bytes",
+                 "receive.buffer.bytes", "linger.ms"]  # linger.ms is a long in Java, used as an int
+JAVA_LONG_KEYS = ["buffer.memory", "max.block.ms", "retry.backoff.ms", "retry.backoff.max.ms", "reconnect.backoff.ms",
+                  "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
+                  "socket.connection.setup.timeout.max.ms", "metadata.max.age.ms", "metadata.max.idle.ms",
+                  "partitioner.availability.timeout.ms", "connections.max.idle.ms"]
+
+
+@pytest.mark.parametrize("key", JAVA_INT_KEYS + JAVA_LONG_KEYS)
+def test_int_configs_are_bounded_as_java_types_them(key: str) -> None:
+    too_big = 2**31 if key in JAVA_INT_KEYS else 2**63
+    for value in (too_big, str(too_big)):
+        with pytest.raises(ConfigError, match=rf"{key} must be in \[-?\d+, {too_big - 1}\], got {too_big}"):
+            Producer({"bootstrap.servers": "fake:9092", key: value}, transport=FakeCluster(ManualClock()),
+                     start_sender=False)
+
+
+def deliver_one(config: dict[str, Any]) -> None:
+    """A record through the fake cluster with the sender thread running (SystemClock)."""
+    cluster = FakeCluster(SystemClock(), num_brokers=1)
+    with Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0, **config}, transport=cluster) as producer:
+        assert producer.send(TOPIC, b"v").result(10).offset == 0
+
+
+@pytest.mark.parametrize("key", JAVA_LONG_KEYS)
+def test_a_long_config_at_its_largest_value_works(key: str, caplog: pytest.LogCaptureFixture) -> None:
+    config: dict[str, Any] = {key: 2**63 - 1}
+    if key == "retry.backoff.ms":
+        config["retry.backoff.max.ms"] = 2**63 - 1
+    if key == "socket.connection.setup.timeout.ms":
+        config["socket.connection.setup.timeout.max.ms"] = 2**63 - 1
+    with caplog.at_level(logging.ERROR, logger="cykafka"):
+        deliver_one(config)
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.parametrize("key", ["send.buffer.bytes", "receive.buffer.bytes"])
+def test_socket_buffer_sizes_at_their_largest_value_connect(broker: EmbeddedBroker, key: str,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR, logger="cykafka"), Producer(
+            {"bootstrap.servers": broker.bootstrap_servers, key: 2**31 - 1, "max.block.ms": 10000}) as producer:
+        assert producer.send("hardening-buffers", b"v").result(10).offset >= 0
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
+def test_a_repeating_sender_loop_error_is_logged_once_then_counted(caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock()
+    producer = Producer({"bootstrap.servers": "fake:9092"}, transport=FakeCluster(clock), clock=clock,
+                        start_sender=False)
+    thread = SenderThread(producer.sender, "test-sender")  # driven by hand, never started
+
+    def broken() -> None:
+        raise TypeError("a bug in the loop")
+
+    producer.sender.run_once = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.DEBUG, logger="cykafka"):
+        for _ in range(1000):  # 10 ms apart: 10 s
+            thread._run_once_logged()
+    logged = [r for r in caplog.records if r.name == "cykafka"]
+    assert len(logged) == 1 and logged[0].exc_info is not None and "a bug in the loop" in str(logged[0].exc_info[1])
+    clock.advance(SenderThread.REPEAT_LOG_INTERVAL_MS)
+    with caplog.at_level(logging.DEBUG, logger="cykafka"):
+        thread._run_once_logged()
+    summary = [r.getMessage() for r in caplog.records if r.name == "cykafka"][1:]
+    assert summary == ["unexpected error in the sender loop repeated 1000 more time(s): TypeError: a bug in the loop"]
+    assert isinstance(thread.last_error, TypeError)
+
+
+# -- 6: the sender thread survives anything a callback or interceptor raises ---------------------------------------
+
+class CustomBaseError(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt(), CustomBaseError("custom"), ValueError("v")])
+def test_a_callback_raising_base_exception_does_not_stop_the_sender(raised: BaseException,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    def callback(err: Any, md: Any) -> None:
+        raise raised
+
+    cluster = FakeCluster(SystemClock(), num_brokers=1)
+    with caplog.at_level(logging.ERROR, logger="cykafka"), Producer(
+            {"bootstrap.servers": "fake:9092", "linger.ms": 0}, transport=cluster) as producer:
+        producer.send(TOPIC, b"first", on_delivery=callback).result(10)
+        later = [producer.send(TOPIC, b"later", on_delivery=callback) for _ in range(3)]
+        assert producer.flush(10) == 0
+        assert [f.result(0).offset for f in later] == [1, 2, 3]
+        assert producer._thread is not None and producer._thread.is_alive()
+    assert sum("on_delivery callback raised" in r.getMessage() for r in caplog.records) == 4
+    assert all(r.exc_info is not None and r.exc_info[1] is raised for r in caplog.records)
+
+
+class RaisingInterceptor:
+    def __init__(self, raised: BaseException) -> None:
+        self.raised = raised
+        self.acknowledged = 0
+
+    def on_send(self, record: Any) -> Any:
+        return record
+
+    def on_acknowledgement(self, metadata: Any, error: Any) -> None:
+        self.acknowledged += 1
+        raise self.raised
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt(), CustomBaseError("custom")])
+def test_an_interceptor_raising_base_exception_does_not_stop_the_sender(raised: BaseException,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    interceptor = RaisingInterceptor(raised)
+    cluster = FakeCluster(SystemClock(), num_brokers=1)
+    with caplog.at_level(logging.ERROR, logger="cykafka"), Producer(
+            {"bootstrap.servers": "fake:9092", "linger.ms": 0, "interceptor.classes": [interceptor]},
+            transport=cluster) as producer:
+        futures = [producer.send(TOPIC, b"v%d" % i) for i in range(3)]
+        assert producer.flush(10) == 0
+        assert sorted(f.result(0).offset for f in futures) == [0, 1, 2]
+        assert producer._thread is not None and producer._thread.is_alive()
+    assert interceptor.acknowledged == 3
+    assert sum("on_acknowledgement raised" in r.getMessage() for r in caplog.records) == 3
