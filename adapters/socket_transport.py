@@ -272,15 +272,20 @@ class SocketTransport:
             infos = socket.getaddrinfo(conn.host, conn.port, type=socket.SOCK_STREAM)
             family, _, _, _, address = infos[0]
             sock = socket.socket(family, socket.SOCK_STREAM)
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: a host name getaddrinfo refuses (UnicodeError)
             self._fail_connect(conn, now_ms, e)
             return
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.config.send_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
-        if self.config.receive_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.config.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
+            if self.config.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+        except OSError as e:
+            sock.close()
+            self._fail_connect(conn, now_ms, e)
+            return
         conn.sock = sock
         conn.state = _CONNECTING
         conn.connect_started_ms = now_ms
@@ -292,7 +297,7 @@ class SocketTransport:
             return
         self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
 
-    def _fail_connect(self, conn: _Connection, now_ms: int, error: OSError) -> None:
+    def _fail_connect(self, conn: _Connection, now_ms: int, error: Exception) -> None:
         log.warning("cannot connect to node %s at %s:%s: %s", conn.node_id, conn.host, conn.port, error)
         self._set_backoff(conn, now_ms)
 

@@ -19,6 +19,7 @@ from cykafka.errors import ConfigError
 log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
@@ -80,11 +81,44 @@ def _servers(key: str, value: object) -> tuple[str, ...]:
     servers = tuple(str(s).strip() for s in items if str(s).strip())
     for server in servers:
         host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"{key} entries must be host:port, got {server!r}")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or not _host_name_ok(host):
+            raise ConfigError(f"{key} entries must be host:port (a host name, IPv4 or [IPv6] address), got "
+                              f"{server!r}")
     if not servers:
         raise ConfigError(f"{key} must name at least one host:port")
     return servers
+
+
+def _host_name_ok(host: str) -> bool:
+    """No spaces or control characters, DNS labels of 1-63 characters (what getaddrinfo would refuse)."""
+    if not host.isprintable() or any(c.isspace() for c in host):
+        return False
+    if host.startswith("[") or ":" in host:  # an IPv6 literal
+        return True
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def _protocol_str(nullable: bool) -> Callable[[str, object], str | None]:
+    """A string the Kafka protocol can carry (UTF-8, at most 32767 bytes); None: unset (None if nullable, else "")."""
+    def check(key: str, value: object) -> str | None:
+        if value is None:
+            return None if nullable else ""
+        if not isinstance(value, str) or (nullable and not value):
+            raise ConfigError(f"{key} must be a {'non-empty string or None' if nullable else 'string'}, got "
+                              f"{value!r}")
+        try:
+            size_bytes = len(value.encode())
+        except UnicodeEncodeError:
+            raise ConfigError(f"{key} must be valid text (UTF-8), got {value!r}") from None
+        if size_bytes > INT16_MAX:
+            raise ConfigError(f"{key} must be at most {INT16_MAX} bytes in UTF-8, got {size_bytes}")
+        return value
+
+    return check
 
 
 def _optional_str(key: str, value: object) -> str | None:
@@ -144,7 +178,7 @@ def _sasl_mechanism(key: str, value: object) -> str | None:
 
 
 def _serializer(key: str, value: object) -> Any:
-    if value is None or callable(value) or value in ("bytes", "str", "int", "json"):
+    if value is None or callable(value) or (isinstance(value, str) and value in ("bytes", "str", "int", "json")):
         return value
     raise ConfigError(f"{key} must be a callable or one of bytes, str, int, json; got {value!r}")
 
@@ -216,6 +250,9 @@ class ProducerConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
+        if config is not None and not isinstance(config, Mapping):
+            raise ConfigError(f"the producer config must be a mapping of Kafka keys to values (a dict such as "
+                              f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
         merged: dict[str, object] = {}
         for key, value in (config or {}).items():
             merged[_canonical(key)] = value
@@ -319,7 +356,7 @@ class ProducerConfig:
 # the one table of keys; int keys are _int32 where Java's type is int and _int64 where it is long
 VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "bootstrap.servers": _servers,
-    "client.id": lambda k, v: str(v),
+    "client.id": _protocol_str(nullable=False),
     "acks": _acks,
     "linger.ms": _int32(0),
     "batch.size": _int32(1),
@@ -344,7 +381,7 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "metadata.max.idle.ms": _int64(5000),
     "allow.auto.create.topics": _bool,
     "enable.idempotence": _bool,
-    "transactional.id": _optional_str,
+    "transactional.id": _protocol_str(nullable=True),
     "transaction.timeout.ms": _int32(1),
     "partitioner.class": _callable_or_none,
     "partitioner.ignore.keys": _bool,
@@ -384,7 +421,9 @@ ALIASES = {"queue.buffering.max.ms": "linger.ms", "compression.codec": "compress
            "oauth.cb": "oauth_cb"}  # oauth_cb=... as a keyword argument arrives as oauth.cb
 
 
-def _canonical(key: str) -> str:
+def _canonical(key: object) -> str:
+    if not isinstance(key, str):
+        raise ConfigError(f"config keys must be str (Kafka's dotted names such as 'linger.ms'), got {key!r}")
     key = ALIASES.get(key, key)
     if key not in VALIDATORS:
         close = [k for k in VALIDATORS if k.split(".")[0] == key.split(".")[0]]

@@ -195,3 +195,41 @@ def test_an_interceptor_raising_base_exception_does_not_stop_the_sender(raised: 
         assert producer._thread is not None and producer._thread.is_alive()
     assert interceptor.acknowledged == 3
     assert sum("on_acknowledgement raised" in r.getMessage() for r in caplog.records) == 3
+
+
+# -- 7: odd config inputs are typed ConfigErrors naming the key ----------------------------------------------------
+
+B = {"bootstrap.servers": "fake:9092"}
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ("bootstrap.servers=fake:9092", r"config must be a mapping .* got a str"),
+    ([("bootstrap.servers", "fake:9092")], r"config must be a mapping .* got a list"),
+    ({**B, 7: 1}, r"config keys must be str .* got 7"),
+    ({**B, ("linger.ms",): 1}, r"config keys must be str .* got \('linger.ms',\)"),
+    ({**B, "linger.ms": 2**63}, r"linger.ms must be in \[0, 2147483647\]"),
+    ({**B, "max.block.ms": 2**63}, r"max.block.ms must be in \[0, 9223372036854775807\]"),
+    ({**B, "client.id": 5}, r"client.id must be a string, got 5"),
+    ({**B, "client.id": "x" * 32768}, r"client.id must be at most 32767 bytes in UTF-8, got 32768"),
+    ({**B, "client.id": "\ud800"}, r"client.id must be valid text"),
+    ({**B, "transactional.id": "x" * 40000}, r"transactional.id must be at most 32767 bytes"),
+    ({**B, "key.serializer": [1, 2]}, r"key.serializer must be a callable or one of bytes, str, int, json"),
+    ({"bootstrap.servers": "a\x00b:9092"}, r"bootstrap.servers entries must be host:port"),
+    ({"bootstrap.servers": "x" * 300 + ":9092"}, r"bootstrap.servers entries must be host:port"),
+    ({"bootstrap.servers": "my host:9092"}, r"bootstrap.servers entries must be host:port"),
+])
+def test_odd_config_inputs_raise_config_error(config: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Producer(config, transport=FakeCluster(ManualClock()), start_sender=False)
+
+
+def test_an_array_as_serializer_is_a_config_error() -> None:
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ConfigError, match=r"value\.serializer must be a callable"):
+        Producer({**B, "value.serializer": np.array([1, 2])}, transport=FakeCluster(ManualClock()),
+                 start_sender=False)
+
+
+def test_client_id_none_is_the_default() -> None:
+    producer = Producer({**B, "client.id": None}, transport=FakeCluster(ManualClock()), start_sender=False)
+    assert producer.config.client_id.startswith("cykafka-producer-")
