@@ -14,13 +14,15 @@ working.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
 import threading
 import time
+import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -50,7 +52,7 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
-from cykafka.sender import Sender, SenderThread
+from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, normalize_headers, validate_topic
 from cykafka.transactions import (
     ConsumerGroupMetadata,
@@ -61,6 +63,9 @@ from cykafka.transactions import (
 )
 
 log = logging.getLogger("cykafka")
+# what an unclosed producer gets to deliver its queued records when it is garbage-collected or alive at interpreter
+# exit (one budget shared by all producers at exit); what is left then fails, and the count is logged (WARNING)
+UNCLOSED_TIMEOUT_S = 10.0
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _client_ids = itertools.count(1)
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
@@ -113,6 +118,7 @@ class Producer(SendPath):
         self._owns_transport = transport is None
         self._owns_metadata = metadata is None
         self._start_sender = start_sender
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._build_runtime(transport, metadata)
         _live_producers.add(self)
 
@@ -144,11 +150,13 @@ class Producer(SendPath):
             self._txn_requests = TransactionRequests(self._txn, cfg)
             if cfg.transactional_id is not None:  # send() checks the transaction state first
                 self.send = self._send_in_transaction  # type: ignore[method-assign]
+        # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
-                             on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
+                             on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
+                             memory_freed=_weakly_bound(self, "_memory_freed"),
+                             loop_started=_weakly_bound(self, "sender_loop_started"),
                              transactions=self._txn_requests,
-                             waiting_for_responses=self.sender_waits_for_responses)
+                             waiting_for_responses=_weakly_bound(self, "sender_waits_for_responses"))
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
@@ -159,6 +167,13 @@ class Producer(SendPath):
         if self._start_sender:
             self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
             self._thread.start()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if self._thread is not None or self._owns_transport:  # holds a thread or sockets: close it when dropped
+            self._finalizer = weakref.finalize(self, _finalize_unclosed, cfg.client_id, self._thread,
+                                               transport if self._owns_transport else None)
+            self._finalizer.atexit = False  # _close_at_exit closes the live ones
 
     def _after_fork_in_child(self) -> None:
         """Runs in a forked child: drops the parent's batches undelivered, rebuilds everything a fork breaks."""
@@ -446,6 +461,8 @@ class Producer(SendPath):
         if self._closed:
             return
         self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
         with self._lock:
             self._accumulator.close()
         self.sender.running = False
@@ -601,6 +618,53 @@ class Producer(SendPath):
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 
+def _weakly_bound(producer: Producer, name: str) -> Callable[..., None]:
+    """producer.name(...) while the producer lives; nothing once it is gone."""
+    ref = weakref.ref(producer)
+    method = getattr(type(producer), name)
+
+    def call(*args: Any) -> None:
+        target = ref()
+        if target is not None:
+            method(target, *args)
+
+    return call
+
+
+def _finalize_unclosed(client_id: str, thread: SenderThread | None, transport: Transport | None) -> None:
+    """A Producer nobody references was never closed: warn as an unclosed file does, and let its sender thread
+    deliver what is queued within UNCLOSED_TIMEOUT_S, then stop and close the transport. Never blocks."""
+    warnings.warn(f"unclosed cykafka Producer {client_id!r}: close() it, or use it in a with block",
+                  ResourceWarning, stacklevel=2)
+    if thread is not None and thread.is_alive():
+        thread.finish_unclosed(int(UNCLOSED_TIMEOUT_S * 1000), transport)
+    elif transport is not None:
+        transport.close(0)
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit (as kafka-python): closes every live producer, all within one UNCLOSED_TIMEOUT_S budget,
+    and waits (in that budget) for dropped ones still delivering; logs how many records could not be delivered."""
+    deadline = time.monotonic() + UNCLOSED_TIMEOUT_S
+    for producer in list(_live_producers):
+        if producer._closed or producer._thread is None:
+            continue
+        with producer._lock:
+            batches = list(producer._accumulator.incomplete)
+        try:
+            producer.close(max(0.0, deadline - time.monotonic()))
+        except Exception:
+            log.exception("closing producer %s at exit failed", producer.config.client_id)
+        lost = undelivered_records(batches)
+        if lost:
+            log.warning("%d record(s) of producer %s were not delivered by interpreter exit (a %.1f s budget, "
+                        "UNCLOSED_TIMEOUT_S); close() or flush() a producer to wait for its records", lost,
+                        producer.config.client_id, UNCLOSED_TIMEOUT_S)
+    for thread in threading.enumerate():
+        if isinstance(thread, SenderThread) and thread.unclosed:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def _after_fork_in_child() -> None:
     for producer in list(_live_producers):
         try:
@@ -610,3 +674,4 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)

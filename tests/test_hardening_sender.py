@@ -5,7 +5,15 @@ broker's log file."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
 from typing import Any
 
 import pytest
@@ -233,3 +241,134 @@ def test_an_array_as_serializer_is_a_config_error() -> None:
 def test_client_id_none_is_the_default() -> None:
     producer = Producer({**B, "client.id": None}, transport=FakeCluster(ManualClock()), start_sender=False)
     assert producer.config.client_id.startswith("cykafka-producer-")
+
+
+# -- a: a producer nobody references is closed: its thread and sockets go, with a ResourceWarning ------------------
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def sender_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if isinstance(t, SenderThread)]
+
+
+def wait_until(condition: Any, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+@pytest.mark.parametrize("transactional", [False, True])
+def test_a_dropped_producer_is_closed_and_delivers_what_it_queued(broker: EmbeddedBroker, transactional: bool) -> None:
+    gc.collect()
+    threads_before, fds_before = len(sender_threads()), open_fds()
+    futures = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(5):
+            config = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 200}
+            if transactional:
+                config["transactional.id"] = f"hardening-dropped-{i}"
+            producer = Producer(config)
+            if transactional:
+                producer.init_transactions(30)
+                producer.begin_transaction()
+            futures.append(producer.send("hardening-dropped", b"%d" % i))  # lingers: queued when dropped
+            del producer
+        gc.collect()
+        assert wait_until(lambda: len(sender_threads()) == threads_before), sender_threads()
+        assert wait_until(lambda: open_fds() <= fds_before), (open_fds(), fds_before)
+    unclosed = [w for w in caught if issubclass(w.category, ResourceWarning) and "unclosed cykafka Producer" in
+                str(w.message)]
+    assert len(unclosed) == 5
+    assert all(f.done() for f in futures)
+    if not transactional:  # (a transactional one aborts its open transaction, as close() does)
+        assert all(f.result(0).offset >= 0 for f in futures)
+
+
+def test_a_dropped_producer_that_cannot_deliver_logs_how_many_records_it_lost(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cykafka.producer.UNCLOSED_TIMEOUT_S", 0.2, raising=False)
+    cluster = FakeCluster(SystemClock(), num_brokers=1)
+    producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0}, transport=cluster)
+    producer.partitions_for(TOPIC)
+    cluster.unreachable.add(0)
+    cluster.disconnect(0)
+    futures = [producer.send(TOPIC, b"v") for _ in range(3)]
+    thread = producer._thread
+    assert thread is not None
+    with caplog.at_level(logging.WARNING, logger="cykafka"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        del producer
+        gc.collect()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert all(isinstance(f.exception(0), Exception) for f in futures)
+    assert any("3 record(s) of the unclosed producer" in r.getMessage() for r in caplog.records), caplog.text
+
+
+# -- b: at interpreter exit, live producers are closed within a budget ---------------------------------------------
+
+def run_script(source: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(source), *args], capture_output=True, text=True,
+                          timeout=120, cwd="/")
+
+
+def read_all(bootstrap_servers: str, topic: str, idle_s: float = 2.0, timeout_s: float = 60.0) -> list[bytes]:
+    """Every record of `topic`, read from offset 0 until nothing more comes for idle_s (not ListOffsets)."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"hardening-{topic}",
+                                         "enable.auto.commit": False, "check.crcs": True})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
+        values: list[bytes] = []
+        deadline = time.monotonic() + timeout_s
+        idle_since = time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - idle_since < idle_s:
+            messages = consumer.consume(1000, timeout=0.2)
+            for message in messages:
+                assert message.error() is None, message.error()
+                values.append(message.value())
+            if messages:
+                idle_since = time.monotonic()
+        return values
+    finally:
+        consumer.close()
+
+
+def test_records_sent_without_flush_are_delivered_at_exit(broker: EmbeddedBroker) -> None:
+    topic = f"hardening-exit-{time.monotonic_ns()}"
+    done = run_script("""
+        import sys
+        from cykafka import Producer
+        producer = Producer({"bootstrap.servers": sys.argv[1], "linger.ms": 100})
+        for i in range(1000):
+            producer.send(sys.argv[2], b"%d" % i)
+    """, broker.bootstrap_servers, topic)
+    assert done.returncode == 0, done.stderr
+    assert "not delivered" not in done.stderr
+    assert sorted(read_all(broker.bootstrap_servers, topic)) == sorted(b"%d" % i for i in range(1000))
+
+
+def test_records_that_cannot_be_delivered_by_exit_are_counted_in_a_warning() -> None:
+    done = run_script("""
+        import cykafka.producer
+        from cykafka import Producer
+        from cykafka.adapters.clock import SystemClock
+        from cykafka.adapters.fake_cluster import FakeCluster
+        cykafka.producer.UNCLOSED_TIMEOUT_S = 0.5
+        cluster = FakeCluster(SystemClock(), num_brokers=1)
+        producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0}, transport=cluster)
+        producer.partitions_for("t")
+        cluster.unreachable.add(0)
+        cluster.disconnect(0)
+        for _ in range(3):
+            producer.send("t", b"v")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "3 record(s) of producer cykafka-producer-1 were not delivered by interpreter exit" in done.stderr
