@@ -403,8 +403,10 @@ class Producer(SendPath):
             now_ms = self._clock.monotonic_ms()
             if now_ms >= deadline_ms:
                 servers = ",".join(self.config.bootstrap_servers)
+                problem = getattr(self._transport, "connection_problem", lambda: None)()
                 raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
-                                        f"ms (max.block.ms); bootstrap.servers={servers}")
+                                        f"ms (max.block.ms); bootstrap.servers={servers}"
+                                        + (f"; {problem}" if problem else ""))
             self._metadata.add_topic(topic, now_ms)
             self._metadata.request_update()
             self._transport.wakeup()

@@ -8,8 +8,10 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cykafka import ConfigError, Producer
+from cykafka import ConfigError, KafkaTimeoutError, Producer
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
@@ -372,3 +374,83 @@ def test_records_that_cannot_be_delivered_by_exit_are_counted_in_a_warning() -> 
     """)
     assert done.returncode == 0, done.stderr
     assert "3 record(s) of producer cykafka-producer-1 were not delivered by interpreter exit" in done.stderr
+
+
+# -- c: a peer that does not speak Kafka is named as such ----------------------------------------------------------
+
+class GarbageServer:
+    """A TCP server on 127.0.0.1 answering every connection with bytes that are not Kafka's protocol."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.1)
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            with client:
+                client.settimeout(1.0)
+                try:
+                    client.recv(4096)
+                    client.sendall(self.answer)
+                    client.recv(4096)  # until the client closes
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.listener.close()
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                                    b"\x00\x00\x00\x08garbage!"])
+def test_a_peer_that_is_not_kafka_is_named_in_a_warning_and_the_timeout(answer: bytes,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    server = GarbageServer(answer)
+    try:
+        with caplog.at_level(logging.INFO, logger="cykafka"), Producer(
+                {"bootstrap.servers": f"127.0.0.1:{server.port}", "max.block.ms": 1500,
+                 "reconnect.backoff.max.ms": 100}) as producer:
+            with pytest.raises(KafkaTimeoutError, match=f"the peer at 127.0.0.1:{server.port} is not a Kafka "
+                                                        f"broker"):
+                producer.send("t", b"v")
+            producer.close(0)
+        assert server.connections >= 3  # the producer kept trying
+    finally:
+        server.close()
+    warnings_logged = [r for r in caplog.records if r.levelno == logging.WARNING and "not a Kafka broker" in
+                       r.getMessage()]
+    assert len(warnings_logged) == 1, [r.getMessage() for r in warnings_logged]
+
+
+# -- d: the embedded broker removes its log file on stop -----------------------------------------------------------
+
+def test_embedded_broker_removes_its_temp_log_file_on_stop(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("CYKAFKA_KEEP_BROKER_LOG", raising=False)
+    broker = EmbeddedBroker().start()
+    assert broker.log_path is not None and os.path.dirname(broker.log_path) == str(tmp_path)
+    assert os.path.exists(broker.log_path)
+    broker.stop()
+    assert list(tmp_path.iterdir()) == []
+    kept = EmbeddedBroker(keep_log=True)
+    kept.start().stop()
+    monkeypatch.setenv("CYKAFKA_KEEP_BROKER_LOG", "1")
+    kept_by_env = EmbeddedBroker()
+    kept_by_env.start().stop()
+    assert sorted(str(p) for p in tmp_path.iterdir()) == sorted([str(kept.log_path), str(kept_by_env.log_path)])
+    own = tmp_path / "own.log"
+    monkeypatch.delenv("CYKAFKA_KEEP_BROKER_LOG")
+    EmbeddedBroker(log_path=str(own)).start().stop()
+    assert own.exists()  # the caller's own file stays
