@@ -5,10 +5,11 @@ broker's log file."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
-import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
@@ -378,39 +379,33 @@ def test_records_that_cannot_be_delivered_by_exit_are_counted_in_a_warning() -> 
 
 # -- c: a peer that does not speak Kafka is named as such ----------------------------------------------------------
 
-class GarbageServer:
+class GarbageServer(socketserver.ThreadingTCPServer):
     """A TCP server on 127.0.0.1 answering every connection with bytes that are not Kafka's protocol."""
+
+    daemon_threads = True
 
     def __init__(self, answer: bytes) -> None:
         self.answer = answer
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.1)
-        self.port = self.listener.getsockname()[1]
         self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            with client:
-                client.settimeout(1.0)
-                try:
-                    client.recv(4096)
-                    client.sendall(self.answer)
-                    client.recv(4096)  # until the client closes
-                except OSError:
-                    pass
+        super().__init__(("127.0.0.1", 0), _GarbageHandler)
+        self.port = self.server_address[1]
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.listener.close()
+        self.shutdown()
+        self.server_close()
+
+
+class _GarbageHandler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        server = self.server
+        assert isinstance(server, GarbageServer)
+        server.connections += 1
+        self.request.settimeout(1.0)
+        with contextlib.suppress(OSError):
+            self.request.recv(4096)
+            self.request.sendall(server.answer)
+            self.request.recv(4096)  # until the client closes
 
 
 @pytest.mark.parametrize("answer", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
