@@ -10,6 +10,10 @@ thread and (when the producer built them) a fresh transport and metadata. Batche
 in the child without delivery or callbacks: the parent still owns and delivers them (their futures, as copied into
 the child, never complete there). The child closes only its own copies of the inherited sockets; the parent keeps
 working.
+
+Unclosed producers: the sender thread holds no strong reference to its Producer, so a dropped one is finalized
+(ResourceWarning; its thread delivers what is queued within UNCLOSED_TIMEOUT_S, then closes the sockets), and an
+atexit hook closes the live ones within the same budget. Either way undelivered records are counted in a WARNING.
 """
 
 from __future__ import annotations
