@@ -10,17 +10,23 @@ thread and (when the producer built them) a fresh transport and metadata. Batche
 in the child without delivery or callbacks: the parent still owns and delivers them (their futures, as copied into
 the child, never complete there). The child closes only its own copies of the inherited sockets; the parent keeps
 working.
+
+Unclosed producers: the sender thread holds no strong reference to its Producer, so a dropped one is finalized
+(ResourceWarning; its thread delivers what is queued within UNCLOSED_TIMEOUT_S, then closes the sockets), and an
+atexit hook closes the live ones within the same budget. Either way undelivered records are counted in a WARNING.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
 import threading
 import time
+import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -51,7 +57,7 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
-from cykafka.sender import Sender, SenderThread
+from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, validate_topic
 from cykafka.transactions import (
     ConsumerGroupMetadata,
@@ -62,6 +68,9 @@ from cykafka.transactions import (
 )
 
 log = logging.getLogger("cykafka")
+# what an unclosed producer gets to deliver its queued records when it is garbage-collected or alive at interpreter
+# exit (one budget shared by all producers at exit); what is left then fails, and the count is logged (WARNING)
+UNCLOSED_TIMEOUT_S = 10.0
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_blocking's arguments
 _TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
@@ -121,6 +130,7 @@ class Producer(SendPath):
         self._owns_transport = transport is None
         self._owns_metadata = metadata is None
         self._start_sender = start_sender
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._build_runtime(transport, metadata)
         _live_producers.add(self)
 
@@ -152,11 +162,13 @@ class Producer(SendPath):
             self._txn_requests = TransactionRequests(self._txn, cfg)
             if cfg.transactional_id is not None:  # send() checks the transaction state first
                 self.send = self._send_in_transaction  # type: ignore[method-assign]
+        # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
-                             on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
+                             on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
+                             memory_freed=_weakly_bound(self, "_memory_freed"),
+                             loop_started=_weakly_bound(self, "sender_loop_started"),
                              transactions=self._txn_requests,
-                             waiting_for_responses=self.sender_waits_for_responses)
+                             waiting_for_responses=_weakly_bound(self, "sender_waits_for_responses"))
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
@@ -167,6 +179,13 @@ class Producer(SendPath):
         if self._start_sender:
             self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
             self._thread.start()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if self._thread is not None or self._owns_transport:  # holds a thread or sockets: close it when dropped
+            self._finalizer = weakref.finalize(self, _finalize_unclosed, cfg.client_id, self._thread,
+                                               transport if self._owns_transport else None)
+            self._finalizer.atexit = False  # _close_at_exit closes the live ones
 
     def _after_fork_in_child(self) -> None:
         """Runs in a forked child: drops the parent's batches undelivered, rebuilds everything a fork breaks."""
@@ -426,8 +445,10 @@ class Producer(SendPath):
             now_ms = self._clock.monotonic_ms()
             if now_ms >= deadline_ms:
                 servers = ",".join(self.config.bootstrap_servers)
+                problem = getattr(self._transport, "connection_problem", lambda: None)()
                 raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
-                                        f"ms (max.block.ms); bootstrap.servers={servers}")
+                                        f"ms (max.block.ms); bootstrap.servers={servers}"
+                                        + (f"; {problem}" if problem else ""))
             self._metadata.add_topic(topic, now_ms)
             self._metadata.request_update()
             self._transport.wakeup()
@@ -455,7 +476,7 @@ class Producer(SendPath):
             for interceptor in self._interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, error)
-                except Exception:
+                except BaseException:  # on the sender thread: SystemExit, KeyboardInterrupt must not end it
                     log.exception("interceptor %r on_acknowledgement raised; ignored", interceptor)
 
     # -- flush, close, introspection ---------------------------------------------------------------------------
@@ -488,6 +509,8 @@ class Producer(SendPath):
         if self._closed:
             return
         self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
         with self._lock:
             self._accumulator.close()
         self.sender.running = False
@@ -652,6 +675,53 @@ def _is_int(value: object) -> bool:
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 
+def _weakly_bound(producer: Producer, name: str) -> Callable[..., None]:
+    """producer.name(...) while the producer lives; nothing once it is gone."""
+    ref = weakref.ref(producer)
+    method = getattr(type(producer), name)
+
+    def call(*args: Any) -> None:
+        target = ref()
+        if target is not None:
+            method(target, *args)
+
+    return call
+
+
+def _finalize_unclosed(client_id: str, thread: SenderThread | None, transport: Transport | None) -> None:
+    """A Producer nobody references was never closed: warn as an unclosed file does, and let its sender thread
+    deliver what is queued within UNCLOSED_TIMEOUT_S, then stop and close the transport. Never blocks."""
+    warnings.warn(f"unclosed cykafka Producer {client_id!r}: close() it, or use it in a with block",
+                  ResourceWarning, stacklevel=2)
+    if thread is not None and thread.is_alive():
+        thread.finish_unclosed(int(UNCLOSED_TIMEOUT_S * 1000), transport)
+    elif transport is not None:
+        transport.close(0)
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit (as kafka-python): closes every live producer, all within one UNCLOSED_TIMEOUT_S budget,
+    and waits (in that budget) for dropped ones still delivering; logs how many records could not be delivered."""
+    deadline = time.monotonic() + UNCLOSED_TIMEOUT_S
+    for producer in list(_live_producers):
+        if producer._closed or producer._thread is None:
+            continue
+        with producer._lock:
+            batches = list(producer._accumulator.incomplete)
+        try:
+            producer.close(max(0.0, deadline - time.monotonic()))
+        except Exception:
+            log.exception("closing producer %s at exit failed", producer.config.client_id)
+        lost = undelivered_records(batches)
+        if lost:
+            log.warning("%d record(s) of producer %s were not delivered by interpreter exit (a %.1f s budget, "
+                        "UNCLOSED_TIMEOUT_S); close() or flush() a producer to wait for its records", lost,
+                        producer.config.client_id, UNCLOSED_TIMEOUT_S)
+    for thread in threading.enumerate():
+        if isinstance(thread, SenderThread) and thread.unclosed:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def _after_fork_in_child() -> None:
     for producer in list(_live_producers):
         try:
@@ -661,3 +731,4 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)
