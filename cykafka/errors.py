@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# where messages send the reader: the docs of the project's home (docs/development.md, "The project's address"); the
+# same address is pyproject's Documentation URL. Files under it: DOCS_URL + "config.md".
+DOCS_URL = "https://github.com/cykafka/cykafka/blob/main/docs/"
+
 
 class KafkaError(Exception):
     """Base of every cykafka error. `code` is Kafka's protocol error code when the broker sent one."""
