@@ -385,6 +385,9 @@ class RecordAccumulator:
     def deallocate(self, batch: ProducerBatch) -> Any: ...
 
 # sendpath.pyx
+def checked_headers(headers: Any) -> tuple[tuple[str, Buffer | None], ...] | None:
+    """send()'s headers (None, a dict or (str, bytes-like/str/None) pairs) as the core writes them."""
+
 class SendPath:
     _closed: bool
     def _init_send_path(self, accumulator: RecordAccumulator, lock: Any, clock: Any, system_time: bool,
@@ -397,6 +400,7 @@ class SendPath:
              timestamp_ms: int | None = None, headers: Any = None,
              on_delivery: _Callback | None = None) -> RecordFuture: ...
     def _batch_columns(self, values: Any, keys: Any) -> tuple[_Column, _Column]: ...
+    def _batch_lists(self, values: Any, keys: Any) -> tuple[list[Any], list[Any] | None]: ...
     def _batch_check(self, n: int, num_partitions: int, partitions: Any, timestamps_ms: Any,
                      headers: Any) -> tuple[int | list[int] | None, int | list[int] | None, list[Any] | None]: ...
     def _send_columns(self, topic: str, values: _Column, keys: _Column, partitions: int | list[int] | None,

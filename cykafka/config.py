@@ -15,15 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cykafka.adapters import compression
-from cykafka.errors import ConfigError
+from cykafka.errors import DOCS_URL, ConfigError
 
 log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object], int]:
+def _int(lo: int, hi: int) -> Callable[[str, object], int]:
+    """An integer in [lo, hi]. Every int key is bounded as Java types it: _int32 (int) or _int64 (long)."""
     def check(key: str, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise ConfigError(f"{key} must be an integer, got {value!r}")
@@ -31,12 +34,19 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object]
             number = int(value)
         except ValueError:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from None
-        if (lo is not None and number < lo) or (hi is not None and number > hi):
-            bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
-            raise ConfigError(f"{key} must be in {bounds}, got {number}")
+        if not lo <= number <= hi:
+            raise ConfigError(f"{key} must be in [{lo}, {hi}], got {number}")
         return number
 
     return check
+
+
+def _int32(lo: int, hi: int = INT32_MAX) -> Callable[[str, object], int]:
+    return _int(lo, hi)
+
+
+def _int64(lo: int) -> Callable[[str, object], int]:
+    return _int(lo, INT64_MAX)
 
 
 def _bool(key: str, value: object) -> bool:
@@ -72,11 +82,44 @@ def _servers(key: str, value: object) -> tuple[str, ...]:
     servers = tuple(str(s).strip() for s in items if str(s).strip())
     for server in servers:
         host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"{key} entries must be host:port, got {server!r}")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or not _host_name_ok(host):
+            raise ConfigError(f"{key} entries must be host:port (a host name, IPv4 or [IPv6] address), got "
+                              f"{server!r}")
     if not servers:
         raise ConfigError(f"{key} must name at least one host:port")
     return servers
+
+
+def _host_name_ok(host: str) -> bool:
+    """No spaces or control characters, DNS labels of 1-63 characters (what getaddrinfo would refuse)."""
+    if not host.isprintable() or any(c.isspace() for c in host):
+        return False
+    if host.startswith("[") or ":" in host:  # an IPv6 literal
+        return True
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def _protocol_str(nullable: bool) -> Callable[[str, object], str | None]:
+    """A string the Kafka protocol can carry (UTF-8, at most 32767 bytes); None: unset (None if nullable, else "")."""
+    def check(key: str, value: object) -> str | None:
+        if value is None:
+            return None if nullable else ""
+        if not isinstance(value, str) or (nullable and not value):
+            raise ConfigError(f"{key} must be a {'non-empty string or None' if nullable else 'string'}, got "
+                              f"{value!r}")
+        try:
+            size_bytes = len(value.encode())
+        except UnicodeEncodeError:
+            raise ConfigError(f"{key} must be valid text (UTF-8), got {value!r}") from None
+        if size_bytes > INT16_MAX:
+            raise ConfigError(f"{key} must be at most {INT16_MAX} bytes in UTF-8, got {size_bytes}")
+        return value
+
+    return check
 
 
 def _optional_str(key: str, value: object) -> str | None:
@@ -136,7 +179,7 @@ def _sasl_mechanism(key: str, value: object) -> str | None:
 
 
 def _serializer(key: str, value: object) -> Any:
-    if value is None or callable(value) or value in ("bytes", "str", "int", "json"):
+    if value is None or callable(value) or (isinstance(value, str) and value in ("bytes", "str", "int", "json")):
         return value
     raise ConfigError(f"{key} must be a callable or one of bytes, str, int, json; got {value!r}")
 
@@ -208,6 +251,9 @@ class ProducerConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
+        if config is not None and not isinstance(config, Mapping):
+            raise ConfigError(f"the producer config must be a mapping of Kafka keys to values (a dict such as "
+                              f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
         merged: dict[str, object] = {}
         spelled: dict[str, str] = {}  # canonical key -> as the user wrote it
         given = [*(config or {}).items(), *((key.replace("_", "."), value) for key, value in kwargs.items())]
@@ -313,42 +359,43 @@ class ProducerConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
+# the one table of keys; int keys are _int32 where Java's type is int and _int64 where it is long
 VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "bootstrap.servers": _servers,
-    "client.id": lambda k, v: str(v),
+    "client.id": _protocol_str(nullable=False),
     "acks": _acks,
-    "linger.ms": _int(0, INT32_MAX),
-    "batch.size": _int(1, INT32_MAX),
-    "buffer.memory": _int(1),
-    "max.block.ms": _int(0),
-    "delivery.timeout.ms": _int(1, INT32_MAX),
-    "request.timeout.ms": _int(1, INT32_MAX),
-    "max.request.size": _int(1, INT32_MAX),
+    "linger.ms": _int32(0),
+    "batch.size": _int32(1),
+    "buffer.memory": _int64(1),
+    "max.block.ms": _int64(0),
+    "delivery.timeout.ms": _int32(1),
+    "request.timeout.ms": _int32(1),
+    "max.request.size": _int32(1),
     "compression.type": _choice(*compression.COMPRESSION_TYPES),
-    "compression.gzip.level": _int(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
-    "compression.lz4.level": _int(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
-    "compression.zstd.level": _int(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
-    "retries": _int(0, INT32_MAX),
-    "retry.backoff.ms": _int(0),
-    "retry.backoff.max.ms": _int(0),
-    "reconnect.backoff.ms": _int(0),
-    "reconnect.backoff.max.ms": _int(0),
-    "socket.connection.setup.timeout.ms": _int(0),
-    "socket.connection.setup.timeout.max.ms": _int(0),
-    "max.in.flight.requests.per.connection": _int(1),
-    "metadata.max.age.ms": _int(0),
-    "metadata.max.idle.ms": _int(5000),
+    "compression.gzip.level": _int32(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int32(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int32(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
+    "retries": _int32(0),
+    "retry.backoff.ms": _int64(0),
+    "retry.backoff.max.ms": _int64(0),
+    "reconnect.backoff.ms": _int64(0),
+    "reconnect.backoff.max.ms": _int64(0),
+    "socket.connection.setup.timeout.ms": _int64(0),
+    "socket.connection.setup.timeout.max.ms": _int64(0),
+    "max.in.flight.requests.per.connection": _int32(1),
+    "metadata.max.age.ms": _int64(0),
+    "metadata.max.idle.ms": _int64(5000),
     "allow.auto.create.topics": _bool,
     "enable.idempotence": _bool,
-    "transactional.id": _optional_str,
-    "transaction.timeout.ms": _int(1, INT32_MAX),
+    "transactional.id": _protocol_str(nullable=True),
+    "transaction.timeout.ms": _int32(1),
     "partitioner.class": _callable_or_none,
     "partitioner.ignore.keys": _bool,
     "partitioner.adaptive.partitioning.enable": _bool,
-    "partitioner.availability.timeout.ms": _int(0),
-    "send.buffer.bytes": _int(-1),
-    "receive.buffer.bytes": _int(-1),
-    "connections.max.idle.ms": _int(-1),
+    "partitioner.availability.timeout.ms": _int64(0),
+    "send.buffer.bytes": _int32(-1),
+    "receive.buffer.bytes": _int32(-1),
+    "connections.max.idle.ms": _int64(-1),
     "key.serializer": _serializer,
     "value.serializer": _serializer,
     "interceptor.classes": _interceptors,
@@ -453,15 +500,17 @@ NOT_ALIASES = {
 }
 
 
-def _canonical(key: str) -> str:
+def _canonical(key: object) -> str:
+    if not isinstance(key, str):
+        raise ConfigError(f"config keys must be str (Kafka's dotted names such as 'linger.ms'), got {key!r}")
     key = ALIASES.get(key, key)
     if key not in VALIDATORS:
         instead = NOT_ALIASES.get(key.replace("_", "."))
         if instead is not None:
             raise ConfigError(f"unknown config key {key!r} (another client's): {instead}. Accepted keys: see "
-                              f"docs/config.md; other clients' keys: docs/migrating.md")
+                              f"{DOCS_URL}config.md; other clients' keys: {DOCS_URL}migrating.md")
         # typos only: a hint must not point at a key that merely shares a word (batch.num.messages is no batch.size)
         close = difflib.get_close_matches(key, [*VALIDATORS, *ALIASES], n=3, cutoff=0.8)
         hint = f"; did you mean {' or '.join(close)}" if close else ""
-        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see docs/config.md")
+        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see {DOCS_URL}config.md")
     return key

@@ -1,6 +1,6 @@
 """Independent read-back for the demo and the tests: confluent-kafka's Consumer (librdkafka, check.crcs=true) reads
 every partition from the beginning to its high watermark; `count_back` counts without keeping the records. Needs
-the `dev` extra (confluent-kafka)."""
+the `broker` extra (confluent-kafka)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_le
     try:
         from confluent_kafka import Consumer, TopicPartition
     except ImportError as e:  # pragma: no cover - dev extra missing
-        raise RuntimeError("read_back needs confluent-kafka: pip install 'cykafka[dev]'") from e
+        raise RuntimeError("read_back needs confluent-kafka: pip install 'cykafka[broker]'") from e
     consumer: Any = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": f"cykafka-verify-{time.monotonic_ns()}",
         "enable.auto.commit": False, "check.crcs": check_crcs, "isolation.level": isolation_level,

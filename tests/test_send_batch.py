@@ -224,7 +224,7 @@ def test_argument_errors_raise_before_anything_is_queued(producer: Producer, clu
         producer.send_batch(T, [b"a", b"b"], partitions=[0, 3])
     with pytest.raises(InvalidRecordError, match="timestamps_ms has 1 entries"):
         producer.send_batch(T, [b"a", b"b"], timestamps_ms=[1])
-    with pytest.raises(InvalidRecordError, match=r"headers\[0\] must be a list of"):
+    with pytest.raises(SerializationError, match=r"headers\[0\]: header 'h' value must be bytes-like"):
         producer.send_batch(T, [b"a"], headers=[[("h", 5)]])
     with pytest.raises(TypeError, match="Arrow binary, string"):
         producer.send_batch(T, pa.array([1, 2]))
