@@ -42,6 +42,12 @@ setup(
             "cdivision": True,
             "initializedcheck": False,
             "embedsignature": True,
+            # signatures for inspect/help()/stubtest: def methods are cyfunctions (binding, Cython 3's default: it
+            # changes nothing for cdef/cpdef calls from C), their signature from the code, their doc left clean
+            "binding": True,
+            "embedsignature.format": "clinic",
+            "annotation_typing": False,  # annotations in core/*.pyx document the Python API; C types are cdef'd
+            "autotestdict": False,  # no module __test__ dict (no doctests in the core)
         },
     ),
     zip_safe=False,

@@ -73,9 +73,9 @@ cdef class SendPath:
         self._fast = fast
         self._ignore_keys = ignore_keys
         self._max_record_bytes = max_record_bytes
-        self.sender_loop_started(snapshot)
+        self._sender_loop_started(snapshot)
 
-    cpdef sender_loop_started(self, object snapshot):
+    cpdef _sender_loop_started(self, object snapshot):
         """The sender is about to look at the accumulator: appends from now on need a new wakeup; and the metadata
         snapshot the fast path reads (also refreshed by the slow path after a metadata wait)."""
         self._wakeup_sent = False
@@ -84,13 +84,13 @@ cdef class SendPath:
             self._partitions = dict(snapshot.partitions)
             self._last_topic = None
 
-    cpdef wake_sender(self):
+    cpdef _wake_sender(self):
         """Wakes the sender unless it was woken since its loop started or waits for responses anyway."""
         if not self._wakeup_sent:
             self._wakeup_sent = True
             self._wakeup()
 
-    cpdef sender_waits_for_responses(self):
+    cpdef _sender_waits_for_responses(self):
         """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
         (a response will)."""
         self._wakeup_sent = True
@@ -114,9 +114,27 @@ cdef class SendPath:
             return _clock_ms(CLOCK_MONOTONIC)
         return self._clock.monotonic_ms()
 
-    def send(self, topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None,
-             on_delivery=None):
-        """Queues a record; returns its RecordFuture. See Producer.send."""
+    def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: object = None,
+             on_delivery: Callable[[KafkaError | None, RecordMetadata | None], object] | None = None) -> RecordFuture:
+        """Queues a record for `topic` and returns its RecordFuture; the record goes out in a batch (linger.ms,
+        batch.size), and future.result() waits for the acknowledgement.
+
+        value, key: bytes, bytearray, memoryview, str (UTF-8) or None (a null), or anything key.serializer /
+        value.serializer turn into bytes. partition: None (the key's murmur2 partition, Java's, or for a record
+        without a key the built-in sticky partitioner's choice; partitioner.class if configured), or an int in
+        [0, partitions). timestamp_ms: None (now) or ms since the epoch. headers: None, a list of (str, bytes | None)
+        pairs, or a dict. on_delivery(err, metadata): called once on the sender thread when the record is final,
+        with err None and its RecordMetadata, or its KafkaError and None; it must not block (no flush() there), and
+        an exception it raises is logged.
+
+        Blocks up to max.block.ms while the topic's metadata is unknown or buffer.memory is full, then raises
+        KafkaTimeoutError / BufferExhaustedError. Raises at once, with nothing queued: InvalidTopicError,
+        InvalidRecordError (partition out of range, bad timestamp or callback), SerializationError,
+        RecordTooLargeError (over max.request.size or buffer.memory), ProducerClosedError after close(); on a
+        transactional producer, TransactionStateError outside a transaction and the transaction's error
+        (TransactionAbortableError, ...) once it failed. Thread-safe.
+        """
         cdef int64_t ts, size_bytes
         cdef int chosen, n, overflow
         if self._closed or not self._fast or type(topic) is not str:
@@ -306,7 +324,7 @@ cdef class SendPath:
                     _parts_finish(&parts, None if headers is None else <object>PyList_GET_ITEM(headers, i))
                     size_bytes = _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes
                     if size_bytes > self._max_record_bytes:
-                        result.record_done(i, RecordTooLargeError(
+                        result._record_done(i, RecordTooLargeError(
                             f"the record is {size_bytes} bytes when serialized, larger than max.request.size or "
                             f"buffer.memory ({self._max_record_bytes})"))
                         continue

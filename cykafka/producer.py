@@ -1,8 +1,9 @@
 """The public Producer and the composition root: config -> pool, accumulator, compressor, transport, metadata, Sender,
 and with idempotence (the default) the core TransactionManager and the transactional request queue.
 
-Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor and
-may run the Sender by hand (`start_sender=False`, then `producer.sender.run_once()`).
+Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor, in
+one keyword no config key can collide with (`Producer(config, ports=Ports(transport=..., clock=...))`), and may run the
+Sender by hand (`Ports(start_sender=False)`, then `producer.sender.run_once()`).
 
 Fork safety: threads, sockets and locks do not survive fork(). Every live Producer is in a WeakSet; an
 `os.register_at_fork(after_in_child=...)` hook gives each one in the child a fresh lock, pool, accumulator, sender
@@ -19,6 +20,7 @@ atexit hook closes the live ones within the same budget. Either way undelivered 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import itertools
 import logging
 import os
@@ -29,7 +31,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import compressor_for
@@ -48,6 +50,7 @@ from cykafka.core import (
 )
 from cykafka.errors import (
     BufferExhaustedError,
+    ConfigError,
     InvalidRecordError,
     KafkaError,
     KafkaTimeoutError,
@@ -56,7 +59,7 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
+from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, validate_topic
 from cykafka.transactions import (
@@ -75,6 +78,7 @@ _AppendResult = tuple[RecordFuture, bool, bool, int]
 _Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_blocking's arguments
 _TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
 _client_ids = itertools.count(1)
+_PORT_NAMES = frozenset(f.name for f in dataclasses.fields(Ports))  # Producer(transport=...) names Ports
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
 
 
@@ -91,11 +95,11 @@ class ProducerRecord:
 
 
 class Producer(SendPath):
-    """A thread-safe Kafka producer with Java's semantics. See README.md and docs/ for the config keys.
+    """A thread-safe Kafka producer with Java's semantics; config keys: docs/config.md.
 
-    send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None, on_delivery=None) queues a
-    record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its typed error;
-    on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
+    send() queues a record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its
+    KafkaError; its on_delivery(err, metadata) callback runs on the sender thread. send_batch() queues many records
+    in one call. flush() waits for everything queued; close() flushes and stops (also on leaving a `with` block).
     send() and send_batch() take the same keys, values and headers: a key or value is bytes-like (bytes, bytearray,
     memoryview or any C-contiguous buffer of bytes, format B, b or c), a str (UTF-8) or None (or what a configured
     serializer takes); headers are None, a dict or a list of (str, bytes-like, str or None) pairs; a partition is an
@@ -103,21 +107,32 @@ class Producer(SendPath):
     SerializationError / InvalidRecordError naming the argument, with nothing of the call queued.
     """
 
-    def __init__(
-        self,
-        config: Mapping[str, object] | None = None,
-        *,
-        transport: Transport | None = None,
-        metadata: MetadataSource | None = None,
-        clock: Clock | None = None,
-        start_sender: bool = True,
-        **kwargs: object,
-    ) -> None:
+    # two overloads so that `Producer(**config)` with a dict[str, object] type-checks: it cannot match `ports`
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: Ports, **kwargs: object) -> None: ...
+
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None: ...
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: object = None,
+                 **kwargs: object) -> None:
+        """config: a dict of Kafka config keys (`{"bootstrap.servers": ..., "linger.ms": 5}`), and/or the same keys as
+        keyword arguments with underscores (`linger_ms=5`); unknown keys and invalid values raise ConfigError.
+        ports: tests only, the adapters to use instead of the production ones (cykafka.ports.Ports)."""
+        if ports is None:
+            ports = Ports()
+        if not isinstance(ports, Ports):
+            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
+                              f"{type(ports).__name__}")
+        stray = sorted(_PORT_NAMES.intersection(kwargs))
+        if stray:  # the keywords before ports= existed
+            raise ConfigError(f"{stray[0]}= is not a config key: a test passes it as ports=Ports({stray[0]}=...) "
+                              f"(cykafka.ports.Ports)")
         cfg = ProducerConfig.parse(config, **kwargs)
         if not cfg.client_id:
             cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
         self.config = cfg
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = ports.clock or SystemClock()
         self._lock = ProducerLock()
         self._closed = False
         self._metrics = ProducerMetrics()
@@ -127,11 +142,11 @@ class Producer(SendPath):
         level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
                  "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
         self._compressor = compressor_for(cfg.compression_type, level)
-        self._owns_transport = transport is None
-        self._owns_metadata = metadata is None
-        self._start_sender = start_sender
+        self._owns_transport = ports.transport is None
+        self._owns_metadata = ports.metadata is None
+        self._start_sender = ports.start_sender
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        self._build_runtime(transport, metadata)
+        self._build_runtime(ports.transport, ports.metadata)
         _live_producers.add(self)
 
     def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
@@ -166,9 +181,9 @@ class Producer(SendPath):
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
                              memory_freed=_weakly_bound(self, "_memory_freed"),
-                             loop_started=_weakly_bound(self, "sender_loop_started"),
+                             loop_started=_weakly_bound(self, "_sender_loop_started"),
                              transactions=self._txn_requests,
-                             waiting_for_responses=_weakly_bound(self, "sender_waits_for_responses"))
+                             waiting_for_responses=_weakly_bound(self, "_sender_waits_for_responses"))
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
@@ -318,7 +333,7 @@ class Producer(SendPath):
     @staticmethod
     def _fail_rest(result: BatchResult, start: int, count: int, error: KafkaError) -> None:
         for index in range(start, count):
-            result.record_done(index, error)
+            result._record_done(index, error)
 
     def _send_batch_one_by_one(self, topic: str, values: list[Any], keys: list[Any] | None, partitions: Any,
                                timestamps_ms: Any, headers: Any, result: BatchResult) -> None:
@@ -326,8 +341,8 @@ class Producer(SendPath):
         records are prepared (and checked) before the first is queued; a record too large fails alone."""
         prepared: list[tuple[int, _Prepared]] = []
         for index, value in enumerate(values):
-            def done(error: BaseException | None, metadata: Any, index: int = index) -> None:
-                result.record_done(index, error, None if error else (metadata.topic, metadata.partition))
+            def done(error: KafkaError | None, metadata: Any, index: int = index) -> None:
+                result._record_done(index, error, None if error else (metadata.topic, metadata.partition))
 
             try:
                 prepared.append((index, self._prepare(
@@ -336,12 +351,12 @@ class Producer(SendPath):
                     timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int else timestamps_ms[index],
                     None if headers is None else headers[index], done)))
             except RecordTooLargeError as e:
-                result.record_done(index, e)
+                result._record_done(index, e)
         for index, args in prepared:
             try:
                 self._append_blocking(*args)
             except KafkaError as e:
-                result.record_done(index, e)
+                result._record_done(index, e)
 
     def _partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any,
                    num_partitions: int) -> int:
@@ -409,7 +424,7 @@ class Producer(SendPath):
                         f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
                         f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
                         f"{self._pool.available_memory_bytes} bytes; the record was not queued")
-                self.wake_sender()  # once per sender loop: its ready() then sends everything queued
+                self._wake_sender()  # once per sender loop: its ready() then sends everything queued
                 waiter.wait(min(remaining_ms, 100) / 1000)
         finally:
             self._pool.remove_waiter(waiter)
@@ -429,7 +444,7 @@ class Producer(SendPath):
             snapshot = self._metadata.snapshot()
             count = snapshot.partition_count(topic)
             if count is not None:
-                self.sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
+                self._sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
             if count is not None and (partition is None or partition < count):
                 if partition is not None and partition < 0:
                     raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
@@ -472,7 +487,7 @@ class Producer(SendPath):
 
     def _on_batch_done(self, batch: Any) -> None:
         for future in batch.futures:
-            error, metadata = future.callback_args
+            error, metadata = future._callback_args
             for interceptor in self._interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, error)
@@ -534,11 +549,17 @@ class Producer(SendPath):
                 close()
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """The partitions of `topic` by partition id, each a PartitionInfo (leader node id, -1 when unknown; leader
+        epoch; replicas; in-sync replicas), from the producer's metadata. Waits up to max.block.ms for the topic
+        to appear in the metadata (a broker with auto-creation creates it), then raises KafkaTimeoutError."""
         validate_topic(topic)
         self._wait_on_metadata(topic, None, self._clock.monotonic_ms() + self.config.max_block_ms)
         return list(self._metadata.snapshot().partitions[topic])
 
     def metrics(self) -> dict[str, float]:
+        """The producer's metrics now, under Java's producer-metrics names (record-send-rate, request-latency-avg,
+        buffer-available-bytes, ...; the API reference lists them all). Rates are per second over the last 30 s;
+        averages and maxima cover the producer's life. Cheap enough to poll."""
         return self._metrics.snapshot(
             buffer_available_bytes=self._pool.available_memory_bytes,
             buffer_total_bytes=self._pool.total_memory_bytes,

@@ -356,7 +356,7 @@ class Sender:
                 self._complete_batch(batch, NetworkError(f"no response for partition {tp[0]}-{tp[1]}"), -1, -1,
                                      now_ms)
 
-    def _complete_batch(self, batch: ProducerBatch, error: Exception | None, base_offset: int,
+    def _complete_batch(self, batch: ProducerBatch, error: KafkaError | None, base_offset: int,
                         log_append_time_ms: int, now_ms: int, log_start_offset: int = -1) -> None:
         self._remove_in_flight(batch)
         if self._guarantee_order:
@@ -415,7 +415,7 @@ class Sender:
         if code in METADATA_ERRORS or isinstance(error, NetworkError):
             self.metadata.request_update()
 
-    def _can_retry(self, batch: ProducerBatch, error: Exception, code: Any, log_start_offset: int,
+    def _can_retry(self, batch: ProducerBatch, error: KafkaError, code: Any, log_start_offset: int,
                    now_ms: int) -> bool:
         """Called with the lock held (the TransactionManager may request an epoch bump)."""
         if (batch.attempts >= self.config.retries or now_ms - batch.created_ms >= self.config.delivery_timeout_ms
@@ -431,7 +431,7 @@ class Sender:
         if batches is not None and batch in batches:
             batches.remove(batch)
 
-    def _fail_batch(self, batch: ProducerBatch, error: Exception, adjust_sequence_numbers: bool = False,
+    def _fail_batch(self, batch: ProducerBatch, error: KafkaError, adjust_sequence_numbers: bool = False,
                     track: bool = True, release_buffer: bool = True) -> None:
         if self.txn is not None and track:
             with self.lock:
@@ -439,7 +439,7 @@ class Sender:
         self.metrics.record_errors(batch.record_count)
         self._finish(batch, error, -1, -1, release_buffer)
 
-    def _fail_sent_batch(self, batch: ProducerBatch, error: Exception, release_buffer: bool = True) -> None:
+    def _fail_sent_batch(self, batch: ProducerBatch, error: KafkaError, release_buffer: bool = True) -> None:
         """Fails a batch no answer settled (expired, or queued when authentication failed). Sent at least once (it
         has a sequence), whether the broker has it is unknown until the partition drains: its sequence is marked
         unresolved (Java marks only batches in retry; a first attempt may have landed too)."""
@@ -448,7 +448,7 @@ class Sender:
             with self.lock:
                 self.txn.mark_sequence_unresolved(batch)
 
-    def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int,
+    def _finish(self, batch: ProducerBatch, error: KafkaError | None, base_offset: int, log_append_time_ms: int,
                 release_buffer: bool = True) -> None:
         """Marks the batch final and frees its memory (release_buffer False: when its request answers); then, with the
         lock released, wakes memory waiters, runs interceptors and callbacks, and last releases the batch's waiters."""
@@ -527,11 +527,11 @@ def undelivered_records(batches: list[ProducerBatch]) -> int:
 
 def run_callback(future: RecordFuture) -> None:
     """Runs a record's on_delivery(err, metadata); a raising callback is logged, never propagates."""
-    error, metadata = future.callback_args
-    callback = future.callback
+    error, metadata = future._callback_args
+    callback = future._callback
     if callback is None:
         return
-    future.callback = None  # a callback holding its own future would otherwise keep both alive (no GC for futures)
+    future._callback = None  # a callback holding its own future would otherwise keep both alive (no GC for futures)
     try:
         callback(error, metadata)
     except BaseException:  # SystemExit, KeyboardInterrupt too: they must not end the sender thread

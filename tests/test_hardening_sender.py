@@ -25,6 +25,7 @@ from cykafka import ConfigError, KafkaTimeoutError, Producer
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
+from cykafka.ports import Ports
 from cykafka.sender import SenderThread
 
 TOPIC = "t"
@@ -64,7 +65,8 @@ def test_first_record_goes_without_waiting_a_retry_backoff() -> None:
     cluster = SlowConnects(clock, num_brokers=3)
     cluster.create_topic(TOPIC, 4)
     producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0, "retry.backoff.ms": 10000,
-                         "retry.backoff.max.ms": 10000}, transport=cluster, clock=clock, start_sender=False)
+                         "retry.backoff.max.ms": 10000},
+                        ports=Ports(transport=cluster, clock=clock, start_sender=False))
     producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
     for _ in range(6):
         producer.sender.run_once()
@@ -100,14 +102,15 @@ def test_int_configs_are_bounded_as_java_types_them(key: str) -> None:
     too_big = 2**31 if key in JAVA_INT_KEYS else 2**63
     for value in (too_big, str(too_big)):
         with pytest.raises(ConfigError, match=rf"{key} must be in \[-?\d+, {too_big - 1}\], got {too_big}"):
-            Producer({"bootstrap.servers": "fake:9092", key: value}, transport=FakeCluster(ManualClock()),
-                     start_sender=False)
+            Producer({"bootstrap.servers": "fake:9092", key: value},
+                     ports=Ports(transport=FakeCluster(ManualClock()), start_sender=False))
 
 
 def deliver_one(config: dict[str, Any]) -> None:
     """A record through the fake cluster with the sender thread running (SystemClock)."""
     cluster = FakeCluster(SystemClock(), num_brokers=1)
-    with Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0, **config}, transport=cluster) as producer:
+    with Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0, **config},
+                  ports=Ports(transport=cluster)) as producer:
         assert producer.send(TOPIC, b"v").result(10).offset == 0
 
 
@@ -134,8 +137,8 @@ def test_socket_buffer_sizes_at_their_largest_value_connect(broker: EmbeddedBrok
 
 def test_a_repeating_sender_loop_error_is_logged_once_then_counted(caplog: pytest.LogCaptureFixture) -> None:
     clock = ManualClock()
-    producer = Producer({"bootstrap.servers": "fake:9092"}, transport=FakeCluster(clock), clock=clock,
-                        start_sender=False)
+    producer = Producer({"bootstrap.servers": "fake:9092"},
+                        ports=Ports(transport=FakeCluster(clock), clock=clock, start_sender=False))
     thread = SenderThread(producer.sender, "test-sender")  # driven by hand, never started
 
     def broken() -> None:
@@ -169,7 +172,7 @@ def test_a_callback_raising_base_exception_does_not_stop_the_sender(raised: Base
 
     cluster = FakeCluster(SystemClock(), num_brokers=1)
     with caplog.at_level(logging.ERROR, logger="cykafka"), Producer(
-            {"bootstrap.servers": "fake:9092", "linger.ms": 0}, transport=cluster) as producer:
+            {"bootstrap.servers": "fake:9092", "linger.ms": 0}, ports=Ports(transport=cluster)) as producer:
         producer.send(TOPIC, b"first", on_delivery=callback).result(10)
         later = [producer.send(TOPIC, b"later", on_delivery=callback) for _ in range(3)]
         assert producer.flush(10) == 0
@@ -199,7 +202,7 @@ def test_an_interceptor_raising_base_exception_does_not_stop_the_sender(raised: 
     cluster = FakeCluster(SystemClock(), num_brokers=1)
     with caplog.at_level(logging.ERROR, logger="cykafka"), Producer(
             {"bootstrap.servers": "fake:9092", "linger.ms": 0, "interceptor.classes": [interceptor]},
-            transport=cluster) as producer:
+            ports=Ports(transport=cluster)) as producer:
         futures = [producer.send(TOPIC, b"v%d" % i) for i in range(3)]
         assert producer.flush(10) == 0
         assert sorted(f.result(0).offset for f in futures) == [0, 1, 2]
@@ -231,18 +234,18 @@ B = {"bootstrap.servers": "fake:9092"}
 ])
 def test_odd_config_inputs_raise_config_error(config: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        Producer(config, transport=FakeCluster(ManualClock()), start_sender=False)
+        Producer(config, ports=Ports(transport=FakeCluster(ManualClock()), start_sender=False))
 
 
 def test_an_array_as_serializer_is_a_config_error() -> None:
     np = pytest.importorskip("numpy")
     with pytest.raises(ConfigError, match=r"value\.serializer must be a callable"):
-        Producer({**B, "value.serializer": np.array([1, 2])}, transport=FakeCluster(ManualClock()),
-                 start_sender=False)
+        Producer({**B, "value.serializer": np.array([1, 2])},
+                 ports=Ports(transport=FakeCluster(ManualClock()), start_sender=False))
 
 
 def test_client_id_none_is_the_default() -> None:
-    producer = Producer({**B, "client.id": None}, transport=FakeCluster(ManualClock()), start_sender=False)
+    producer = Producer({**B, "client.id": None}, ports=Ports(transport=FakeCluster(ManualClock()), start_sender=False))
     assert producer.config.client_id.startswith("cykafka-producer-")
 
 
@@ -297,7 +300,7 @@ def test_a_dropped_producer_that_cannot_deliver_logs_how_many_records_it_lost(
         caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("cykafka.producer.UNCLOSED_TIMEOUT_S", 0.2, raising=False)
     cluster = FakeCluster(SystemClock(), num_brokers=1)
-    producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0}, transport=cluster)
+    producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0}, ports=Ports(transport=cluster))
     producer.partitions_for(TOPIC)
     cluster.unreachable.add(0)
     cluster.disconnect(0)
@@ -364,9 +367,10 @@ def test_records_that_cannot_be_delivered_by_exit_are_counted_in_a_warning() -> 
         from cykafka import Producer
         from cykafka.adapters.clock import SystemClock
         from cykafka.adapters.fake_cluster import FakeCluster
+        from cykafka.ports import Ports
         cykafka.producer.UNCLOSED_TIMEOUT_S = 0.5
         cluster = FakeCluster(SystemClock(), num_brokers=1)
-        producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0}, transport=cluster)
+        producer = Producer({"bootstrap.servers": "fake:9092", "linger.ms": 0}, ports=Ports(transport=cluster))
         producer.partitions_for("t")
         cluster.unreachable.add(0)
         cluster.disconnect(0)

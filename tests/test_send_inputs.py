@@ -21,6 +21,7 @@ from cykafka import (
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.core import partition_for_key
+from cykafka.ports import Ports
 
 T = "inputs"
 NON_CONTIGUOUS = memoryview(b"abcdef")[::2]
@@ -38,7 +39,7 @@ def cluster() -> FakeCluster:
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
     return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, **config},
-                    transport=cluster)
+                    ports=Ports(transport=cluster))
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def test_send_batch_checks_the_transaction_state_as_send_does() -> None:
     cluster = FakeCluster(clock, num_brokers=1)
     cluster.create_topic(T, 3)
     producer = Producer({"bootstrap.servers": "fake:1", "linger.ms": 5, "transactional.id": "tx-1"},
-                        transport=cluster, clock=clock, start_sender=False)
+                        ports=Ports(transport=cluster, clock=clock, start_sender=False))
 
     def run_until(done: Callable[[], bool]) -> None:
         for _ in range(300):

@@ -12,6 +12,7 @@ from cykafka import KafkaTimeoutError, ProducerClosedError
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
+from cykafka.ports import Ports
 from cykafka.producer import Producer
 
 TOPIC = "t"
@@ -24,7 +25,8 @@ def make(clock: Any = None, **config: Any) -> tuple[Producer, FakeCluster, Manua
     settings = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 100,
                 "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000, "request.timeout.ms": 30000}
     settings.update(config)
-    producer = Producer(settings, transport=cluster, clock=clock, start_sender=isinstance(clock, SystemClock))
+    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock,
+                                              start_sender=isinstance(clock, SystemClock)))
     if isinstance(clock, SystemClock):
         producer.partitions_for(TOPIC)  # the sender thread fetches it
         return producer, cluster, clock
