@@ -3,6 +3,8 @@
 core/ -> cykafka.core (one extension, core/_core.pyx, which `include`s the other .pyx files: the asyncpg/uvloop idiom
 that keeps cdef classes in one module, so no cross-module cimport and no .pxd lookup through package_dir),
 ports/ -> cykafka.ports, adapters/ -> cykafka.adapters. Generated C goes to build/, never into the wheel.
+cythonize() hands setuptools that generated C as the extension's source, so the .pyx/.h files the sdist must carry to
+build anywhere are listed in MANIFEST.in (without them: "'core/_core.pyx' doesn't match any files").
 """
 
 import os
@@ -40,6 +42,12 @@ setup(
             "cdivision": True,
             "initializedcheck": False,
             "embedsignature": True,
+            # signatures for inspect/help()/stubtest: def methods are cyfunctions (binding, Cython 3's default: it
+            # changes nothing for cdef/cpdef calls from C), their signature from the code, their doc left clean
+            "binding": True,
+            "embedsignature.format": "clinic",
+            "annotation_typing": False,  # annotations in core/*.pyx document the Python API; C types are cdef'd
+            "autotestdict": False,  # no module __test__ dict (no doctests in the core)
         },
     ),
     zip_safe=False,

@@ -25,7 +25,7 @@ class BrokerMetadata:
         self._update_requested = True
         self._in_flight = False
         self._last_refresh_ms = -(2**62)
-        self._last_attempt_ms = -(2**62)
+        self._last_attempt_ms: int | None = None
         self.version = 0
 
     def snapshot(self) -> ClusterSnapshot:
@@ -33,8 +33,9 @@ class BrokerMetadata:
 
     def add_topic(self, topic: str, now_ms: int) -> None:
         with self._lock:
-            if topic not in self._topics:
+            if topic not in self._topics:  # a new topic is fetched at once (Java's requestUpdateForNewTopics)
                 self._update_requested = True
+                self._last_attempt_ms = None
             self._topics[topic] = now_ms
 
     def request_update(self) -> None:
@@ -45,8 +46,9 @@ class BrokerMetadata:
         if self._in_flight:
             return self.config.request_timeout_ms
         due_ms = self._last_refresh_ms + self.config.metadata_max_age_ms
-        if self._update_requested:
-            due_ms = min(due_ms, self._last_attempt_ms + self.config.retry_backoff_ms)
+        if self._update_requested:  # the first attempt goes at once, whatever retry.backoff.ms
+            due_ms = min(due_ms, now_ms if self._last_attempt_ms is None
+                         else self._last_attempt_ms + self.config.retry_backoff_ms)
         if now_ms < due_ms:
             return due_ms - now_ms
         node = self.transport.least_loaded_node(now_ms)

@@ -80,6 +80,7 @@ class _Connection:
     tls_retry: memoryview | bytes | None = None  # a TLS write that wanted to block is retried with the same bytes
     sasl: security.SaslSession | None = None
     reauthenticate_at_ms: int | None = None  # SASL session lifetime (KIP-368): reconnect before it ends
+    not_kafka_warned: bool = False  # logged that the peer is no Kafka broker (again only after it was ready once)
 
 
 class SocketTransport:
@@ -105,6 +106,7 @@ class SocketTransport:
         self._wakeup_pending = False
         self._authentication_error: AuthenticationError | None = None
         self._disconnect_count = 0
+        self._connection_problem: str | None = None  # why no connection gets ready, until one does
         self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
@@ -217,6 +219,10 @@ class SocketTransport:
         """The last SASL or TLS authentication failure; cleared when a connection next authenticates."""
         return self._authentication_error
 
+    def connection_problem(self) -> str | None:
+        """Why connections fail to set up (the last failure), None once one is ready: for timeout messages."""
+        return self._connection_problem
+
     def wakeup(self) -> None:
         if self._wakeup_pending:  # one byte in the pipe is enough until poll() drains it
             return
@@ -272,15 +278,20 @@ class SocketTransport:
             infos = socket.getaddrinfo(conn.host, conn.port, type=socket.SOCK_STREAM)
             family, _, _, _, address = infos[0]
             sock = socket.socket(family, socket.SOCK_STREAM)
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: a host name getaddrinfo refuses (UnicodeError)
             self._fail_connect(conn, now_ms, e)
             return
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.config.send_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
-        if self.config.receive_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.config.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
+            if self.config.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+        except OSError as e:
+            sock.close()
+            self._fail_connect(conn, now_ms, e)
+            return
         conn.sock = sock
         conn.state = _CONNECTING
         conn.connect_started_ms = now_ms
@@ -292,8 +303,9 @@ class SocketTransport:
             return
         self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
 
-    def _fail_connect(self, conn: _Connection, now_ms: int, error: OSError) -> None:
+    def _fail_connect(self, conn: _Connection, now_ms: int, error: Exception) -> None:
         log.warning("cannot connect to node %s at %s:%s: %s", conn.node_id, conn.host, conn.port, error)
+        self._connection_problem = f"cannot connect to {conn.host}:{conn.port}: {error}"
         self._set_backoff(conn, now_ms)
 
     def _finish_connect(self, conn: _Connection, now_ms: int) -> None:
@@ -390,7 +402,9 @@ class SocketTransport:
         conn.state = _READY
         conn.failures = 0
         conn.backoff_ms = 0
+        conn.not_kafka_warned = False
         self._authentication_error = None
+        self._connection_problem = None
         log.debug("connected to node %s at %s:%s (produce v%s)", conn.node_id, conn.host, conn.port,
                   conn.api_versions.get(kp.ProduceRequest.API_KEY))
 
@@ -451,6 +465,11 @@ class SocketTransport:
         conn.reauthenticate_at_ms = None
         if conn.state != _DISCONNECTED:
             log.info("disconnected from node %s (%s:%s): %s", conn.node_id, conn.host, conn.port, error)
+        if conn.state in _SETTING_UP and not self._closed:
+            if conn.state == _NEGOTIATING and isinstance(error, ProtocolError):  # the first answer is not Kafka's
+                self._not_kafka(conn, error)
+            else:
+                self._connection_problem = f"connecting to {conn.host}:{conn.port} failed: {error}"
         self._disconnect_count += 1
         conn.state = _DISCONNECTED
         if backoff:
@@ -465,6 +484,13 @@ class SocketTransport:
             if not req.internal:
                 self._completed.append(ClientResponse(conn.node_id, req.request, req.handler, None, error,
                                                       req.sent_ms, now_ms))
+
+    def _not_kafka(self, conn: _Connection, error: ProtocolError) -> None:
+        self._connection_problem = (f"the peer at {conn.host}:{conn.port} is not a Kafka broker (its answer to "
+                                    f"ApiVersions is not the Kafka protocol: {error})")
+        if not conn.not_kafka_warned:  # once per series of attempts, not on every reconnect
+            conn.not_kafka_warned = True
+            log.warning("%s; check bootstrap.servers and the broker's listener port", self._connection_problem)
 
     def _check_timeouts(self, now_ms: int) -> None:
         for conn in self._connections.values():

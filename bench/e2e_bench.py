@@ -4,16 +4,20 @@ round. bench/run.py runs every scenario through this file's workers; this file a
 
     python bench/e2e_bench.py [--records N] [--slow-records M] [--rounds R] [--value-bytes B] [--codec none|lz4|...]
                               [--clients cykafka,cykafka-batch,confluent,aiokafka,kafka-python] [--bootstrap H:P]
+                              [--mode throughput|latency|overload] [--rate N] [--busy-us N]
     python -m cProfile -o e2e.prof bench/e2e_bench.py --worker cykafka --bootstrap HOST:PORT
 
 A worker (--worker CLIENT) measures one client in one --mode:
   throughput  send --records keyed records of --value-bytes as fast as the client goes, wait for every ack;
               prints records, elapsed_s, cpu_s (user+sys of the process), errors;
   latency     send at --rate records/s (linger.ms 0 unless given) and time each record from send to its ack;
-              prints p50_ms, p99_ms (the first 10% are warm-up);
+              prints p50_ms, p99_ms (the first 10% are warm-up); with --busy-us N the sending thread runs N µs of
+              pure Python (holding the GIL) after each send, then sleeps until the next record is due;
   overload    as throughput, against a broker slower than the client (bench/run.py puts a throttling proxy in
               front): prints rss_growth_mib (peak RSS - RSS before the first send) and the longest send call.
-Same payloads (keyed, B-byte values), same batching (linger.ms, batch.size, acks=all, the codec) for every client.
+Same payloads (keyed, B-byte values), same batching (linger.ms, batch.size, the codec) for every client, each in its
+own spelling; --settings JSON goes on top into the client's constructor (bench/run.py's PEER_SETTINGS: acks=all and
+idempotence for every client); the worker prints the constructor settings it used as "config".
 Each client's clock starts once it is connected and a warm-up record is acknowledged.
 """
 
@@ -68,6 +72,9 @@ class Job:
         self.buffer_memory: int = args.buffer_memory
         self.mode: str = args.mode
         self.rate: int = args.rate
+        self.busy_s: float = args.busy_us / 1e6
+        self.settings: dict[str, Any] = json.loads(args.settings or "{}")
+        self.used_config: dict[str, Any] = {}
         self.max_block_s = 0.0  # overload: the longest single send/produce call
         self.begin()
 
@@ -78,17 +85,43 @@ class Job:
         self.rusage_before = resource.getrusage(resource.RUSAGE_SELF)
         self.started = time.perf_counter()
 
-    def paced(self, count: int) -> Callable[[int], None]:
-        """latency mode: wait(i) sleeps until record i is due at `rate` records/s."""
+    def config(self, scenario_config: dict[str, Any]) -> dict[str, Any]:
+        """A client's constructor settings (bootstrap aside): the scenario's batching in the client's spelling, then
+        --settings on top; kept for the result."""
+        self.used_config = {**scenario_config, **self.settings}
+        return self.used_config
+
+    def pacer(self) -> Callable[[int], float]:
+        """latency mode: delay_s(i) runs the caller's own work after record i - 1 (busy_s of pure Python, holding
+        the GIL) and returns how long to wait until record i is due at `rate` records/s (<= 0: it is late)."""
         started = time.perf_counter()
         interval_s = 1.0 / self.rate
+        busy_s = self.busy_s
+
+        def delay_s(i: int) -> float:
+            if busy_s and i:
+                busy(busy_s)
+            return started + i * interval_s - time.perf_counter()
+
+        return delay_s
+
+    def paced(self) -> Callable[[int], None]:
+        """latency mode: wait(i) returns when record i is due (pacer's delay, slept)."""
+        delay_s = self.pacer()
 
         def wait(i: int) -> None:
-            delay = started + i * interval_s - time.perf_counter()
+            delay = delay_s(i)
             if delay > 0:
                 time.sleep(delay)
 
         return wait
+
+
+def busy(duration_s: float) -> None:
+    """Application work between sends: a pure-Python loop that holds the GIL (no sleep, no I/O) for duration_s."""
+    until = time.perf_counter() + duration_s
+    while time.perf_counter() < until:
+        pass
 
 
 def latency_percentiles(latencies_s: list[float]) -> dict[str, float]:
@@ -101,19 +134,22 @@ def latency_percentiles(latencies_s: list[float]) -> dict[str, float]:
 # -- clients -------------------------------------------------------------------------------------------------------
 
 
+def cykafka_config(job: Job) -> dict[str, Any]:
+    return job.config({"linger.ms": job.linger_ms, "batch.size": job.batch_size, "compression.type": job.codec,
+                       "buffer.memory": job.buffer_memory})
+
+
 def run_cykafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -> dict[str, Any]:
     from cykafka import Producer
 
-    with Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
-                   "compression.type": job.codec, "buffer.memory": job.buffer_memory,
-                   "max.block.ms": 600_000}) as producer:
+    with Producer({"bootstrap.servers": job.bootstrap, **cykafka_config(job)}) as producer:
         send = producer.send
         send(topic, values[0], keys[0]).result(60)  # warm-up: metadata and connection before the clock runs
         job.begin()
         if job.mode == "latency":
             sent = [0.0] * len(values)
             latencies: list[float] = []
-            wait = job.paced(len(values))
+            wait = job.paced()
             for i, (key, value) in enumerate(zip(keys, values, strict=True)):
                 wait(i)
                 sent[i] = time.perf_counter()
@@ -146,9 +182,7 @@ def run_cykafka_batch(job: Job, topic: str, key_column: Any, value_column: Any) 
     """send_batch with Arrow arrays (zero-copy slices of BATCH_CALL_RECORDS) or lists."""
     from cykafka import Producer
 
-    with Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
-                   "compression.type": job.codec, "buffer.memory": job.buffer_memory,
-                   "max.block.ms": 600_000}) as producer:
+    with Producer({"bootstrap.servers": job.bootstrap, **cykafka_config(job)}) as producer:
         producer.send(topic, b"warm-up", b"key").result(60)  # metadata and connection before the clock runs
         job.begin()
         results = []
@@ -171,16 +205,16 @@ def run_confluent(job: Job, topic: str, keys: list[bytes], values: list[bytes]) 
         if err is not None:
             errors += 1
 
-    producer = Producer({"bootstrap.servers": job.bootstrap, "linger.ms": job.linger_ms, "batch.size": job.batch_size,
-                         "compression.type": job.codec, "acks": "all", "queue.buffering.max.messages": 2_000_000,
-                         "queue.buffering.max.kbytes": job.buffer_memory // 1024, "partitioner": "murmur2_random"})
+    producer = Producer({"bootstrap.servers": job.bootstrap, **job.config({
+        "linger.ms": job.linger_ms, "batch.size": job.batch_size, "compression.type": job.codec,
+        "queue.buffering.max.kbytes": job.buffer_memory // 1024})})
     produce, poll = producer.produce, producer.poll
     produce(topic, values[0], keys[0])  # warm-up: metadata and connection before the clock runs
     producer.flush(60)
     job.begin()
     if job.mode == "latency":
         latencies: list[float] = []
-        wait = job.paced(len(values))
+        wait = job.paced()
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
             wait(i)
             sent = time.perf_counter()
@@ -211,19 +245,19 @@ def run_aiokafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -
     from aiokafka import AIOKafkaProducer
 
     async def main() -> dict[str, Any]:
-        producer = AIOKafkaProducer(bootstrap_servers=job.bootstrap, linger_ms=job.linger_ms,
-                                    max_batch_size=job.batch_size, acks="all",
-                                    compression_type=None if job.codec == "none" else job.codec)
+        producer = AIOKafkaProducer(bootstrap_servers=job.bootstrap, **job.config({
+            "linger_ms": job.linger_ms, "max_batch_size": job.batch_size,
+            "compression_type": None if job.codec == "none" else job.codec}))
         await producer.start()
         try:
             await producer.send_and_wait(topic, values[0], key=keys[0])  # warm-up before the clock runs
             job.begin()
             if job.mode == "latency":
                 latencies: list[float] = []
-                started = time.perf_counter()
+                delay_s = job.pacer()
                 futures = []
                 for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-                    delay = started + i / job.rate - time.perf_counter()
+                    delay = delay_s(i)  # the busy-caller work blocks the event loop: aiokafka's I/O waits for it
                     if delay > 0:
                         await asyncio.sleep(delay)
                     sent = time.perf_counter()
@@ -246,13 +280,14 @@ def run_aiokafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -
 def run_kafka_python(job: Job, topic: str, keys: list[bytes], values: list[bytes]) -> dict[str, Any]:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=job.bootstrap, linger_ms=job.linger_ms, batch_size=job.batch_size,
-                             acks="all", compression_type=None if job.codec == "none" else job.codec)
+    producer = KafkaProducer(bootstrap_servers=job.bootstrap, **job.config({
+        "linger_ms": job.linger_ms, "batch_size": job.batch_size,
+        "compression_type": None if job.codec == "none" else job.codec}))
     producer.send(topic, values[0], key=keys[0]).get(60)  # warm-up: metadata and connection before the clock
     job.begin()
     if job.mode == "latency":
         latencies: list[float] = []
-        wait = job.paced(len(values))
+        wait = job.paced()
         futures = []
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
             wait(i)
@@ -295,7 +330,10 @@ def worker(args: argparse.Namespace) -> None:
     before = job.rusage_before
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rss_before = job.rss_before
-    result = {"client": args.worker, "records": args.records, "elapsed_s": elapsed_s, "cpu_s": cpu_s, **outcome}
+    result = {"client": args.worker, "records": args.records, "elapsed_s": elapsed_s, "cpu_s": cpu_s, **outcome,
+              "config": job.used_config}
+    if args.mode == "latency":
+        result["busy_us"] = args.busy_us
     if args.mode == "overload":
         result["rss_growth_mib"] = (after.ru_maxrss * 1024 - rss_before) / 2**20  # ru_maxrss: KiB on Linux
         result["max_block_s"] = job.max_block_s
@@ -303,16 +341,18 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def worker_command(client: str, bootstrap: str, records: int, *, value_bytes: int = 100, codec: str = "none",
-                   mode: str = "throughput", rate: int = 10_000, linger_ms: int | None = None,
+                   mode: str = "throughput", rate: int = 10_000, busy_us: int = 0, linger_ms: int | None = None,
                    batch_size: int = BATCH_SIZE, buffer_memory: int = 32 * 2**20,
-                   profile_path: str | None = None) -> list[str]:
-    """The command line of one worker process (under cProfile when profile_path is given)."""
+                   settings: dict[str, Any] | None = None, profile_path: str | None = None) -> list[str]:
+    """The command line of one worker process (under cProfile when profile_path is given); settings: what the
+    client's constructor gets on top of the scenario's batching (bench/run.py's PEER_SETTINGS[client])."""
     command = [sys.executable]
     if profile_path is not None:
         command += ["-m", "cProfile", "-o", profile_path]
     command += [os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap, "--records", str(records),
                 "--value-bytes", str(value_bytes), "--codec", codec, "--mode", mode, "--rate", str(rate),
-                "--batch-size", str(batch_size), "--buffer-memory", str(buffer_memory)]
+                "--busy-us", str(busy_us), "--batch-size", str(batch_size), "--buffer-memory", str(buffer_memory),
+                "--settings", json.dumps(settings or {})]
     if linger_ms is not None:
         command += ["--linger-ms", str(linger_ms)]
     return command
@@ -338,9 +378,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", default=None, help="an existing broker (default: start the embedded one)")
     p.add_argument("--mode", default="throughput", choices=["throughput", "latency", "overload"])
     p.add_argument("--rate", type=int, default=10_000, help="latency mode: records per second")
+    p.add_argument("--busy-us", type=int, default=0, help="latency mode: µs of pure-Python work after each send")
     p.add_argument("--linger-ms", type=int, default=None, help=f"default {LINGER_MS} (latency mode: 0)")
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     p.add_argument("--buffer-memory", type=int, default=32 * 2**20)
+    p.add_argument("--settings", default=None, help="JSON: every client's constructor settings on top of the "
+                   "scenario's (in its own spelling; default: bench/run.py's PEER_SETTINGS for each client)")
     p.add_argument("--worker", choices=sorted(RUNNERS), help=argparse.SUPPRESS)
     p.add_argument("--topic", default=None, help=argparse.SUPPRESS)
     return p
@@ -354,6 +397,8 @@ def main() -> None:
         worker(args)
         return
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    from run import peer_settings
+
     from cykafka.broker import EmbeddedBroker
 
     broker = None if args.bootstrap else EmbeddedBroker().start()
@@ -365,8 +410,9 @@ def main() -> None:
                 records = args.slow_records if client in SLOW else args.records
                 runs[client].append(measure(worker_command(
                     client, bootstrap, records, value_bytes=args.value_bytes, codec=args.codec, mode=args.mode,
-                    rate=args.rate, linger_ms=args.linger_ms, batch_size=args.batch_size,
-                    buffer_memory=args.buffer_memory)))
+                    rate=args.rate, busy_us=args.busy_us, linger_ms=args.linger_ms, batch_size=args.batch_size,
+                    buffer_memory=args.buffer_memory,
+                    settings=json.loads(args.settings) if args.settings else peer_settings(client))))
     finally:
         if broker is not None:
             broker.stop()
@@ -375,7 +421,8 @@ def main() -> None:
     base = "confluent" if "confluent" in clients else clients[0]
     linger_ms = args.linger_ms if args.linger_ms is not None else LINGER_MS
     print(f"\nend to end, {args.value_bytes}-byte keyed values, codec {args.codec}, linger.ms={linger_ms}"
-          f", batch.size={args.batch_size}, acks=all, median of {args.rounds} interleaved rounds\n")
+          f", batch.size={args.batch_size}, median of {args.rounds} interleaved rounds; constructor settings: "
+          f"{args.settings or 'bench/run.py PEER_SETTINGS (acks=all, idempotence)'}\n")
     print(f"| client | records | records/s | vs {base} | client CPU µs/record | CPU vs {base} | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for c in clients:

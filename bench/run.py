@@ -5,9 +5,12 @@ ratios against confluent-kafka; writes bench/results/results.md (the tables and 
     python bench/run.py [--rounds R] [--quick] [--only SCENARIO,...] [--profile] [--out DIR]
     python -m cProfile -o run.prof bench/run.py --quick
 
-Scenarios (same payloads, same batching config for every client: linger.ms 5, batch.size 16384, acks=all):
+Scenarios (same payloads, same batching config for every client: linger.ms 5, batch.size 16384; the same guarantee:
+acks=all and idempotence for every client, PEER_SETTINGS below, printed in the report's header):
   100B-none, 100B-lz4, 1KiB, 10KiB  throughput: records/s and client CPU (user+sys of its own process) per record;
   latency                           send->ack p50/p99 at 10,000 records/s with linger.ms 0;
+  latency-busy                      the same, the sending thread busy in pure Python (holding the GIL) for
+                                    BUSY_US µs after each send;
   overload                          a throttling proxy makes the broker ~10x slower than the client: peak RSS growth
                                     against buffer.memory (16 MiB here) + 64 MiB, and the longest blocking send;
   encode                            bench/encode_bench.py (append + close, no I/O) against aiokafka's Cython builder.
@@ -20,10 +23,12 @@ workers under cProfile and writes bench/results/profile/<scenario>-<client>.prof
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import math
 import os
 import pstats
+import re
 import statistics
 import subprocess
 import sys
@@ -40,6 +45,64 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MiB = 2**20
 ALL_CLIENTS = ["cykafka", "cykafka-batch", "confluent", "aiokafka", "kafka-python"]
 BASE = "confluent"
+BUSY_US = 50  # latency-busy: the caller's pure-Python work after each send: half of the 100 µs between sends
+
+# What each client's constructor gets in every scenario, in its own spelling, on top of the scenario's batching
+# (linger.ms, batch.size, codec, buffer memory): one guarantee for all, acks=all with idempotence (each partition's
+# records written once, in order, <= 5 requests in flight), and each peer's best settings for it. The one record of
+# it: each worker gets its client's entry on its command line (and prints what it used), the report prints it.
+CYKAFKA_SETTINGS: dict[str, Any] = {"acks": "all", "enable.idempotence": True,
+                                    "max.block.ms": 600_000}  # overload: sends wait for memory as long as a run lasts
+PEER_SETTINGS: dict[str, dict[str, Any]] = {
+    "cykafka": CYKAFKA_SETTINGS,
+    "cykafka-batch": CYKAFKA_SETTINGS,
+    # a whole run fits its queue (a full queue raises BufferError: the worker polls and retries); Java's partitioner
+    "confluent": {"acks": "all", "enable.idempotence": True, "queue.buffering.max.messages": 2_000_000,
+                  "partitioner": "murmur2_random"},
+    "aiokafka": {"acks": "all", "enable_idempotence": True},
+    "kafka-python": {"acks": "all", "enable_idempotence": True},  # kafka-python >= 2.2 (see missing_idempotence)
+}
+DISTRIBUTIONS = {"cykafka": "cykafka", "cykafka-batch": "cykafka", "confluent": "confluent-kafka",
+                 "aiokafka": "aiokafka", "kafka-python": "kafka-python"}
+
+
+def installed_version(client: str) -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTIONS[client])
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def missing_idempotence(client: str) -> str | None:
+    """Why the installed client runs without idempotence on the bench's broker, else None: kafka-python before 2.2
+    has none; aiokafka asks for its producer id with InitProducerId v0 only, which Tansu answers with an error (it
+    serves v3+)."""
+    installed = installed_version(client)
+    major_minor = tuple(int(part) for part in re.findall(r"\d+", installed)[:2])
+    if client == "kafka-python" and major_minor and major_minor < (2, 2):
+        return f"kafka-python {installed} has no idempotence (2.2 added it): runs without"
+    if client == "aiokafka" and aiokafka_init_producer_id_version() < 3:
+        return (f"aiokafka {installed} sends InitProducerId v0 only, which Tansu (v3+) answers with an error: "
+                "runs without idempotence")
+    return None
+
+
+def aiokafka_init_producer_id_version() -> int:
+    """The highest InitProducerId version the installed aiokafka sends (-1 when it has none)."""
+    try:
+        from aiokafka.protocol import transaction
+    except ImportError:
+        return -1
+    versions = transaction.InitProducerIdRequest
+    return max(v.API_VERSION for v in getattr(versions, "CLASSES", versions))  # a list of classes before 0.12
+
+
+def peer_settings(client: str) -> dict[str, Any]:
+    """PEER_SETTINGS[client], less what the installed version cannot take (the report says so)."""
+    settings = dict(PEER_SETTINGS[client])
+    if missing_idempotence(client):
+        settings.pop("enable_idempotence")
+    return settings
 
 
 @dataclass
@@ -53,13 +116,15 @@ class Scenario:
     codec: str = "none"
     mode: str = "throughput"
     throttle_bytes_per_s: float = 0.0  # overload: the proxy's client->broker rate
+    busy_us: int = 0  # latency: the caller's pure-Python work after each send
     buffer_memory: int = 32 * MiB
     runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def command(self, client: str, bootstrap: str, profile_path: str | None) -> list[str]:
         return e2e.worker_command(client, bootstrap, self.slow_records if client in e2e.SLOW else self.records,
                                   value_bytes=self.value_bytes, codec=self.codec, mode=self.mode,
-                                  buffer_memory=self.buffer_memory, profile_path=profile_path)
+                                  busy_us=self.busy_us, buffer_memory=self.buffer_memory,
+                                  settings=peer_settings(client), profile_path=profile_path)
 
 
 def scenarios(scale: float) -> list[Scenario]:
@@ -71,8 +136,11 @@ def scenarios(scale: float) -> list[Scenario]:
         Scenario("100B-lz4", "100-byte values, lz4", ALL_CLIENTS, n(2_000_000), n(50_000), codec="lz4"),
         Scenario("1KiB", "1 KiB values, no compression", ALL_CLIENTS, n(100_000), n(20_000), value_bytes=1024),
         Scenario("10KiB", "10 KiB values, no compression", ALL_CLIENTS, n(20_000), n(5_000), value_bytes=10240),
-        Scenario("latency", "send->ack latency at 10,000 records/s, linger.ms 0",
+        Scenario("latency", "10,000 records/s, linger.ms 0",
                  ["cykafka", "confluent", "aiokafka", "kafka-python"], n(30_000), n(30_000), mode="latency"),
+        Scenario("latency-busy", f"10,000 records/s, linger.ms 0, the caller busy {BUSY_US} µs in Python after "
+                 "each send", ["cykafka", "confluent", "aiokafka"], n(30_000), n(30_000), mode="latency",
+                 busy_us=BUSY_US),
         Scenario("overload", "overload: broker behind a 6 MB/s proxy, buffer.memory 16 MiB",
                  ["cykafka", "cykafka-batch", "confluent"], n(300_000), n(300_000), mode="overload",
                  throttle_bytes_per_s=6e6, buffer_memory=16 * MiB),
@@ -189,8 +257,9 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
         lines.append("")
     for s in all_scenarios:
         if s.mode == "latency" and s.runs:
-            lines += [f"### Latency: {s.title}", "", "| client | records | p50 ms | p99 ms | p50 vs confluent | "
-                      "p99 vs confluent | errors |", "|---|---:|---:|---:|---:|---:|---:|"]
+            lines += [f"### Latency (send->ack): {s.title}", "",
+                      "| client | records | p50 ms | p99 ms | p50 vs confluent | p99 vs confluent | errors |",
+                      "|---|---:|---:|---:|---:|---:|---:|"]
             for c in s.clients:
                 if c in s.runs:
                     p50, p99 = median(s, c, "p50_ms"), median(s, c, "p99_ms")
@@ -221,6 +290,21 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
     return "\n".join(lines)
 
 
+def settings_table(clients: list[str]) -> str:
+    """The report header's record of what each client ran with (PEER_SETTINGS as the workers got it)."""
+    lines = ["### Settings", "",
+             f"Every client gets the scenario's batching in its own spelling (linger.ms {e2e.LINGER_MS}, 0 in the "
+             f"latency scenarios; batch.size {e2e.BATCH_SIZE}; the scenario's codec and buffer memory) and these "
+             f"constructor settings (bench/run.py PEER_SETTINGS): acks=all with idempotence, so every ratio against "
+             f"{BASE} compares the same guarantee (a note says where a client cannot have it here).", "",
+             "| client | version | constructor settings | notes |", "|---|---|---|---|"]
+    for client in clients:
+        settings = ", ".join(f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+                             for key, value in peer_settings(client).items())
+        lines.append(f"| {client} | {installed_version(client)} | {settings} | {missing_idempotence(client) or ''} |")
+    return "\n".join(lines) + "\n"
+
+
 def targets(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]]) -> str:
     by_name = {s.name: s for s in all_scenarios if s.runs}
     rows: list[tuple[str, str, bool | None]] = []
@@ -242,11 +326,11 @@ def targets(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]]) 
             s = by_name[name]
             r = paired(s, "cykafka", "rate")
             check(f"send() records/s vs confluent, {name}", r, ">= 1.0x", r >= 1.0)
-    if "latency" in by_name:
-        s = by_name["latency"]
-        for p in ("p50_ms", "p99_ms"):
-            r = paired(s, "cykafka", p)
-            check(f"send->ack {p[:3]} vs confluent at 10k records/s, linger.ms 0", r, "<= 1.5x", r <= 1.5)
+    for s in by_name.values():
+        if s.mode == "latency":
+            for p in ("p50_ms", "p99_ms"):
+                r = paired(s, "cykafka", p)
+                check(f"send->ack {p[:3]} vs confluent, {s.title}", r, "<= 1.5x", r <= 1.5)
     if "overload" in by_name:
         s = by_name["overload"]
         limit = s.buffer_memory / MiB + 64
@@ -272,8 +356,8 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
     import matplotlib.pyplot as plt
 
     throughput = [s for s in all_scenarios if s.mode == "throughput" and s.runs]
-    latency = next((s for s in all_scenarios if s.mode == "latency" and s.runs), None)
-    panels = 2 + (latency is not None)
+    latency = [s for s in all_scenarios if s.mode == "latency" and s.runs]
+    panels = 2 + bool(latency)
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.6))
     width = 0.8 / len(ALL_CLIENTS)
     for panel, (key, label) in enumerate([("rate", "records/s vs confluent-kafka (higher is better)"),
@@ -289,16 +373,16 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
         ax.set_title(f"{label}, log", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(ALL_CLIENTS), fontsize=9)
-    if latency is not None:
+    if latency:
         ax = axes[2]
-        clients = [c for c in latency.clients if c in latency.runs]
+        bars = [(s, c) for s in latency for c in s.clients if c in s.runs]
         for j, p in enumerate(("p50_ms", "p99_ms")):
-            ax.bar([x + j * 0.4 for x in range(len(clients))], [median(latency, c, p) for c in clients], 0.4,
-                   label=p[:3])
-        ax.set_xticks([x + 0.2 for x in range(len(clients))], clients, fontsize=8)
+            ax.bar([x + j * 0.4 for x in range(len(bars))], [median(s, c, p) for s, c in bars], 0.4, label=p[:3])
+        ax.set_xticks([x + 0.2 for x in range(len(bars))], [f"{c}\n{s.name}" for s, c in bars], fontsize=7)
         ax.set_yscale("log")
         ax.set_ylabel("ms (log)")
-        ax.set_title("send->ack latency, 10k records/s, linger.ms 0", fontsize=10)
+        ax.set_title(f"send->ack latency, 10k records/s, linger.ms 0 (busy: {BUSY_US} µs of Python per send)",
+                     fontsize=10)
         ax.legend(fontsize=8)
     fig.suptitle(f"cykafka vs peers on Tansu, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
@@ -335,7 +419,8 @@ def main() -> int:
     header = (f"## Results\n\nbench/run.py{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} "
               f"CPUs, Python {sys.version.split()[0]}, broker Tansu (embedded, memory storage), "
               f"{time.monotonic() - started:.0f} s\n\n")
-    report = header + targets(chosen, encode) + "\n" + tables(chosen, encode, rounds)
+    clients = [c for c in ALL_CLIENTS if any(c in s.clients for s in chosen)]
+    report = header + settings_table(clients) + "\n" + targets(chosen, encode) + "\n" + tables(chosen, encode, rounds)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look

@@ -5,6 +5,7 @@ from cykafka.errors import (
     BatchDeliveryError,
     CorruptRecordError,
     InvalidRecordError,
+    KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
     ProducerFencedError,

@@ -19,6 +19,14 @@ cdef enum:
     STATE_FAILED = 2
     STATE_SPLIT = 3
 
+cdef object _as_kafka_error(object error):
+    """Callbacks, futures and BatchResults only ever see KafkaErrors: anything else (from a Transport that broke the
+    port's contract) is wrapped, with the original as __cause__."""
+    wrapped = KafkaError(f"{type(error).__name__}: {error}")
+    wrapped.__cause__ = error
+    return wrapped
+
+
 # Java's CompressionRatioEstimator steps
 cdef double RATIO_DETERIORATE_STEP = 0.05
 cdef double RATIO_IMPROVING_STEP = 0.005
@@ -27,7 +35,15 @@ cdef double RATIO_IMPROVING_STEP = 0.005
 @cython.final
 @cython.no_gc  # holds only a str: no cycle can pass through it
 cdef class RecordMetadata:
-    """Where an acknowledged record landed."""
+    """RecordMetadata(topic, partition, offset, timestamp_ms, serialized_key_size=-1, serialized_value_size=-1)\n--\n
+    Where an acknowledged record landed: what RecordFuture.result() returns and an on_delivery callback receives.
+
+    topic (str) and partition (int); offset (int): the record's offset in the partition, -1 when it is not known
+    (acks=0 gets no answer; a batch an idempotent producer re-sent that the broker already had); timestamp_ms (int):
+    the record's timestamp, the broker's log-append time when the topic has message.timestamp.type=LogAppendTime;
+    serialized_key_size and serialized_value_size (int): bytes after serialization, -1 for a null key or value.
+    Two are equal when topic, partition, offset and timestamp_ms are; hashable.
+    """
     cdef readonly str topic
     cdef readonly int partition
     cdef readonly int64_t offset
@@ -63,17 +79,22 @@ cdef class RecordMetadata:
 @cython.no_gc
 @cython.freelist(4096)
 cdef class RecordFuture:
-    """One record's outcome. result(timeout) waits on the completion of the batch it was appended to.
-    Not tracked by the GC (millions are alive at once): every reference cycle through it is broken by hand: the
-    batch links are dropped at completion, the callback after it ran, and result() raises a copy of the error (a
-    raised exception's traceback would reach back to the frame holding the future)."""
+    """RecordFuture()\n--\n
+    One record's outcome, as Producer.send() returns it (not made by user code): result(timeout) waits for the
+    acknowledgement and returns the record's RecordMetadata or raises its KafkaError; exception(timeout) returns the
+    error instead of raising it; done() asks without waiting. The record's on_delivery callback, if any, has run by
+    the time result() returns.
+    """
+    # Not tracked by the GC (millions are alive at once): every reference cycle through it is broken by hand: the
+    # batch links are dropped at completion, the callback after it ran, and result() raises a copy of the error (a
+    # raised exception's traceback would reach back to the frame holding the future).
     cdef ProducerBatch _batch          # the batch currently holding the record (changes on split)
     cdef ProducerBatch _wait_batch     # the batch it was first appended to: its completion covers split children
     cdef int _relative_offset
     cdef int64_t _timestamp_ms
     cdef int _key_size
     cdef int _value_size
-    cdef public object callback
+    cdef public object _callback
     cdef bint _done
     cdef str _topic                    # RecordMetadata is made from these on first ask (most never are)
     cdef int _partition
@@ -81,7 +102,8 @@ cdef class RecordFuture:
     cdef object _metadata
     cdef object _error
 
-    def done(self):
+    def done(self) -> bool:
+        """True once the record is acknowledged or failed (never blocks)."""
         return self._done
 
     cdef object _get_metadata(self):
@@ -91,7 +113,7 @@ cdef class RecordFuture:
         return self._metadata
 
     @property
-    def callback_args(self):
+    def _callback_args(self):
         """(error, metadata) for an on_delivery callback, once done."""
         return (self._error, self._get_metadata())
 
@@ -106,8 +128,13 @@ cdef class RecordFuture:
             if not self._done:
                 raise KafkaTimeoutError(f"record not acknowledged within {timeout}s (it is still pending)")
 
-    def result(self, timeout=None):
-        """RecordMetadata once acknowledged; raises the delivery error, or TimeoutError if `timeout` s pass first."""
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """Waits up to `timeout` seconds (None: until done) and returns the record's RecordMetadata.
+
+        Raises the record's delivery error (a KafkaError: KafkaTimeoutError after delivery.timeout.ms,
+        RecordTooLargeError, BrokerResponseError, ProducerClosedError, ...; a fresh copy on each call), or
+        KafkaTimeoutError when `timeout` passes first (the record is still pending: call again to keep waiting).
+        """
         self._wait(timeout)
         if self._error is not None:
             error = self._error
@@ -117,14 +144,15 @@ cdef class RecordFuture:
             raise clone
         return self._get_metadata()
 
-    def exception(self, timeout=None):
-        """The delivery error (None on success) once done; TimeoutError if `timeout` s pass first."""
+    def exception(self, timeout: float | None = None) -> KafkaError | None:
+        """Waits up to `timeout` seconds (None: until done) and returns the record's delivery error, None when it
+        was delivered. Raises KafkaTimeoutError when `timeout` passes first."""
         self._wait(timeout)
         return self._error
 
     def __repr__(self):
         if not self._done:
-            return f"<RecordFuture pending {self._batch.topic}[{self._batch.partition}]>"
+            return f"<RecordFuture pending {self._topic}[{self._partition}]>"
         return f"<RecordFuture {'error' if self._error is not None else 'done'}>"
 
 
@@ -192,7 +220,7 @@ cdef class ProducerBatch:
         future._value_size = <int>value_size
         future._topic = self.topic
         future._partition = self.partition
-        future.callback = callback
+        future._callback = callback
         self._keep_future(future)
         return future
 
@@ -317,6 +345,8 @@ cdef class ProducerBatch:
         False-safe: a batch completes once (a late response for an expired batch is ignored: returns [])."""
         if self.final_state != STATE_INCOMPLETE:
             return []
+        if error is not None and not isinstance(error, KafkaError):
+            error = _as_kafka_error(error)
         self.final_state = STATE_SUCCEEDED if error is None else STATE_FAILED
         self.error = error
         self.base_offset = base_offset
@@ -335,7 +365,7 @@ cdef class ProducerBatch:
             f._done = True
             f._batch = None  # no cycles through untracked futures (see RecordFuture)
             f._wait_batch = None
-            if f.callback is not None:
+            if f._callback is not None:
                 with_callbacks.append(f)
         if self._segments is not None:
             topic_partition = (self.topic, self.partition)

@@ -64,9 +64,14 @@ cdef class _Segment:
 
 @cython.final
 cdef class BatchResult:
-    """The outcome of one send_batch call. result(timeout) waits for every record: returns how many were delivered,
-    or raises BatchDeliveryError listing (index, error) of each failed record; KafkaTimeoutError if `timeout` s pass
-    first. errors / succeeded_count / failed_count read the outcome so far."""
+    """BatchResult(record_count, completion_factory=None)\n--\n
+    The outcome of one Producer.send_batch() call, for all of its records (made by send_batch, not by user code).
+
+    result(timeout) waits for every record and returns how many were delivered (record_count), or raises
+    BatchDeliveryError listing (index in the call, error) of each failed record; done() asks without waiting.
+    record_count (int): records in the call; errors, succeeded_count, failed_count and delivered_by_partition read
+    the outcome so far. Every error is a KafkaError.
+    """
     cdef readonly Py_ssize_t record_count
     cdef Py_ssize_t _pending       # records not final yet
     cdef Py_ssize_t _unreleased    # records whose batch has not released its waiters yet
@@ -83,7 +88,7 @@ cdef class BatchResult:
 
     def __init__(self, Py_ssize_t record_count, object completion_factory=None):
         if record_count < 0 or record_count > 0xFFFFFFFF:
-            raise ValueError(f"a send_batch call takes 0 to 2**32 - 1 records, not {record_count}")
+            raise InvalidRecordError(f"a send_batch call takes 0 to 2**32 - 1 records, not {record_count}")
         self.record_count = record_count
         self._pending = record_count
         self._unreleased = record_count
@@ -108,7 +113,7 @@ cdef class BatchResult:
             if self._completion is not None:
                 self._completion.set()
 
-    cpdef void record_done(self, Py_ssize_t index, object error, object topic_partition=None):
+    cpdef void _record_done(self, Py_ssize_t index, object error, object topic_partition=None):
         """Record `index` is final: failed before it was queued (too large, buffer exhausted), or delivered/failed
         through send() (a call that went record by record: interceptors, serializers, partitioner.class); a
         delivered record names its (topic, partition)."""
@@ -122,11 +127,18 @@ cdef class BatchResult:
 
     # -- the caller's side ---------------------------------------------------------------------------------------
 
-    def done(self):
+    def done(self) -> bool:
+        """True once every record is acknowledged or failed and its waiters may go (never blocks)."""
         return self._released
 
-    def result(self, timeout=None):
-        """The number of records delivered (all of them); see the class doc."""
+    def result(self, timeout: float | None = None) -> int:
+        """Waits up to `timeout` seconds (None: until done) and returns the number of records delivered: all of
+        them, record_count.
+
+        Raises BatchDeliveryError when any record failed (its `errors` are (index in the call, KafkaError) pairs
+        by index; the other records were delivered), or KafkaTimeoutError when `timeout` passes first (records
+        are still pending: call again to keep waiting).
+        """
         if not self._released:
             completion = self._completion
             if completion is None and self._completion_factory is not None:
@@ -148,7 +160,7 @@ cdef class BatchResult:
         return self.record_count
 
     @property
-    def errors(self):
+    def errors(self) -> list[tuple[int, KafkaError]]:
         """[(index in the call, error)] of the records failed so far, by index."""
         cdef list out = []
         cdef _Segment segment
@@ -164,16 +176,17 @@ cdef class BatchResult:
         return out
 
     @property
-    def failed_count(self):
+    def failed_count(self) -> int:
+        """Records failed so far."""
         return self._failed
 
     @property
-    def delivered_by_partition(self):
+    def delivered_by_partition(self) -> dict[tuple[str, int], int]:
         """{(topic, partition): records acknowledged there} so far."""
         return dict(self._delivered)
 
     @property
-    def succeeded_count(self):
+    def succeeded_count(self) -> int:
         """Records acknowledged so far."""
         return self.record_count - self._pending - self._failed
 

@@ -70,7 +70,8 @@ cpdef bint leader_unavailable(int64_t ready_time_ms, int64_t drain_time_ms,
 
 @cython.final
 cdef class NodeLatencyStats:
-    """Per-node times the Sender records (Java NodeLatencyStats): ready_time_ms = last ready() that found the node
+    """NodeLatencyStats(now_ms)\n--\n
+    Per-node times the Sender records (Java NodeLatencyStats): ready_time_ms = last ready() that found the node
     with data to send, drain_time_ms = last time it could also drain (its connection was ready)."""
 
     cdef public int64_t ready_time_ms
@@ -96,7 +97,8 @@ cdef class NodeLatencyStats:
 
 @cython.final
 cdef class StickyPartitionInfo:
-    """The current sticky partition and the bytes produced to it since it was chosen (Java StickyPartitionInfo).
+    """StickyPartitionInfo(partition)\n--\n
+    The current sticky partition and the bytes produced to it since it was chosen (Java StickyPartitionInfo).
     Identity matters: a new object is made on every switch, even to the same partition number."""
 
     cdef readonly int32_t partition
@@ -119,7 +121,8 @@ cdef inline uint64_t _splitmix64(uint64_t x) noexcept nogil:
 
 @cython.final
 cdef class BuiltInPartitioner:
-    """KIP-794 partitioner for one topic (Java BuiltInPartitioner). Workflow per keyless record, under the lock:
+    """BuiltInPartitioner(topic, sticky_batch_size_bytes, seed=0)\n--\n
+    KIP-794 partitioner for one topic (Java BuiltInPartitioner). Workflow per keyless record, under the lock:
     info = peek_current_partition_info(...); [if the lock was released meanwhile: is_partition_changed(info) ->
     retry]; append; update_partition_info(info, appended_bytes, enable_switch=all batches of that deque full, ...).
     Switches after sticky_batch_size_bytes (up to 2x while the last batch is not full). The next partition is drawn

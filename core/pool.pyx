@@ -15,7 +15,8 @@ from libc.stdint cimport int64_t
 
 @cython.final
 cdef class BufferPool:
-    """Caller loop (under the producer lock; cond = threading.Condition(lock)):
+    """BufferPool(total_memory_bytes, poolable_size_bytes)\n--\n
+    Caller loop (under the producer lock; cond = threading.Condition(lock)):
         buf = pool.try_allocate(size)
         if buf is None:
             pool.enqueue_waiter(cond)

@@ -15,6 +15,7 @@
 cimport cython
 from cpython.buffer cimport (
     PyBUF_C_CONTIGUOUS,
+    PyBUF_FORMAT,
     PyBUF_SIMPLE,
     PyBuffer_Release,
     PyObject_CheckBuffer,
@@ -173,7 +174,9 @@ cdef void _parts_release(_Parts* parts) noexcept:
         parts.heap = NULL
 
 
-cdef int _span_acquire(_Span* span, object obj, str field) except -1:
+cdef int _span_acquire(_Span* span, object obj, str field, Py_ssize_t index=-1) except -1:
+    """Borrows a bytes-like obj: bytes, or any C-contiguous buffer of bytes (format B, b or c: a numpy array of
+    wider items is refused, not written as raw memory). SerializationError names field (and index, when >= 0)."""
     if obj is None:
         span.ptr = NULL
         span.size_bytes = -1
@@ -183,16 +186,38 @@ cdef int _span_acquire(_Span* span, object obj, str field) except -1:
         span.size_bytes = PyBytes_GET_SIZE(obj)
         return 0
     if not PyObject_CheckBuffer(obj):
-        raise TypeError(f"{field} must be a bytes-like object or None, not {type(obj).__name__}")
+        raise SerializationError(f"{_field_name(field, index)} must be bytes-like (bytes, bytearray, memoryview), "
+                                 f"str or None, not {type(obj).__name__}")
     try:
         # an export also pins a bytearray's size until we are done
-        PyObject_GetBuffer(obj, &span.view, PyBUF_C_CONTIGUOUS)
-    except BufferError as e:
-        raise TypeError(f"{field} must be a C-contiguous bytes-like object: {e}") from None
+        PyObject_GetBuffer(obj, &span.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+    except (BufferError, ValueError) as e:  # ValueError: a released memoryview
+        raise SerializationError(f"{_field_name(field, index)} must be a C-contiguous bytes-like object: "
+                                 f"{e}") from None
+    if span.view.itemsize != 1 or not _is_byte_format(span.view.format):
+        item_format = "B" if span.view.format == NULL else (<bytes>span.view.format).decode("ascii", "replace")
+        item_size_bytes = span.view.itemsize
+        PyBuffer_Release(&span.view)
+        raise SerializationError(f"{_field_name(field, index)} must be a buffer of bytes (format B, b or c), not "
+                                 f"{type(obj).__name__} of {item_size_bytes}-byte items '{item_format}'")
     span.owned = 1
     span.ptr = <const unsigned char*>span.view.buf
     span.size_bytes = span.view.len
     return 0
+
+
+cdef inline bint _is_byte_format(const char* item_format) noexcept nogil:
+    """A struct format of one byte: NULL (B), or B, b or c after an optional byte-order mark."""
+    if item_format == NULL:
+        return True
+    if (item_format[0] == b"@" or item_format[0] == b"=" or item_format[0] == b"<" or item_format[0] == b">"
+            or item_format[0] == b"!"):
+        item_format += 1
+    return (item_format[0] == b"B" or item_format[0] == b"b" or item_format[0] == b"c") and item_format[1] == 0
+
+
+cdef str _field_name(str field, Py_ssize_t index):
+    return field if index < 0 else f"{field}[{index}]"
 
 
 cdef inline Py_ssize_t _bytes_field_size(Py_ssize_t size_bytes) noexcept nogil:

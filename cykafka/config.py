@@ -7,6 +7,7 @@ unknown keys and invalid values raise ConfigError at construction. Differences f
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -14,15 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cykafka.adapters import compression
-from cykafka.errors import ConfigError
+from cykafka.errors import DOCS_URL, ConfigError
 
 log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object], int]:
+def _int(lo: int, hi: int) -> Callable[[str, object], int]:
+    """An integer in [lo, hi]. Every int key is bounded as Java types it: _int32 (int) or _int64 (long)."""
     def check(key: str, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise ConfigError(f"{key} must be an integer, got {value!r}")
@@ -30,12 +34,19 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[str, object]
             number = int(value)
         except ValueError:
             raise ConfigError(f"{key} must be an integer, got {value!r}") from None
-        if (lo is not None and number < lo) or (hi is not None and number > hi):
-            bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
-            raise ConfigError(f"{key} must be in {bounds}, got {number}")
+        if not lo <= number <= hi:
+            raise ConfigError(f"{key} must be in [{lo}, {hi}], got {number}")
         return number
 
     return check
+
+
+def _int32(lo: int, hi: int = INT32_MAX) -> Callable[[str, object], int]:
+    return _int(lo, hi)
+
+
+def _int64(lo: int) -> Callable[[str, object], int]:
+    return _int(lo, INT64_MAX)
 
 
 def _bool(key: str, value: object) -> bool:
@@ -71,11 +82,44 @@ def _servers(key: str, value: object) -> tuple[str, ...]:
     servers = tuple(str(s).strip() for s in items if str(s).strip())
     for server in servers:
         host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"{key} entries must be host:port, got {server!r}")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or not _host_name_ok(host):
+            raise ConfigError(f"{key} entries must be host:port (a host name, IPv4 or [IPv6] address), got "
+                              f"{server!r}")
     if not servers:
         raise ConfigError(f"{key} must name at least one host:port")
     return servers
+
+
+def _host_name_ok(host: str) -> bool:
+    """No spaces or control characters, DNS labels of 1-63 characters (what getaddrinfo would refuse)."""
+    if not host.isprintable() or any(c.isspace() for c in host):
+        return False
+    if host.startswith("[") or ":" in host:  # an IPv6 literal
+        return True
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def _protocol_str(nullable: bool) -> Callable[[str, object], str | None]:
+    """A string the Kafka protocol can carry (UTF-8, at most 32767 bytes); None: unset (None if nullable, else "")."""
+    def check(key: str, value: object) -> str | None:
+        if value is None:
+            return None if nullable else ""
+        if not isinstance(value, str) or (nullable and not value):
+            raise ConfigError(f"{key} must be a {'non-empty string or None' if nullable else 'string'}, got "
+                              f"{value!r}")
+        try:
+            size_bytes = len(value.encode())
+        except UnicodeEncodeError:
+            raise ConfigError(f"{key} must be valid text (UTF-8), got {value!r}") from None
+        if size_bytes > INT16_MAX:
+            raise ConfigError(f"{key} must be at most {INT16_MAX} bytes in UTF-8, got {size_bytes}")
+        return value
+
+    return check
 
 
 def _optional_str(key: str, value: object) -> str | None:
@@ -135,7 +179,7 @@ def _sasl_mechanism(key: str, value: object) -> str | None:
 
 
 def _serializer(key: str, value: object) -> Any:
-    if value is None or callable(value) or value in ("bytes", "str", "int", "json"):
+    if value is None or callable(value) or (isinstance(value, str) and value in ("bytes", "str", "int", "json")):
         return value
     raise ConfigError(f"{key} must be a callable or one of bytes, str, int, json; got {value!r}")
 
@@ -207,14 +251,22 @@ class ProducerConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
+        if config is not None and not isinstance(config, Mapping):
+            raise ConfigError(f"the producer config must be a mapping of Kafka keys to values (a dict such as "
+                              f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
         merged: dict[str, object] = {}
-        for key, value in (config or {}).items():
-            merged[_canonical(key)] = value
-        for key, value in kwargs.items():
-            merged[_canonical(key.replace("_", "."))] = value
+        spelled: dict[str, str] = {}  # canonical key -> as the user wrote it
+        given = [*(config or {}).items(), *((key.replace("_", "."), value) for key, value in kwargs.items())]
+        for key, value in given:
+            canonical = _canonical(key)
+            if spelled.setdefault(canonical, key) != key:
+                raise ConfigError(f"{spelled[canonical]} and {key} are both given; they are the same key "
+                                  f"({canonical}): give one")
+            merged[canonical] = value
         values: dict[str, object] = {}
         for key, value in merged.items():
-            values[key.replace(".", "_")] = VALIDATORS[key](key, value)
+            label = key if spelled[key] == key else f"{spelled[key]} (cykafka's {key})"
+            values[key.replace(".", "_")] = VALIDATORS[key](label, value)
         if "bootstrap_servers" not in values:
             raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
         cfg = cls(**values, user_keys=frozenset(merged))  # type: ignore[arg-type]
@@ -307,42 +359,43 @@ class ProducerConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
+# the one table of keys; int keys are _int32 where Java's type is int and _int64 where it is long
 VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "bootstrap.servers": _servers,
-    "client.id": lambda k, v: str(v),
+    "client.id": _protocol_str(nullable=False),
     "acks": _acks,
-    "linger.ms": _int(0, INT32_MAX),
-    "batch.size": _int(1, INT32_MAX),
-    "buffer.memory": _int(1),
-    "max.block.ms": _int(0),
-    "delivery.timeout.ms": _int(1, INT32_MAX),
-    "request.timeout.ms": _int(1, INT32_MAX),
-    "max.request.size": _int(1, INT32_MAX),
+    "linger.ms": _int32(0),
+    "batch.size": _int32(1),
+    "buffer.memory": _int64(1),
+    "max.block.ms": _int64(0),
+    "delivery.timeout.ms": _int32(1),
+    "request.timeout.ms": _int32(1),
+    "max.request.size": _int32(1),
     "compression.type": _choice(*compression.COMPRESSION_TYPES),
-    "compression.gzip.level": _int(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
-    "compression.lz4.level": _int(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
-    "compression.zstd.level": _int(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
-    "retries": _int(0, INT32_MAX),
-    "retry.backoff.ms": _int(0),
-    "retry.backoff.max.ms": _int(0),
-    "reconnect.backoff.ms": _int(0),
-    "reconnect.backoff.max.ms": _int(0),
-    "socket.connection.setup.timeout.ms": _int(0),
-    "socket.connection.setup.timeout.max.ms": _int(0),
-    "max.in.flight.requests.per.connection": _int(1),
-    "metadata.max.age.ms": _int(0),
-    "metadata.max.idle.ms": _int(5000),
+    "compression.gzip.level": _int32(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int32(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int32(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
+    "retries": _int32(0),
+    "retry.backoff.ms": _int64(0),
+    "retry.backoff.max.ms": _int64(0),
+    "reconnect.backoff.ms": _int64(0),
+    "reconnect.backoff.max.ms": _int64(0),
+    "socket.connection.setup.timeout.ms": _int64(0),
+    "socket.connection.setup.timeout.max.ms": _int64(0),
+    "max.in.flight.requests.per.connection": _int32(1),
+    "metadata.max.age.ms": _int64(0),
+    "metadata.max.idle.ms": _int64(5000),
     "allow.auto.create.topics": _bool,
     "enable.idempotence": _bool,
-    "transactional.id": _optional_str,
-    "transaction.timeout.ms": _int(1, INT32_MAX),
+    "transactional.id": _protocol_str(nullable=True),
+    "transaction.timeout.ms": _int32(1),
     "partitioner.class": _callable_or_none,
     "partitioner.ignore.keys": _bool,
     "partitioner.adaptive.partitioning.enable": _bool,
-    "partitioner.availability.timeout.ms": _int(0),
-    "send.buffer.bytes": _int(-1),
-    "receive.buffer.bytes": _int(-1),
-    "connections.max.idle.ms": _int(-1),
+    "partitioner.availability.timeout.ms": _int64(0),
+    "send.buffer.bytes": _int32(-1),
+    "receive.buffer.bytes": _int32(-1),
+    "connections.max.idle.ms": _int64(-1),
     "key.serializer": _serializer,
     "value.serializer": _serializer,
     "interceptor.classes": _interceptors,
@@ -367,17 +420,97 @@ _SSL_MATERIAL_KEYS = frozenset({"ssl.ca.location", "ssl.certificate.location", "
                                 "ssl.key.password"})
 _SASL_MATERIAL_KEYS = frozenset({"sasl.mechanism", "sasl.username", "sasl.password", "oauth_cb"})
 
-# librdkafka-style spellings users bring along
-ALIASES = {"queue.buffering.max.ms": "linger.ms", "compression.codec": "compression.type",
-           "message.max.bytes": "max.request.size", "request.required.acks": "acks",
-           "message.timeout.ms": "delivery.timeout.ms", "sasl.mechanisms": "sasl.mechanism",
-           "oauth.cb": "oauth_cb"}  # oauth_cb=... as a keyword argument arrives as oauth.cb
+# Other clients' spellings taken as cykafka's key: only where every value cykafka accepts means the same there (a
+# value the other client reads specially, such as librdkafka's 0 = no timeout, fails naming both keys). Why each is
+# or is not an alias: docs/migrating.md.
+ALIASES = {
+    # librdkafka (confluent-kafka)
+    "metadata.broker.list": "bootstrap.servers",
+    "queue.buffering.max.ms": "linger.ms",
+    "compression.codec": "compression.type",
+    "message.max.bytes": "max.request.size",
+    "request.required.acks": "acks",
+    "message.timeout.ms": "delivery.timeout.ms",
+    "message.send.max.retries": "retries",
+    "max.in.flight": "max.in.flight.requests.per.connection",
+    "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
+    "sasl.mechanisms": "sasl.mechanism",
+    # kafka-python and aiokafka keyword arguments (ssl_cafile=... arrives as ssl.cafile)
+    "ssl.cafile": "ssl.ca.location",
+    "ssl.certfile": "ssl.certificate.location",
+    "ssl.keyfile": "ssl.key.location",
+    "ssl.password": "ssl.key.password",
+    "sasl.plain.username": "sasl.username",
+    "sasl.plain.password": "sasl.password",
+    "max.batch.size": "batch.size",  # aiokafka
+    "oauth.cb": "oauth_cb",  # oauth_cb=... as a keyword argument
+}
+
+_METRICS_INSTEAD = ("no periodic statistics callback: call producer.metrics() when you want them (Java's "
+                    "producer-metrics names: record-send-rate, request-latency-avg, buffer-available-bytes, ...)")
+_ON_DELIVERY_INSTEAD = ("no producer-wide delivery callback: pass on_delivery=callback to send(); it is called "
+                        "with (err, metadata) for every record, delivered or failed")
+# Other clients' keys with no same-semantics key here: what does the job instead, or why nothing does.
+NOT_ALIASES = {
+    "queue.buffering.max.kbytes": "buffer.memory (bytes) bounds the queue instead, with other semantics, so it is "
+    "not an alias: librdkafka fails produce() with QUEUE_FULL when its queue is full, cykafka's send() blocks up to "
+    "max.block.ms (Java's), and buffer.memory counts whole batch buffers of batch.size bytes, not record bytes; "
+    "for a similar bound set buffer.memory to kbytes * 1024",
+    "queue.buffering.max.messages": "cykafka has no limit on the number of queued records: buffer.memory (bytes) "
+    "bounds the queue, and send() blocks up to max.block.ms when it is full (Java's producer)",
+    "batch.num.messages": "cykafka has no per-batch record count limit (Java's producer has none either): a batch is "
+    "bounded by its size in bytes, batch.size, which is what the broker's limits and buffer.memory are about; "
+    "batch.size counts bytes, so it is no substitute for a count",
+    "statistics.interval.ms": _METRICS_INSTEAD,
+    "stats.cb": _METRICS_INSTEAD,
+    "enable.ssl.certificate.verification": "cykafka always verifies the broker's certificate (against "
+    "ssl.ca.location, by default the system's CAs) and this cannot be turned off; for a broker with a self-signed "
+    "certificate give its CA in ssl.ca.location; the hostname check is ssl.endpoint.identification.algorithm",
+    "compression.level": "cykafka has one level per codec, as Java: compression.gzip.level, compression.lz4.level, "
+    "compression.zstd.level",
+    "socket.timeout.ms": "request.timeout.ms bounds each request (as in Java, it is also the broker's ack timeout "
+    "sent in Produce requests)",
+    "partitioner": "keyed records go to murmur2(key) % partitions, Java's (librdkafka's murmur2_random, the default "
+    "of kafka-python and aiokafka; librdkafka's default consistent_random differs); for another choice, "
+    "partitioner.class: a callable (topic, key, key_bytes, value, value_bytes, num_partitions) -> partition",
+    "sticky.partitioning.linger.ms": "the built-in partitioner (Java's, KIP-794) moves a keyless stream to another "
+    "partition after batch.size bytes, not after a time",
+    "dr.cb": _ON_DELIVERY_INSTEAD,
+    "dr.msg.cb": _ON_DELIVERY_INSTEAD,
+    "on.delivery": _ON_DELIVERY_INSTEAD,
+    "delivery.report.only.error": _ON_DELIVERY_INSTEAD,
+    "error.cb": "no error callback: errors are raised by send(), flush() and a record's future and passed to its "
+    "on_delivery; connection failures are retried and logged on the 'cykafka' logger",
+    "logger": "cykafka logs through the logging module, on the logger named 'cykafka'",
+    "api.version.request": "cykafka asks each broker for its API versions (ApiVersions) and uses the highest both "
+    "support; there is nothing to set",
+    "api.version": "cykafka asks each broker for its API versions (ApiVersions) and uses the highest both support; "
+    "there is nothing to set",
+    "sasl.oauth.token.provider": "use oauth_cb: a callable (sasl.oauthbearer.config) -> (token, expiry_time_s), as "
+    "in confluent-kafka",
+    "ssl.context": "give PEM files instead: ssl.ca.location, ssl.certificate.location, ssl.key.location and "
+    "ssl.key.password; an SSLContext object is not taken",
+    "ssl.truststore.location": "cykafka reads PEM files, not Java keystores: ssl.ca.location (a PEM CA file or "
+    "directory)",
+    "ssl.keystore.location": "cykafka reads PEM files, not Java keystores: ssl.certificate.location and "
+    "ssl.key.location",
+    "sasl.jaas.config": "no JAAS: set sasl.mechanism, sasl.username and sasl.password (oauth_cb for OAUTHBEARER)",
+    "sasl.kerberos.service.name": "GSSAPI (Kerberos) is not supported; sasl.mechanism accepts "
+    + ", ".join(SASL_MECHANISMS),
+}
 
 
-def _canonical(key: str) -> str:
+def _canonical(key: object) -> str:
+    if not isinstance(key, str):
+        raise ConfigError(f"config keys must be str (Kafka's dotted names such as 'linger.ms'), got {key!r}")
     key = ALIASES.get(key, key)
     if key not in VALIDATORS:
-        close = [k for k in VALIDATORS if k.split(".")[0] == key.split(".")[0]]
-        hint = f"; did you mean one of: {', '.join(close)}" if close else ""
-        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see docs/config.md")
+        instead = NOT_ALIASES.get(key.replace("_", "."))
+        if instead is not None:
+            raise ConfigError(f"unknown config key {key!r} (another client's): {instead}. Accepted keys: see "
+                              f"{DOCS_URL}config.md; other clients' keys: {DOCS_URL}migrating.md")
+        # typos only: a hint must not point at a key that merely shares a word (batch.num.messages is no batch.size)
+        close = difflib.get_close_matches(key, [*VALIDATORS, *ALIASES], n=3, cutoff=0.8)
+        hint = f"; did you mean {' or '.join(close)}" if close else ""
+        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see {DOCS_URL}config.md")
     return key

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# where messages send the reader: the docs of the project's home (docs/development.md, "The project's address"); the
+# same address is pyproject's Documentation URL. Files under it: DOCS_URL + "config.md".
+DOCS_URL = "https://github.com/cykafka/cykafka/blob/main/docs/"
+
 
 class KafkaError(Exception):
     """Base of every cykafka error. `code` is Kafka's protocol error code when the broker sent one."""
@@ -97,16 +101,18 @@ class SslAuthenticationError(AuthenticationError):
     """The TLS handshake failed: certificate not trusted (ssl.ca.location), hostname mismatch, protocol mismatch."""
 
 
-class SerializationError(KafkaError, TypeError):
-    """A key, value or header could not be turned into bytes; nothing was queued."""
-
-
 class InvalidTopicError(KafkaError, ValueError):
     """The topic name breaks Kafka's rules (empty, '.', '..', over 249 chars, characters outside [a-zA-Z0-9._-])."""
 
 
 class InvalidRecordError(KafkaError, ValueError):
-    """A record argument is invalid (partition out of range, negative timestamp); nothing was queued."""
+    """A record argument of send()/send_batch() is invalid (partition out of range, negative timestamp, a bad
+    interceptor or partitioner result); the message names the argument; nothing of the call was queued."""
+
+
+class SerializationError(InvalidRecordError, TypeError):
+    """A key, value or header could not be turned into bytes (a type not accepted, a str that is not valid UTF-8, a
+    buffer that is not C-contiguous bytes); an InvalidRecordError and a TypeError; nothing of the call was queued."""
 
 
 class TransactionStateError(KafkaError):

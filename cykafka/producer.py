@@ -1,8 +1,9 @@
 """The public Producer and the composition root: config -> pool, accumulator, compressor, transport, metadata, Sender,
 and with idempotence (the default) the core TransactionManager and the transactional request queue.
 
-Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor and
-may run the Sender by hand (`start_sender=False`, then `producer.sender.run_once()`).
+Tests inject a ManualClock, the in-memory fake cluster or a static metadata source through the same constructor, in
+one keyword no config key can collide with (`Producer(config, ports=Ports(transport=..., clock=...))`), and may run the
+Sender by hand (`Ports(start_sender=False)`, then `producer.sender.run_once()`).
 
 Fork safety: threads, sockets and locks do not survive fork(). Every live Producer is in a WeakSet; an
 `os.register_at_fork(after_in_child=...)` hook gives each one in the child a fresh lock, pool, accumulator, sender
@@ -10,20 +11,27 @@ thread and (when the producer built them) a fresh transport and metadata. Batche
 in the child without delivery or callbacks: the parent still owns and delivers them (their futures, as copied into
 the child, never complete there). The child closes only its own copies of the inherited sockets; the parent keeps
 working.
+
+Unclosed producers: the sender thread holds no strong reference to its Producer, so a dropped one is finalized
+(ResourceWarning; its thread delivers what is queued within UNCLOSED_TIMEOUT_S, then closes the sockets), and an
+atexit hook closes the live ones within the same budget. Either way undelivered records are counted in a WARNING.
 """
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
 import itertools
 import logging
 import os
 import threading
 import time
+import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import compressor_for
@@ -36,11 +44,13 @@ from cykafka.core import (
     RecordFuture,
     SendPath,
     TransactionManager,
+    checked_headers,
     estimate_size_upper_bound,
     partition_for_key,
 )
 from cykafka.errors import (
     BufferExhaustedError,
+    ConfigError,
     InvalidRecordError,
     KafkaError,
     KafkaTimeoutError,
@@ -49,9 +59,9 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Transport
-from cykafka.sender import Sender, SenderThread
-from cykafka.serialization import make_serializer, normalize_headers, validate_topic
+from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
+from cykafka.sender import Sender, SenderThread, undelivered_records
+from cykafka.serialization import make_serializer, validate_topic
 from cykafka.transactions import (
     ConsumerGroupMetadata,
     OffsetAndMetadata,
@@ -61,8 +71,14 @@ from cykafka.transactions import (
 )
 
 log = logging.getLogger("cykafka")
+# what an unclosed producer gets to deliver its queued records when it is garbage-collected or alive at interpreter
+# exit (one budget shared by all producers at exit); what is left then fails, and the count is logged (WARNING)
+UNCLOSED_TIMEOUT_S = 10.0
 _AppendResult = tuple[RecordFuture, bool, bool, int]
+_Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_blocking's arguments
+_TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
 _client_ids = itertools.count(1)
+_PORT_NAMES = frozenset(f.name for f in dataclasses.fields(Ports))  # Producer(transport=...) names Ports
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
 
 
@@ -79,28 +95,44 @@ class ProducerRecord:
 
 
 class Producer(SendPath):
-    """A thread-safe Kafka producer with Java's semantics. See README.md and docs/ for the config keys.
+    """A thread-safe Kafka producer with Java's semantics; config keys: docs/config.md.
 
-    send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None, on_delivery=None) queues a
-    record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its typed error;
-    on_delivery(err, metadata) runs on the sender thread. It blocks up to max.block.ms for metadata or memory.
+    send() queues a record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its
+    KafkaError; its on_delivery(err, metadata) callback runs on the sender thread. send_batch() queues many records
+    in one call. flush() waits for everything queued; close() flushes and stops (also on leaving a `with` block).
+    send() and send_batch() take the same keys, values and headers: a key or value is bytes-like (bytes, bytearray,
+    memoryview or any C-contiguous buffer of bytes, format B, b or c), a str (UTF-8) or None (or what a configured
+    serializer takes); headers are None, a dict or a list of (str, bytes-like, str or None) pairs; a partition is an
+    int (not a bool) in range, also from a partitioner.class; a timestamp an int in [0, 2**63). Anything else raises
+    SerializationError / InvalidRecordError naming the argument, with nothing of the call queued.
     """
 
-    def __init__(
-        self,
-        config: Mapping[str, object] | None = None,
-        *,
-        transport: Transport | None = None,
-        metadata: MetadataSource | None = None,
-        clock: Clock | None = None,
-        start_sender: bool = True,
-        **kwargs: object,
-    ) -> None:
+    # two overloads so that `Producer(**config)` with a dict[str, object] type-checks: it cannot match `ports`
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: Ports, **kwargs: object) -> None: ...
+
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None: ...
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: object = None,
+                 **kwargs: object) -> None:
+        """config: a dict of Kafka config keys (`{"bootstrap.servers": ..., "linger.ms": 5}`), and/or the same keys as
+        keyword arguments with underscores (`linger_ms=5`); unknown keys and invalid values raise ConfigError.
+        ports: tests only, the adapters to use instead of the production ones (cykafka.ports.Ports)."""
+        if ports is None:
+            ports = Ports()
+        if not isinstance(ports, Ports):
+            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
+                              f"{type(ports).__name__}")
+        stray = sorted(_PORT_NAMES.intersection(kwargs))
+        if stray:  # the keywords before ports= existed
+            raise ConfigError(f"{stray[0]}= is not a config key: a test passes it as ports=Ports({stray[0]}=...) "
+                              f"(cykafka.ports.Ports)")
         cfg = ProducerConfig.parse(config, **kwargs)
         if not cfg.client_id:
             cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
         self.config = cfg
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = ports.clock or SystemClock()
         self._lock = ProducerLock()
         self._closed = False
         self._metrics = ProducerMetrics()
@@ -110,10 +142,11 @@ class Producer(SendPath):
         level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
                  "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
         self._compressor = compressor_for(cfg.compression_type, level)
-        self._owns_transport = transport is None
-        self._owns_metadata = metadata is None
-        self._start_sender = start_sender
-        self._build_runtime(transport, metadata)
+        self._owns_transport = ports.transport is None
+        self._owns_metadata = ports.metadata is None
+        self._start_sender = ports.start_sender
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._build_runtime(ports.transport, ports.metadata)
         _live_producers.add(self)
 
     def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
@@ -146,11 +179,13 @@ class Producer(SendPath):
             self._txn_requests = TransactionRequests(self._txn, cfg)
             if cfg.transactional_id is not None:  # send() checks the transaction state first
                 self.send = self._send_in_transaction  # type: ignore[method-assign]
+        # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
-                             on_batch_done=self._on_batch_done if self._interceptors else None,
-                             memory_freed=self._memory_freed, loop_started=self.sender_loop_started,
+                             on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
+                             memory_freed=_weakly_bound(self, "_memory_freed"),
+                             loop_started=_weakly_bound(self, "_sender_loop_started"),
                              transactions=self._txn_requests,
-                             waiting_for_responses=self.sender_waits_for_responses)
+                             waiting_for_responses=_weakly_bound(self, "_sender_waits_for_responses"))
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
@@ -161,6 +196,13 @@ class Producer(SendPath):
         if self._start_sender:
             self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
             self._thread.start()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if self._thread is not None or self._owns_transport:  # holds a thread or sockets: close it when dropped
+            self._finalizer = weakref.finalize(self, _finalize_unclosed, cfg.client_id, self._thread,
+                                               transport if self._owns_transport else None)
+            self._finalizer.atexit = False  # _close_at_exit closes the live ones
 
     def _after_fork_in_child(self) -> None:
         """Runs in a forked child: drops the parent's batches undelivered, rebuilds everything a fork breaks."""
@@ -181,6 +223,15 @@ class Producer(SendPath):
         """send() with interceptors, serializers, metadata waits and every argument check and error message."""
         if self._closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
+        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms  # the metadata and memory waits share it
+        return self._append_blocking(*self._prepare(topic, value, key, partition, timestamp_ms, headers, on_delivery,
+                                                    deadline_ms), deadline_ms)
+
+    def _prepare(self, topic: Any, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any,
+                 on_delivery: Any, deadline_ms: int | None = None) -> _Prepared:
+        """send()'s work before the append, nothing queued: interceptors, argument checks, serializers, the metadata
+        wait (until deadline_ms, default max.block.ms from now) and the partition choice. Returns _append_blocking's
+        arguments."""
         if self._interceptors:
             record = self._intercept(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
             topic, value, key, partition, timestamp_ms, headers = (
@@ -188,28 +239,29 @@ class Producer(SendPath):
         validate_topic(topic)
         key_bytes = self._key_serializer(key)
         value_bytes = self._value_serializer(value)
-        header_list = normalize_headers(headers) if headers is not None else None
+        header_tuple = checked_headers(headers)
         if timestamp_ms is None:
             timestamp_ms = self._clock.wall_ms()
-        elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
-            raise InvalidRecordError(f"timestamp_ms must be a non-negative int or None, got {timestamp_ms!r}")
+        elif not _is_int(timestamp_ms) or not 0 <= timestamp_ms < _TIMESTAMP_END_MS:
+            raise InvalidRecordError(f"timestamp_ms must be a non-negative int below 2**63 or None, got "
+                                     f"{timestamp_ms!r:.40}")
         if on_delivery is not None and not callable(on_delivery):
             raise InvalidRecordError(f"on_delivery must be callable, got {type(on_delivery).__name__}")
-        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
-            raise InvalidRecordError(f"partition must be an int or None, got {partition!r}")
-        size_bytes = estimate_size_upper_bound(key_bytes, value_bytes, header_list)
+        if partition is not None and not _is_int(partition):
+            raise InvalidRecordError(f"partition must be an int or None, got {partition!r:.40}")
+        size_bytes = estimate_size_upper_bound(key_bytes, value_bytes, header_tuple)
         if size_bytes > self.config.max_request_size:
             raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
                                       f"max.request.size ({self.config.max_request_size})")
         if size_bytes > self.config.buffer_memory:
             raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
                                       f"buffer.memory ({self.config.buffer_memory})")
-        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms  # metadata and memory share it (Java)
+        if deadline_ms is None:
+            deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
         num_partitions = self._wait_on_metadata(topic, partition, deadline_ms)
         if partition is None:
             partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
-        return self._append_blocking(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery,
-                                     deadline_ms)
+        return topic, partition, timestamp_ms, key_bytes, value_bytes, header_tuple, on_delivery
 
     # -- columnar ------------------------------------------------------------------------------------------------
 
@@ -217,31 +269,49 @@ class Producer(SendPath):
                    timestamps_ms: Any = None, headers: Any = None) -> BatchResult:
         """Queues len(values) records in one call and returns one BatchResult for all of them (no future per record).
 
-        values, keys: lists of bytes-likes / str / None, or pyarrow binary, string, large_binary, large_string or
-        fixed_size_binary arrays (read in place, zero-copy; a null is a null key or value). keys=None: no keys (the
-        built-in partitioner spreads them). partitions / timestamps_ms: None, one int for every record, or one per
-        record (list or Arrow array; a None entry: the key's partition or the built-in partitioner's / the current
-        time). headers: None or, per record, None or a list of (str, bytes-like) pairs. The BatchResult's
-        delivered_by_partition counts the acknowledged records per (topic, partition).
-        With interceptors, a partitioner.class or key/value serializers configured the records go one by one through
-        send(). Argument errors raise before anything is queued; a record too large, or still without memory after
-        max.block.ms, fails alone, in the BatchResult (the others are delivered).
+        values, keys: one entry per record, as a list (or any other iterable, read once), or a pyarrow binary,
+        string, large_binary, large_string or fixed_size_binary array (read in place, zero-copy; a null is a null key
+        or value). An entry is what send() takes: bytes-like (bytes, bytearray, memoryview or any C-contiguous buffer
+        of bytes: format B, b or c, so a numpy array of wider items is refused), str (UTF-8) or None. keys=None: no
+        keys (the built-in partitioner spreads them). partitions / timestamps_ms: None, one int for every record, or
+        one per record (list or Arrow array; a None entry: the key's partition or the built-in partitioner's / the
+        current time); a partition is an int (not a bool) in [0, partition count), a timestamp an int in [0, 2**63).
+        headers: None or, per record, what send() takes: None, a dict or a list of (str, value) pairs, each value
+        bytes-like, str or None. The BatchResult's delivered_by_partition counts the acknowledged records per
+        (topic, partition). A transactional producer takes it only inside a transaction, as send().
+        With interceptors, a partitioner.class or key/value serializers configured each record goes through send()'s
+        steps (entries are then what the serializers take); every record is intercepted, serialized and checked
+        before any is queued. Argument errors (InvalidRecordError, SerializationError, which name the argument and
+        entry) raise before anything is queued; a record too large, or still without memory after max.block.ms,
+        fails alone, in the BatchResult (the others are delivered).
         """
         if self._closed:
             raise ProducerClosedError("send_batch() after close(): the producer is closed")
+        self._fail_if_not_ready_for_send()
         validate_topic(topic)
-        value_column, key_column = self._batch_columns(values, keys)
-        count: int = value_column.length
-        if key_column.length not in (-1, count):
-            raise InvalidRecordError(f"keys has {key_column.length} entries for {count} values")
+        if self._columnar_fast:
+            value_column, key_column = self._batch_columns(values, keys)
+            count, key_count = value_column.length, key_column.length
+        else:
+            values, keys = self._batch_lists(values, keys)
+            count, key_count = len(values), -1 if keys is None else len(keys)
+        if key_count not in (-1, count):
+            raise InvalidRecordError(f"keys has {key_count} entries for {count} values")
         deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
         num_partitions = self._wait_on_metadata(topic, partitions if type(partitions) is int else None, deadline_ms)
         partitions, timestamps_ms, headers = self._batch_check(count, num_partitions, partitions, timestamps_ms,
                                                                headers)
         result = BatchResult(count, threading.Event)
-        if not self._columnar_fast:
+        if self._columnar_fast:
+            self._send_batch_columns(topic, value_column, key_column, partitions, timestamps_ms, headers, result)
+        else:
             self._send_batch_one_by_one(topic, values, keys, partitions, timestamps_ms, headers, result)
-            return result
+        return result
+
+    def _send_batch_columns(self, topic: str, value_column: Any, key_column: Any, partitions: Any,
+                            timestamps_ms: Any, headers: Any, result: BatchResult) -> None:
+        """send_batch's columnar path: chunks of records appended in C, waiting for memory between chunks."""
+        count: int = value_column.length
         start = 0
         buffer: bytearray | None = None
         while start < count:
@@ -253,7 +323,7 @@ class Producer(SendPath):
                 if start == 0:
                     raise
                 self._fail_rest(result, start, count, e)
-                return result
+                return
             if buffer is not None:
                 with self._lock:
                     self._give_back(buffer)
@@ -265,40 +335,45 @@ class Producer(SendPath):
                                                        + self.config.max_block_ms)
                 except BufferExhaustedError as e:
                     self._fail_rest(result, start, count, e)
-                    return result
-        return result
+                    return
 
     @staticmethod
     def _fail_rest(result: BatchResult, start: int, count: int, error: KafkaError) -> None:
         for index in range(start, count):
-            result.record_done(index, error)
+            result._record_done(index, error)
 
-    def _send_batch_one_by_one(self, topic: str, values: Any, keys: Any, partitions: Any, timestamps_ms: Any,
-                               headers: Any, result: BatchResult) -> None:
-        """send_batch through send(): interceptors, serializers and partitioner.class see every record."""
-        value_list = values.to_pylist() if hasattr(values, "to_pylist") else list(values)
-        key_list = (keys.to_pylist() if hasattr(keys, "to_pylist") else list(keys)) if keys is not None else None
-        for index, value in enumerate(value_list):
-            def done(error: BaseException | None, metadata: Any, index: int = index) -> None:
-                result.record_done(index, error, None if error else (metadata.topic, metadata.partition))
+    def _send_batch_one_by_one(self, topic: str, values: list[Any], keys: list[Any] | None, partitions: Any,
+                               timestamps_ms: Any, headers: Any, result: BatchResult) -> None:
+        """send_batch through send()'s steps: interceptors, serializers and partitioner.class see every record. All
+        records are prepared (and checked) before the first is queued; a record too large fails alone."""
+        prepared: list[tuple[int, _Prepared]] = []
+        for index, value in enumerate(values):
+            def done(error: KafkaError | None, metadata: Any, index: int = index) -> None:
+                result._record_done(index, error, None if error else (metadata.topic, metadata.partition))
 
             try:
-                self.send(topic, value, None if key_list is None else key_list[index],
-                          partition=partitions if partitions is None or type(partitions) is int else partitions[index],
-                          timestamp_ms=(timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int
-                                        else timestamps_ms[index]),
-                          headers=None if headers is None else headers[index], on_delivery=done)
+                prepared.append((index, self._prepare(
+                    topic, value, None if keys is None else keys[index],
+                    partitions if partitions is None or type(partitions) is int else partitions[index],
+                    timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int else timestamps_ms[index],
+                    None if headers is None else headers[index], done)))
+            except RecordTooLargeError as e:
+                result._record_done(index, e)
+        for index, args in prepared:
+            try:
+                self._append_blocking(*args)
             except KafkaError as e:
-                result.record_done(index, e)
+                result._record_done(index, e)
 
     def _partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any,
                    num_partitions: int) -> int:
         custom = self.config.partitioner_class
         if custom is not None:
             chosen = custom(topic, key, key_bytes, value, value_bytes, num_partitions)
-            if not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
-                raise InvalidRecordError(f"partitioner.class returned {chosen!r}, not in [0, {num_partitions})")
-            return chosen
+            if not _is_int(chosen) or not 0 <= chosen < num_partitions:  # as strict as send()'s partition argument
+                raise InvalidRecordError(f"partitioner.class returned {chosen!r:.40}, not an int in "
+                                         f"[0, {num_partitions})")
+            return int(chosen)
         if key_bytes is not None and not self.config.partitioner_ignore_keys:
             return int(partition_for_key(key_bytes, num_partitions))
         return -1  # the accumulator's built-in sticky partitioner chooses
@@ -358,7 +433,7 @@ class Producer(SendPath):
                         f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
                         f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
                         f"{self._pool.available_memory_bytes} bytes; the record was not queued")
-                self.wake_sender()  # once per sender loop: its ready() then sends everything queued
+                self._wake_sender()  # once per sender loop: its ready() then sends everything queued
                 waiter.wait(min(remaining_ms, 100) / 1000)
         finally:
             self._pool.remove_waiter(waiter)
@@ -378,7 +453,7 @@ class Producer(SendPath):
             snapshot = self._metadata.snapshot()
             count = snapshot.partition_count(topic)
             if count is not None:
-                self.sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
+                self._sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
             if count is not None and (partition is None or partition < count):
                 if partition is not None and partition < 0:
                     raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
@@ -394,8 +469,10 @@ class Producer(SendPath):
             now_ms = self._clock.monotonic_ms()
             if now_ms >= deadline_ms:
                 servers = ",".join(self.config.bootstrap_servers)
+                problem = getattr(self._transport, "connection_problem", lambda: None)()
                 raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
-                                        f"ms (max.block.ms); bootstrap.servers={servers}")
+                                        f"ms (max.block.ms); bootstrap.servers={servers}"
+                                        + (f"; {problem}" if problem else ""))
             self._metadata.add_topic(topic, now_ms)
             self._metadata.request_update()
             self._transport.wakeup()
@@ -407,19 +484,23 @@ class Producer(SendPath):
         for interceptor in self._interceptors:
             try:
                 changed = interceptor.on_send(record)
-                if changed is not None:
-                    record = changed
             except Exception:
                 log.exception("interceptor %r on_send raised; the record goes on unchanged by it", interceptor)
+                continue
+            if isinstance(changed, ProducerRecord):
+                record = changed
+            elif changed is not None:
+                raise InvalidRecordError(f"interceptor.classes: {interceptor!r:.60}.on_send returned "
+                                         f"{type(changed).__name__}; it must return a ProducerRecord or None")
         return record
 
     def _on_batch_done(self, batch: Any) -> None:
         for future in batch.futures:
-            error, metadata = future.callback_args
+            error, metadata = future._callback_args
             for interceptor in self._interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, error)
-                except Exception:
+                except BaseException:  # on the sender thread: SystemExit, KeyboardInterrupt must not end it
                     log.exception("interceptor %r on_acknowledgement raised; ignored", interceptor)
 
     # -- flush, close, introspection ---------------------------------------------------------------------------
@@ -452,6 +533,8 @@ class Producer(SendPath):
         if self._closed:
             return
         self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
         with self._lock:
             self._accumulator.close()
         self.sender.running = False
@@ -475,11 +558,17 @@ class Producer(SendPath):
                 close()
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """The partitions of `topic` by partition id, each a PartitionInfo (leader node id, -1 when unknown; leader
+        epoch; replicas; in-sync replicas), from the producer's metadata. Waits up to max.block.ms for the topic
+        to appear in the metadata (a broker with auto-creation creates it), then raises KafkaTimeoutError."""
         validate_topic(topic)
         self._wait_on_metadata(topic, None, self._clock.monotonic_ms() + self.config.max_block_ms)
         return list(self._metadata.snapshot().partitions[topic])
 
     def metrics(self) -> dict[str, float]:
+        """The producer's metrics now, under Java's producer-metrics names (record-send-rate, request-latency-avg,
+        buffer-available-bytes, ...; the API reference lists them all). Rates are per second over the last 30 s;
+        averages and maxima cover the producer's life. Cheap enough to poll."""
         return self._metrics.snapshot(
             buffer_available_bytes=self._pool.available_memory_bytes,
             buffer_total_bytes=self._pool.total_memory_bytes,
@@ -497,11 +586,15 @@ class Producer(SendPath):
     # -- transactions (Java's KafkaProducer transactional API) -------------------------------------------------
 
     def _send_in_transaction(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
-        """send() of a transactional producer: only inside a transaction, never after an error (Java's
-        failIfNotReadyForSend)."""
-        assert self._txn is not None
-        self._txn.fail_if_not_ready_for_send()
+        """send() of a transactional producer: checks the transaction state first."""
+        self._fail_if_not_ready_for_send()
         return Producer.send(self, topic, value, key, **kwargs)
+
+    def _fail_if_not_ready_for_send(self) -> None:
+        """send() and send_batch() of a transactional producer: only inside a transaction, never after an error
+        (Java's failIfNotReadyForSend); nothing to check otherwise."""
+        if self._txn is not None and self._txn.transactional_id is not None:
+            self._txn.fail_if_not_ready_for_send()
 
     def _transactional(self) -> tuple[TransactionManager, TransactionRequests]:
         if self._txn is None or self._txn_requests is None or self._txn.transactional_id is None:
@@ -604,7 +697,59 @@ class Producer(SendPath):
             result = self._txn_requests.complete_external(transactional_id, producer_id, producer_epoch, commit)
         self._await(result, timeout)
 
+def _is_int(value: object) -> bool:
+    """An int as send() takes a partition or timestamp: int or a subclass, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 _live_producers: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+
+def _weakly_bound(producer: Producer, name: str) -> Callable[..., None]:
+    """producer.name(...) while the producer lives; nothing once it is gone."""
+    ref = weakref.ref(producer)
+    method = getattr(type(producer), name)
+
+    def call(*args: Any) -> None:
+        target = ref()
+        if target is not None:
+            method(target, *args)
+
+    return call
+
+
+def _finalize_unclosed(client_id: str, thread: SenderThread | None, transport: Transport | None) -> None:
+    """A Producer nobody references was never closed: warn as an unclosed file does, and let its sender thread
+    deliver what is queued within UNCLOSED_TIMEOUT_S, then stop and close the transport. Never blocks."""
+    warnings.warn(f"unclosed cykafka Producer {client_id!r}: close() it, or use it in a with block",
+                  ResourceWarning, stacklevel=2)
+    if thread is not None and thread.is_alive():
+        thread.finish_unclosed(int(UNCLOSED_TIMEOUT_S * 1000), transport)
+    elif transport is not None:
+        transport.close(0)
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit (as kafka-python): closes every live producer, all within one UNCLOSED_TIMEOUT_S budget,
+    and waits (in that budget) for dropped ones still delivering; logs how many records could not be delivered."""
+    deadline = time.monotonic() + UNCLOSED_TIMEOUT_S
+    for producer in list(_live_producers):
+        if producer._closed or producer._thread is None:
+            continue
+        with producer._lock:
+            batches = list(producer._accumulator.incomplete)
+        try:
+            producer.close(max(0.0, deadline - time.monotonic()))
+        except Exception:
+            log.exception("closing producer %s at exit failed", producer.config.client_id)
+        lost = undelivered_records(batches)
+        if lost:
+            log.warning("%d record(s) of producer %s were not delivered by interpreter exit (a %.1f s budget, "
+                        "UNCLOSED_TIMEOUT_S); close() or flush() a producer to wait for its records", lost,
+                        producer.config.client_id, UNCLOSED_TIMEOUT_S)
+    for thread in threading.enumerate():
+        if isinstance(thread, SenderThread) and thread.unclosed:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _after_fork_in_child() -> None:
@@ -616,3 +761,4 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)

@@ -89,6 +89,7 @@ class Sender:
         self._nodes: Any = None
         self.running = True
         self.force_close = False
+        self.close_deadline_ms: int | None = None  # an unclosed producer's drain: polls end by then
         self._auth_error_seen: KafkaError | None = None
 
     # -- the loop body -----------------------------------------------------------------------------------------
@@ -106,13 +107,18 @@ class Sender:
                 if self.txn.has_new_partitions:  # ready() just met them: AddPartitionsToTxn goes next loop
                     poll_timeout_ms = 0
                 elif self.txn_requests.has_pending_requests:
-                    due_ms = self.txn_requests.next_due_delay_ms(now_ms)
+                    due_ms = self.txn_requests.next_due_delay_ms(now_ms, self._connection_delay_ms)
                     poll_timeout_ms = min(poll_timeout_ms,
                                           due_ms if due_ms is not None else self.config.retry_backoff_ms)
         self._poll(poll_timeout_ms)
 
     def _poll(self, timeout_ms: int) -> None:
-        responses = self.transport.poll(timeout_ms, self.clock.monotonic_ms())
+        # at most request.timeout.ms, as Java's NetworkClient (long backoffs up to 2**63-1 ms are valid configs)
+        timeout_ms = min(timeout_ms, self.config.request_timeout_ms)
+        now_ms = self.clock.monotonic_ms()
+        if self.close_deadline_ms is not None:
+            timeout_ms = max(0, min(timeout_ms, self.close_deadline_ms - now_ms))
+        responses = self.transport.poll(timeout_ms, now_ms)
         for response in responses:
             if response.handler is not None:
                 response.handler(response)
@@ -197,23 +203,26 @@ class Sender:
             node_id = node.node_id
             self._update_transport_nodes(self.metadata.snapshot())
         if node_id is not None and self.transport.ready(node_id, now_ms):
-            handler.waiting_since_ms = None
+            handler.waiting_since_ms = handler.awaiting_node_id = None
             return node_id
         if handler.waiting_since_ms is None:
             handler.waiting_since_ms = now_ms
-        delay_ms = self.config.retry_backoff_ms
-        if node_id is not None:
-            delay_ms = min(delay_ms, self.transport.connection_delay_ms(node_id, now_ms))
         with self.lock:
             if (handler.coordinator_type is not None
                     and now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms):
                 handler.waiting_since_ms = None
                 requests.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
-            if node_id is None:
+            if node_id is None:  # no node to try: back off
                 self.metadata.request_update()
-            handler.not_before_ms = now_ms + delay_ms
+                handler.not_before_ms = now_ms + self.config.retry_backoff_ms
+            # else it goes as soon as the node is ready (Java awaits the connection; it backs off only after a
+            # failure, and a failed connection waits out the transport's reconnect backoff)
+            handler.awaiting_node_id = node_id
             requests.enqueue(handler)
         return None
+
+    def _connection_delay_ms(self, node_id: int) -> int:
+        return self.transport.connection_delay_ms(node_id, self.clock.monotonic_ms())
 
     def _handle_transactional(self, handler: Any, response: ClientResponse) -> None:
         assert self.txn_requests is not None
@@ -347,7 +356,7 @@ class Sender:
                 self._complete_batch(batch, NetworkError(f"no response for partition {tp[0]}-{tp[1]}"), -1, -1,
                                      now_ms)
 
-    def _complete_batch(self, batch: ProducerBatch, error: Exception | None, base_offset: int,
+    def _complete_batch(self, batch: ProducerBatch, error: KafkaError | None, base_offset: int,
                         log_append_time_ms: int, now_ms: int, log_start_offset: int = -1) -> None:
         self._remove_in_flight(batch)
         if self._guarantee_order:
@@ -406,7 +415,7 @@ class Sender:
         if code in METADATA_ERRORS or isinstance(error, NetworkError):
             self.metadata.request_update()
 
-    def _can_retry(self, batch: ProducerBatch, error: Exception, code: Any, log_start_offset: int,
+    def _can_retry(self, batch: ProducerBatch, error: KafkaError, code: Any, log_start_offset: int,
                    now_ms: int) -> bool:
         """Called with the lock held (the TransactionManager may request an epoch bump)."""
         if (batch.attempts >= self.config.retries or now_ms - batch.created_ms >= self.config.delivery_timeout_ms
@@ -422,7 +431,7 @@ class Sender:
         if batches is not None and batch in batches:
             batches.remove(batch)
 
-    def _fail_batch(self, batch: ProducerBatch, error: Exception, adjust_sequence_numbers: bool = False,
+    def _fail_batch(self, batch: ProducerBatch, error: KafkaError, adjust_sequence_numbers: bool = False,
                     track: bool = True, release_buffer: bool = True) -> None:
         if self.txn is not None and track:
             with self.lock:
@@ -430,7 +439,7 @@ class Sender:
         self.metrics.record_errors(batch.record_count)
         self._finish(batch, error, -1, -1, release_buffer)
 
-    def _fail_sent_batch(self, batch: ProducerBatch, error: Exception, release_buffer: bool = True) -> None:
+    def _fail_sent_batch(self, batch: ProducerBatch, error: KafkaError, release_buffer: bool = True) -> None:
         """Fails a batch no answer settled (expired, or queued when authentication failed). Sent at least once (it
         has a sequence), whether the broker has it is unknown until the partition drains: its sequence is marked
         unresolved (Java marks only batches in retry; a first attempt may have landed too)."""
@@ -439,7 +448,7 @@ class Sender:
             with self.lock:
                 self.txn.mark_sequence_unresolved(batch)
 
-    def _finish(self, batch: ProducerBatch, error: Exception | None, base_offset: int, log_append_time_ms: int,
+    def _finish(self, batch: ProducerBatch, error: KafkaError | None, base_offset: int, log_append_time_ms: int,
                 release_buffer: bool = True) -> None:
         """Marks the batch final and frees its memory (release_buffer False: when its request answers); then, with the
         lock released, wakes memory waiters, runs interceptors and callbacks, and last releases the batch's waiters."""
@@ -511,43 +520,110 @@ class Sender:
         return True
 
 
+def undelivered_records(batches: list[ProducerBatch]) -> int:
+    """How many records of `batches` are not (or not yet) acknowledged."""
+    return sum(b.record_count for b in batches if not b.is_done or b.error is not None)
+
+
 def run_callback(future: RecordFuture) -> None:
     """Runs a record's on_delivery(err, metadata); a raising callback is logged, never propagates."""
-    error, metadata = future.callback_args
-    callback = future.callback
+    error, metadata = future._callback_args
+    callback = future._callback
     if callback is None:
         return
-    future.callback = None  # a callback holding its own future would otherwise keep both alive (no GC for futures)
+    future._callback = None  # a callback holding its own future would otherwise keep both alive (no GC for futures)
     try:
         callback(error, metadata)
-    except Exception:
+    except BaseException:  # SystemExit, KeyboardInterrupt too: they must not end the sender thread
         log.exception("on_delivery callback raised; ignored")
 
 
 class SenderThread(threading.Thread):
-    """The thin shell: loops Sender.run_once until closed, then drains (or aborts on a forced close)."""
+    """The thin shell: loops Sender.run_once until closed, then drains (or aborts on a forced close). An unexpected
+    error is logged once with its traceback; its repeats are counted and summed up every REPEAT_LOG_INTERVAL_MS.
+    finish_unclosed(): the Producer was dropped without close(); this thread then closes it on its own."""
+
+    REPEAT_LOG_INTERVAL_MS = 60_000
 
     def __init__(self, sender: Sender, name: str) -> None:
         super().__init__(name=name, daemon=True)
         self.sender = sender
+        self.last_error: BaseException | None = None  # the last unexpected error (for timeout messages)
+        self._error_key: tuple[type, str] | None = None
+        self._error_repeats = 0
+        self._error_logged_ms = 0
+        self.unclosed = False
+        self._budget_ms = 0
+        self._transport_to_close: Transport | None = None
+
+    def finish_unclosed(self, budget_ms: int, transport_to_close: Transport | None) -> None:
+        """From a finalizer (never blocks, takes no lock): deliver what is queued within budget_ms, fail the rest
+        (logging how many), stop, close the transport if the producer owned it."""
+        sender = self.sender
+        self._transport_to_close = transport_to_close
+        self._budget_ms = budget_ms
+        sender.close_deadline_ms = sender.clock.monotonic_ms() + budget_ms
+        self.unclosed = True
+        sender.running = False
+        sender.transport.wakeup()
 
     def run(self) -> None:
         sender = self.sender
         while sender.running:
             self._run_once_logged()
-        while not sender.force_close and sender.has_pending():
+        batches: list[ProducerBatch] = []
+        if self.unclosed:  # nobody can append any more: send everything queued now
+            with sender.lock:
+                sender.accumulator.close()
+                batches = list(sender.accumulator.incomplete)
+        while not self._out_of_time() and sender.has_pending():
             self._run_once_logged()
-        while not sender.force_close and sender.begin_shutdown_abort():
+        while not self._out_of_time() and sender.begin_shutdown_abort():
             self._run_once_logged()
         if sender.force_close:
             if sender.txn_requests is not None:
                 with sender.lock:
                     sender.txn_requests.close()
             sender.abort_all(ProducerClosedError("the producer was closed before the record was delivered"))
+        self._log_repeats()
+        if self.unclosed:
+            lost = undelivered_records(batches)
+            if lost:
+                log.warning("%d record(s) of the unclosed producer %s were not delivered within %d ms; close() or "
+                            "flush() a producer to wait for its records", lost, self.name, self._budget_ms)
+            if self._transport_to_close is not None:
+                self._transport_to_close.close(0)
+
+    def _out_of_time(self) -> bool:
+        sender = self.sender
+        if (not sender.force_close and sender.close_deadline_ms is not None
+                and sender.clock.monotonic_ms() >= sender.close_deadline_ms):
+            sender.force_close = True
+        return sender.force_close
 
     def _run_once_logged(self) -> None:
         try:
             self.sender.run_once()
-        except Exception:
-            log.exception("unexpected error in the sender loop; continuing")
+        except BaseException as e:  # nothing ends this thread but close()
+            self._unexpected_error(e)
             self.sender.clock.sleep_ms(10)
+
+    def _unexpected_error(self, error: BaseException) -> None:
+        self.last_error = error
+        now_ms = self.sender.clock.monotonic_ms()
+        key = (type(error), str(error))
+        if key == self._error_key:
+            self._error_repeats += 1
+            if now_ms - self._error_logged_ms >= self.REPEAT_LOG_INTERVAL_MS:
+                self._log_repeats()
+                self._error_logged_ms = now_ms
+            return
+        self._log_repeats()
+        self._error_key, self._error_logged_ms = key, now_ms
+        log.error("unexpected error in the sender loop; continuing (repeats are counted, not logged)", exc_info=error)
+
+    def _log_repeats(self) -> None:
+        if self._error_repeats and self._error_key is not None:
+            log.error("unexpected error in the sender loop repeated %d more time(s): %s: %s", self._error_repeats,
+                      self._error_key[0].__name__, self._error_key[1])
+        self._error_repeats = 0

@@ -1,4 +1,5 @@
-"""Record shaping before the core: serializers, header and topic checks. Errors name the field and accepted types."""
+"""Record shaping before the core: serializers and topic checks (headers: cykafka.core.checked_headers, the rule
+send_batch shares). Errors name the field and accepted types."""
 
 from __future__ import annotations
 
@@ -15,14 +16,28 @@ _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
 
 
-def _bytes_like(field: str) -> Callable[[Any], Serialized]:
-    def serialize(value: Any) -> Serialized:
+def utf8(text: str, field: str) -> bytes:
+    """text as UTF-8; SerializationError naming field for a str with no UTF-8 form (a lone surrogate)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError as e:
+        raise SerializationError(f"{field} is a str with no UTF-8 form ({e.reason} at index {e.start})") from None
+
+
+def _bytes_like(field: str) -> Callable[[Any], Any]:
+    """Without a serializer: a bytes-like passes through (the core checks it is C-contiguous bytes, as send_batch
+    does), a str is encoded."""
+    def serialize(value: Any) -> Any:
         if value is None or isinstance(value, bytes | bytearray | memoryview):
             return value
         if isinstance(value, str):
-            return value.encode()
-        raise SerializationError(f"{field} must be bytes, bytearray, memoryview, str or None without a "
-                                 f"{field}.serializer; got {type(value).__name__}")
+            return utf8(value, field)
+        try:
+            memoryview(value).release()  # any other buffer (e.g. a numpy uint8 array)
+        except TypeError:
+            raise SerializationError(f"{field} must be bytes, bytearray, memoryview, str or None without a "
+                                     f"{field}.serializer; got {type(value).__name__}") from None
+        return value
 
     return serialize
 
@@ -32,7 +47,7 @@ def _str(value: Any) -> bytes | None:
         return None
     if not isinstance(value, str):
         raise SerializationError(f"the 'str' serializer takes str, got {type(value).__name__}")
-    return value.encode()
+    return utf8(value, "the 'str' serializer's value")
 
 
 def _int(value: Any) -> bytes | None:
@@ -74,28 +89,6 @@ def make_serializer(spec: Any, field: str) -> Callable[[Any], Serialized]:
         return result
 
     return serialize
-
-
-def normalize_headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
-    if headers is None:
-        return None
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    if isinstance(items, str | bytes) or not hasattr(items, "__iter__"):
-        raise SerializationError(f"headers must be a list of (str, bytes|None) pairs or a dict, got "
-                                 f"{type(headers).__name__}")
-    out: list[tuple[str, bytes | None]] = []
-    for item in items:
-        if not isinstance(item, tuple | list) or len(item) != 2:
-            raise SerializationError(f"each header must be a (str, bytes|None) pair, got {item!r}")
-        key, value = item
-        if not isinstance(key, str):
-            raise SerializationError(f"header keys must be str, got {type(key).__name__}")
-        if isinstance(value, str):
-            value = value.encode()
-        elif value is not None and not isinstance(value, bytes | bytearray | memoryview):
-            raise SerializationError(f"header {key!r} value must be bytes, str or None, got {type(value).__name__}")
-        out.append((key, value))
-    return out
 
 
 def validate_topic(topic: Any) -> None:

@@ -143,6 +143,7 @@ class _Handler:
         self.is_retry = False
         self.not_before_ms = 0
         self.waiting_since_ms: int | None = None
+        self.awaiting_node_id: int | None = None  # goes once this node's connection is ready (no backoff)
         self.retry_backoff_ms = owner.config.retry_backoff_ms
         self.cancelled = False
         self.external = False  # complete_transaction(): not this producer's own transaction
@@ -579,6 +580,7 @@ class TransactionRequests:
 
     def retry(self, handler: _Handler, now_ms: int) -> None:
         handler.is_retry = True
+        handler.awaiting_node_id = None
         handler.not_before_ms = now_ms + handler.retry_backoff_ms
         self.enqueue(handler)
 
@@ -602,11 +604,17 @@ class TransactionRequests:
     def has_pending_requests(self) -> bool:
         return bool(self._queue) or self.in_flight is not None
 
-    def next_due_delay_ms(self, now_ms: int) -> int | None:
-        """ms until the head request may go (None: nothing queued)."""
+    def next_due_delay_ms(self, now_ms: int, connection_delay_ms: Callable[[int], int]) -> int | None:
+        """ms until the head request may go (None: nothing queued). One awaiting a node's connection may go when it
+        is ready: a connection's progress ends the poll, connection_delay_ms(node) (at most retry.backoff.ms)
+        bounds the wait."""
         if not self._queue:
             return None
-        return max(0, self._queue[0][2].not_before_ms - now_ms)
+        head = self._queue[0][2]
+        delay_ms = max(0, head.not_before_ms - now_ms)
+        if head.awaiting_node_id is not None:
+            delay_ms = max(delay_ms, min(connection_delay_ms(head.awaiting_node_id), self.config.retry_backoff_ms))
+        return delay_ms
 
     def next_request(self, has_incomplete_batches: bool, now_ms: int) -> _Handler | None:
         """Java's nextRequest: AddPartitionsToTxn for new partitions joins the queue; EndTxn waits until every

@@ -1,7 +1,7 @@
 """Independent read-back for the demo and the tests: confluent-kafka's Consumer (librdkafka, check.crcs=true) reads
 every partition from the beginning to the high watermark its Fetch answers report; `count_back` counts without
 keeping the records. Never ListOffsets "latest": Tansu's answer can be below what is readable and acknowledged.
-Needs the `dev` extra (confluent-kafka)."""
+Needs the `broker` extra (confluent-kafka)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_le
     try:
         from confluent_kafka import Consumer, TopicPartition
     except ImportError as e:  # pragma: no cover - dev extra missing
-        raise RuntimeError("read_back needs confluent-kafka: pip install 'cykafka[dev]'") from e
+        raise RuntimeError("read_back needs confluent-kafka: pip install 'cykafka[broker]'") from e
     consumer: Any = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": f"cykafka-verify-{time.monotonic_ns()}",
         "enable.auto.commit": False, "check.crcs": check_crcs, "isolation.level": isolation_level,

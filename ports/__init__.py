@@ -56,6 +56,9 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class PartitionInfo:
+    """One partition as the metadata describes it (Producer.partitions_for): its leader's node id (-1 while none
+    is known) and leader epoch, the replicas' and in-sync replicas' node ids, and the broker's error code for it."""
+
     topic: str
     partition: int
     leader: int  # node id, -1 when unknown
@@ -111,7 +114,7 @@ class ClientResponse:
     request: object
     handler: Callable[[ClientResponse], None] | None
     response: object | None  # None for acks=0 produce, disconnects, timeouts
-    error: Exception | None  # a KafkaError: disconnect (retriable), request timeout, protocol error
+    error: KafkaError | None  # disconnect (retriable), request timeout, protocol error
     sent_ms: int
     received_ms: int
 
@@ -156,3 +159,15 @@ class Transport(Protocol):
     def close(self, linger_s: float = 0.0) -> None:
         """Closes every connection, waiting at most linger_s for a graceful shutdown."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    """What a test swaps in for the Producer's own wiring, given as `Producer(config, ports=Ports(...))`: one keyword
+    that no config key can collide with. None means the production adapter (socket transport, broker metadata,
+    system clock); start_sender=False leaves the Sender to be run by hand (`producer.sender.run_once()`)."""
+
+    transport: Transport | None = None
+    metadata: MetadataSource | None = None
+    clock: Clock | None = None
+    start_sender: bool = True

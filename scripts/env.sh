@@ -15,6 +15,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VENV="$ROOT/.venv"
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
-"${PIP[@]}" "setuptools>=68" wheel "cython>=3.0"
+"${PIP[@]}" "setuptools>=77" "cython>=3.0"  # as pyproject's build-system
 "${PIP[@]}" --no-build-isolation ".[${CYKAFKA_EXTRAS:-dev}]"
 export PATH="$VENV/bin:$PATH"

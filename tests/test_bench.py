@@ -1,5 +1,6 @@
 """bench/ keeps running (tiny sizes, no timing assertions: throughput belongs in bench/): the one-command runner's
-report, and the end-to-end workers under `python -m cProfile`."""
+report, the same guarantee (acks=all, idempotence) for every client in every scenario, the busy-caller latency
+scenario end to end, and the end-to-end workers under `python -m cProfile`."""
 
 from __future__ import annotations
 
@@ -7,12 +8,48 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from cykafka.broker import EmbeddedBroker
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+IDEMPOTENCE_KEY = {"cykafka": "enable.idempotence", "cykafka-batch": "enable.idempotence",
+                   "confluent": "enable.idempotence", "aiokafka": "enable_idempotence",
+                   "kafka-python": "enable_idempotence"}
+
+
+@pytest.fixture(scope="module")
+def run() -> Any:
+    """bench/run.py as a module (it imports its neighbours e2e_bench and throttle by name)."""
+    sys.path.insert(0, BENCH)
+    try:
+        import run as module
+    finally:
+        sys.path.remove(BENCH)
+    return module
+
+
+def test_every_scenario_runs_every_client_at_acks_all_with_idempotence(run: Any) -> None:
+    """The ratios compare one guarantee: each worker's command line carries its client's PEER_SETTINGS, which ask for
+    acks=all and idempotence (confluent-kafka at enable.idempotence=true, not librdkafka's non-idempotent default)."""
+    assert run.PEER_SETTINGS["confluent"]["enable.idempotence"] is True
+    assert run.peer_settings("confluent")["enable.idempotence"] is True
+    assert all(run.PEER_SETTINGS[client][IDEMPOTENCE_KEY[client]] is True for client in run.ALL_CLIENTS)
+    assert {client for client in run.ALL_CLIENTS if run.missing_idempotence(client)} <= {"aiokafka", "kafka-python"}
+    seen = set()
+    for scenario in run.scenarios(0.001):
+        for client in scenario.clients:
+            command = scenario.command(client, "127.0.0.1:9092", None)
+            settings = json.loads(command[command.index("--settings") + 1])
+            assert settings == run.peer_settings(client)
+            assert settings["acks"] == "all"
+            if not run.missing_idempotence(client):
+                assert settings[IDEMPOTENCE_KEY[client]] is True, (scenario.name, client)
+            seen.add((scenario.mode, client))
+    assert {("throughput", "confluent"), ("latency", "confluent"), ("overload", "confluent"),
+            ("latency", "aiokafka"), ("throughput", "kafka-python")} <= seen
 
 
 def test_run_writes_the_report_and_the_targets(tmp_path: object) -> None:
@@ -25,15 +62,48 @@ def test_run_writes_the_report_and_the_targets(tmp_path: object) -> None:
 
 
 @pytest.mark.broker
+def test_busy_caller_latency_scenario_end_to_end(run: Any, tmp_path: object) -> None:
+    """latency-busy (the sending thread busy in Python between sends) through bench/run.py on its own broker, at the
+    smallest size: its table, its targets against idempotent confluent-kafka, the settings header, and what each
+    worker says it ran with."""
+    busy = next(s for s in run.scenarios(1.0) if s.name == "latency-busy")
+    assert busy.mode == "latency" and busy.busy_us > 0 and {"cykafka", "confluent"} <= set(busy.clients)
+    out = str(tmp_path)
+    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "latency-busy", "--quick", "--scale", "0.001",
+            "--out", out]
+    printed = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    report = open(os.path.join(out, "results.md")).read()
+    assert report.strip() in printed
+    assert f"### Latency (send->ack): {busy.title}" in report
+    for p in ("p50", "p99"):
+        assert f"| send->ack {p} vs confluent, {busy.title} |" in report
+    assert "| confluent | " in report and "enable.idempotence=true" in report.split("### Targets")[0]
+    runs = json.load(open(os.path.join(out, "runs.json")))["scenarios"]["latency-busy"]
+    assert set(runs) == set(busy.clients)
+    for client, results in runs.items():
+        (result,) = results
+        assert result["errors"] == 0 and result["busy_us"] == busy.busy_us
+        assert result["p99_ms"] >= result["p50_ms"] > 0
+        assert result["config"]["acks"] == "all"
+        if run.missing_idempotence(client) is None:
+            assert result["config"][IDEMPOTENCE_KEY[client]] is True
+        else:  # aiokafka on Tansu (InitProducerId v0): said in the header's notes
+            assert IDEMPOTENCE_KEY[client] not in result["config"] and run.missing_idempotence(client) in report
+
+
+@pytest.mark.broker
 @pytest.mark.parametrize(("client", "mode"), [("cykafka", "throughput"), ("cykafka-batch", "overload"),
                                               ("confluent", "latency")])
-def test_workers_run_under_cprofile(broker: EmbeddedBroker, tmp_path: object, client: str, mode: str) -> None:
+def test_workers_run_under_cprofile(run: Any, broker: EmbeddedBroker, tmp_path: object, client: str,
+                                    mode: str) -> None:
     profile = os.path.join(str(tmp_path), "worker.prof")
     args = [sys.executable, "-m", "cProfile", "-o", profile, os.path.join(BENCH, "e2e_bench.py"), "--worker", client,
-            "--bootstrap", broker.bootstrap_servers, "--records", "2000", "--mode", mode, "--rate", "5000"]
+            "--bootstrap", broker.bootstrap_servers, "--records", "2000", "--mode", mode, "--rate", "5000",
+            "--settings", json.dumps(run.peer_settings(client))]
     printed = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
     result = json.loads(printed.strip().splitlines()[-1])
     assert result["client"] == client and result["records"] == 2000 and result["errors"] == 0
+    assert run.peer_settings(client).items() <= result["config"].items()
     assert os.path.getsize(profile) > 0
     if mode == "latency":
         assert result["p99_ms"] >= result["p50_ms"] > 0

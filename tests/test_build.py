@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+from pathlib import Path
 
 import cykafka
 import cykafka.core
@@ -60,3 +61,49 @@ print(cykafka.Producer)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_version_has_one_home() -> None:
+    assert importlib.metadata.version("cykafka") == cykafka.__version__
+
+
+def test_messages_point_at_the_docs_url_not_at_a_path() -> None:
+    """A message saying "see docs/x.md" names a file that is not in the wheel: messages use errors.DOCS_URL, the
+    address pyproject gives as the Documentation URL."""
+    import ast
+
+    from cykafka.errors import DOCS_URL
+
+    urls = dict(url.split(", ", 1) for url in importlib.metadata.metadata("cykafka").get_all("Project-URL") or [])
+    assert urls["Documentation"] == DOCS_URL
+    package_dir = os.path.dirname(cykafka.__file__ or "")
+    relative = []
+    for folder, _, files in os.walk(package_dir):
+        for name in (f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                tree = ast.parse(f.read())
+            docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                          if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                          and node.body and isinstance(node.body[0], ast.Expr)}
+            relative += [f"{path}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                         if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                         and id(node) not in docstrings and "docs/" in node.value
+                         and not node.value.startswith("https://")]
+    assert not relative, relative
+
+
+def test_readme_reads_right_on_pypi() -> None:
+    """The README is the PyPI page: the install line first, the clone's two commands on the first screen, and only
+    absolute links (a relative one breaks on PyPI)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    lines = readme.splitlines()
+    first_command = next(line for line in lines if line and not line.startswith(("#", "`", "A ")))
+    assert first_command.startswith("pip install cykafka "), first_command
+    first_screen = "\n".join(lines[:30])
+    assert "## From a clone" in first_screen
+    assert "bash scripts/demo.sh" in first_screen and "bash scripts/test.sh" in first_screen
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert links and not [link for link in links if not link.startswith("https://")], links

@@ -15,6 +15,7 @@ from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.config import ProducerConfig
+from cykafka.ports import Ports
 from cykafka.producer import Producer
 
 TOPIC = "t"
@@ -31,7 +32,7 @@ def make(partitions: int = 4, brokers: int = 3, duplicate_answer: Any = "kafka",
     settings = {"bootstrap.servers": "fake:9092", "linger.ms": 0, "batch.size": 1024, "retry.backoff.ms": 100,
                 "retry.backoff.max.ms": 100}
     settings.update(config)
-    producer = Producer(settings, transport=cluster, clock=clock, start_sender=False)
+    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock, start_sender=False))
     producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
     for _ in range(4):  # connect, metadata, producer id
         producer.sender.run_once()

@@ -15,6 +15,7 @@ from cykafka import BufferExhaustedError, Producer
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
+from cykafka.ports import Ports
 
 T = "overload"
 MiB = 1024 * 1024
@@ -82,7 +83,7 @@ def test_rss_stays_within_buffer_memory_when_the_broker_is_slower(slow_cluster: 
     value = os.urandom(1024)
     total_bytes = 64 * MiB  # four times buffer.memory goes through
     producer = Producer({"bootstrap.servers": "fake:1", "buffer.memory": buffer_memory, "linger.ms": 5,
-                         "max.block.ms": 60_000}, transport=slow_cluster)
+                         "max.block.ms": 60_000}, ports=Ports(transport=slow_cluster))
     try:
         producer.send(T, b"warm-up").result(10)
         with PeakRss() as rss:
@@ -102,7 +103,7 @@ def test_send_batch_rss_stays_within_buffer_memory(slow_cluster: DiscardingClust
     values = [os.urandom(1024)] * 8192
     keys = [b"%d" % (i % 64) for i in range(8192)]  # spread over the partitions, as the send() test does
     producer = Producer({"bootstrap.servers": "fake:1", "buffer.memory": buffer_memory, "linger.ms": 5,
-                         "max.block.ms": 60_000}, transport=slow_cluster)
+                         "max.block.ms": 60_000}, ports=Ports(transport=slow_cluster))
     try:
         producer.send(T, b"warm-up").result(10)
         with PeakRss() as rss:
@@ -118,7 +119,7 @@ def test_send_blocks_then_raises_buffer_exhausted_when_the_broker_stalls() -> No
     buffer_memory = 2 * MiB
     producer = Producer({"bootstrap.servers": "fake:1", "buffer.memory": buffer_memory, "linger.ms": 5,
                          "max.block.ms": 300, "request.timeout.ms": 60_000, "delivery.timeout.ms": 120_000},
-                        transport=stalled)
+                        ports=Ports(transport=stalled))
     value = os.urandom(1024)
     queued = 0
     try:

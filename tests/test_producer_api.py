@@ -31,6 +31,7 @@ from cykafka import (
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
+from cykafka.ports import Ports
 from cykafka.verify import read_back
 
 T = "api"
@@ -40,14 +41,15 @@ T = "api"
 def fake() -> Iterator[tuple[Producer, FakeCluster]]:
     cluster = FakeCluster(SystemClock(), num_brokers=2)
     cluster.create_topic(T, 3)
-    producer = Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000}, transport=cluster)
+    producer = Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000},
+                        ports=Ports(transport=cluster))
     yield producer, cluster
     producer.close(5)
 
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
     return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, **config},
-                    transport=cluster)
+                    ports=Ports(transport=cluster))
 
 
 # -- config --------------------------------------------------------------------------------------------------------
@@ -65,7 +67,7 @@ def make(cluster: FakeCluster, **config: Any) -> Producer:
 ])
 def test_invalid_config_names_the_key_and_the_accepted_values(config: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        Producer({"bootstrap.servers": "127.0.0.1:1", **config}, start_sender=False)
+        Producer({"bootstrap.servers": "127.0.0.1:1", **config}, ports=Ports(start_sender=False))
     assert message in str(info.value)
 
 
@@ -76,7 +78,7 @@ def test_missing_bootstrap_servers() -> None:
 
 def test_keyword_arguments_with_underscores() -> None:
     cluster = FakeCluster(SystemClock())
-    producer = Producer(bootstrap_servers="fake:1", linger_ms=7, batch_size=4096, transport=cluster)
+    producer = Producer(bootstrap_servers="fake:1", linger_ms=7, batch_size=4096, ports=Ports(transport=cluster))
     try:
         assert (producer.config.linger_ms, producer.config.batch_size) == (7, 4096)
     finally:

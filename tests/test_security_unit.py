@@ -25,6 +25,7 @@ from cykafka.adapters.security import (
 )
 from cykafka.config import ProducerConfig
 from cykafka.errors import AuthenticationError, ConfigError
+from cykafka.ports import Ports
 from cykafka.producer import Producer
 
 # --- SCRAM: RFC test vectors ---------------------------------------------------------------------------------------
@@ -218,7 +219,7 @@ def test_unloadable_ca_file_names_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"ssl.ca.location"):
         build_ssl_context(cfg)
     with pytest.raises(ConfigError, match=r"ssl.ca.location"):
-        Producer(BASE, security_protocol="SSL", ssl_ca_location=str(ca), start_sender=False)
+        Producer(BASE, security_protocol="SSL", ssl_ca_location=str(ca), ports=Ports(start_sender=False))
 
 
 def test_hostname_verification_switches() -> None:
@@ -266,7 +267,7 @@ def test_authentication_failure_fails_metadata_waits_and_queued_sends() -> None:
     clock = ManualClock()
     cluster = FakeCluster(clock, num_brokers=1)
     cluster.create_topic("t", 1)
-    producer = Producer(BASE, transport=cluster, clock=clock, start_sender=False)
+    producer = Producer(BASE, ports=Ports(transport=cluster, clock=clock, start_sender=False))
     producer._metadata.add_topic("t", clock.monotonic_ms())
     for _ in range(4):  # connect, fetch metadata
         producer.sender.run_once()

@@ -27,6 +27,7 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
 from cykafka.core import partition_for_key
+from cykafka.ports import Ports
 from cykafka.verify import read_back
 
 T = "columns"
@@ -48,7 +49,7 @@ def producer(cluster: FakeCluster) -> Iterator[Producer]:
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
     return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, "batch.size": 2048,
-                     **config}, transport=cluster)
+                     **config}, ports=Ports(transport=cluster))
 
 
 def stored(cluster: FakeCluster, topic: str = T) -> dict[bytes | None, tuple[int, Any]]:
@@ -223,7 +224,7 @@ def test_argument_errors_raise_before_anything_is_queued(producer: Producer, clu
         producer.send_batch(T, [b"a", b"b"], partitions=[0, 3])
     with pytest.raises(InvalidRecordError, match="timestamps_ms has 1 entries"):
         producer.send_batch(T, [b"a", b"b"], timestamps_ms=[1])
-    with pytest.raises(InvalidRecordError, match=r"headers\[0\] must be a list of"):
+    with pytest.raises(SerializationError, match=r"headers\[0\]: header 'h' value must be bytes-like"):
         producer.send_batch(T, [b"a"], headers=[[("h", 5)]])
     with pytest.raises(TypeError, match="Arrow binary, string"):
         producer.send_batch(T, pa.array([1, 2]))
@@ -325,3 +326,8 @@ def test_arrow_round_trip_through_tansu(broker: EmbeddedBroker) -> None:
     for r in got:
         if r.key is not None:
             assert r.partition == partition_for_key(r.key, 4)
+
+
+def test_a_batch_result_out_of_range_is_an_invalid_record_error() -> None:
+    with pytest.raises(InvalidRecordError, match="a send_batch call takes 0 to 2\\*\\*32 - 1 records, not -1"):
+        BatchResult(-1)

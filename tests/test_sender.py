@@ -15,7 +15,7 @@ from cykafka import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
-from cykafka.ports import ClusterSnapshot, MetadataSource
+from cykafka.ports import ClusterSnapshot, MetadataSource, Ports
 from cykafka.producer import Producer
 
 TOPIC = "t"
@@ -29,7 +29,8 @@ def make(clock: Any = None, cluster_class: type[FakeCluster] = FakeCluster,
     settings = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 100,
                 "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000, "request.timeout.ms": 30000}
     settings.update(config)
-    producer = Producer(settings, transport=cluster, clock=clock, start_sender=isinstance(clock, SystemClock))
+    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock,
+                                              start_sender=isinstance(clock, SystemClock)))
     if isinstance(clock, SystemClock):
         producer.partitions_for(TOPIC)  # the sender thread fetches it
         return producer, cluster, clock
@@ -328,7 +329,7 @@ def test_the_metadata_and_memory_waits_of_one_send_share_max_block_ms(monkeypatc
     started_ms = clock.monotonic_ms()
     metadata = LateTopicMetadata(producer._metadata, clock, late, started_ms + 60)
     monkeypatch.setattr(producer, "_metadata", metadata)
-    producer.sender_loop_started(metadata.snapshot())  # send()'s compiled path forgets the topic too
+    producer._sender_loop_started(metadata.snapshot())  # send()'s compiled path forgets the topic too
     idle = threading.Thread(target=lambda: None)  # send() waits for metadata only while a sender thread runs;
     idle.start()  # here the test plays its part (the metadata above), so any finished thread will do
     idle.join()

@@ -20,6 +20,7 @@ from cykafka.errors import (
     TransactionStateError,
     UnsupportedVersionError,
 )
+from cykafka.ports import Ports
 from cykafka.producer import Producer
 from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
@@ -38,7 +39,7 @@ def make(cluster: FakeCluster | None = None, clock: ManualClock | None = None, t
     if transactional_id:
         settings["transactional.id"] = transactional_id
     settings.update(config)
-    producer = Producer(settings, transport=cluster, clock=clock, start_sender=False)
+    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock, start_sender=False))
     producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
     run(producer, clock, 4)
     return producer, cluster, clock
