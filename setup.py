@@ -15,6 +15,7 @@ PACKAGES = {
     "cykafka.core": "core",
     "cykafka.ports": "ports",
     "cykafka.adapters": "adapters",
+    "cykafka.protocol": "cykafka/protocol",
 }
 
 extension = Extension(
