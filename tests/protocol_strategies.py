@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cykafka.protocol import APIS, Api, Field
@@ -46,3 +49,20 @@ def struct_values(fields: tuple[Field, ...], version: int, flexible: bool) -> st
 
 def message_values(api: Api, version: int, response: bool) -> st.SearchStrategy[dict[str, Any]]:
     return struct_values(api.response if response else api.request, version, api.is_flexible(version))
+
+
+def message_id(case: tuple[int, int, bool]) -> str:
+    key, version, response = case
+    return f"{APIS[key].name}-v{version}-{'response' if response else 'request'}"
+
+
+def each_message(cases: list[tuple[int, int, bool]], max_examples: int) -> Callable[[Callable[..., None]],
+                                                                                    Callable[..., None]]:
+    """Runs a `test(case, data)` once per (api key, version, response?) case, drawing with hypothesis."""
+    def wrap(test: Callable[..., None]) -> Callable[..., None]:
+        drawn = settings(max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])(
+            given(data=st.data())(test))
+        marked: Callable[..., None] = pytest.mark.parametrize("case", cases, ids=message_id)(drawn)
+        return marked
+
+    return wrap

@@ -9,9 +9,8 @@ import struct
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from protocol_strategies import ALL_MESSAGES, message_values
+from protocol_strategies import ALL_MESSAGES, each_message, message_values
 
 from cykafka.errors import ProtocolError, RequestEncodeError, UnsupportedVersionError
 from cykafka.protocol import (
@@ -27,18 +26,10 @@ from cykafka.protocol import (
 )
 from cykafka.protocol.apis import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE
 
-
-def _id(case: tuple[int, int, bool]) -> str:
-    key, version, response = case
-    return f"{APIS[key].name}-v{version}-{'response' if response else 'request'}"
-
-
 # --- every message, every version: values drawn from the description round-trip --------------------------------
 
 
-@pytest.mark.parametrize("case", ALL_MESSAGES, ids=_id)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
+@each_message(ALL_MESSAGES, 12)
 def test_round_trip(case: tuple[int, int, bool], data: st.DataObject) -> None:
     key, version, response = case
     described = APIS[key]
@@ -147,9 +138,7 @@ def test_api_versions_answer_in_v0_when_the_broker_does_not_know_our_version() -
 # --- malformed input: ProtocolError and nothing else ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", ALL_MESSAGES, ids=_id)
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
+@each_message(ALL_MESSAGES, 3)
 def test_every_truncation_raises_protocol_error(case: tuple[int, int, bool], data: st.DataObject) -> None:
     key, version, response = case
     described = APIS[key]
@@ -161,9 +150,7 @@ def test_every_truncation_raises_protocol_error(case: tuple[int, int, bool], dat
         decode_message(described, version, body + b"\x00", response)
 
 
-@pytest.mark.parametrize("case", ALL_MESSAGES, ids=_id)
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
+@each_message(ALL_MESSAGES, 2)
 def test_fuzzed_bytes_decode_or_raise_protocol_error(case: tuple[int, int, bool], data: st.DataObject) -> None:
     key, version, response = case
     described = APIS[key]

@@ -8,9 +8,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from protocol_strategies import message_values
+from protocol_strategies import each_message, message_values
 
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.protocol import (
@@ -30,10 +29,6 @@ HAND_WRITTEN = [(key, v, response) for key in kp.REQUEST_TYPES for v in range(kp
                                                                                kp.SUPPORTED_VERSIONS[key][1] + 1)
                 for response in (False, True)]
 
-
-def _id(case: tuple[int, int, bool]) -> str:
-    key, version, response = case
-    return f"{APIS[key].name}-v{version}-{'response' if response else 'request'}"
 
 
 def test_version_tables_equal_the_hand_written_ones() -> None:
@@ -55,7 +50,7 @@ def _pin_to_hand_written(key: int, response: bool, value: dict[str, Any]) -> dic
         value.update(supported_features=[], finalized_features_epoch=-1, finalized_features=[],
                      zk_migration_ready=False)
     elif key == kp.FETCH and not response:
-        value["cluster_id"] = None  # tag 0 (KIP-714 era) not modelled
+        value["cluster_id"] = None  # tag 0 (KIP-595, for the Raft quorum) not modelled
     elif key == kp.FETCH and response:
         for topic in value["responses"]:
             for p in topic["partitions"]:  # tags 0-2 skipped on read
@@ -65,9 +60,7 @@ def _pin_to_hand_written(key: int, response: bool, value: dict[str, Any]) -> dic
     return value
 
 
-@pytest.mark.parametrize("case", HAND_WRITTEN, ids=_id)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
+@each_message(HAND_WRITTEN, 15)
 def test_generic_bytes_equal_hand_written(case: tuple[int, int, bool], data: st.DataObject) -> None:
     """Generic bytes -> hand-written decode -> hand-written encode gives the same bytes (the Produce request through
     its fast path too), and the generic decoder reads the hand-written bytes back to the same values."""
@@ -192,20 +185,18 @@ def _kbuild(data_class: Any, version: int, values: dict[str, Any]) -> Any:
     return data_class(version=version, **kwargs)
 
 
-@pytest.mark.parametrize(("name", "version", "response"), [
-    (name, v, response) for name in KAFKA_PYTHON for v in _BY_NAME[name].versions for response in (False, True)])
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_generic_bytes_equal_kafka_python(name: str, version: int, response: bool, data: st.DataObject) -> None:
+@each_message([(_BY_NAME[name].key, v, response) for name in KAFKA_PYTHON for v in _BY_NAME[name].versions
+               for response in (False, True)], 5)
+def test_generic_bytes_equal_kafka_python(case: tuple[int, int, bool], data: st.DataObject) -> None:
     pytest.importorskip("kafka.protocol.admin.cluster")
-    described = _BY_NAME[name]
+    key, version, response = case
+    described = APIS[key]
     value = data.draw(message_values(described, version, response))
-    cls = _kafka_python_class(name + ("Response" if response else "Request"))
+    cls = _kafka_python_class(described.name + ("Response" if response else "Request"))
     message = _kbuild(cls, version, value)
     if response:
         message.with_header(correlation_id=5)
-        assert bytes(message.encode(header=True, framed=True)) == encode_response(described.key, version, 5, value)
+        assert bytes(message.encode(header=True, framed=True)) == encode_response(key, version, 5, value)
     else:
         message.with_header(correlation_id=5, client_id="kp")
-        assert bytes(message.encode(header=True, framed=True)) == encode_request(described.key, version, 5, "kp",
-                                                                                  value)
+        assert bytes(message.encode(header=True, framed=True)) == encode_request(key, version, 5, "kp", value)
