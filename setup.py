@@ -17,6 +17,7 @@ PACKAGES = {
     "cykafka.core": "core",
     "cykafka.ports": "ports",
     "cykafka.adapters": "adapters",
+    "cykafka.protocol": "cykafka/protocol",
 }
 
 extension = Extension(

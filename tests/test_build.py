@@ -54,7 +54,7 @@ class Block:
         if name.split('.')[0] in ('typing_extensions', 'confluent_kafka', 'kafka', 'aiokafka', 'pytest', 'hypothesis'):
             raise ImportError('dev-only package imported at runtime: ' + name)
 sys.meta_path.insert(0, Block())
-import cykafka, cykafka.cli, cykafka.broker
+import cykafka, cykafka.cli, cykafka.broker, cykafka.protocol
 import cykafka.adapters.compression, cykafka.adapters.kafka_protocol, cykafka.adapters.socket_transport
 import cykafka.adapters.broker_metadata, cykafka.adapters.fake_cluster, cykafka.adapters.clock
 print(cykafka.Producer)
