@@ -553,28 +553,35 @@ cdef class RecordAccumulator:
             raise ProducerClosedError("the producer is closed: send() after close()")
         cdef _TopicPartitioning tp = None
         cdef StickyPartitionInfo info = None
-        if partition < 0:
-            tp = self._partitioning(topic, snapshot)
-            info = tp.partitioner.peek_current_partition_info(tp.available, tp.num_partitions)
-            partition = info.partition
-        dq = self._deque(topic, partition)
         cdef ProducerBatch last
         cdef RecordBatchBuilder builder
         cdef int64_t size_before = 0
-        if dq:
-            last = dq[len(dq) - 1]
-            if last._records is None:
-                builder = last.builder
-                if tp is not None:
-                    size_before = builder._estimated()
-                if builder._append(timestamp_ms, parts, True):
+        if partition < 0:
+            tp = self._partitioning(topic, snapshot)
+        while True:
+            if tp is not None:
+                info = tp.partitioner.peek_current_partition_info(tp.available, tp.num_partitions)
+                partition = info.partition
+            dq = self._deque(topic, partition)
+            if dq:
+                last = dq[len(dq) - 1]
+                if last._records is None:
+                    builder = last.builder
                     if tp is not None:
-                        tp.partitioner.update_partition_info(info, builder._estimated() - size_before,
-                                                             builder._full(), tp.available, tp.num_partitions)
-                    self._last_full = len(dq) > 1 or builder._full()
-                    self._last_new = False
-                    self._last_partition = partition
-                    return last
+                        size_before = builder._estimated()
+                    if builder._append(timestamp_ms, parts, True):
+                        if tp is not None:
+                            tp.partitioner.update_partition_info(info, builder._estimated() - size_before,
+                                                                 builder._full(), tp.available, tp.num_partitions)
+                        self._last_full = len(dq) > 1 or builder._full()
+                        self._last_new = False
+                        self._last_partition = partition
+                        return last
+            # no batch of the partition takes the record: all are full (Java's partitionChanged), so a switch the
+            # partitioner held back for an open batch happens now and the record goes to the next partition
+            if tp is None or not tp.partitioner.update_partition_info(info, 0, True, tp.available,
+                                                                      tp.num_partitions):
+                break
         if now_ms < 0:  # the caller reads the clock only when a batch is made: ask again with it
             self._needs_now = True
             return None
@@ -625,7 +632,7 @@ cdef class RecordAccumulator:
             self._txn is not None and self._txn.is_completing)
         cdef ProducerBatch batch
         cdef int64_t waited_ms, time_to_wait_ms
-        cdef bint backing_off, full
+        cdef bint backing_off, full, adaptive
         cdef int leader
         cdef int32_t leader_epoch
         cdef _TopicPartitioning tpart
@@ -635,8 +642,11 @@ cdef class RecordAccumulator:
         for topic, parts in self._batches.items():
             infos = all_partitions.get(topic)
             tpart = self._partitioners.get(topic) if self._adaptive else None
-            queue_sizes = [] if tpart is not None else None
-            partition_ids = [] if tpart is not None else None
+            # Java: adaptive only once every partition has a deque; the load stats list only those, so a partition
+            # without one could never be drawn (keyless records would all go to the first partitions used)
+            adaptive = tpart is not None and infos is not None and len(<dict>parts) >= len(infos)
+            queue_sizes = [] if adaptive else None
+            partition_ids = [] if adaptive else None
             for partition, dq in (<dict>parts).items():
                 if dq and self._txn is not None:
                     self._txn._note_queued_partition(topic, partition)

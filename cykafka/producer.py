@@ -158,6 +158,8 @@ class Producer(SendPath):
             linger_ms=cfg.linger_ms, retry_backoff_ms=cfg.retry_backoff_ms,
             retry_backoff_max_ms=cfg.retry_backoff_max_ms, delivery_timeout_ms=cfg.delivery_timeout_ms,
             completion_factory=threading.Event,
+            adaptive_partitioning=cfg.partitioner_adaptive_partitioning_enable,
+            partition_availability_timeout_ms=cfg.partitioner_availability_timeout_ms,
         )
         if transport is None:
             from cykafka.adapters.socket_transport import SocketTransport
@@ -221,12 +223,15 @@ class Producer(SendPath):
         """send() with interceptors, serializers, metadata waits and every argument check and error message."""
         if self._closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
-        return self._append_blocking(*self._prepare(topic, value, key, partition, timestamp_ms, headers, on_delivery))
+        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms  # the metadata and memory waits share it
+        return self._append_blocking(*self._prepare(topic, value, key, partition, timestamp_ms, headers, on_delivery,
+                                                    deadline_ms), deadline_ms)
 
     def _prepare(self, topic: Any, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any,
-                 on_delivery: Any) -> _Prepared:
+                 on_delivery: Any, deadline_ms: int | None = None) -> _Prepared:
         """send()'s work before the append, nothing queued: interceptors, argument checks, serializers, the metadata
-        wait and the partition choice. Returns _append_blocking's arguments."""
+        wait (until deadline_ms, default max.block.ms from now) and the partition choice. Returns _append_blocking's
+        arguments."""
         if self._interceptors:
             record = self._intercept(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
             topic, value, key, partition, timestamp_ms, headers = (
@@ -251,7 +256,9 @@ class Producer(SendPath):
         if size_bytes > self.config.buffer_memory:
             raise RecordTooLargeError(f"the record is {size_bytes} bytes when serialized, larger than "
                                       f"buffer.memory ({self.config.buffer_memory})")
-        num_partitions = self._wait_on_metadata(topic, partition, self._clock.monotonic_ms() + self.config.max_block_ms)
+        if deadline_ms is None:
+            deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
+        num_partitions = self._wait_on_metadata(topic, partition, deadline_ms)
         if partition is None:
             partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
         return topic, partition, timestamp_ms, key_bytes, value_bytes, header_tuple, on_delivery
@@ -372,9 +379,11 @@ class Producer(SendPath):
         return -1  # the accumulator's built-in sticky partitioner chooses
 
     def _append_blocking(self, topic: str, partition: int, timestamp_ms: int, key_bytes: Any, value_bytes: Any,
-                         header_list: Any, on_delivery: Any) -> RecordFuture:
-        """Appends; when the pool has no buffer, waits (FIFO) up to max.block.ms for one."""
-        deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
+                         header_list: Any, on_delivery: Any, deadline_ms: int | None = None) -> RecordFuture:
+        """Appends; when the pool has no buffer, waits (FIFO) for one until deadline_ms (default: max.block.ms from
+        now; send() passes the deadline its metadata wait already used part of)."""
+        if deadline_ms is None:
+            deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
         snapshot = self._metadata.snapshot()
         args = (topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
         with self._lock:

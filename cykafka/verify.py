@@ -1,6 +1,7 @@
 """Independent read-back for the demo and the tests: confluent-kafka's Consumer (librdkafka, check.crcs=true) reads
-every partition from the beginning to its high watermark; `count_back` counts without keeping the records. Needs
-the `broker` extra (confluent-kafka)."""
+every partition from the beginning to the high watermark its Fetch answers report; `count_back` counts without
+keeping the records. Never ListOffsets "latest": Tansu's answer can be below what is readable and acknowledged.
+Needs the `broker` extra (confluent-kafka)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def count_back(bootstrap_servers: str, topic: str, *, unique_header: str | None 
 
 def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_level: str,
               config: Mapping[str, Any] | None, check_crcs: bool) -> Iterator[Any]:
-    """Every message of every partition of `topic` from offset 0 to the high watermark read at the start."""
+    """Every message of every partition of `topic` from offset 0 until the consumer's position reaches the high
+    watermark (the last stable offset with read_committed) of a Fetch answer, which librdkafka caches per partition."""
     try:
         from confluent_kafka import Consumer, TopicPartition
     except ImportError as e:  # pragma: no cover - dev extra missing
@@ -69,13 +71,14 @@ def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_le
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s)
         partitions = sorted(metadata.topics[topic].partitions)
-        high = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in partitions}
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions if high[p] > 0])
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         position = dict.fromkeys(partitions, 0)
+        high = dict.fromkeys(partitions, -1)  # from the last Fetch answer; -1 until one came
         deadline = time.monotonic() + timeout_s
-        while any(position[p] < high[p] for p in partitions):
+        while any(high[p] < 0 or position[p] < high[p] for p in partitions):
             if time.monotonic() > deadline:
-                missing = {p: high[p] - position[p] for p in partitions if position[p] < high[p]}
+                missing = {p: "no Fetch answer" if high[p] < 0 else high[p] - position[p] for p in partitions
+                           if high[p] < 0 or position[p] < high[p]}
                 raise TimeoutError(f"read_back of {topic!r} timed out; records not yet read per partition: {missing}")
             for msg in consumer.consume(10000, timeout=0.5):
                 if msg.error() is not None:
@@ -83,8 +86,10 @@ def _messages(bootstrap_servers: str, topic: str, timeout_s: float, isolation_le
                 yield msg
                 position[msg.partition()] = msg.offset() + 1
             # the consumer's position also moves past control records (transaction markers) and aborted ones
-            for tp in consumer.position([TopicPartition(topic, p) for p in partitions if high[p] > 0]):
+            for tp in consumer.position([TopicPartition(topic, p) for p in partitions]):
                 if tp.offset >= 0:
                     position[tp.partition] = max(position[tp.partition], tp.offset)
+            for p in partitions:
+                high[p] = max(high[p], consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1])
     finally:
         consumer.close()

@@ -159,8 +159,15 @@ def test_leaders_moving_between_brokers_lose_duplicate_and_reorder_nothing(
             producer.begin_transaction()
         futures = []
         for move in range(1, MOVES + 1):
-            futures += [producer.send(topic, b"%08d" % i, key=b"k%d" % (i % 97))
-                        for i in range((move - 1) * per_move, move * per_move)]
+            block = [producer.send(topic, b"%08d" % i, key=b"k%d" % (i % 97))
+                     for i in range((move - 1) * per_move, move * per_move)]
+            futures += block
+            if move > 1:
+                # the block's first record went out after the last move, to the leader the producer knew before it
+                # (NOT_LEADER_OR_FOLLOWER, a retry) unless an error since made it refresh (a retry too). Without
+                # this wait all requests may go out before the first move, or while leaders are where they started
+                # (moves 3 and 6): no retry at all
+                block[0].result(30)
             for partition in range(4):
                 mock_cluster.set_leader(topic, partition, 1 + (partition + move) % 3)
         if transactional:

@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
 
-from cykafka import KafkaTimeoutError, ProducerClosedError
+from cykafka import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
-from cykafka.ports import Ports
+from cykafka.ports import ClusterSnapshot, MetadataSource, Ports
 from cykafka.producer import Producer
 
 TOPIC = "t"
 
 
-def make(clock: Any = None, **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
+def make(clock: Any = None, cluster_class: type[FakeCluster] = FakeCluster,
+         **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
     clock = clock or ManualClock()
-    cluster = FakeCluster(clock, num_brokers=3)
+    cluster = cluster_class(clock, num_brokers=3)
     cluster.create_topic(TOPIC, 4)
     settings = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 100,
                 "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000, "request.timeout.ms": 30000}
@@ -202,3 +206,172 @@ def test_close_with_a_dead_cluster_returns_by_its_deadline() -> None:
     assert elapsed < 0.5 * 1.1 + 0.1, elapsed
     with pytest.raises(ProducerClosedError):
         future.result(1)
+
+
+# -- what mutation testing found the suite let through (issue 13) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("acks", "on_the_wire"), [(0, 0), ("1", 1), ("all", -1), (-1, -1)])
+def test_produce_requests_carry_the_configured_acks(acks: Any, on_the_wire: int) -> None:
+    producer, cluster, clock = make(acks=acks)
+    future = producer.send(TOPIC, b"v", partition=0)
+    clock.advance(5)
+    run(producer)
+    ((_, request),) = produce_requests(cluster)
+    assert request.acks == on_the_wire
+    assert future.result(0).offset == (-1 if on_the_wire == 0 else 0)  # acks=0: no answer, so no offset
+
+
+class LogAppendTimeCluster(FakeCluster):
+    """Topics with message.timestamp.type=LogAppendTime: the broker answers with the time it appended the batch."""
+
+    def _append(self, node_id: int, topic: str, index: int, records: Any,
+                transactional_id: str | None = None) -> kp.ProducePartitionResponse:
+        answer = super()._append(node_id, topic, index, records, transactional_id)
+        if answer.error_code != 0:
+            return answer
+        return dataclasses.replace(answer, log_append_time_ms=self.clock.wall_ms())
+
+
+def test_log_append_time_from_the_broker_becomes_the_records_timestamp() -> None:
+    producer, _, clock = make(cluster_class=LogAppendTimeCluster)
+    seen: list[Any] = []
+    future = producer.send(TOPIC, b"v", partition=0, timestamp_ms=1000, on_delivery=lambda err, md: seen.append(md))
+    clock.advance(5)
+    run(producer)
+    appended_at_ms = clock.wall_ms()
+    assert future.result(0).timestamp_ms == appended_at_ms != 1000
+    assert seen[0].timestamp_ms == appended_at_ms
+
+
+@pytest.mark.parametrize("idempotence", [True, False])
+def test_retries_bounds_the_attempts_after_the_first(idempotence: bool) -> None:
+    producer, cluster, clock = make(retries=2, **{"enable.idempotence": idempotence})
+    cluster.inject_error(7, topic=TOPIC, partition=2, count=10)  # REQUEST_TIMED_OUT, every time
+    future = producer.send(TOPIC, b"v", partition=2)
+    for _ in range(10):
+        clock.advance(150)  # past linger.ms and any retry backoff (100 ms +20%)
+        run(producer)
+    assert future.done()
+    assert getattr(future.exception(0), "code", None) == 7
+    assert len(produce_requests(cluster)) == 3, "retries=2: the first attempt and two retries"
+    assert producer.metrics()["record-retry-total"] == 2
+
+
+def test_split_pieces_are_retried_as_often_as_the_batch_they_came_from() -> None:
+    """A MESSAGE_TOO_LARGE split is not an attempt: with retries=1 a piece that meets a retriable error is retried."""
+    producer, cluster, clock = make(retries=1)
+    cluster.inject_error(10, topic=TOPIC, partition=0)  # MESSAGE_TOO_LARGE: split
+    cluster.inject_error(7, topic=TOPIC, partition=0)  # REQUEST_TIMED_OUT for the piece
+    futures = [producer.send(TOPIC, b"v%d" % i, partition=0) for i in range(2)]
+    for _ in range(6):
+        clock.advance(150)
+        run(producer)
+    assert len(produce_requests(cluster)) == 3
+    assert [f.result(0).offset for f in futures] == [0, 1]
+    assert producer.metrics()["record-retry-total"] == 2
+
+
+def fill_the_buffer(producer: Producer, cluster: FakeCluster) -> None:
+    """Takes all of buffer.memory (2048, batch.size 1024) with batches no broker can take."""
+    cluster.unreachable.update(cluster.nodes)
+    for _ in range(2):
+        producer.send(TOPIC, b"x" * 900, partition=0)
+    assert producer.metrics()["buffer-available-bytes"] == 0
+
+
+def test_a_full_buffer_makes_send_raise_after_max_block_ms_not_later() -> None:
+    max_block_ms = 80
+    producer, cluster, clock = make(**{"buffer.memory": 2048, "batch.size": 1024, "max.block.ms": max_block_ms})
+    fill_the_buffer(producer, cluster)
+    clock.auto_tick_ms = 10  # every clock read moves time: the memory wait's loop advances it
+    started_ms = clock.monotonic_ms()
+    with pytest.raises(BufferExhaustedError, match=r"max\.block\.ms \(80 ms\)"):
+        producer.send(TOPIC, b"x" * 900, partition=0)
+    waited_ms = clock.monotonic_ms() - started_ms  # max.block.ms and a few clock reads outside the wait
+    assert max_block_ms <= waited_ms < 2 * max_block_ms, waited_ms
+
+
+class LateTopicMetadata:
+    """The producer's metadata without `topic` until the clock reaches at_ms."""
+
+    def __init__(self, inner: MetadataSource, clock: ManualClock, topic: str, at_ms: int) -> None:
+        self.inner, self.clock, self.topic, self.at_ms = inner, clock, topic, at_ms
+
+    def snapshot(self) -> ClusterSnapshot:
+        snapshot = self.inner.snapshot()
+        if self.clock.monotonic_ms() < self.at_ms:
+            return ClusterSnapshot(snapshot.nodes, {t: p for t, p in snapshot.partitions.items() if t != self.topic})
+        return snapshot
+
+    def add_topic(self, topic: str, now_ms: int) -> None:
+        self.inner.add_topic(topic, now_ms)
+
+    def request_update(self) -> None:
+        self.inner.request_update()
+
+    def maybe_update(self, now_ms: int) -> int:
+        return self.inner.maybe_update(now_ms)
+
+
+def test_the_metadata_and_memory_waits_of_one_send_share_max_block_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's doSend(): one max.block.ms for both waits. Metadata comes after 60 ms of 100, then no memory comes:
+    BufferExhaustedError at 100 ms, not 160."""
+    max_block_ms = 100
+    producer, cluster, clock = make(**{"buffer.memory": 2048, "batch.size": 1024, "max.block.ms": max_block_ms})
+    late = "late"
+    cluster.create_topic(late, 2)
+    producer._metadata.add_topic(late, clock.monotonic_ms())
+    clock.advance(100)  # retry.backoff.ms since the last metadata request
+    run(producer, 4)
+    assert producer._metadata.snapshot().partition_count(late) == 2
+    fill_the_buffer(producer, cluster)
+    started_ms = clock.monotonic_ms()
+    metadata = LateTopicMetadata(producer._metadata, clock, late, started_ms + 60)
+    monkeypatch.setattr(producer, "_metadata", metadata)
+    producer._sender_loop_started(metadata.snapshot())  # send()'s compiled path forgets the topic too
+    idle = threading.Thread(target=lambda: None)  # send() waits for metadata only while a sender thread runs;
+    idle.start()  # here the test plays its part (the metadata above), so any finished thread will do
+    idle.join()
+    monkeypatch.setattr(producer, "_thread", idle)
+    clock.auto_tick_ms = 10  # every clock read moves time: the memory wait's loop advances it
+    with pytest.raises(BufferExhaustedError, match=r"max\.block\.ms \(100 ms\)"):
+        producer.send(late, b"x" * 900, partition=0)
+    waited_ms = clock.monotonic_ms() - started_ms
+    assert max_block_ms <= waited_ms < max_block_ms + 60, waited_ms
+
+
+def test_keyless_records_spread_over_every_partition_while_the_sender_runs() -> None:
+    """The adaptive partitioner draws from the queue sizes of every partition only once every partition has a deque
+    (Java); drawing from the deques there are would keep keyless records on the partitions used first."""
+    producer, _, clock = make(**{"batch.size": 1024})
+    futures = []
+    for i in range(400):
+        futures.append(producer.send(TOPIC, b"x" * 100))
+        if i % 5 == 0:
+            clock.advance(5)
+            run(producer, 1)
+    for _ in range(5):
+        clock.advance(5)
+        run(producer)
+    counts = Counter(f.result(0).partition for f in futures)
+    assert set(counts) == {0, 1, 2, 3}, counts
+
+
+def test_an_unreachable_leaders_partitions_leave_the_keyless_choice_after_the_availability_timeout() -> None:
+    """partitioner.availability.timeout.ms: node 0 (partitions 0 and 3) has data ready but cannot be reached for
+    longer than 100 ms: keyless records then go to the other partitions and are delivered."""
+    producer, cluster, clock = make(**{"partitioner.availability.timeout.ms": 100, "batch.size": 64})
+    cluster.unreachable.add(0)
+    for partition in range(4):  # every partition gets a deque: adaptive choice starts (Java)
+        producer.send(TOPIC, b"v", partition=partition)
+    producer.send(TOPIC, b"x" * 200)  # the topic's built-in partitioner now exists and gets the load stats
+    for _ in range(5):
+        clock.advance(50)
+        run(producer)
+    futures = [producer.send(TOPIC, b"x" * 200) for _ in range(30)]  # each is 2 x batch.size: a switch after each
+    for _ in range(20):  # a drain takes one batch per partition
+        clock.advance(5)
+        run(producer)
+    assert all(f.done() for f in futures[1:]), "a keyless record went to node 0 (the first may: chosen before)"
+    assert {f.result(0).partition for f in futures[1:]} == {1, 2}
