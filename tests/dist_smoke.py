@@ -1,17 +1,17 @@
 """Run by tests/test_dist.py with the Python of a fresh venv holding only `cykafka[broker]` from dist/: the installed
 package starts the embedded broker, sends RECORDS keyed records with headers (send_batch and send), and reads them back
-with confluent-kafka (tests/fetch_reader.py, next to this file). Prints one line ending in VERIFIED, or fails."""
+with confluent-kafka (cykafka.verify.read_back: check.crcs=true, up to the Fetch high watermark). Prints one line
+ending in VERIFIED, or fails."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 
-from fetch_reader import read_all
-
 import cykafka
 from cykafka import Producer
 from cykafka.broker import EmbeddedBroker
+from cykafka.verify import read_back
 
 RECORDS = 20_000
 TOPIC = "dist-smoke"
@@ -33,7 +33,7 @@ def main() -> int:
             assert producer.flush(60) == 0
             assert batch.result(0) == half
             assert all(f.result(0).offset >= 0 for f in futures)
-        records = read_all(broker.bootstrap_servers, TOPIC)
+        records = read_back(broker.bootstrap_servers, TOPIC)
     got = sorted((r.key, r.value) for r in records)
     assert got == sorted(zip(keys, values, strict=True)), f"{len(records)} records read back"
     assert all(r.headers == [("n", b"1")] for r in records)

@@ -16,10 +16,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from fetch_reader import read_all
 
 from cykafka.broker import EmbeddedBroker
 from cykafka.cli import split_records
+from cykafka.verify import read_back
 
 CYKAFKA = str(Path(sys.executable).parent / "cykafka")  # the console script pip installed next to this Python
 
@@ -43,7 +43,7 @@ def test_seq_100000_lines_are_100000_records(broker: EmbeddedBroker) -> None:
     payload_bytes = sum(len(str(i)) for i in range(1, 100_001))
     assert f"100000 records, {payload_bytes} bytes" in summary and " 0 errors" in summary, summary
     assert "records/s" not in out.stderr.replace(summary, "")  # no progress bar when stderr is not a terminal
-    records = read_all(broker.bootstrap_servers, topic)
+    records = read_back(broker.bootstrap_servers, topic)
     assert len(records) == 100_000
     assert sorted(int(r.value or b"") for r in records) == list(range(1, 100_001))
     assert {r.key for r in records} == {None} and {len(r.headers) for r in records} == {0}
@@ -55,7 +55,7 @@ def test_key_delimiter_and_headers(broker: EmbeddedBroker) -> None:
     out = _produce(broker, topic, "-K", ":", "-H", "source=cli", "-H", "empty=", "-H", "eq=a=b",
                    stdin=b"k1:v1\nk2:v:2\n:v3\n")
     assert out.returncode == 0, out.stderr
-    records = read_all(broker.bootstrap_servers, topic)
+    records = read_back(broker.bootstrap_servers, topic)
     got = sorted((r.key, r.value) for r in records)
     assert got == [(b"", b"v3"), (b"k1", b"v1"), (b"k2", b"v:2")]  # split at the first delimiter only
     assert {tuple(r.headers) for r in records} == {(("source", b"cli"), ("empty", b""), ("eq", b"a=b"))}
@@ -66,7 +66,7 @@ def test_partition_option_sends_every_record_there(broker: EmbeddedBroker) -> No
     topic = _topic()
     out = _produce(broker, topic, "--partition", "2", "-K", "\\t", stdin=b"".join(b"k%d\tv\n" % i for i in range(50)))
     assert out.returncode == 0, out.stderr
-    records = read_all(broker.bootstrap_servers, topic)
+    records = read_back(broker.bootstrap_servers, topic)
     assert len(records) == 50 and {r.partition for r in records} == {2}
 
 
@@ -78,7 +78,7 @@ def test_file_and_delimiter(broker: EmbeddedBroker, tmp_path: Path) -> None:
                           "--file", str(path), "-D", ";"], capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
-    assert sorted(r.value for r in read_all(broker.bootstrap_servers, topic)) == [b"", b"a", b"b\nc", b"last"]
+    assert sorted(r.value for r in read_back(broker.bootstrap_servers, topic)) == [b"", b"a", b"b\nc", b"last"]
 
 
 def test_a_failed_record_exits_non_zero_and_is_named(broker: EmbeddedBroker) -> None:
@@ -88,7 +88,7 @@ def test_a_failed_record_exits_non_zero_and_is_named(broker: EmbeddedBroker) -> 
     assert "record 2: RecordTooLargeError" in out.stderr
     assert "3 records" in out.stderr and " 1 errors" in out.stderr
     assert "Traceback" not in out.stderr
-    assert sorted(r.value for r in read_all(broker.bootstrap_servers, topic)) == [b"small", b"small too"]
+    assert sorted(r.value for r in read_back(broker.bootstrap_servers, topic)) == [b"small", b"small too"]
 
 
 def test_a_record_without_the_key_delimiter_fails_alone(broker: EmbeddedBroker) -> None:
@@ -96,7 +96,7 @@ def test_a_record_without_the_key_delimiter_fails_alone(broker: EmbeddedBroker) 
     out = _produce(broker, topic, "-K", "=", stdin=b"a=1\nno key\nc=3\n")
     assert out.returncode == 1
     assert "record 2: no key delimiter '='" in out.stderr
-    assert [(r.key, r.value) for r in sorted(read_all(broker.bootstrap_servers, topic), key=lambda r: r.key or b"")
+    assert [(r.key, r.value) for r in sorted(read_back(broker.bootstrap_servers, topic), key=lambda r: r.key or b"")
             ] == [(b"a", b"1"), (b"c", b"3")]
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fetch_reader import read_all
 
 import cykafka
 from cykafka.errors import DOCS_URL
+from cykafka.verify import read_back
 
 pytestmark = pytest.mark.slow
 
@@ -157,7 +157,7 @@ def test_broker_extra_runs_the_broker_and_produce(venvs: dict[str, Path]) -> Non
         produce = _run(venv, "cykafka", "produce", "dist-cli", "-b", bootstrap_servers,
                        stdin="".join(f"{i}\n" for i in range(1000)))
         assert produce.returncode == 0, produce.stderr
-        assert sorted(int(r.value or b"") for r in read_all(bootstrap_servers, "dist-cli")) == list(range(1000))
+        assert sorted(int(r.value or b"") for r in read_back(bootstrap_servers, "dist-cli")) == list(range(1000))
     finally:
         broker.terminate()
         broker.wait(timeout=30)

@@ -27,6 +27,7 @@ from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
 from cykafka.ports import Ports
 from cykafka.sender import SenderThread
+from cykafka.verify import read_back
 
 TOPIC = "t"
 
@@ -324,29 +325,6 @@ def run_script(source: str, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, cwd="/")
 
 
-def read_all(bootstrap_servers: str, topic: str, idle_s: float = 2.0, timeout_s: float = 60.0) -> list[bytes]:
-    """Every record of `topic`, read from offset 0 until nothing more comes for idle_s (not ListOffsets)."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"hardening-{topic}",
-                                         "enable.auto.commit": False, "check.crcs": True})
-    try:
-        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in partitions])
-        values: list[bytes] = []
-        deadline = time.monotonic() + timeout_s
-        idle_since = time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - idle_since < idle_s:
-            messages = consumer.consume(1000, timeout=0.2)
-            for message in messages:
-                assert message.error() is None, message.error()
-                values.append(message.value())
-            if messages:
-                idle_since = time.monotonic()
-        return values
-    finally:
-        consumer.close()
-
-
 def test_records_sent_without_flush_are_delivered_at_exit(broker: EmbeddedBroker) -> None:
     topic = f"hardening-exit-{time.monotonic_ns()}"
     done = run_script("""
@@ -358,7 +336,7 @@ def test_records_sent_without_flush_are_delivered_at_exit(broker: EmbeddedBroker
     """, broker.bootstrap_servers, topic)
     assert done.returncode == 0, done.stderr
     assert "not delivered" not in done.stderr
-    assert sorted(read_all(broker.bootstrap_servers, topic)) == sorted(b"%d" % i for i in range(1000))
+    assert sorted(r.value for r in read_back(broker.bootstrap_servers, topic)) == sorted(b"%d" % i for i in range(1000))
 
 
 def test_records_that_cannot_be_delivered_by_exit_are_counted_in_a_warning() -> None:

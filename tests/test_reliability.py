@@ -273,28 +273,6 @@ def s3_broker(tmp_path: Any) -> Iterator[EmbeddedBroker]:
         moto.wait(10)
 
 
-def _consume_all(bootstrap: str, topic: str, idle_s: float = 3.0, limit_s: float = 120.0) -> list[Any]:
-    """Every record by Fetch until nothing new arrives for idle_s (Tansu's ListOffsets is unreliable on s3)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rel-{time.monotonic_ns()}",
-                         "enable.auto.commit": False, "check.crcs": True})
-    try:
-        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        out: list[Any] = []
-        last_new = time.monotonic()
-        deadline = last_new + limit_s
-        while time.monotonic() - last_new < idle_s and time.monotonic() < deadline:
-            for msg in consumer.consume(10000, timeout=0.5):
-                assert msg.error() is None, msg.error()
-                out.append((msg.partition(), msg.offset(), msg.value()))
-                last_new = time.monotonic()
-        return out
-    finally:
-        consumer.close()
-
-
 def test_broker_killed_and_restarted_three_times_on_durable_storage(s3_broker: EmbeddedBroker) -> None:
     records, restarts = 300_000, 3
     topic = "rel-restarts"
@@ -319,8 +297,8 @@ def test_broker_killed_and_restarted_three_times_on_durable_storage(s3_broker: E
             acked.add(i)
         else:
             errors.append(error)
-    stored = _consume_all(s3_broker.bootstrap_servers, topic)
-    seqs = [int(v[:8]) for _, _, v in stored]
+    stored = read_back(s3_broker.bootstrap_servers, topic, timeout_s=120)
+    seqs = [int((r.value or b"")[:8]) for r in stored]
     counts: dict[int, int] = {}
     for s in seqs:
         counts[s] = counts.get(s, 0) + 1
