@@ -1145,7 +1145,7 @@ class Coordinator:
     node_id: int
     host: str
     port: int
-    error_code: int = 0
+    error_code: int = ErrorCode.NONE
     error_message: str | None = None
 
 
@@ -1613,7 +1613,7 @@ class CreatableTopicResult:
     num_partitions: int = -1  # v5+
     replication_factor: int = -1  # v5+
     configs: tuple[CreatableTopicConfig, ...] | None = None  # v5+
-    topic_config_error_code: int = 0  # v5+ tagged field 0
+    topic_config_error_code: int = ErrorCode.NONE  # v5+ tagged field 0
 
 
 def _read_topic_config(r: Reader) -> CreatableTopicConfig:
@@ -1667,7 +1667,7 @@ class CreateTopicsResponse(Response):
             num_partitions, replication_factor = r.int32(), r.int16()
             configs = r.nullable_array(_read_topic_config, 6)
             raw_code = r.tagged_fields().get(0)
-            config_error_code = 0
+            config_error_code: int = ErrorCode.NONE
             if raw_code is not None:
                 t = _tag_reader(raw_code)
                 config_error_code = t.int16()
@@ -1811,7 +1811,7 @@ class FetchResponse(Response):
     API_KEY: ClassVar[int] = FETCH
     topics: tuple[FetchTopicResponse, ...]
     throttle_time_ms: int = 0
-    error_code: int = 0  # v7+
+    error_code: int = ErrorCode.NONE  # v7+
     session_id: int = 0  # v7+
 
     def encode_body(self, w: Writer, version: int) -> None:
@@ -1846,7 +1846,7 @@ class FetchResponse(Response):
     @classmethod
     def decode_body(cls, r: Reader, version: int) -> Self:
         throttle_time_ms = r.int32()
-        error_code, session_id = (r.int16(), r.int32()) if version >= 7 else (0, 0)
+        error_code, session_id = (r.int16(), r.int32()) if version >= 7 else (ErrorCode.NONE, 0)
 
         def read_aborted(r: Reader) -> tuple[int, int]:
             item = (r.int64(), r.int64())

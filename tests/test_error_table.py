@@ -29,7 +29,7 @@ def _ints_in(node: ast.AST) -> bool:
         return True
     if isinstance(node, (ast.Tuple, ast.Set, ast.List)):
         return any(_ints_in(e) for e in node.elts)
-    if isinstance(node, ast.Call) and node.args:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set", "tuple"):
         return any(_ints_in(a) for a in node.args)
     return False
 
@@ -42,18 +42,24 @@ def _codeish(node: ast.AST) -> bool:
     return bool(_CODE_NAME.search(name))
 
 
-def _targets(node: ast.Assign | ast.AnnAssign) -> list[str]:
-    names: list[str] = []
+def _bound(node: ast.Assign | ast.AnnAssign) -> list[tuple[str, ast.AST]]:
+    """(name, value) pairs an assignment binds; `a, b = x, y` pairs element by element."""
+    assert node.value is not None
+    pairs: list[tuple[str, ast.AST]] = []
     for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-        elts = target.elts if isinstance(target, ast.Tuple) else [target]
-        names += [e.id for e in elts if isinstance(e, ast.Name)]
-    return names
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(target.elts) == len(
+                node.value.elts):
+            pairs += [(t.id, v) for t, v in zip(target.elts, node.value.elts, strict=True) if isinstance(t, ast.Name)]
+        else:
+            elts = target.elts if isinstance(target, ast.Tuple) else [target]
+            pairs += [(e.id, node.value) for e in elts if isinstance(e, ast.Name)]
+    return pairs
 
 
 def error_code_literals(source: str) -> list[str]:
     """Where a Python source holds a Kafka error-code number: a comparison of a *code name with int literals, a
     set of ints named *_CODES/*_ERRORS, a constant named as a Kafka error or *_CODE bound to an int (a
-    field's default `error_code: int = 0`, the wire's 'no error', is not one), `code=<int>`
+    field's default `error_code: int = 0` too: that is NONE), `code=<int>`
     or error_for(<int>)."""
     found: list[str] = []
     for node in ast.walk(ast.parse(source)):
@@ -61,14 +67,15 @@ def error_code_literals(source: str) -> list[str]:
             sides = [node.left, *node.comparators]
             if any(_codeish(s) for s in sides) and any(_ints_in(s) for s in sides):
                 found.append(f"line {node.lineno}: comparison of an error code with a number")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _ints_in(node.value):
-            collection = not _int_literal(node.value)
-            for name in _targets(node):
-                if (name.lstrip("_") in KAFKA_NAMES or (name.isupper() and _CODE_NAME.search(name))
-                        or (collection and name.endswith(("_CODES", "_ERRORS")))):
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for name, value in _bound(node):
+                if not _ints_in(value):
+                    continue
+                if (name.lstrip("_") in KAFKA_NAMES or _CODE_NAME.search(name)
+                        or (not _int_literal(value) and name.endswith(("_CODES", "_ERRORS")))):
                     found.append(f"line {node.lineno}: {name} holds error-code numbers")
         elif isinstance(node, ast.Call):
-            if any(k.arg in ("code", "error_code") and _int_literal(k.value) for k in node.keywords):
+            if any(k.arg and _CODE_NAME.search(k.arg) and _int_literal(k.value) for k in node.keywords):
                 found.append(f"line {node.lineno}: code=<number>")
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -98,13 +105,17 @@ def test_the_scanner_finds_what_it_looks_for() -> None:
 METADATA_ERRORS = frozenset({3, 5, 6})
 FENCED_CODES = (47, 90)
 NONE, MESSAGE_TOO_LARGE = 0, 10
+class Response:
+    error_code: int = 0
 UNSUPPORTED_VERSION_CODE = 35
 SHOWN_ERRORS = 5
 if response.error_code == 35 and code in (14, 51) or -1 == code:
     raise BrokerResponseError("x", code=90, name="PRODUCER_FENCED")
 kp.error_for(6)
+error, code, base_offset = None, None, -1
+raw_code = tags.get(0)
 """
-    assert len(error_code_literals(planted)) == 10
+    assert len(error_code_literals(planted)) == 11
     assert error_code_literals("if code == ErrorCode.NONE or kinds_of(code) & ErrorKind.FENCED: n = 0") == []
     planted_pyx = ("cdef enum:\n    _UNKNOWN_PRODUCER_ID = 59\ncdef int _PRODUCER_FENCED = 90\n"
                    "if error_code == 45:\nif codec != 0:\n")
