@@ -165,3 +165,15 @@ def test_error_for_builds_the_tables_exception(code: ErrorCode) -> None:
     assert type(error) is spec.exception
     assert (error.code, error.name, error.retriable) == (code, code.name, spec.retriable)
     assert str(error) == f"{code.name} ({int(code)}): {spec.message}"
+
+
+@pytest.mark.parametrize("code", list(ErrorCode))
+def test_the_core_turns_fatal_exactly_on_the_tables_producer_fatal_codes(code: ErrorCode) -> None:
+    from test_transaction_manager import append_batch, drain, initialize, setup
+
+    acc, tm = setup()
+    initialize(tm)
+    append_batch(acc, 0)
+    (batch,) = drain(acc)
+    tm.handle_failed_batch(batch, error_for(code, "injected"), True)
+    assert tm.has_fatal_error is bool(kinds_of(code) & ErrorKind.PRODUCER_FATAL)
