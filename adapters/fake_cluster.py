@@ -26,13 +26,11 @@ from cykafka.adapters.compression import decompress
 from cykafka.core import decode_batches
 from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError
 from cykafka.ports import ClientResponse, Clock, Node
+from cykafka.protocol.error_codes import ErrorCode
 
-NONE, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 6, 10, 2, 3
-NOT_COORDINATOR, OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 16, 45, 46, 47
-INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING, UNKNOWN_PRODUCER_ID, PRODUCER_FENCED = 48, 49, 59, 90
 CACHED_BATCHES = 5  # Kafka remembers the last 5 batches per producer and partition for duplicate detection
 INT32_MAX = 2**31 - 1
-UNKNOWN_SERVER_ERROR = -1
+_E = ErrorCode
 
 
 @dataclass(slots=True)
@@ -290,34 +288,34 @@ class FakeCluster:
 
     def _check_txn(self, node_id: int, transactional_id: str, producer_id: int, epoch: int) -> int:
         if self.coordinator_for(transactional_id) != node_id:
-            return NOT_COORDINATOR
+            return _E.NOT_COORDINATOR
         txn = self.transactions.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
-            return INVALID_PRODUCER_ID_MAPPING
+            return _E.INVALID_PRODUCER_ID_MAPPING
         if epoch != txn.epoch:
-            return PRODUCER_FENCED
-        return NONE
+            return _E.PRODUCER_FENCED
+        return _E.NONE
 
     def _init_producer_id(self, node_id: int, request: kp.InitProducerIdRequest) -> kp.InitProducerIdResponse:
         tid = request.transactional_id
         if tid is None:  # idempotent producer: always a fresh id (what Kafka does for a null transactional.id)
             self.next_producer_id += 1
-            return kp.InitProducerIdResponse(NONE, self.next_producer_id, 0)
+            return kp.InitProducerIdResponse(_E.NONE, self.next_producer_id, 0)
         if self.coordinator_for(tid) != node_id:
-            return kp.InitProducerIdResponse(NOT_COORDINATOR)
+            return kp.InitProducerIdResponse(_E.NOT_COORDINATOR)
         txn = self.transactions.get(tid)
         if txn is None:
             self.next_producer_id += 1
             txn = self.transactions[tid] = _Transaction(self.next_producer_id, -1)
         elif request.producer_id >= 0 and not self.epoch_bump:
-            return kp.InitProducerIdResponse(UNKNOWN_SERVER_ERROR)
+            return kp.InitProducerIdResponse(_E.UNKNOWN_SERVER_ERROR)
         elif request.producer_id >= 0 and (request.producer_id, request.producer_epoch) != (txn.producer_id,
                                                                                            txn.epoch):
-            return kp.InitProducerIdResponse(PRODUCER_FENCED)
+            return kp.InitProducerIdResponse(_E.PRODUCER_FENCED)
         if txn.partitions or txn.groups:  # an open transaction of the previous epoch is aborted
             self._write_markers(txn, commit=False)
         txn.epoch += 1
-        return kp.InitProducerIdResponse(NONE, txn.producer_id, txn.epoch)
+        return kp.InitProducerIdResponse(_E.NONE, txn.producer_id, txn.epoch)
 
     def _add_partitions(self, node_id: int, request: kp.AddPartitionsToTxnRequest) -> Any:
         code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
@@ -326,8 +324,8 @@ class FakeCluster:
             answers = []
             for partition in partitions:
                 known = topic in self.topics and 0 <= partition < len(self.topics[topic])
-                answer = code if code != NONE else (NONE if known else UNKNOWN_TOPIC_OR_PARTITION)
-                if answer == NONE:
+                answer = code if code != _E.NONE else (_E.NONE if known else _E.UNKNOWN_TOPIC_OR_PARTITION)
+                if answer == _E.NONE:
                     self.transactions[request.transactional_id].partitions.add((topic, partition))
                 answers.append(kp.PartitionErrorCode(partition, answer))
             results.append(kp.TopicErrorCodes(topic, tuple(answers)))
@@ -335,20 +333,20 @@ class FakeCluster:
 
     def _add_offsets(self, node_id: int, request: kp.AddOffsetsToTxnRequest) -> kp.AddOffsetsToTxnResponse:
         code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
-        if code == NONE:
+        if code == _E.NONE:
             self.transactions[request.transactional_id].groups.add(request.group_id)
         return kp.AddOffsetsToTxnResponse(code)
 
     def _txn_offset_commit(self, node_id: int, request: kp.TxnOffsetCommitRequest) -> Any:
-        code = NONE
+        code = _E.NONE
         if self.coordinator_for(request.group_id) != node_id:
-            code = NOT_COORDINATOR
+            code = _E.NOT_COORDINATOR
         else:
             txn = self.transactions.get(request.transactional_id)
             if txn is None or txn.producer_id != request.producer_id or txn.epoch != request.producer_epoch:
-                code = PRODUCER_FENCED
+                code = _E.PRODUCER_FENCED
             elif request.group_id not in txn.groups:
-                code = INVALID_TXN_STATE
+                code = _E.INVALID_TXN_STATE
             else:
                 pending = txn.offsets.setdefault(request.group_id, {})
                 for topic, parts in request.topics:
@@ -360,13 +358,13 @@ class FakeCluster:
 
     def _end_txn(self, node_id: int, request: kp.EndTxnRequest) -> kp.EndTxnResponse:
         code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
-        if code != NONE:
+        if code != _E.NONE:
             return kp.EndTxnResponse(code)
         txn = self.transactions[request.transactional_id]
         if not txn.partitions and not txn.groups:
-            return kp.EndTxnResponse(INVALID_TXN_STATE)
+            return kp.EndTxnResponse(_E.INVALID_TXN_STATE)
         self._write_markers(txn, commit=request.committed)
-        return kp.EndTxnResponse(NONE)
+        return kp.EndTxnResponse(_E.NONE)
 
     def _write_markers(self, txn: _Transaction, commit: bool) -> None:
         for topic, partition in sorted(txn.partitions):
@@ -398,13 +396,13 @@ class FakeCluster:
         for name in names:
             if name not in self.topics:
                 if not (self.auto_create and request.allow_auto_topic_creation):
-                    topics.append(kp.MetadataTopic(UNKNOWN_TOPIC_OR_PARTITION, name))
+                    topics.append(kp.MetadataTopic(_E.UNKNOWN_TOPIC_OR_PARTITION, name))
                     continue
                 self.create_topic(name)
             parts = tuple(
-                kp.MetadataPartition(NONE, i, p.leader, p.leader_epoch, tuple(self.nodes), tuple(self.nodes))
+                kp.MetadataPartition(_E.NONE, i, p.leader, p.leader_epoch, tuple(self.nodes), tuple(self.nodes))
                 for i, p in enumerate(self.topics[name]))
-            topics.append(kp.MetadataTopic(NONE, name, partitions=parts))
+            topics.append(kp.MetadataTopic(_E.NONE, name, partitions=parts))
         brokers = tuple(kp.BrokerEndpoint(n.node_id, n.host, n.port) for n in self.nodes.values())
         return kp.MetadataResponse(brokers=brokers, cluster_id="fake", controller_id=0, topics=tuple(topics))
 
@@ -421,7 +419,7 @@ class FakeCluster:
             answers = []
             for index, records in partitions:
                 answer = self._append(node_id, name, index, records, request.transactional_id)
-                if answer.error_code != NONE:
+                if answer.error_code != _E.NONE:
                     self.produce_errors[answer.error_code] = self.produce_errors.get(answer.error_code, 0) + 1
                 answers.append(answer)
             topics.append(kp.ProduceTopicResponse(name, tuple(answers)))
@@ -431,56 +429,56 @@ class FakeCluster:
                         transactional_id: str | None) -> tuple[int, int]:
         """Kafka's producer state checks for one batch: (error code, base offset of a duplicate or -1)."""
         if batch.producer_id < 0:
-            return NONE, -1
+            return _E.NONE, -1
         if batch.is_transactional:
             txn = self.transactions.get(transactional_id) if transactional_id is not None else None
             if txn is None or txn.producer_id != batch.producer_id:
-                return INVALID_PRODUCER_ID_MAPPING, -1
+                return _E.INVALID_PRODUCER_ID_MAPPING, -1
             if batch.producer_epoch < txn.epoch:
-                return INVALID_PRODUCER_EPOCH, -1
+                return _E.INVALID_PRODUCER_EPOCH, -1
             if (topic, index) not in txn.partitions:
-                return INVALID_TXN_STATE, -1  # not added with AddPartitionsToTxn first
+                return _E.INVALID_TXN_STATE, -1  # not added with AddPartitionsToTxn first
         state = part.producers.get(batch.producer_id)
         first, count = batch.base_sequence, len(batch.records)
         last = (first + count - 1) % (INT32_MAX + 1)
         if state is None:
-            return (NONE, -1) if first == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)  # a gap: earlier ones lost
+            return (_E.NONE, -1) if first == 0 else (_E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)  # a gap: earlier ones lost
         if state.epoch == -2:  # forgotten
-            return (NONE, -1) if first == 0 else (UNKNOWN_PRODUCER_ID, -1)
+            return (_E.NONE, -1) if first == 0 else (_E.UNKNOWN_PRODUCER_ID, -1)
         if batch.producer_epoch < state.epoch:
-            return INVALID_PRODUCER_EPOCH, -1
+            return _E.INVALID_PRODUCER_EPOCH, -1
         if batch.producer_epoch > state.epoch:
-            return (NONE, -1) if first == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+            return (_E.NONE, -1) if first == 0 else (_E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
         for cached_first, cached_last, cached_offset in state.batches:
             if (cached_first, cached_last) == (first, last):
-                return DUPLICATE_SEQUENCE_NUMBER, cached_offset
+                return _E.DUPLICATE_SEQUENCE_NUMBER, cached_offset
         if first != (state.last_sequence + 1) % (INT32_MAX + 1):
-            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
-        return NONE, -1
+            return _E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+        return _E.NONE, -1
 
     def _append(self, node_id: int, topic: str, index: int, records: Any,
                 transactional_id: str | None = None) -> kp.ProducePartitionResponse:
         parts = self.topics.get(topic)
         if parts is None or not 0 <= index < len(parts):
-            return kp.ProducePartitionResponse(index, UNKNOWN_TOPIC_OR_PARTITION, -1)
+            return kp.ProducePartitionResponse(index, _E.UNKNOWN_TOPIC_OR_PARTITION, -1)
         part = parts[index]
         if part.leader != node_id:
-            return kp.ProducePartitionResponse(index, NOT_LEADER_OR_FOLLOWER, -1)
+            return kp.ProducePartitionResponse(index, _E.NOT_LEADER_OR_FOLLOWER, -1)
         injected = self._take_injected(topic, index)
         if injected is not None and not injected.after_append:
             return kp.ProducePartitionResponse(index, injected.error_code, -1)
         data = bytes(records)
         if len(data) > self.max_message_bytes:
-            return kp.ProducePartitionResponse(index, MESSAGE_TOO_LARGE, -1)
+            return kp.ProducePartitionResponse(index, _E.MESSAGE_TOO_LARGE, -1)
         try:
             batches = decode_batches(data, decompress)
         except CorruptRecordError as e:
-            return kp.ProducePartitionResponse(index, CORRUPT_MESSAGE, -1, error_message=str(e))
+            return kp.ProducePartitionResponse(index, _E.CORRUPT_MESSAGE, -1, error_message=str(e))
         for batch in batches:  # all or nothing, like a broker's validation before it appends
             code, duplicate_offset = self._check_producer(part, topic, index, batch, transactional_id)
-            if code == DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1 and self.duplicate_answer == "kafka":
-                return kp.ProducePartitionResponse(index, NONE, duplicate_offset)
-            if code != NONE:
+            if code == _E.DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1 and self.duplicate_answer == "kafka":
+                return kp.ProducePartitionResponse(index, _E.NONE, duplicate_offset)
+            if code != _E.NONE:
                 return kp.ProducePartitionResponse(index, code, -1, log_start_offset=0)
         base_offset = part.next_offset
         for batch in batches:
@@ -503,4 +501,4 @@ class FakeCluster:
                 state.batches.append((batch.base_sequence, last, batch_offset))
         if injected is not None:  # appended, but the producer hears an error
             return kp.ProducePartitionResponse(index, injected.error_code, -1)
-        return kp.ProducePartitionResponse(index, NONE, base_offset, log_start_offset=0)
+        return kp.ProducePartitionResponse(index, _E.NONE, base_offset, log_start_offset=0)

@@ -24,17 +24,17 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 from uuid import UUID
 
 from cykafka.errors import (
-    BrokerResponseError,
-    KafkaError,
     ProtocolError,
     RequestEncodeError,
     UnsupportedVersionError,
 )
 from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
+from cykafka.protocol.error_codes import ERROR_CODES, ERRORS, ErrorCode, error_for, error_info
+from cykafka.protocol.error_codes import ErrorSpec as ErrorInfo
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -114,7 +114,7 @@ FLEXIBLE_FROM: dict[int, int | None] = {
 
 ZERO_UUID = UUID(int=0)
 INT32_MIN = -(2**31)
-UNSUPPORTED_VERSION_CODE = 35
+UNSUPPORTED_VERSION_CODE = ErrorCode.UNSUPPORTED_VERSION
 
 
 def api_name(api_key: int) -> str:
@@ -853,7 +853,7 @@ def to_cluster_snapshot(response: MetadataResponse) -> ClusterSnapshot:
         for index in range(count):
             p = by_id.get(index)
             if p is None:
-                infos.append(PartitionInfo(topic.name, index, -1, error_code=ERROR_CODES["LEADER_NOT_AVAILABLE"]))
+                infos.append(PartitionInfo(topic.name, index, -1, error_code=ErrorCode.LEADER_NOT_AVAILABLE))
                 continue
             leader = p.leader_id if p.leader_id in nodes else -1
             infos.append(
@@ -1145,7 +1145,7 @@ class Coordinator:
     node_id: int
     host: str
     port: int
-    error_code: int = 0
+    error_code: int = ErrorCode.NONE
     error_message: str | None = None
 
 
@@ -1613,7 +1613,7 @@ class CreatableTopicResult:
     num_partitions: int = -1  # v5+
     replication_factor: int = -1  # v5+
     configs: tuple[CreatableTopicConfig, ...] | None = None  # v5+
-    topic_config_error_code: int = 0  # v5+ tagged field 0
+    topic_config_error_code: int = ErrorCode.NONE  # v5+ tagged field 0
 
 
 def _read_topic_config(r: Reader) -> CreatableTopicConfig:
@@ -1667,7 +1667,7 @@ class CreateTopicsResponse(Response):
             num_partitions, replication_factor = r.int32(), r.int16()
             configs = r.nullable_array(_read_topic_config, 6)
             raw_code = r.tagged_fields().get(0)
-            config_error_code = 0
+            config_error_code: int = ErrorCode.NONE
             if raw_code is not None:
                 t = _tag_reader(raw_code)
                 config_error_code = t.int16()
@@ -1811,7 +1811,7 @@ class FetchResponse(Response):
     API_KEY: ClassVar[int] = FETCH
     topics: tuple[FetchTopicResponse, ...]
     throttle_time_ms: int = 0
-    error_code: int = 0  # v7+
+    error_code: int = ErrorCode.NONE  # v7+
     session_id: int = 0  # v7+
 
     def encode_body(self, w: Writer, version: int) -> None:
@@ -1846,7 +1846,7 @@ class FetchResponse(Response):
     @classmethod
     def decode_body(cls, r: Reader, version: int) -> Self:
         throttle_time_ms = r.int32()
-        error_code, session_id = (r.int16(), r.int32()) if version >= 7 else (0, 0)
+        error_code, session_id = (r.int16(), r.int32()) if version >= 7 else (ErrorCode.NONE, 0)
 
         def read_aborted(r: Reader) -> tuple[int, int]:
             item = (r.int64(), r.int64())
@@ -2174,155 +2174,6 @@ def encode_response(response: Response, version: int, correlation_id: int) -> li
     except (struct.error, OverflowError, UnicodeError, TypeError) as e:
         raise _encode_failed(f"{api_name(api_key)} v{version} response", e) from e
     return w.framed()
-
-
-# --- error codes ---------------------------------------------------------------------------------------------------
-
-
-class ErrorInfo(NamedTuple):
-    name: str
-    retriable: bool
-    message: str
-
-
-# Kafka's error codes; `retriable` as in Java's Errors.java (the exception extends RetriableException).
-ERRORS: dict[int, ErrorInfo] = {
-    -1: ErrorInfo("UNKNOWN_SERVER_ERROR", False, "unexpected broker-side error"),
-    0: ErrorInfo("NONE", False, "no error"),
-    1: ErrorInfo("OFFSET_OUT_OF_RANGE", False, "offset outside the range the broker holds"),
-    2: ErrorInfo("CORRUPT_MESSAGE", True, "record failed its CRC or size checks, or is otherwise corrupt"),
-    3: ErrorInfo("UNKNOWN_TOPIC_OR_PARTITION", True, "broker does not host this topic-partition"),
-    4: ErrorInfo("INVALID_FETCH_SIZE", False, "invalid fetch size"),
-    5: ErrorInfo("LEADER_NOT_AVAILABLE", True, "partition has no leader (election in progress)"),
-    6: ErrorInfo("NOT_LEADER_OR_FOLLOWER", True, "broker is not the leader (or a replica) of this partition"),
-    7: ErrorInfo("REQUEST_TIMED_OUT", True, "request timed out on the broker"),
-    8: ErrorInfo("BROKER_NOT_AVAILABLE", False, "broker not available"),
-    9: ErrorInfo("REPLICA_NOT_AVAILABLE", True, "replica not available for this partition"),
-    10: ErrorInfo("MESSAGE_TOO_LARGE", False, "record batch larger than the broker or topic accepts"),
-    11: ErrorInfo("STALE_CONTROLLER_EPOCH", False, "controller moved to another broker"),
-    12: ErrorInfo("OFFSET_METADATA_TOO_LARGE", False, "offset commit metadata too large"),
-    13: ErrorInfo("NETWORK_EXCEPTION", True, "broker disconnected before answering"),
-    14: ErrorInfo("COORDINATOR_LOAD_IN_PROGRESS", True, "coordinator is still loading"),
-    15: ErrorInfo("COORDINATOR_NOT_AVAILABLE", True, "coordinator not available"),
-    16: ErrorInfo("NOT_COORDINATOR", True, "broker is not the coordinator for this key"),
-    17: ErrorInfo("INVALID_TOPIC_EXCEPTION", False, "invalid topic"),
-    18: ErrorInfo("RECORD_LIST_TOO_LARGE", False, "record batch larger than the broker's segment size"),
-    19: ErrorInfo("NOT_ENOUGH_REPLICAS", True, "fewer in-sync replicas than min.insync.replicas"),
-    20: ErrorInfo("NOT_ENOUGH_REPLICAS_AFTER_APPEND", True, "written, but to fewer in-sync replicas than required"),
-    21: ErrorInfo("INVALID_REQUIRED_ACKS", False, "invalid acks value"),
-    22: ErrorInfo("ILLEGAL_GENERATION", False, "group generation id not valid"),
-    23: ErrorInfo("INCONSISTENT_GROUP_PROTOCOL", False, "group protocol incompatible with the group's members"),
-    24: ErrorInfo("INVALID_GROUP_ID", False, "invalid group id"),
-    25: ErrorInfo("UNKNOWN_MEMBER_ID", False, "coordinator does not know this member"),
-    26: ErrorInfo("INVALID_SESSION_TIMEOUT", False, "session timeout outside the broker's allowed range"),
-    27: ErrorInfo("REBALANCE_IN_PROGRESS", False, "group is rebalancing"),
-    28: ErrorInfo("INVALID_COMMIT_OFFSET_SIZE", False, "committed offset data size not valid"),
-    29: ErrorInfo("TOPIC_AUTHORIZATION_FAILED", False, "not authorized for this topic"),
-    30: ErrorInfo("GROUP_AUTHORIZATION_FAILED", False, "not authorized for this group"),
-    31: ErrorInfo("CLUSTER_AUTHORIZATION_FAILED", False, "not authorized for this cluster operation"),
-    32: ErrorInfo("INVALID_TIMESTAMP", False, "record timestamp outside the accepted range"),
-    33: ErrorInfo("UNSUPPORTED_SASL_MECHANISM", False, "broker does not support this SASL mechanism"),
-    34: ErrorInfo("ILLEGAL_SASL_STATE", False, "request not valid in the current SASL state"),
-    35: ErrorInfo("UNSUPPORTED_VERSION", False, "API version not supported by the broker"),
-    36: ErrorInfo("TOPIC_ALREADY_EXISTS", False, "topic already exists"),
-    37: ErrorInfo("INVALID_PARTITIONS", False, "invalid number of partitions"),
-    38: ErrorInfo("INVALID_REPLICATION_FACTOR", False, "replication factor below 1 or above the broker count"),
-    39: ErrorInfo("INVALID_REPLICA_ASSIGNMENT", False, "invalid replica assignment"),
-    40: ErrorInfo("INVALID_CONFIG", False, "invalid configuration"),
-    41: ErrorInfo("NOT_CONTROLLER", True, "broker is not the controller"),
-    42: ErrorInfo("INVALID_REQUEST", False, "broker found the request malformed"),
-    43: ErrorInfo("UNSUPPORTED_FOR_MESSAGE_FORMAT", False, "broker's message format does not support this request"),
-    44: ErrorInfo("POLICY_VIOLATION", False, "request violates a configured policy"),
-    45: ErrorInfo("OUT_OF_ORDER_SEQUENCE_NUMBER", False, "broker received an out-of-order sequence number"),
-    46: ErrorInfo("DUPLICATE_SEQUENCE_NUMBER", False, "broker received a duplicate sequence number"),
-    47: ErrorInfo("INVALID_PRODUCER_EPOCH", False, "producer epoch is older than the broker's"),
-    48: ErrorInfo("INVALID_TXN_STATE", False, "transactional operation not valid in the current state"),
-    49: ErrorInfo("INVALID_PRODUCER_ID_MAPPING", False, "producer id not assigned to this transactional id"),
-    50: ErrorInfo("INVALID_TRANSACTION_TIMEOUT", False, "transaction timeout above transaction.max.timeout.ms"),
-    51: ErrorInfo("CONCURRENT_TRANSACTIONS", True, "another transaction operation on this id is in progress"),
-    52: ErrorInfo("TRANSACTION_COORDINATOR_FENCED", False, "transaction coordinator fenced by a newer one"),
-    53: ErrorInfo("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, "not authorized for this transactional id"),
-    54: ErrorInfo("SECURITY_DISABLED", False, "security features are disabled"),
-    55: ErrorInfo("OPERATION_NOT_ATTEMPTED", False, "broker did not attempt the operation"),
-    56: ErrorInfo("KAFKA_STORAGE_ERROR", True, "disk error on the broker"),
-    57: ErrorInfo("LOG_DIR_NOT_FOUND", False, "log directory not found"),
-    58: ErrorInfo("SASL_AUTHENTICATION_FAILED", False, "SASL authentication failed"),
-    59: ErrorInfo("UNKNOWN_PRODUCER_ID", False, "broker has no state for this producer id"),
-    60: ErrorInfo("REASSIGNMENT_IN_PROGRESS", False, "partition reassignment in progress"),
-    61: ErrorInfo("DELEGATION_TOKEN_AUTH_DISABLED", False, "delegation tokens are disabled"),
-    62: ErrorInfo("DELEGATION_TOKEN_NOT_FOUND", False, "delegation token not found"),
-    63: ErrorInfo("DELEGATION_TOKEN_OWNER_MISMATCH", False, "principal is not the token's owner or renewer"),
-    64: ErrorInfo("DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", False, "delegation tokens not allowed on this channel"),
-    65: ErrorInfo("DELEGATION_TOKEN_AUTHORIZATION_FAILED", False, "not authorized for delegation tokens"),
-    66: ErrorInfo("DELEGATION_TOKEN_EXPIRED", False, "delegation token expired"),
-    67: ErrorInfo("INVALID_PRINCIPAL_TYPE", False, "principal type not supported"),
-    68: ErrorInfo("NON_EMPTY_GROUP", False, "group is not empty"),
-    69: ErrorInfo("GROUP_ID_NOT_FOUND", False, "group id not found"),
-    70: ErrorInfo("FETCH_SESSION_ID_NOT_FOUND", True, "fetch session id not found"),
-    71: ErrorInfo("INVALID_FETCH_SESSION_EPOCH", True, "fetch session epoch invalid"),
-    72: ErrorInfo("LISTENER_NOT_FOUND", True, "leader has no listener matching this connection's"),
-    73: ErrorInfo("TOPIC_DELETION_DISABLED", False, "topic deletion is disabled"),
-    74: ErrorInfo("FENCED_LEADER_EPOCH", True, "leader epoch in the request is older than the broker's"),
-    75: ErrorInfo("UNKNOWN_LEADER_EPOCH", True, "leader epoch in the request is newer than the broker's"),
-    76: ErrorInfo("UNSUPPORTED_COMPRESSION_TYPE", False, "compression type not supported for this request"),
-    77: ErrorInfo("STALE_BROKER_EPOCH", False, "broker epoch changed"),
-    78: ErrorInfo("OFFSET_NOT_AVAILABLE", True, "leader high watermark has not caught up yet"),
-    79: ErrorInfo("MEMBER_ID_REQUIRED", False, "member needs a member id to join"),
-    80: ErrorInfo("PREFERRED_LEADER_NOT_AVAILABLE", True, "preferred leader not available"),
-    81: ErrorInfo("GROUP_MAX_SIZE_REACHED", False, "group reached its maximum size"),
-    82: ErrorInfo("FENCED_INSTANCE_ID", False, "static member fenced by another with the same instance id"),
-    83: ErrorInfo("ELIGIBLE_LEADERS_NOT_AVAILABLE", True, "no eligible partition leaders available"),
-    84: ErrorInfo("ELECTION_NOT_NEEDED", True, "leader election not needed"),
-    85: ErrorInfo("NO_REASSIGNMENT_IN_PROGRESS", False, "no partition reassignment in progress"),
-    86: ErrorInfo("GROUP_SUBSCRIBED_TO_TOPIC", False, "group still subscribed to the topic"),
-    87: ErrorInfo("INVALID_RECORD", False, "broker-side record validation failed"),
-    88: ErrorInfo("UNSTABLE_OFFSET_COMMIT", True, "unstable offsets pending"),
-    89: ErrorInfo("THROTTLING_QUOTA_EXCEEDED", True, "throttling quota exceeded"),
-    90: ErrorInfo("PRODUCER_FENCED", False, "a newer producer with the same transactional id is active"),
-    91: ErrorInfo("RESOURCE_NOT_FOUND", False, "resource does not exist"),
-    92: ErrorInfo("DUPLICATE_RESOURCE", False, "resource named twice"),
-    93: ErrorInfo("UNACCEPTABLE_CREDENTIAL", False, "credential not acceptable"),
-    94: ErrorInfo("INCONSISTENT_VOTER_SET", False, "inconsistent raft voter set"),
-    95: ErrorInfo("INVALID_UPDATE_VERSION", False, "invalid update version"),
-    96: ErrorInfo("FEATURE_UPDATE_FAILED", False, "finalized feature update failed"),
-    97: ErrorInfo("PRINCIPAL_DESERIALIZATION_FAILURE", False, "principal could not be deserialized"),
-    98: ErrorInfo("SNAPSHOT_NOT_FOUND", False, "snapshot not found"),
-    99: ErrorInfo("POSITION_OUT_OF_RANGE", False, "position out of range"),
-    100: ErrorInfo("UNKNOWN_TOPIC_ID", True, "broker does not host this topic id"),
-    101: ErrorInfo("DUPLICATE_BROKER_REGISTRATION", False, "broker id already in use"),
-    102: ErrorInfo("BROKER_ID_NOT_REGISTERED", False, "broker id not registered"),
-    103: ErrorInfo("INCONSISTENT_TOPIC_ID", True, "topic id does not match the log's"),
-    104: ErrorInfo("INCONSISTENT_CLUSTER_ID", False, "cluster id does not match"),
-    105: ErrorInfo("TRANSACTIONAL_ID_NOT_FOUND", False, "transactional id not found"),
-    106: ErrorInfo("FETCH_SESSION_TOPIC_ID_ERROR", True, "fetch session used topic ids inconsistently"),
-    107: ErrorInfo("INELIGIBLE_REPLICA", False, "new ISR holds an ineligible replica"),
-    108: ErrorInfo("NEW_LEADER_ELECTED", False, "partition state updated but the leader changed"),
-    109: ErrorInfo("OFFSET_MOVED_TO_TIERED_STORAGE", False, "offset moved to tiered storage"),
-    110: ErrorInfo("FENCED_MEMBER_EPOCH", False, "member epoch fenced by the group coordinator"),
-    111: ErrorInfo("UNRELEASED_INSTANCE_ID", False, "instance id still used by another member"),
-    112: ErrorInfo("UNSUPPORTED_ASSIGNOR", False, "assignor not supported by the group"),
-    113: ErrorInfo("STALE_MEMBER_EPOCH", False, "member epoch is stale"),
-    114: ErrorInfo("MISMATCHED_ENDPOINT_TYPE", False, "request sent to the wrong endpoint type"),
-    115: ErrorInfo("UNSUPPORTED_ENDPOINT_TYPE", False, "endpoint type not supported"),
-    116: ErrorInfo("UNKNOWN_CONTROLLER_ID", False, "controller id not known"),
-    117: ErrorInfo("UNKNOWN_SUBSCRIPTION_ID", False, "telemetry subscription id unknown or outdated"),
-    118: ErrorInfo("TELEMETRY_TOO_LARGE", False, "telemetry push too large"),
-    119: ErrorInfo("INVALID_REGISTRATION", False, "broker registration invalid"),
-    120: ErrorInfo("TRANSACTION_ABORTABLE", False, "transaction failed; abort it to go on with this transactional id"),
-}
-
-ERROR_CODES: dict[str, int] = {info.name: code for code, info in ERRORS.items()}
-
-
-def error_info(code: int) -> ErrorInfo:
-    return ERRORS.get(code) or ErrorInfo(f"UNKNOWN_ERROR_CODE_{code}", False, "error code unknown to cykafka")
-
-
-def error_for(code: int, message: str | None = None) -> KafkaError:
-    """A typed error for a broker error code: name, retriable flag from the table, and the broker's message if any."""
-    info = error_info(code)
-    text = f"{info.name} ({code}): {message or info.message}"
-    return BrokerResponseError(text, code=code, name=info.name, retriable=info.retriable)
 
 
 __all__ = [

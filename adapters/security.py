@@ -26,10 +26,10 @@ from typing import Any, TypeGuard
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.config import ProducerConfig
 from cykafka.errors import AuthenticationError, ConfigError, SslAuthenticationError
+from cykafka.protocol.error_codes import ErrorCode, error_info
 
 log = logging.getLogger("cykafka")
 
-SASL_AUTHENTICATION_FAILED = 58
 _MAX_SASL_ROUNDS = 8  # every supported mechanism completes in 3 or fewer
 
 
@@ -342,8 +342,8 @@ class SaslSession:
     def on_response(self, response: object) -> kp.SaslAuthenticateRequest | None:
         name = self.mechanism.name
         if isinstance(response, kp.SaslHandshakeResponse):
-            if response.error_code != 0:
-                info = kp.error_info(response.error_code)
+            if response.error_code != ErrorCode.NONE:
+                info = error_info(response.error_code)
                 enabled = ", ".join(response.mechanisms) or "none"
                 raise AuthenticationError(f"SASL handshake with {self.peer} failed: {info.name}: mechanism {name} "
                                           f"is not enabled on the broker (enabled: {enabled})",
@@ -351,8 +351,8 @@ class SaslSession:
             return kp.SaslAuthenticateRequest(self.mechanism.initial_response())
         if not isinstance(response, kp.SaslAuthenticateResponse):
             raise AuthenticationError(f"SASL with {self.peer}: unexpected {type(response).__name__}")
-        if response.error_code != 0:
-            info = kp.error_info(response.error_code)
+        if response.error_code != ErrorCode.NONE:
+            info = error_info(response.error_code)
             message = response.error_message or info.message
             raise AuthenticationError(f"SASL {name} authentication with {self.peer} failed: {info.name} "
                                       f"({response.error_code}): {message}{self.mechanism.failure_detail()}",
@@ -364,7 +364,7 @@ class SaslSession:
             reply = self.mechanism.evaluate(response.auth_bytes)
         except AuthenticationError as e:
             raise AuthenticationError(f"SASL {name} authentication with {self.peer} failed: {e}",
-                                      code=SASL_AUTHENTICATION_FAILED) from None
+                                      code=ErrorCode.SASL_AUTHENTICATION_FAILED) from None
         if reply is None:
             self.session_lifetime_ms = response.session_lifetime_ms
             return None

@@ -34,6 +34,7 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 from cykafka.ports import ClientResponse, Node
+from cykafka.protocol.error_codes import ErrorCode, error_for
 
 log = logging.getLogger("cykafka")
 
@@ -374,11 +375,11 @@ class SocketTransport:
         self._enqueue(conn, request, kp.ApiVersionsRequest.API_KEY, version, None, now_ms, True, internal=True)
 
     def _on_api_versions(self, conn: _Connection, req: _Request, response: Any, now_ms: int) -> None:
-        if response.error_code == 35 and req.version > 0:  # UNSUPPORTED_VERSION: retry at v0 (KIP-511)
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and req.version > 0:  # retry at v0 (KIP-511)
             self._send_api_versions(conn, 0, now_ms)
             return
-        if response.error_code != 0:
-            self._disconnect(conn, now_ms, kp.error_for(response.error_code, "ApiVersions failed"))
+        if response.error_code != ErrorCode.NONE:
+            self._disconnect(conn, now_ms, error_for(response.error_code, "ApiVersions failed"))
             return
         conn.api_versions = {}
         for api in response.api_keys:

@@ -13,6 +13,8 @@
 
 from enum import IntEnum
 
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, kinds_of
+
 cdef enum:
     S_UNINITIALIZED = 0
     S_INITIALIZING = 1
@@ -48,15 +50,9 @@ TRANSACTION_TRANSITIONS = {
     _S.FATAL_ERROR: frozenset(_S),
 }
 
-# broker error codes this file decides on
-cdef enum:
-    _UNSUPPORTED_VERSION = 35
-    _CLUSTER_AUTHORIZATION_FAILED = 31
-    _OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-    _INVALID_PRODUCER_EPOCH = 47
-    _TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-    _UNKNOWN_PRODUCER_ID = 59
-    _PRODUCER_FENCED = 90
+# the broker error codes this file compares in C, from the one error table (cykafka/protocol/error_codes.py)
+cdef int _OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+cdef int _UNKNOWN_PRODUCER_ID = ErrorCode.UNKNOWN_PRODUCER_ID
 
 cdef int32_t _NO_SEQUENCE = -1
 
@@ -498,8 +494,7 @@ cdef class TransactionManager:
         # as Java's maybeTransitionToErrorState: a failed authentication is not on the fatal list (records fail
         # with it; a transaction becomes abortable; the producer goes on once the credentials work)
         if (isinstance(error, (ProducerFencedError, UnsupportedVersionError))
-                or code in (_CLUSTER_AUTHORIZATION_FAILED, _TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _PRODUCER_FENCED,
-                            _INVALID_PRODUCER_EPOCH, _UNSUPPORTED_VERSION)):
+                or kinds_of(code) & ErrorKind.PRODUCER_FATAL):
             if self.state != S_FATAL_ERROR:
                 self.transition_to_fatal_error(error)
         elif self._transactional:

@@ -31,6 +31,7 @@ from cykafka.adapters.kafka_protocol import (
     encode_request,
 )
 from cykafka.errors import BrokerNotFoundError, KafkaTimeoutError, ProtocolError
+from cykafka.protocol.error_codes import ErrorCode
 
 _PR_SET_PDEATHSIG = 1
 
@@ -70,7 +71,7 @@ def api_versions_answers(host: str, port: int, timeout_s: float = 1.0) -> bool:
             correlation_id, response = decode_response(API_VERSIONS, 0, _recv_exact(s, size))
     except (OSError, ProtocolError):
         return False
-    return correlation_id == 1 and isinstance(response, ApiVersionsResponse) and response.error_code == 0
+    return correlation_id == 1 and isinstance(response, ApiVersionsResponse) and response.error_code == ErrorCode.NONE
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from cykafka.adapters.kafka_protocol import ProduceRequest, ProduceResponse, error_for
+from cykafka.adapters.kafka_protocol import ProduceRequest, ProduceResponse
 from cykafka.config import ProducerConfig
 from cykafka.core import ProducerBatch, RecordAccumulator, RecordFuture, TransactionManager
 from cykafka.errors import (
@@ -31,14 +31,11 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
-from cykafka.transactions import FENCED_CODES, TransactionRequests
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.transactions import TransactionRequests
 
 log = logging.getLogger("cykafka")
 
-MESSAGE_TOO_LARGE = 10
-DUPLICATE_SEQUENCE_NUMBER = 46
-# errors after which the leader we used is stale (Java: InvalidMetadataException subclasses)
-METADATA_ERRORS = frozenset({3, 5, 6, 9, 74, 75, 103})
 
 
 @dataclass(slots=True)
@@ -348,7 +345,7 @@ class Sender:
                 if answered is None:
                     continue
                 seen.add(tp)
-                error = None if p.error_code == 0 else error_for(p.error_code, p.error_message)
+                error = None if p.error_code == ErrorCode.NONE else error_for(p.error_code, p.error_message)
                 self._complete_batch(answered, error, p.base_offset, p.log_append_time_ms, now_ms,
                                      p.log_start_offset)
         for tp, batch in in_flight.batches.items():
@@ -366,7 +363,7 @@ class Sender:
         code = getattr(error, "code", None)
         if txn is not None and error is not None:
             with self.lock:
-                in_log = code == DUPLICATE_SEQUENCE_NUMBER or txn.is_acknowledged_past(batch)
+                in_log = code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER or txn.is_acknowledged_past(batch)
             if in_log:
                 # the broker has this sequence already (DUPLICATE_SEQUENCE_NUMBER: Tansu answers so where Kafka
                 # answers success), or acknowledged a later one of ours: delivered, at an offset we cannot know
@@ -387,7 +384,7 @@ class Sender:
                     txn.handle_completed_batch(batch, base_offset)
             self._finish(batch, None, base_offset, log_append_time_ms)
             return
-        if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+        if code == ErrorCode.MESSAGE_TOO_LARGE and batch.record_count > 1:
             with self.lock:
                 if txn is not None:
                     txn.remove_in_flight_batch(batch)
@@ -396,10 +393,10 @@ class Sender:
             log.info("split a batch for %s-%s into %d after MESSAGE_TOO_LARGE", batch.topic, batch.partition, pieces)
             self._wake(waiter)
             return
-        if code == MESSAGE_TOO_LARGE:
+        if code == ErrorCode.MESSAGE_TOO_LARGE:
             error = RecordTooLargeError(f"the broker rejected a record for {batch.topic}-{batch.partition} as too "
-                                        f"large (MESSAGE_TOO_LARGE)", code=MESSAGE_TOO_LARGE)
-        elif code in FENCED_CODES:
+                                        f"large (MESSAGE_TOO_LARGE)", code=ErrorCode.MESSAGE_TOO_LARGE)
+        elif kinds_of(code) & ErrorKind.FENCED:
             error = ProducerFencedError(f"{error} (producer id {batch.producer_id}, epoch {batch.producer_epoch})",
                                         code=code)
         with self.lock:
@@ -412,7 +409,7 @@ class Sender:
         else:
             # Java: sequences are adjusted only when retries were not exhausted (the broker surely lacks the batch)
             self._fail_batch(batch, error, adjust_sequence_numbers=batch.attempts < self.config.retries)
-        if code in METADATA_ERRORS or isinstance(error, NetworkError):
+        if kinds_of(code) & ErrorKind.STALE_METADATA or isinstance(error, NetworkError):
             self.metadata.request_update()
 
     def _can_retry(self, batch: ProducerBatch, error: KafkaError, code: Any, log_start_offset: int,

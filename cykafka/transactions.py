@@ -31,6 +31,7 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.ports import ClientResponse, Node
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 
 log = logging.getLogger("cykafka")
 
@@ -43,18 +44,7 @@ PRIORITY_EPOCH_BUMP = 4
 
 ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # a first AddPartitionsToTxn meeting CONCURRENT_TRANSACTIONS (Java)
 
-NONE, UNKNOWN_SERVER_ERROR = 0, -1
-UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT = 3, 7
-COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
-ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 22, 25
-TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 30, 31
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING = 47, 48, 49
-CONCURRENT_TRANSACTIONS, TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 51, 53
-OPERATION_NOT_ATTEMPTED, UNKNOWN_PRODUCER_ID = 55, 59
-FENCED_INSTANCE_ID, PRODUCER_FENCED = 82, 90
-
-FENCED_CODES = frozenset({INVALID_PRODUCER_EPOCH, PRODUCER_FENCED})
+_E = ErrorCode
 
 
 # -- the values of the public API ------------------------------------------------------------------------------
@@ -189,11 +179,12 @@ class _Handler:
     def handled_coordinator_or_fencing_error(self, code: int, what: str) -> bool:
         """The answers InitProducerId, AddOffsetsToTxn and EndTxn share: the coordinator moved or is busy (look it up
         again, or retry), the producer was fenced (fatal). False for any other code."""
-        if code in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):
+        kinds = kinds_of(code)
+        if kinds & ErrorKind.COORDINATOR_MOVED:
             self.lookup_coordinator_and_retry()
-        elif code in (COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS):
+        elif kinds & ErrorKind.COORDINATOR_LOADING or code == _E.CONCURRENT_TRANSACTIONS:
             self.reenqueue()
-        elif code in FENCED_CODES:
+        elif kinds & ErrorKind.FENCED:
             self.fatal_error(_fenced(what))
         else:
             return False
@@ -208,11 +199,11 @@ class _Handler:
 
 def _fenced(what: str) -> ProducerFencedError:
     return ProducerFencedError(f"{what}: the producer was fenced by a newer one with the same transactional.id "
-                               f"(PRODUCER_FENCED)", code=PRODUCER_FENCED)
+                               f"(PRODUCER_FENCED)", code=_E.PRODUCER_FENCED)
 
 
 def _broker_error(code: int, what: str) -> KafkaError:
-    return kp.error_for(code, f"{what} failed")
+    return error_for(code, f"{what} failed")
 
 
 def _abortable(code: int, what: str) -> TransactionAbortableError:
@@ -243,16 +234,16 @@ class _FindCoordinator(_Handler):
                                                 f"coordinators for one key"))
             return
         c = response.coordinators[0]
-        if c.error_code == NONE:
+        if c.error_code == _E.NONE:
             assert self.coordinator_key is not None
             self.owner.coordinators[(self.key_type, self.coordinator_key)] = Node(c.node_id, c.host, c.port)
             log.info("discovered %s coordinator %s:%s (node %s) for %r",
                      "transaction" if self.key_type == kp.COORDINATOR_TRANSACTION else "group", c.host, c.port,
                      c.node_id, self.coordinator_key)
             self.result.done()
-        elif c.error_code in (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR):
+        elif kinds_of(c.error_code) & (ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING):
             self.reenqueue()
-        elif c.error_code == GROUP_AUTHORIZATION_FAILED:
+        elif c.error_code == _E.GROUP_AUTHORIZATION_FAILED:
             self.abortable_error(_abortable(c.error_code, "FindCoordinator"))
         else:
             self.result.fail(_broker_error(c.error_code, "FindCoordinator"))
@@ -280,12 +271,12 @@ class _InitProducerId(_Handler):
         code = response.error_code
         if self.handled_coordinator_or_fencing_error(code, "InitProducerId"):
             return
-        if code == NONE:
+        if code == _E.NONE:
             self.manager.initialized(response.producer_id, response.producer_epoch, self.is_epoch_bump)
             log.info("producer id %s, epoch %s%s", response.producer_id, response.producer_epoch,
                      f" (transactional.id {self.manager.transactional_id})" if self.manager.is_transactional else "")
             self.result.done()
-        elif self.is_epoch_bump and code == UNKNOWN_SERVER_ERROR:
+        elif self.is_epoch_bump and code == _E.UNKNOWN_SERVER_ERROR:
             # the broker cannot bump an epoch from the id it gave us (Tansu): a plain InitProducerId for the
             # transactional.id bumps it too; the transaction was already ended
             log.warning("the coordinator refused an epoch bump (UNKNOWN_SERVER_ERROR); re-initializing the "
@@ -293,7 +284,7 @@ class _InitProducerId(_Handler):
             self.is_epoch_bump = False
             self.producer_id = self.producer_epoch = -1
             self.reenqueue()
-        elif code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED):
+        elif code in (_E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _E.CLUSTER_AUTHORIZATION_FAILED):
             self.fatal_error(_fatal(code, "InitProducerId"))
         else:
             self.unexpected_error(code, "InitProducerId")
@@ -320,32 +311,33 @@ class _AddPartitions(_Handler):
         unauthorized: set[str] = set()
         failed = False
         for (topic, _), code in errors.items():
-            if code == NONE:
+            if code == _E.NONE:
                 continue
-            if code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            kinds = kinds_of(code)
+            if kinds & ErrorKind.COORDINATOR_MOVED:
                 self.lookup_coordinator_and_retry()
                 return
-            if code == CONCURRENT_TRANSACTIONS:
+            if code == _E.CONCURRENT_TRANSACTIONS:
                 if not self.manager.transaction_started:  # the previous transaction is still completing
                     self.retry_backoff_ms = ADD_PARTITIONS_RETRY_BACKOFF_MS
                 self.reenqueue()
                 return
-            if code in (COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION):
+            if kinds & ErrorKind.COORDINATOR_LOADING or code == _E.UNKNOWN_TOPIC_OR_PARTITION:
                 self.reenqueue()
                 return
-            if code in FENCED_CODES:
+            if kinds & ErrorKind.FENCED:
                 self.fatal_error(_fenced("AddPartitionsToTxn"))
                 return
-            if code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_TXN_STATE):
+            if kinds & ErrorKind.TXN_FATAL:
                 self.fatal_error(_fatal(code, "AddPartitionsToTxn"))
                 return
-            if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
+            if kinds & ErrorKind.TXN_ABORTABLE:
                 self.abortable_error_if_possible(_abortable(code, "AddPartitionsToTxn"))
                 return
-            if code == TOPIC_AUTHORIZATION_FAILED:
+            if code == _E.TOPIC_AUTHORIZATION_FAILED:
                 unauthorized.add(topic)
             else:
-                if code != OPERATION_NOT_ATTEMPTED:
+                if code != _E.OPERATION_NOT_ATTEMPTED:
                     log.error("could not add %s to the transaction: %s", topic, _broker_error(code, "add"))
                 failed = True
         answered = list(errors) or list(self.partitions)
@@ -379,15 +371,15 @@ class _AddOffsets(_Handler):
         code = response.error_code
         if self.handled_coordinator_or_fencing_error(code, "AddOffsetsToTxn"):
             return
-        if code == NONE:
+        if code == _E.NONE:
             self.manager.mark_transaction_started()
             self.owner.enqueue(_TxnOffsetCommit(self.owner, self.result, self.offsets, self.group,
                                                 self.producer_id, self.producer_epoch))
-        elif code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
+        elif kinds_of(code) & ErrorKind.TXN_ABORTABLE:
             self.abortable_error_if_possible(_abortable(code, "AddOffsetsToTxn"))
-        elif code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        elif code == _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
             self.fatal_error(_fatal(code, "AddOffsetsToTxn"))
-        elif code == GROUP_AUTHORIZATION_FAILED:
+        elif code == _E.GROUP_AUTHORIZATION_FAILED:
             self.abortable_error(_abortable(code, "AddOffsetsToTxn"))
         else:
             self.unexpected_error(code, "AddOffsetsToTxn")
@@ -420,24 +412,25 @@ class _TxnOffsetCommit(_Handler):
         for topic in response.topics:
             for p in topic.partitions:
                 code = p.error_code
+                kinds = kinds_of(code)
                 tp = (topic.name, p.partition_index)
-                if code == NONE:
+                if code == _E.NONE:
                     self.pending.pop(tp, None)
-                elif code in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, REQUEST_TIMED_OUT):
+                elif kinds & ErrorKind.COORDINATOR_MOVED or code == _E.REQUEST_TIMED_OUT:
                     if not reloaded:
                         reloaded = True
                         self.owner.lookup_coordinator(kp.COORDINATOR_GROUP, self.group.group_id, self)
-                elif code in (UNKNOWN_TOPIC_OR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS):
+                elif kinds & ErrorKind.COORDINATOR_LOADING or code == _E.UNKNOWN_TOPIC_OR_PARTITION:
                     continue
-                elif code in (GROUP_AUTHORIZATION_FAILED, FENCED_INSTANCE_ID):
+                elif code in (_E.GROUP_AUTHORIZATION_FAILED, _E.FENCED_INSTANCE_ID):
                     self.abortable_error(_abortable(code, "TxnOffsetCommit"))
                     break
-                elif code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+                elif code in (_E.UNKNOWN_MEMBER_ID, _E.ILLEGAL_GENERATION):
                     self.abortable_error(TransactionAbortableError(
                         f"transactional offset commit failed: the consumer group metadata does not match "
                         f"({_broker_error(code, 'TxnOffsetCommit')})"))
                     break
-                elif code in FENCED_CODES:
+                elif kinds & ErrorKind.FENCED:
                     self.fatal_error(_fenced("TxnOffsetCommit"))
                     break
                 else:
@@ -473,13 +466,13 @@ class _EndTxn(_Handler):
         code = response.error_code
         if self.handled_coordinator_or_fencing_error(code, "EndTxn"):
             return
-        if code == NONE:
+        if code == _E.NONE:
             if not self.external:
                 self.manager.complete_transaction()
             self.result.done()
-        elif code in (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_TXN_STATE):
+        elif kinds_of(code) & ErrorKind.TXN_FATAL:
             self.fatal_error(_fatal(code, "EndTxn"))
-        elif code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING):
+        elif kinds_of(code) & ErrorKind.TXN_ABORTABLE:
             self.abortable_error_if_possible(_abortable(code, "EndTxn"))
         else:
             self.unexpected_error(code, "EndTxn")
@@ -542,7 +535,7 @@ class TransactionRequests:
         manager = self.manager
         if manager.has_new_partitions:
             self.enqueue(_AddPartitions(self))
-        if getattr(cause, "code", None) != INVALID_PRODUCER_ID_MAPPING:
+        if getattr(cause, "code", None) != _E.INVALID_PRODUCER_ID_MAPPING:
             # (after INVALID_PRODUCER_ID_MAPPING the coordinator takes no EndTxn: re-initialize instead)
             handler = _EndTxn(self, commit)
             self.enqueue(handler)

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from cykafka.protocol.error_codes import ErrorCode
+
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
@@ -65,7 +67,7 @@ class PartitionInfo:
     leader_epoch: int = -1
     replicas: tuple[int, ...] = ()
     isr: tuple[int, ...] = ()
-    error_code: int = 0
+    error_code: int = ErrorCode.NONE
 
 
 @dataclass(frozen=True, slots=True)

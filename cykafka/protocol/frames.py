@@ -15,11 +15,11 @@ from typing import Any, NamedTuple
 from cykafka.errors import ProtocolError, RequestEncodeError, UnsupportedVersionError
 from cykafka.protocol.apis import API_VERSIONS, APIS
 from cykafka.protocol.codec import Reader, decode_message, encode_message
+from cykafka.protocol.error_codes import ErrorCode
 from cykafka.protocol.schema import Api
 
 _HEAD = struct.Struct(">hhi")
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
-_UNSUPPORTED_VERSION = 35  # the one error code a frame reader looks at (the ApiVersions fallback below)
 
 
 class RequestHeader(NamedTuple):
@@ -95,7 +95,7 @@ def decode_response(api_key: int, version: int, frame: bytes | bytearray | memor
         if described.is_flexible(version) and api_key != API_VERSIONS.key:
             _skip_tags(r)
         if api_key == API_VERSIONS.key and version > 0 and r.end - r.pos >= 2 \
-                and _I16.unpack_from(r.view, r.pos)[0] == _UNSUPPORTED_VERSION:
+                and _I16.unpack_from(r.view, r.pos)[0] == ErrorCode.UNSUPPORTED_VERSION:
             version = 0  # a broker that does not know our ApiVersions version answers in v0 (KIP-511)
     except ProtocolError as e:
         raise ProtocolError(f"{described.name} v{version} response header: {e}") from e
