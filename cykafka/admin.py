@@ -21,10 +21,17 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.kafka_protocol import error_for
 from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.config import AdminConfig
-from cykafka.errors import BrokerNotFoundError, KafkaError, KafkaTimeoutError, UnsupportedVersionError
+from cykafka.errors import (
+    BrokerNotFoundError,
+    BrokerResponseError,
+    KafkaError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
 from cykafka.ports import Clock, Node, PartitionInfo
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
+from cykafka.transactions import OffsetAndMetadata
 
 T = TypeVar("T")
 
@@ -38,6 +45,7 @@ _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_C
 _ALTER_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 _OFFSET_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 _GROUP_KEY = 0  # FindCoordinator key_type of a consumer group
+_GROUP_ID_NOT_FOUND = 69
 
 
 class InvalidArgumentError(KafkaError, ValueError):
@@ -145,13 +153,6 @@ class ConsumerGroupDescription:
     partition_assignor: str
     members: tuple[MemberDescription, ...]
     coordinator: int
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    offset: int  # -1: no committed offset
-    metadata: str | None
-    leader_epoch: int  # -1 when unknown
 
 
 def _checked_names(names: object, what: str) -> list[str]:
@@ -396,7 +397,7 @@ class Admin:
                         c["name"], c["value"], _CONFIG_SOURCES.get(c["config_source"], "UNKNOWN"),
                         c["is_default"] or c["config_source"] == 5, c["read_only"], c["is_sensitive"])
                         for c in item["configs"]})
-            return results
+            return {r: results[r] for r in wanted}  # in the caller's order
 
         return self._call(describe)
 
@@ -424,7 +425,7 @@ class Admin:
                 _, answer = self._request(api.INCREMENTAL_ALTER_CONFIGS.key, body, deadline_ms, node)
                 for _, resource in self._match_resources(answer["responses"], group, results):
                     results[resource] = Result(None)
-            return results
+            return {r: results[r] for r in wanted}  # in the caller's order
 
         return self._call(alter)
 
@@ -592,6 +593,126 @@ class Admin:
 
         return self._call(lambda: self._by_leader(tps, deadline_ms, ask))
 
+    # -- consumer groups --------------------------------------------------------------------------------------------
+
+    def _coordinator(self, group_id: str, deadline_ms: int) -> int:
+        """The group's coordinator (FindCoordinator), asked again while it is loading or moving."""
+        while True:
+            body = {"key": group_id, "key_type": _GROUP_KEY, "coordinator_keys": [group_id]}
+            _, a = self._request(api.FIND_COORDINATOR.key, body, deadline_ms)
+            found = a["coordinators"][0] if a["coordinators"] else a
+            code = found["error_code"]
+            if code == 0:
+                node = Node(found["node_id"], found["host"], found["port"])
+                if self._nodes.get(node.node_id) != node:
+                    self._nodes[node.node_id] = node
+                    self._transport.update_nodes(dict(self._nodes))
+                return node.node_id
+            if code not in _RETRY_PER_ITEM or self._clock.monotonic_ms() >= deadline_ms:
+                raise error_for(code, f"group {group_id!r}: {found['error_message'] or ''}".rstrip(": "))
+            self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+
+    def _per_group(self, group_ids: list[str], deadline_ms: int,
+                   ask: Callable[[int, str], Result[Any]]) -> dict[str, Result[Any]]:
+        """One request per group at its coordinator; an error finding it is that group's result."""
+        results: dict[str, Result[Any]] = {}
+        for group_id in group_ids:
+            try:
+                results[group_id] = ask(self._coordinator(group_id, deadline_ms), group_id)
+            except BrokerResponseError as e:
+                results[group_id] = Result(error=e)
+        return results
+
+    def list_consumer_groups(self, *, states: Iterable[str] | None = None,
+                             timeout_ms: int | None = None) -> list[ConsumerGroupListing]:
+        """Every group on every broker (ListGroups, Java's listConsumerGroups), optionally only those in states
+        (e.g. "Stable", "Empty"; ListGroups v4+). A broker's error raises."""
+        wanted = None if states is None else _checked_names(states, "list_consumer_groups' states")
+        deadline_ms = self._deadline(timeout_ms)
+
+        def list_groups() -> list[ConsumerGroupListing]:
+            self._metadata([], deadline_ms)
+            listings: list[ConsumerGroupListing] = []
+            for node in sorted(self._nodes):
+                _, a = self._request(api.LIST_GROUPS.key, {"states_filter": wanted or []}, deadline_ms, node)
+                if a["error_code"]:
+                    raise error_for(a["error_code"], f"ListGroups at node {node}")
+                listings += [ConsumerGroupListing(g["group_id"], g["protocol_type"], g["group_state"] or None)
+                             for g in a["groups"] if wanted is None or g["group_state"] in wanted]
+            return sorted(listings, key=lambda g: g.group_id)
+
+        return self._call(list_groups)
+
+    def describe_consumer_groups(self, group_ids: Iterable[str], *,
+                                 timeout_ms: int | None = None) -> dict[str, Result[ConsumerGroupDescription]]:
+        """Groups' state and members (DescribeGroups at each coordinator): {group id: Result}; a group that does not
+        exist gets GROUP_ID_NOT_FOUND (as Java's admin client, from the broker's state "Dead")."""
+        names = _checked_names(group_ids, "describe_consumer_groups' group ids")
+        deadline_ms = self._deadline(timeout_ms)
+
+        def ask(node: int, group_id: str) -> Result[Any]:
+            _, a = self._request(api.DESCRIBE_GROUPS.key, {"groups": [group_id]}, deadline_ms, node)
+            g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
+            code = _GROUP_ID_NOT_FOUND if g is not None and g["group_state"] == "Dead" else (g or {}).get(
+                "error_code", 0)
+            if g is None or code:
+                return Result(error=error_for(code, f"group {group_id!r}") if code else KafkaError(
+                    f"group {group_id!r}: the broker's answer left it out"))
+            members = tuple(MemberDescription(m["member_id"], m["group_instance_id"], m["client_id"],
+                                              m["client_host"], m["member_assignment"]) for m in g["members"])
+            return Result(ConsumerGroupDescription(group_id, g["group_state"], g["protocol_type"],
+                                                   g["protocol_data"], members, node))
+
+        return self._call(lambda: self._per_group(names, deadline_ms, ask))
+
+    def delete_consumer_groups(self, group_ids: Iterable[str], *,
+                               timeout_ms: int | None = None) -> dict[str, Result[None]]:
+        """Deletes groups with no members (DeleteGroups at each coordinator): {group id: Result}."""
+        names = _checked_names(group_ids, "delete_consumer_groups' group ids")
+        deadline_ms = self._deadline(timeout_ms)
+
+        def ask(node: int, group_id: str) -> Result[Any]:
+            _, a = self._request(api.DELETE_GROUPS.key, {"groups_names": [group_id]}, deadline_ms, node)
+            code = next((r["error_code"] for r in a["results"] if r["group_id"] == group_id), None)
+            if code is None:
+                return Result(error=KafkaError(f"group {group_id!r}: the broker's answer left it out"))
+            return Result(error=error_for(code, f"group {group_id!r}")) if code else Result(None)
+
+        return self._call(lambda: self._per_group(names, deadline_ms, ask))
+
+    def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *,
+                                    timeout_ms: int | None = None,
+                                    ) -> dict[TopicPartition, Result[OffsetAndMetadata]]:
+        """A group's committed offsets (OffsetFetch at its coordinator): every partition it committed, or the
+        given ones (offset -1: none committed). {TopicPartition: Result}; a group-level error raises."""
+        (group,) = _checked_names([group_id], "list_consumer_group_offsets' group_id")
+        tps = None if partitions is None else self._checked_partitions(partitions, "list_consumer_group_offsets")
+        deadline_ms = self._deadline(timeout_ms)
+        topics = None
+        if tps is not None:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for tp in tps:
+                by_topic[tp.topic].append(tp.partition)
+            topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+
+        def fetch() -> dict[TopicPartition, Result[OffsetAndMetadata]]:
+            node = self._coordinator(group, deadline_ms)
+            body = {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}]}
+            _, a = self._request(api.OFFSET_FETCH.key, body, deadline_ms, node)
+            found = a["groups"][0] if a["groups"] else a
+            if found["error_code"]:
+                raise error_for(found["error_code"], f"group {group!r}")
+            results: dict[TopicPartition, Result[OffsetAndMetadata]] = {}
+            for t in found["topics"]:
+                for p in sorted(t["partitions"], key=lambda p: p["partition_index"]):
+                    tp = TopicPartition(t["name"], p["partition_index"])
+                    results[tp] = Result(error=error_for(p["error_code"], f"group {group!r} {tp.topic} "
+                                                         f"[{tp.partition}]")) if p["error_code"] else Result(
+                        OffsetAndMetadata(p["committed_offset"], p["metadata"], p["committed_leader_epoch"]))
+            return results
+
+        return self._call(fetch)
+
     # -- lifecycle --------------------------------------------------------------------------------------------------
 
     def close(self, timeout: float = 5.0) -> None:
@@ -616,5 +737,5 @@ class Admin:
 __all__ = [
     "Admin", "ClusterDescription", "ConfigEntry", "ConfigResource", "ConsumerGroupDescription",
     "ConsumerGroupListing", "DeletedRecords", "InvalidArgumentError", "ListOffsetsResultInfo", "MemberDescription",
-    "NewTopic", "OffsetAndMetadata", "Result", "TopicDescription", "TopicPartition",
+    "NewTopic", "Result", "TopicDescription", "TopicPartition",
 ]

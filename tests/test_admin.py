@@ -227,3 +227,30 @@ def test_delete_records_on_tansu_fails_the_call(broker: EmbeddedBroker) -> None:
         a.create_topics([NewTopic(topic, 1)])[topic].result()
         with pytest.raises(KafkaTimeoutError, match="DeleteRecords"):
             a.delete_records({TopicPartition(topic, 0): 0}, timeout_ms=1500)
+
+
+# -- consumer groups ------------------------------------------------------------------------------------------------
+
+def test_consumer_groups_list_describe_offsets_delete(admin: Admin, broker: EmbeddedBroker) -> None:
+    confluent = pytest.importorskip("confluent_kafka")
+    topic, group = _name("grouped"), _name("group")
+    admin.create_topics([NewTopic(topic, 2)])[topic].result()
+    consumer = confluent.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                                   "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[confluent.TopicPartition(topic, 0, 5), confluent.TopicPartition(topic, 1, 7)],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+    assert group in [g.group_id for g in admin.list_consumer_groups()]
+    described = admin.describe_consumer_groups([group])[group].result()
+    assert described.group_id == group and described.members == () and described.state == "Empty"
+    assert described.coordinator in {n.node_id for n in admin.describe_cluster().nodes}
+    offsets = admin.list_consumer_group_offsets(group)
+    assert {tp: r.result().offset for tp, r in offsets.items()} == {TopicPartition(topic, 0): 5,
+                                                                     TopicPartition(topic, 1): 7}
+    some = admin.list_consumer_group_offsets(group, [TopicPartition(topic, 1), TopicPartition(topic, 0)])
+    assert some[TopicPartition(topic, 1)].result().offset == 7
+    assert admin.delete_consumer_groups([group])[group].error is None
+    assert group not in [g.group_id for g in admin.list_consumer_groups()]
+    assert admin.list_consumer_group_offsets(group) == {}
