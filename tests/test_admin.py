@@ -254,3 +254,26 @@ def test_consumer_groups_list_describe_offsets_delete(admin: Admin, broker: Embe
     assert admin.delete_consumer_groups([group])[group].error is None
     assert group not in [g.group_id for g in admin.list_consumer_groups()]
     assert admin.list_consumer_group_offsets(group) == {}
+
+
+# -- cykafka topics ---------------------------------------------------------------------------------------------------
+
+def test_cli_topics_create_list_describe_delete(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]) -> None:
+    from cykafka import cli
+
+    topic, b = _name("cli"), ["-b", broker.bootstrap_servers]
+    assert cli.main(["topics", "create", *b, topic, "-p", "3", "-c", "cleanup.policy=compact"]) == 0
+    assert capsys.readouterr().out == f"created {topic}\n"
+    assert cli.main(["topics", "create", *b, topic, "-p", "3"]) == cli.EXIT_FAILED
+    assert "TOPIC_ALREADY_EXISTS" in capsys.readouterr().err
+    assert cli.main(["topics", "list", *b]) == 0
+    assert topic in capsys.readouterr().out.split()
+    assert cli.main(["topics", "describe", *b, topic]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{topic}\tpartitions=3") and out.count("  partition=") == 3
+    assert cli.main(["topics", "delete", *b, topic]) == 0
+    assert capsys.readouterr().out == f"deleted {topic}\n"
+    assert cli.main(["topics", "delete", *b, topic]) == cli.EXIT_FAILED
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in capsys.readouterr().err
+    assert cli.main(["topics", "list", *b, "-X", "linger.ms=5"]) == cli.EXIT_USAGE
+    assert "linger.ms" in capsys.readouterr().err
