@@ -168,6 +168,15 @@ def _checked_names(names: object, what: str) -> list[str]:
     return out
 
 
+def _by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], Any],
+              partitions: str = "partitions") -> list[dict[str, Any]]:
+    """The topic -> partitions nesting of a request body."""
+    topics: dict[str, list[Any]] = defaultdict(list)
+    for tp in tps:
+        topics[tp.topic].append(item(tp))
+    return [{"name": name, partitions: items} for name, items in topics.items()]
+
+
 class Admin:
     """Kafka's AdminClient: `Admin({"bootstrap.servers": "host:9092"})`. Thread-safe (one call at a time)."""
 
@@ -559,11 +568,9 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def ask(node: int, group: list[TopicPartition]) -> dict[TopicPartition, Result[Any]]:
-            topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
-            for tp in group:
-                topics[tp.topic].append({"partition_index": tp.partition, "timestamp": timestamps[tp]})
             body = {"isolation_level": int(isolation_level == "read_committed"),
-                    "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]}
+                    "topics": _by_topic(group, lambda tp: {"partition_index": tp.partition,
+                                                           "timestamp": timestamps[tp]})}
             _, answer = self._request(api.LIST_OFFSETS.key, body, deadline_ms, node)
             return self._partition_items(answer["topics"], group, lambda p: ListOffsetsResultInfo(
                 p["offset"], p["timestamp"], p["leader_epoch"]))
@@ -583,10 +590,7 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def ask(node: int, group: list[TopicPartition]) -> dict[TopicPartition, Result[Any]]:
-            topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
-            for tp in group:
-                topics[tp.topic].append({"partition_index": tp.partition, "offset": offsets[tp]})
-            body = {"topics": [{"name": n, "partitions": ps} for n, ps in topics.items()],
+            body = {"topics": _by_topic(group, lambda tp: {"partition_index": tp.partition, "offset": offsets[tp]}),
                     "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())}
             _, answer = self._request(api.DELETE_RECORDS.key, body, deadline_ms, node)
             return self._partition_items(answer["topics"], group, lambda p: DeletedRecords(p["low_watermark"]))
@@ -688,12 +692,7 @@ class Admin:
         (group,) = _checked_names([group_id], "list_consumer_group_offsets' group_id")
         tps = None if partitions is None else self._checked_partitions(partitions, "list_consumer_group_offsets")
         deadline_ms = self._deadline(timeout_ms)
-        topics = None
-        if tps is not None:
-            by_topic: dict[str, list[int]] = defaultdict(list)
-            for tp in tps:
-                by_topic[tp.topic].append(tp.partition)
-            topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        topics = None if tps is None else _by_topic(tps, lambda tp: tp.partition, "partition_indexes")
 
         def fetch() -> dict[TopicPartition, Result[OffsetAndMetadata]]:
             node = self._coordinator(group, deadline_ms)
