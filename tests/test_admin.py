@@ -277,3 +277,35 @@ def test_cli_topics_create_list_describe_delete(broker: EmbeddedBroker, capsys: 
     assert "UNKNOWN_TOPIC_OR_PARTITION" in capsys.readouterr().err
     assert cli.main(["topics", "list", *b, "-X", "linger.ms=5"]) == cli.EXIT_USAGE
     assert "linger.ms" in capsys.readouterr().err
+
+
+def test_list_offsets_asks_again_when_the_leader_moved(mock_cluster: Any) -> None:
+    mock_cluster.create_topic("moved", [1])
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0}) as producer:
+        for _ in range(3):
+            producer.send("moved", b"v", partition=0).result()
+    with Admin({"bootstrap.servers": mock_cluster.bootstrap_servers, "default.api.timeout.ms": 20000}) as a:
+        mock_cluster.set_leader("moved", 0, 2)
+        mock_cluster.push_request_errors(2, [6, 6])  # ListOffsets: NOT_LEADER_OR_FOLLOWER twice, then answered
+        latest = a.list_offsets({TopicPartition("moved", 0): "latest"})
+        assert latest[TopicPartition("moved", 0)].result().offset == 3
+
+
+def test_close_from_another_thread_ends_a_running_call() -> None:
+    import threading
+
+    a = Admin({"bootstrap.servers": "127.0.0.1:1"})  # nothing listens: the call waits for its deadline
+    failures: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            a.list_topics(timeout_ms=600_000)
+        except BaseException as e:
+            failures.append(e)
+
+    thread = threading.Thread(target=call, daemon=True)  # a failing run must not hang the session
+    thread.start()
+    a.close(timeout=0.2)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert len(failures) == 1 and isinstance(failures[0], KafkaError) and "closed" in str(failures[0])
