@@ -33,6 +33,8 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
+from cykafka.protocol import SUPPORTED_VERSIONS as _GENERIC_VERSIONS
+from cykafka.protocol import frames as generic
 from cykafka.protocol.error_codes import ERROR_CODES, ERRORS, ErrorCode, error_for, error_info
 from cykafka.protocol.error_codes import ErrorSpec as ErrorInfo
 
@@ -93,6 +95,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     TXN_OFFSET_COMMIT: (0, 3),
     SASL_AUTHENTICATE: (0, 2),
 }
+
+# What a transport negotiates (ApiVersions): these hand-written ranges, and the generic codec's (cykafka.protocol)
+# for the APIs only it describes, carried as `cykafka.protocol.Request` values.
+NEGOTIATED_VERSIONS: dict[int, tuple[int, int]] = {**_GENERIC_VERSIONS, **SUPPORTED_VERSIONS}
 
 # First flexible version per API (same for request and response); None: never flexible.
 FLEXIBLE_FROM: dict[int, int | None] = {
@@ -2101,9 +2107,12 @@ def _encode_produce(request: ProduceRequest, version: int, correlation_id: int,
 
 
 def encode_request(
-    request: Request, version: int, correlation_id: int, client_id: str | None
+    request: Request | generic.Request, version: int, correlation_id: int, client_id: str | None
 ) -> list[bytes | memoryview]:
-    """The size-prefixed request frame as buffers for socket.sendmsg; record batches are the caller's views."""
+    """The size-prefixed request frame as buffers for socket.sendmsg; record batches are the caller's views.
+    A `cykafka.protocol.Request` (a dict body) goes through the generic codec."""
+    if isinstance(request, generic.Request):
+        return [generic.encode_request(request.api_key, version, correlation_id, client_id, request.body)]
     api_key = request.API_KEY
     _check_version(api_key, version)
     if type(request) is ProduceRequest:
@@ -2125,8 +2134,12 @@ def encode_request(
     return w.framed()
 
 
-def decode_response(api_key: int, version: int, frame: Buffer) -> tuple[int, Response]:
-    """(correlation_id, response) from the bytes after the size prefix; ProtocolError if truncated or malformed."""
+def decode_response(api_key: int, version: int, frame: Buffer,
+                    generic_body: bool = False) -> tuple[int, Response | dict[str, Any]]:
+    """(correlation_id, response) from the bytes after the size prefix; ProtocolError if truncated or malformed.
+    generic_body (or an API only the generic codec describes): the body as the generic codec's dict."""
+    if generic_body or api_key not in RESPONSE_TYPES:
+        return generic.decode_response(api_key, version, memoryview(frame))
     _check_version(api_key, version)
     r = Reader(frame, is_flexible(api_key, version))
     try:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cykafka import protocol
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters import security
 from cykafka.config import ProducerConfig
@@ -383,7 +384,7 @@ class SocketTransport:
             return
         conn.api_versions = {}
         for api in response.api_keys:
-            ours = kp.SUPPORTED_VERSIONS.get(api.api_key)
+            ours = kp.NEGOTIATED_VERSIONS.get(api.api_key)
             if ours is None:
                 continue
             lo, hi = max(ours[0], api.min_version), min(ours[1], api.max_version)
@@ -512,7 +513,7 @@ class SocketTransport:
     def _enqueue(self, conn: _Connection, request: object, api_key: int, version: int,
                  handler: Callable[[ClientResponse], None] | None, now_ms: int, expect_response: bool,
                  internal: bool = False) -> None:
-        assert isinstance(request, kp.Request)
+        assert isinstance(request, (kp.Request, protocol.Request))
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         buffers = kp.encode_request(request, version, self._correlation_id, self.config.client_id)
         size = 0
@@ -665,7 +666,8 @@ class SocketTransport:
         else:
             raise ProtocolError(f"unexpected response (correlation id {correlation_id}) from node {conn.node_id}")
         try:
-            _, response = kp.decode_response(req.api_key, req.version, frame)
+            _, response = kp.decode_response(req.api_key, req.version, frame,
+                                             generic_body=isinstance(req.request, protocol.Request))
         except ProtocolError:
             # an UNSUPPORTED_VERSION answer to ApiVersions in a body layout we cannot read (librdkafka's mock
             # broker): its error code is still the first field; fall back to v0 as for a readable one

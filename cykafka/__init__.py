@@ -27,24 +27,43 @@ from cykafka.errors import (
 from cykafka.core import BatchResult, RecordFuture, RecordMetadata  # isort: skip  (the core imports cykafka.errors)
 from cykafka.producer import Producer, ProducerRecord  # isort: skip
 from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo  # isort: skip
+from cykafka.admin import (  # isort: skip
+    Admin,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    InvalidArgumentError,
+    ListOffsetsResultInfo,
+    NewTopic,
+    Result,
+    TopicDescription,
+    TopicPartition,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Admin",
     "AuthenticationError",
     "BatchDeliveryError",
     "BatchResult",
     "BrokerNotFoundError",
     "BrokerResponseError",
     "BufferExhaustedError",
+    "ClusterDescription",
+    "ConfigEntry",
     "ConfigError",
+    "ConfigResource",
     "ConsumerGroupMetadata",
     "CorruptRecordError",
+    "InvalidArgumentError",
     "InvalidRecordError",
     "InvalidTopicError",
     "KafkaError",
     "KafkaTimeoutError",
+    "ListOffsetsResultInfo",
     "NetworkError",
+    "NewTopic",
     "OffsetAndMetadata",
     "Producer",
     "ProducerClosedError",
@@ -54,7 +73,10 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "RecordTooLargeError",
+    "Result",
     "SerializationError",
+    "TopicDescription",
+    "TopicPartition",
     "TransactionAbortableError",
     "TransactionFatalError",
     "TransactionInfo",

