@@ -27,19 +27,24 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 from cykafka.errors import ConfigError, CorruptRecordError
-from cykafka.ports import CODEC_GZIP, CODEC_LZ4, CODEC_NAMES, CODEC_SNAPPY, CODEC_ZSTD, Compressor
-
-COMPRESSION_TYPES: Final = ("none", "gzip", "snappy", "lz4", "zstd")
-
-GZIP_LEVEL_DEFAULT: Final = -1
-GZIP_LEVEL_MIN: Final = 1
-GZIP_LEVEL_MAX: Final = 9
-LZ4_LEVEL_DEFAULT: Final = 9
-LZ4_LEVEL_MIN: Final = 1
-LZ4_LEVEL_MAX: Final = 17
-ZSTD_LEVEL_DEFAULT: Final = 3
-ZSTD_LEVEL_MIN: Final = -131072
-ZSTD_LEVEL_MAX: Final = 22
+from cykafka.ports import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NAMES,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
+    COMPRESSION_TYPES,
+    GZIP_LEVEL_DEFAULT,
+    GZIP_LEVEL_MAX,
+    GZIP_LEVEL_MIN,
+    LZ4_LEVEL_DEFAULT,
+    LZ4_LEVEL_MAX,
+    LZ4_LEVEL_MIN,
+    ZSTD_LEVEL_DEFAULT,
+    ZSTD_LEVEL_MAX,
+    ZSTD_LEVEL_MIN,
+    Compressor,
+)
 
 XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
 XERIAL_HEADER: Final = XERIAL_MAGIC + struct.pack(">ii", 1, 1)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cykafka.adapters import compression
+from cykafka import ports as codecs  # codec names and level bounds: facts of the record format
 from cykafka.errors import DOCS_URL, ConfigError
 
 log = logging.getLogger("cykafka")
@@ -207,9 +207,9 @@ class ProducerConfig:
     request_timeout_ms: int = 30000
     max_request_size: int = 1024 * 1024
     compression_type: str = "none"
-    compression_gzip_level: int = compression.GZIP_LEVEL_DEFAULT
-    compression_lz4_level: int = compression.LZ4_LEVEL_DEFAULT
-    compression_zstd_level: int = compression.ZSTD_LEVEL_DEFAULT
+    compression_gzip_level: int = codecs.GZIP_LEVEL_DEFAULT
+    compression_lz4_level: int = codecs.LZ4_LEVEL_DEFAULT
+    compression_zstd_level: int = codecs.ZSTD_LEVEL_DEFAULT
     retries: int = INT32_MAX
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
@@ -371,10 +371,10 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "delivery.timeout.ms": _int32(1),
     "request.timeout.ms": _int32(1),
     "max.request.size": _int32(1),
-    "compression.type": _choice(*compression.COMPRESSION_TYPES),
-    "compression.gzip.level": _int32(compression.GZIP_LEVEL_DEFAULT, compression.GZIP_LEVEL_MAX),  # -1: zlib's
-    "compression.lz4.level": _int32(compression.LZ4_LEVEL_MIN, compression.LZ4_LEVEL_MAX),
-    "compression.zstd.level": _int32(compression.ZSTD_LEVEL_MIN, compression.ZSTD_LEVEL_MAX),
+    "compression.type": _choice(*codecs.COMPRESSION_TYPES),
+    "compression.gzip.level": _int32(codecs.GZIP_LEVEL_DEFAULT, codecs.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int32(codecs.LZ4_LEVEL_MIN, codecs.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int32(codecs.ZSTD_LEVEL_MIN, codecs.ZSTD_LEVEL_MAX),
     "retries": _int32(0),
     "retry.backoff.ms": _int64(0),
     "retry.backoff.max.ms": _int64(0),

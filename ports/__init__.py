@@ -17,13 +17,24 @@ if TYPE_CHECKING:
 
     from cykafka.errors import KafkaError
 
-# Record-batch codec ids (attributes bits 0-2), as Kafka numbers them.
+# Record-batch codecs: ids (attributes bits 0-2) as Kafka numbers them, config names, level bounds.
 CODEC_NONE = 0
 CODEC_GZIP = 1
 CODEC_SNAPPY = 2
 CODEC_LZ4 = 3
 CODEC_ZSTD = 4
 CODEC_NAMES = {"none": CODEC_NONE, "gzip": CODEC_GZIP, "snappy": CODEC_SNAPPY, "lz4": CODEC_LZ4, "zstd": CODEC_ZSTD}
+COMPRESSION_TYPES = tuple(CODEC_NAMES)  # compression.type's values
+# compression.<codec>.level: default and bounds (the config validates them, the compressors apply them)
+GZIP_LEVEL_DEFAULT = -1  # zlib's default
+GZIP_LEVEL_MIN = 1
+GZIP_LEVEL_MAX = 9
+LZ4_LEVEL_DEFAULT = 9  # the fast compressor, as Java; other levels use LZ4HC
+LZ4_LEVEL_MIN = 1
+LZ4_LEVEL_MAX = 17
+ZSTD_LEVEL_DEFAULT = 3
+ZSTD_LEVEL_MIN = -131072
+ZSTD_LEVEL_MAX = 22
 
 
 @runtime_checkable
