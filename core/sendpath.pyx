@@ -55,6 +55,7 @@ cdef class SendPath:
     cdef bint _fast
     cdef bint _ignore_keys
     cdef int64_t _max_record_bytes
+    cdef TransactionManager _transaction  # a transactional producer's: send() checks its state first; else None
     cdef object _snapshot
     cdef dict _partitions
     cdef str _last_topic                # send()'s last topic and its partitions in _snapshot
@@ -62,7 +63,8 @@ cdef class SendPath:
     cdef public bint _closed
 
     def _init_send_path(self, RecordAccumulator accumulator, object lock, object clock, bint system_time,
-                        object wakeup, bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot):
+                        object wakeup, bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
+                        TransactionManager transaction):
         self._accumulator = accumulator
         self._lock = lock if type(lock) is ProducerLock else None
         self._acquire = lock.acquire
@@ -73,6 +75,7 @@ cdef class SendPath:
         self._fast = fast
         self._ignore_keys = ignore_keys
         self._max_record_bytes = max_record_bytes
+        self._transaction = transaction
         self._sender_loop_started(snapshot)
 
     cpdef _sender_loop_started(self, object snapshot):
@@ -137,6 +140,8 @@ cdef class SendPath:
         """
         cdef int64_t ts, size_bytes
         cdef int chosen, n, overflow
+        if self._transaction is not None:
+            self._transaction.fail_if_not_ready_for_send()
         if self._closed or not self._fast or type(topic) is not str:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if topic is self._last_topic:

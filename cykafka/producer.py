@@ -177,8 +177,6 @@ class Producer(SendPath):
             self._txn = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
             self._accumulator.set_transaction_manager(self._txn)
             self._txn_requests = TransactionRequests(self._txn, cfg)
-            if cfg.transactional_id is not None:  # send() checks the transaction state first
-                self.send = self._send_in_transaction  # type: ignore[method-assign]
         # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
@@ -191,7 +189,8 @@ class Producer(SendPath):
         self._columnar_fast = fast
         self._init_send_path(self._accumulator, self._lock, self._clock, type(self._clock) is SystemClock,
                              transport.wakeup, fast, cfg.partitioner_ignore_keys,
-                             min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot())
+                             min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot(),
+                             self._txn if cfg.transactional_id is not None else None)  # send() checks its state
         self._thread: SenderThread | None = None
         if self._start_sender:
             self._thread = SenderThread(self.sender, name=f"cykafka-sender-{cfg.client_id}")
@@ -585,14 +584,9 @@ class Producer(SendPath):
 
     # -- transactions (Java's KafkaProducer transactional API) -------------------------------------------------
 
-    def _send_in_transaction(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> RecordFuture:
-        """send() of a transactional producer: checks the transaction state first."""
-        self._fail_if_not_ready_for_send()
-        return Producer.send(self, topic, value, key, **kwargs)
-
     def _fail_if_not_ready_for_send(self) -> None:
-        """send() and send_batch() of a transactional producer: only inside a transaction, never after an error
-        (Java's failIfNotReadyForSend); nothing to check otherwise."""
+        """send_batch() of a transactional producer (send() checks in the core): only inside a transaction, never
+        after an error (Java's failIfNotReadyForSend); nothing to check otherwise."""
         if self._txn is not None and self._txn.transactional_id is not None:
             self._txn.fail_if_not_ready_for_send()
 

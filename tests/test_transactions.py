@@ -278,6 +278,20 @@ def test_transactional_calls_in_the_wrong_state_name_both_states() -> None:
         idempotent.begin_transaction()
 
 
+def test_a_transactional_producers_send_is_the_class_method_and_checks_the_state_in_the_core() -> None:
+    producer, _, clock = make()
+    assert "send" not in vars(producer) and type(producer).send is Producer.send  # no per-instance send
+    for topic in (TOPIC, 7):  # the compiled fast path and the slow path (a non-str topic) check alike
+        with pytest.raises(TransactionStateError, match="init_transactions"):
+            producer.send(topic, b"v", partition=0)
+    initialized(producer, clock)
+    for topic in (TOPIC, 7):
+        with pytest.raises(TransactionStateError, match="begin_transaction"):
+            producer.send(topic, b"v", partition=0)
+    producer.begin_transaction()
+    assert producer.send(TOPIC, b"v", partition=0) is not None
+
+
 def test_a_prepared_transaction_is_committed_by_another_producer() -> None:
     worker, cluster, clock = make(transactional_id="worker-7")
     initialized(worker, clock)
