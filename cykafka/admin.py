@@ -23,6 +23,7 @@ from cykafka.config import AdminConfig
 from cykafka.errors import (
     BrokerNotFoundError,
     BrokerResponseError,
+    InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
     UnsupportedVersionError,
@@ -47,10 +48,6 @@ _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_C
 _ALTER_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 _OFFSET_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 _GROUP_KEY = 0  # FindCoordinator key_type of a consumer group
-
-
-class InvalidArgumentError(KafkaError, ValueError):
-    """An Admin call's argument is invalid; raised before anything is sent. The message names the argument."""
 
 
 class Result(Generic[T]):
@@ -181,10 +178,11 @@ def _by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], An
 class Admin:
     """Kafka's AdminClient: `Admin({"bootstrap.servers": "host:9092"})`. Thread-safe (one call at a time)."""
 
-    def __init__(self, config: Mapping[str, object] | None = None, *, clock: Clock | None = None,
-                 **kwargs: object) -> None:
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
+        """config: Kafka config keys, as a dict and/or keyword arguments with underscores, as Producer takes them;
+        positional-only, and no other keyword, so `Admin(**config)` type-checks."""
         self.config = AdminConfig.parse(config, **kwargs)
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = SystemClock()
         self._transport = SocketTransport(self.config.connection, clock_ms=self._clock.monotonic_ms)
         self._lock = threading.Lock()
         self._closed = False

@@ -105,6 +105,10 @@ class InvalidTopicError(KafkaError, ValueError):
     """The topic name breaks Kafka's rules (empty, '.', '..', over 249 chars, characters outside [a-zA-Z0-9._-])."""
 
 
+class InvalidArgumentError(KafkaError, ValueError):
+    """An Admin call's argument is invalid; raised before anything is sent. The message names the argument."""
+
+
 class InvalidRecordError(KafkaError, ValueError):
     """A record argument of send()/send_batch() is invalid (partition out of range, negative timestamp, a bad
     interceptor or partitioner result); the message names the argument; nothing of the call was queued."""

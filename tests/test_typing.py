@@ -22,7 +22,7 @@ from cykafka.ports import ClientResponse, Ports
 HERE = Path(__file__).parent
 
 USER_PROGRAM = """
-    from cykafka import KafkaError, Producer, RecordMetadata
+    from cykafka import Admin, KafkaError, Producer, RecordMetadata
 
 
     def on_delivery(err: KafkaError | None, md: RecordMetadata | None) -> None:
@@ -42,6 +42,8 @@ USER_PROGRAM = """
         delivered: int = batch.result(10)
         failures: list[tuple[int, KafkaError]] = batch.errors
         print(delivered, failures)
+        with Admin(**config) as admin:
+            print(admin.list_topics())
 """
 
 WRONG_PROGRAM = """
