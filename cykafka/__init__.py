@@ -37,8 +37,8 @@ from cykafka.admin import (  # isort: skip
     NewTopic,
     Result,
     TopicDescription,
-    TopicPartition,
 )
+from cykafka.ports import TopicPartition  # isort: skip
 
 __version__ = "0.1.0"
 

@@ -142,3 +142,12 @@ class TransactionFatalError(KafkaError):
 class ProducerFencedError(TransactionFatalError):
     """A newer producer with the same transactional.id (a higher epoch) exists: this one is fenced (PRODUCER_FENCED
     or INVALID_PRODUCER_EPOCH) and can only be closed."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A consumer has no position for partitions and auto.offset.reset is none (no committed offset, or it fell
+    out of range): seek() them. `partitions` lists them."""
+
+    def __init__(self, message: str = "", *, partitions: list[tuple[str, int]] | None = None) -> None:
+        super().__init__(message)
+        self.partitions = partitions or []
