@@ -211,6 +211,76 @@ def decode_batches(
     data: Buffer, decompress: Callable[[int, bytes], Buffer] | None = None, *, allow_partial: bool = False
 ) -> list[DecodedBatch]: ...
 
+# fetch.pyx
+@final
+class ConsumerRecord:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp_ms: int,
+        timestamp_type: int = 0,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        leader_epoch: int | None = None,
+    ) -> None: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+    @property
+    def timestamp_type(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]: ...
+    @property
+    def leader_epoch(self) -> int | None: ...
+    def __eq__(self, other: object) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class PartitionFetch:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        records: Buffer,
+        fetch_offset: int,
+        *,
+        check_crcs: bool,
+        decompress: Callable[[int, memoryview], Buffer] | None,
+        read_committed: bool = False,
+        aborted_transactions: Iterable[tuple[int, int] | dict[str, int]] | None = None,
+    ) -> None: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def read_committed(self) -> bool: ...
+    @property
+    def check_crcs(self) -> bool: ...
+    @property
+    def blocked_on_open_transaction(self) -> bool: ...
+    @property
+    def bytes_size(self) -> int: ...
+    @property
+    def done(self) -> bool: ...
+    def records(self, max_records: int) -> list[ConsumerRecord]: ...
+
 # accumulator.pyx
 @final
 class RecordMetadata:

@@ -4,6 +4,7 @@ from cykafka.errors import (
     AuthenticationError,
     BatchDeliveryError,
     CorruptRecordError,
+    InvalidArgumentError,
     InvalidRecordError,
     KafkaError,
     KafkaTimeoutError,
@@ -22,6 +23,7 @@ include "partitioner.pyx"
 include "pool.pyx"
 include "lock.pyx"
 include "records.pyx"
+include "fetch.pyx"
 include "batchresult.pyx"
 include "accumulator.pyx"
 include "columns.pyx"

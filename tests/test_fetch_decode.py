@@ -1,0 +1,392 @@
+"""The consumer's record decoder (core/fetch.pyx): PartitionFetch over one partition's records section.
+
+Byte fixtures come from our own RecordBatchBuilder (base offsets and control attributes patched in, CRC redone);
+broker tests read what confluent-kafka's producer wrote through a raw Fetch and compare with confluent-kafka's
+consumer (cykafka.verify.read_back)."""
+
+from __future__ import annotations
+
+import pickle
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from cykafka.adapters.compression import compressor_for, decompress
+from cykafka.core import ConsumerRecord, PartitionFetch, RecordBatchBuilder, crc32c
+from cykafka.errors import CorruptRecordError, InvalidArgumentError
+from cykafka.protocol import decode_response, encode_request
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+TS = 1_700_000_000_000
+Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]] | None]
+
+
+def batch(base_offset: int, records: Iterable[Record], *, codec: str = "none", producer_id: int = -1,
+          transactional: bool = False, log_append_time: bool = False, leader_epoch: int = -1,
+          timestamp_ms: int = TS) -> bytes:
+    """A RecordBatch v2 at base_offset (records get consecutive offsets, timestamps TS, TS+1, ...)."""
+    compressor = compressor_for(codec)
+    builder = RecordBatchBuilder(bytearray(1 << 16), 1 << 20, compressor.codec_id if compressor else 0,
+                                 log_append_time=log_append_time)
+    for i, (key, value, headers) in enumerate(records):
+        assert builder.try_append(timestamp_ms + i, key, value, headers)
+    out = bytearray(builder.close(compressor, producer_id, 0 if producer_id >= 0 else -1,
+                                  0 if producer_id >= 0 else -1, transactional))
+    struct.pack_into(">q", out, 0, base_offset)
+    struct.pack_into(">i", out, 12, leader_epoch)
+    return bytes(out)
+
+
+def control(offset: int, producer_id: int, commit: bool) -> bytes:
+    """A transaction marker: a control batch of one record, key (version 0, type 0 ABORT / 1 COMMIT)."""
+    raw = bytearray(batch(offset, [(struct.pack(">hh", 0, 1 if commit else 0), struct.pack(">hi", 0, 0), None)],
+                          producer_id=producer_id, transactional=True))
+    struct.pack_into(">h", raw, 21, struct.unpack_from(">h", raw, 21)[0] | 0x20)
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    return bytes(raw)
+
+
+def values(n: int, start: int = 0) -> list[Record]:
+    return [(b"k%d" % i, b"v%d" % i, None) for i in range(start, start + n)]
+
+
+def fetch(data: bytes, fetch_offset: int = 0, **kwargs: Any) -> PartitionFetch:
+    kwargs.setdefault("check_crcs", True)
+    kwargs.setdefault("decompress", decompress)
+    return PartitionFetch("t", 3, data, fetch_offset, **kwargs)
+
+
+def drain(part: PartitionFetch, step: int = 1000) -> list[ConsumerRecord]:
+    out: list[ConsumerRecord] = []
+    for _ in range(10_000):
+        got = part.records(step)
+        if not got:
+            return out
+        out += got
+    raise AssertionError("records() never ran dry")
+
+
+def offsets(records: list[ConsumerRecord]) -> list[int]:
+    return [r.offset for r in records]
+
+
+# ---- ConsumerRecord ------------------------------------------------------------------------------------------------
+
+def test_consumer_record_fields_equality_repr_and_pickle() -> None:
+    record = ConsumerRecord("t", 1, 5, TS, 0, b"k", None, [("h", b"x")], 7)
+    assert (record.topic, record.partition, record.offset, record.timestamp_ms, record.timestamp_type) == \
+        ("t", 1, 5, TS, 0)
+    assert (record.key, record.value, record.headers, record.leader_epoch) == (b"k", None, [("h", b"x")], 7)
+    assert record == ConsumerRecord("t", 1, 5, TS, 0, b"k", None, [("h", b"x")], 7)
+    for other in (ConsumerRecord("t", 1, 5, TS, 0, b"k", None, [("h", b"y")], 7),
+                  ConsumerRecord("t", 1, 5, TS, 0, b"k", None, [("h", b"x")], None),
+                  ConsumerRecord("t", 1, 5, TS, 1, b"k", None, [("h", b"x")], 7),
+                  ConsumerRecord("u", 1, 5, TS, 0, b"k", None, [("h", b"x")], 7)):
+        assert record != other
+    assert "offset=5" in repr(record) and "leader_epoch=7" in repr(record)
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert ConsumerRecord("t", 0, 0, 0).headers == [] and ConsumerRecord("t", 0, 0, 0).leader_epoch is None
+    with pytest.raises(AttributeError):
+        record.offset = 6  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        hash(record)
+
+
+# ---- read_uncommitted ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_records_of_every_codec_with_headers_and_nulls(codec: str) -> None:
+    first = [(b"k0", b"v0", [("a", b"1"), ("b", None)]), (None, b"v1", None), (b"k2", None, [("\u00e9", b"")]),
+             (None, None, None)]
+    data = batch(10, first, codec=codec, leader_epoch=4) + batch(14, values(3, 14), codec=codec)
+    part = fetch(data, 10)
+    got = drain(part, 2)
+    assert got == [
+        ConsumerRecord("t", 3, 10, TS, 0, b"k0", b"v0", [("a", b"1"), ("b", None)], 4),
+        ConsumerRecord("t", 3, 11, TS + 1, 0, None, b"v1", None, 4),
+        ConsumerRecord("t", 3, 12, TS + 2, 0, b"k2", None, [("\u00e9", b"")], 4),
+        ConsumerRecord("t", 3, 13, TS + 3, 0, None, None, None, 4),
+        ConsumerRecord("t", 3, 14, TS, 0, b"k14", b"v14", None, None),
+        ConsumerRecord("t", 3, 15, TS + 1, 0, b"k15", b"v15", None, None),
+        ConsumerRecord("t", 3, 16, TS + 2, 0, b"k16", b"v16", None, None),
+    ]
+    assert part.next_offset == 17 and part.done and part.bytes_size == len(data)
+
+
+def test_log_append_time_gives_every_record_the_batch_max_timestamp() -> None:
+    raw = bytearray(batch(0, values(3), log_append_time=True))
+    struct.pack_into(">q", raw, 35, TS + 999)  # the broker sets maxTimestamp to its append time
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    got = drain(fetch(bytes(raw)))
+    assert [(r.timestamp_ms, r.timestamp_type) for r in got] == [(TS + 999, 1)] * 3
+
+
+def test_fetch_offset_in_the_middle_of_a_batch_skips_the_records_before_it() -> None:
+    data = batch(0, values(5)) + batch(5, values(5, 5))
+    part = fetch(data, 3)
+    assert offsets(part.records(3)) == [3, 4, 5]
+    assert part.next_offset == 6
+    assert offsets(drain(part)) == [6, 7, 8, 9]
+    assert offsets(drain(fetch(data, 7))) == [7, 8, 9]
+    whole_batch_below = fetch(data, 5)
+    assert offsets(drain(whole_batch_below)) == [5, 6, 7, 8, 9]
+
+
+def test_max_records_and_next_offset_step_by_step() -> None:
+    part = fetch(batch(0, values(3)) + batch(3, values(2, 3)))
+    assert part.records(0) == [] and part.next_offset == 0 and not part.done
+    assert offsets(part.records(2)) == [0, 1] and part.next_offset == 2
+    assert offsets(part.records(1)) == [2] and part.next_offset == 3  # batch end reached: moved past it
+    assert offsets(part.records(5)) == [3, 4] and part.next_offset == 5 and part.done
+    assert part.records(5) == []
+    with pytest.raises(InvalidArgumentError, match="max_records"):
+        part.records(-1)
+
+
+def test_a_trailing_partial_batch_is_ignored() -> None:
+    whole = batch(0, values(3))
+    cut = batch(3, values(4, 3))
+    for keep in (1, 11, 12, 40, 61, len(cut) - 1):
+        part = fetch(whole + cut[:keep])
+        assert offsets(drain(part)) == [0, 1, 2]
+        assert part.next_offset == 3 and part.done and not part.blocked_on_open_transaction
+    assert drain(fetch(b"")) == [] and fetch(b"").next_offset == 0
+
+
+def test_control_batches_are_skipped_and_counted_past() -> None:
+    data = batch(0, values(2), producer_id=7, transactional=True) + control(2, 7, True) + batch(3, values(1, 3))
+    part = fetch(data)
+    assert offsets(drain(part)) == [0, 1, 3]
+    assert part.next_offset == 4
+    ending_in_marker = fetch(batch(0, values(2)) + control(2, 7, False))
+    assert offsets(drain(ending_in_marker)) == [0, 1] and ending_in_marker.next_offset == 3
+
+
+def test_compacted_batch_tail_moves_next_offset_to_the_batch_end() -> None:
+    raw = bytearray(batch(0, values(2)))
+    struct.pack_into(">i", raw, 23, 4)  # lastOffsetDelta 4: offsets 2-4 were compacted away
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    part = fetch(bytes(raw))
+    assert offsets(part.records(2)) == [0, 1] and part.next_offset == 5
+
+
+def test_records_section_is_referenced_from_any_buffer() -> None:
+    data = batch(0, values(3), codec="lz4")
+    for holder in (bytearray(data), memoryview(data), memoryview(b"xx" + data)[2:]):
+        assert offsets(drain(fetch(holder))) == [0, 1, 2]  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="records must be"):
+        PartitionFetch("t", 0, "text", 0, check_crcs=True, decompress=None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="decompress"):
+        PartitionFetch("t", 0, data, 0, check_crcs=True, decompress=5)  # type: ignore[arg-type]
+
+
+# ---- corruption ---------------------------------------------------------------------------------------------------
+
+def test_crc_mismatch_names_topic_partition_and_offset() -> None:
+    good = batch(0, values(2))
+    bad = bytearray(batch(2, values(2, 2)))
+    bad[-2] ^= 0x01  # the last value's last byte: "v3" -> "v2"
+    part = fetch(good + bytes(bad))
+    assert offsets(part.records(10)) == [0, 1]  # what came before is handed out first
+    with pytest.raises(CorruptRecordError, match=r"topic 't' partition 3 offset 2: .*CRC32C"):
+        part.records(10)
+    assert part.next_offset == 2
+    with pytest.raises(CorruptRecordError):  # and again: nothing past it was consumed
+        part.records(10)
+    unchecked = fetch(good + bytes(bad), check_crcs=False)
+    assert [r.value for r in drain(unchecked)] == [b"v0", b"v1", b"v2", b"v2"]
+
+
+def test_malformed_records_raise_corrupt_record_error() -> None:
+    good = bytearray(batch(0, values(3)))
+    cases = {
+        "record length": (61, b"\x7f"),
+        "magic": (16, b"\x01"),
+        "count": (57, struct.pack(">i", 1000)),
+        "codec": (22, bytes([good[22] | 0x07])),
+    }
+    for name, (at, patch) in cases.items():
+        raw = bytearray(good)
+        raw[at:at + len(patch)] = patch
+        struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+        with pytest.raises(CorruptRecordError, match="topic 't' partition 3"):
+            drain(fetch(bytes(raw)))
+        assert name
+    short = bytearray(good)
+    struct.pack_into(">i", short, 8, 10)  # batchLength below the header's
+    with pytest.raises(CorruptRecordError, match="smaller than the header"):
+        drain(fetch(bytes(short)))
+    compressed = batch(0, values(3), codec="lz4")
+    with pytest.raises(CorruptRecordError, match="no decompress"):
+        drain(fetch(compressed, decompress=None))
+    garbled = bytearray(compressed)
+    garbled[70:80] = b"\xff" * 10
+    with pytest.raises(CorruptRecordError, match="offset 0: lz4 data is corrupt"):
+        drain(fetch(bytes(garbled), check_crcs=False))
+
+
+def test_non_utf8_header_key_is_corrupt() -> None:
+    raw = bytearray(batch(0, [(b"k", b"v", [("ab", b"x")])]))
+    at = raw.index(b"ab")
+    raw[at:at + 2] = b"\xff\xfe"
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    with pytest.raises(CorruptRecordError, match="UTF-8"):
+        drain(fetch(bytes(raw)))
+
+
+# ---- read_committed ------------------------------------------------------------------------------------------------
+
+def committed(data: bytes, aborted: list[tuple[int, int]] | None = None, fetch_offset: int = 0) -> PartitionFetch:
+    return fetch(data, fetch_offset, read_committed=True, aborted_transactions=aborted)
+
+
+def interleaved() -> bytes:
+    """Producers 1 (committed, offsets 0-1 and 4), 2 (aborted, 2-3), non-transactional 6, markers at 5 and 7."""
+    return (batch(0, values(2), producer_id=1, transactional=True)
+            + batch(2, values(2, 2), producer_id=2, transactional=True)
+            + batch(4, values(1, 4), producer_id=1, transactional=True)
+            + control(5, 2, False)
+            + batch(6, values(1, 6))
+            + control(7, 1, True))
+
+
+@pytest.mark.parametrize("aborted", [None, [], [(2, 2)]])
+def test_read_committed_drops_aborted_and_delivers_committed(aborted: list[tuple[int, int]] | None) -> None:
+    part = committed(interleaved(), aborted)
+    assert offsets(drain(part)) == [0, 1, 4, 6]
+    assert part.next_offset == 8 and part.done and not part.blocked_on_open_transaction
+
+
+def test_read_uncommitted_sees_every_data_record() -> None:
+    assert offsets(drain(fetch(interleaved()))) == [0, 1, 2, 3, 4, 6]
+
+
+def test_the_brokers_aborted_list_is_trusted_when_it_has_entries() -> None:
+    # Java's algorithm: producer 1's batches from offset 0 on are aborted by the list, whatever the markers say
+    part = committed(interleaved(), [(1, 0)])
+    assert offsets(drain(part)) == [2, 3, 6]
+    dict_form = committed(interleaved(), [{"producer_id": 2, "first_offset": 2}])  # type: ignore[list-item]
+    assert offsets(drain(dict_form)) == [0, 1, 4, 6]
+    with pytest.raises(InvalidArgumentError, match="aborted_transactions"):
+        committed(interleaved(), [(1,)])  # type: ignore[list-item]
+
+
+def test_an_open_transaction_blocks_delivery_at_its_first_batch() -> None:
+    data = (batch(0, values(1))
+            + batch(1, values(2, 1), producer_id=5, transactional=True)  # no marker in this data: open
+            + batch(3, values(1, 3), producer_id=6, transactional=True)
+            + control(4, 6, True)
+            + batch(5, values(1, 5)))
+    part = committed(data)
+    assert offsets(drain(part)) == [0]
+    assert part.blocked_on_open_transaction and part.done and part.next_offset == 1
+    # the next fetch from there sees producer 5's marker: everything is decided
+    later = committed(data[len(batch(0, values(1))):] + control(6, 5, True), fetch_offset=1)
+    assert offsets(drain(later)) == [1, 2, 3, 5] and later.next_offset == 7
+    assert not later.blocked_on_open_transaction
+
+
+def test_a_second_transaction_of_the_same_producer_is_decided_by_its_own_marker() -> None:
+    data = (batch(0, values(1), producer_id=1, transactional=True) + control(1, 1, False)
+            + batch(2, values(1, 2), producer_id=1, transactional=True) + control(3, 1, True)
+            + batch(4, values(1, 4), producer_id=1, transactional=True))
+    part = committed(data)
+    assert offsets(drain(part)) == [2]
+    assert part.blocked_on_open_transaction and part.next_offset == 4
+
+
+def test_blocked_never_moves_next_offset_back() -> None:
+    data = batch(0, values(4), producer_id=5, transactional=True)
+    part = committed(data, fetch_offset=2)
+    assert drain(part) == [] and part.blocked_on_open_transaction and part.next_offset == 2
+
+
+def test_corrupt_marker_is_an_error_before_anything_it_decides_is_handed_out() -> None:
+    raw = bytearray(control(1, 1, True))
+    raw[-1] ^= 1
+    data = batch(0, values(1), producer_id=1, transactional=True) + bytes(raw)
+    with pytest.raises(CorruptRecordError, match="offset 1"):
+        committed(data).records(10)
+
+
+# ---- against the broker -------------------------------------------------------------------------------------------
+
+def raw_fetch(bootstrap: str, topic: str, partition: int, offset: int, *, isolation_level: int = 0,
+              version: int = 11, max_bytes: int = 50 << 20) -> dict[str, Any]:
+    """One Fetch for one partition, answered partition entry (records, aborted_transactions, ...)."""
+    host, port = bootstrap.rsplit(":", 1)
+    body = {"max_wait_ms": 200, "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": isolation_level,
+            "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                        "partition_max_bytes": max_bytes}]}],
+            "forgotten_topics_data": []}
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(encode_request(1, version, 1, "test-fetch-decode", body))
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        _, answer = decode_response(1, version, _read_exactly(sock, size))
+    (topic_answer,) = answer["responses"]
+    (entry,) = topic_answer["partitions"]
+    assert entry["error_code"] == 0, entry
+    return dict(entry)
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        chunk = sock.recv(n - len(chunks))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def read_partition(bootstrap: str, topic: str, partition: int, *, read_committed: bool = False,
+                   fetch_bytes: int = 50 << 20, version: int = 11,
+                   aborted: Callable[[dict[str, Any]], Any] | None = None) -> list[ConsumerRecord]:
+    """Every record of a partition through raw Fetches decoded by PartitionFetch, to the high watermark."""
+    out: list[ConsumerRecord] = []
+    position = 0
+    for _ in range(1000):
+        entry = raw_fetch(bootstrap, topic, partition, position, isolation_level=int(read_committed),
+                          max_bytes=fetch_bytes, version=version)
+        part = PartitionFetch(topic, partition, entry["records"] or b"", position, check_crcs=True,
+                              decompress=decompress, read_committed=read_committed,
+                              aborted_transactions=aborted(entry) if aborted else entry["aborted_transactions"])
+        out += drain(part, 7)
+        position = part.next_offset
+        if position >= entry["high_watermark"]:
+            return out
+        if part.blocked_on_open_transaction:
+            time.sleep(0.05)
+    raise AssertionError(f"{topic}-{partition} did not reach its high watermark")
+
+
+def as_seen(records: list[ConsumerRecord]) -> list[tuple[Any, ...]]:
+    return [(r.partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in records]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_confluent_kafka_batches_read_back_equal(broker: Any, codec: str) -> None:
+    from confluent_kafka import Producer
+
+    from cykafka.verify import read_back
+
+    topic = f"fetch-decode-{codec}-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "compression.type": codec, "linger.ms": 20,
+                         "batch.num.messages": 50})
+    for i in range(300):
+        producer.produce(topic, key=None if i % 7 == 0 else b"key-%d" % i,
+                         value=None if i % 11 == 0 else b"value-%d " % i * (i % 5),
+                         headers=[("h", b"%d" % i), ("empty", b""), ("none", None)] if i % 3 == 0 else None,
+                         partition=i % 2, timestamp=TS + i)
+    assert producer.flush(30) == 0
+    expected = read_back(broker.bootstrap_servers, topic)
+    ours = [r for p in (0, 1) for r in read_partition(broker.bootstrap_servers, topic, p)]
+    assert len(ours) == 300
+    assert as_seen(ours) == [(r.partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in expected]
+    assert all(r.topic == topic and r.timestamp_type == 0 for r in ours)
