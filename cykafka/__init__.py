@@ -14,6 +14,7 @@ from cykafka.errors import (
     KafkaError,
     KafkaTimeoutError,
     NetworkError,
+    NoOffsetForPartitionError,
     ProducerClosedError,
     ProducerFencedError,
     ProtocolError,
@@ -39,6 +40,8 @@ from cykafka.admin import (  # isort: skip
     TopicDescription,
 )
 from cykafka.ports import TopicPartition  # isort: skip
+from cykafka.consumer import Consumer  # isort: skip
+from cykafka.core import ConsumerRecord  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -54,7 +57,9 @@ __all__ = [
     "ConfigEntry",
     "ConfigError",
     "ConfigResource",
+    "Consumer",
     "ConsumerGroupMetadata",
+    "ConsumerRecord",
     "CorruptRecordError",
     "InvalidArgumentError",
     "InvalidRecordError",
@@ -64,6 +69,7 @@ __all__ = [
     "ListOffsetsResultInfo",
     "NetworkError",
     "NewTopic",
+    "NoOffsetForPartitionError",
     "OffsetAndMetadata",
     "Producer",
     "ProducerClosedError",

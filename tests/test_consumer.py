@@ -1,0 +1,308 @@
+"""cykafka.Consumer in assign mode against the embedded broker (Tansu) and librdkafka's mock cluster: records written
+by confluent-kafka read back equal, poll_batch equal to poll, positions and offsets, commits seen by confluent-kafka,
+auto.offset.reset, pause/resume, a bounded close with the broker gone, a leader move, typed errors for bad inputs."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cykafka import (
+    Consumer,
+    InvalidArgumentError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    OffsetAndMetadata,
+    Producer,
+    TopicPartition,
+)
+from cykafka.broker import EmbeddedBroker
+from cykafka.verify import read_back
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+POLLS = 200  # bound of every poll loop (each poll waits at most 0.5 s)
+
+
+def _topic(prefix: str = "consume") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _consumer(bootstrap: str, **config: Any) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                     "default.api.timeout.ms": 30000, **{k.replace("_", "."): v for k, v in config.items()}})
+
+
+def _write(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, bytes | None, list[Any]]],
+           first_timestamp_ms: int = 1_700_000_000_000, **config: Any) -> None:
+    """(partition, key, value, headers) records written by confluent-kafka, every one acknowledged."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
+    failures: list[Any] = []
+    for i, (partition, key, value, headers) in enumerate(records):
+        producer.produce(topic, value, key, partition=partition, headers=headers, timestamp=first_timestamp_ms + i,
+                         on_delivery=lambda err, _msg: failures.append(err) if err else None)
+    assert producer.flush(30) == 0 and not failures
+
+
+def _poll_all(consumer: Consumer, count: int) -> list[Any]:
+    records: list[Any] = []
+    for _ in range(POLLS):
+        if len(records) >= count:
+            break
+        batch = consumer.poll(0.5)
+        assert len(batch) <= consumer.config.max_poll_records
+        records += batch
+    return records
+
+
+def _rows(records: Iterator[Any] | list[Any]) -> list[tuple[Any, ...]]:
+    return sorted((r.topic, r.partition, r.offset, r.timestamp_ms, r.key, r.value, [tuple(h) for h in r.headers])
+                  for r in records)
+
+
+def _mixed(count: int, partitions: int = 2) -> list[tuple[int, bytes | None, bytes | None, list[Any]]]:
+    return [(i % partitions, None if i % 5 == 0 else b"k%d" % i, None if i % 7 == 0 else b"v%d" % i * (i % 13),
+             [("h", b"x%d" % i), ("empty", None)] if i % 3 == 0 else []) for i in range(count)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_records_written_by_confluent_kafka_read_back_equal(broker: EmbeddedBroker, codec: str) -> None:
+    topic = _topic(codec)
+    _write(broker.bootstrap_servers, topic, _mixed(300), **{"compression.type": codec})
+    expected = read_back(broker.bootstrap_servers, topic)
+    with _consumer(broker.bootstrap_servers, max_poll_records=64) as consumer:
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        got = _poll_all(consumer, 300)
+    assert len(got) == 300
+    assert _rows(got) == sorted((topic, r.partition, r.offset, r.timestamp_ms, r.key, r.value,
+                                 [tuple(h) for h in r.headers]) for r in expected)
+    for partition in (0, 1):
+        offsets = [r.offset for r in got if r.partition == partition]
+        assert offsets == list(range(len(offsets)))  # in order, none twice
+
+
+def test_seek_position_and_offsets(broker: EmbeddedBroker) -> None:
+    topic = _topic("seek")
+    tp = TopicPartition(topic, 0)
+    for i in range(10):  # one batch each: Tansu's ListOffsets by timestamp answers a batch's first offset
+        _write(broker.bootstrap_servers, topic, [(0, None, b"v%d" % i, [])], 1_700_000_000_000 + i)
+    one_batch = TopicPartition(topic, 1)
+    _write(broker.bootstrap_servers, topic, [(1, None, b"v", [])] * 10, **{"linger.ms": 200})
+    with _consumer(broker.bootstrap_servers) as consumer:
+        consumer.assign([tp, one_batch])
+        assert consumer.assignment() == {tp, one_batch}
+        assert consumer.beginning_offsets([tp]) == {tp: 0}
+        # the high watermark: Tansu's ListOffsets latest would say 1 for the partition holding one batch of 10
+        assert consumer.end_offsets([tp, one_batch]) == {tp: 10, one_batch: 10}
+        consumer.assign([tp])
+        assert consumer.position(tp) == 0
+        consumer.seek(tp, 6)
+        assert [r.offset for r in _poll_all(consumer, 4)] == [6, 7, 8, 9]
+        assert consumer.position(tp) == 10
+        consumer.seek_to_beginning([tp])
+        assert consumer.position(tp) == 0
+        consumer.seek_to_end()
+        assert consumer.position(tp) == 10
+        consumer.seek(tp, OffsetAndMetadata(3))
+        assert _poll_all(consumer, 1)[0].offset == 3
+        # Tansu looks timestamps up by its own append time and librdkafka's mock not at all: each pins one path
+        found = consumer.offsets_for_times({tp: 0})
+        assert found[tp] is not None and found[tp].offset == 0
+        consumer.unassign()
+        assert consumer.assignment() == set()
+
+
+def test_commit_round_trip_seen_by_confluent_kafka(broker: EmbeddedBroker) -> None:
+    topic, group = _topic("commit"), _topic("group")
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    _write(broker.bootstrap_servers, topic, _mixed(40))
+    with _consumer(broker.bootstrap_servers, group_id=group, enable_auto_commit=False) as consumer:
+        consumer.assign(tps)
+        assert consumer.committed(tps) == {tps[0]: None, tps[1]: None}
+        _poll_all(consumer, 40)
+        consumer.commit()
+        assert {tp: om.offset for tp, om in consumer.committed(tps).items() if om} == {tps[0]: 20, tps[1]: 20}
+        consumer.commit({tps[0]: 7, tps[1]: OffsetAndMetadata(9, "meta")})
+        committed = consumer.committed(tps)
+        assert committed[tps[0]] is not None and committed[tps[0]].offset == 7
+        assert committed[tps[1]] is not None and committed[tps[1]].offset == 9  # Tansu keeps no commit metadata
+        called: list[Any] = []
+        consumer.commit_async({tps[0]: 11}, callback=lambda err, offsets: called.append((err, offsets)))
+        for _ in range(POLLS):
+            if called:
+                break
+            consumer.poll(0.05)
+        assert called == [(None, {tps[0]: OffsetAndMetadata(11)})]
+    other = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    try:
+        seen = other.committed([confluent_kafka.TopicPartition(topic, 0), confluent_kafka.TopicPartition(topic, 1)],
+                               timeout=20)
+    finally:
+        other.close()
+    assert sorted((tp.partition, tp.offset) for tp in seen) == [(0, 11), (1, 9)]
+    # a new consumer of the group starts at the committed offsets
+    with _consumer(broker.bootstrap_servers, group_id=group) as consumer:
+        consumer.assign(tps)
+        assert (consumer.position(tps[0]), consumer.position(tps[1])) == (11, 9)
+
+
+def test_a_raising_commit_callback_is_logged_and_poll_goes_on(broker: EmbeddedBroker,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    topic = _topic("callback")
+    tp = TopicPartition(topic, 0)
+    _write(broker.bootstrap_servers, topic, [(0, None, b"v", [])])
+    with _consumer(broker.bootstrap_servers, group_id=_topic("group")) as consumer:
+        consumer.assign([tp])
+        called = threading.Event()
+
+        def explode(err: KafkaError | None, offsets: Any) -> None:
+            called.set()
+            assert threading.current_thread() is threading.main_thread()
+            raise RuntimeError("boom")
+
+        consumer.commit_async({tp: 0}, callback=explode)
+        records = []
+        for _ in range(POLLS):
+            if called.is_set():
+                break
+            records += consumer.poll(0.05)
+        assert called.is_set() and "commit_async callback raised" in caplog.text
+        assert [r.offset for r in records + _poll_all(consumer, 1 - len(records))] == [0]
+
+
+def test_auto_commit_in_poll_and_on_close(broker: EmbeddedBroker) -> None:
+    topic, group = _topic("auto"), _topic("group")
+    tp = TopicPartition(topic, 0)
+    _write(broker.bootstrap_servers, topic, [(0, None, b"v%d" % i, []) for i in range(5)])
+    with _consumer(broker.bootstrap_servers, group_id=group, auto_commit_interval_ms=60000) as consumer:
+        consumer.assign([tp])
+        assert len(_poll_all(consumer, 5)) == 5
+    with _consumer(broker.bootstrap_servers, group_id=group) as consumer:
+        committed = consumer.committed([tp])[tp]
+        assert committed is not None and committed.offset == 5
+
+
+def test_auto_offset_reset_paths(broker: EmbeddedBroker) -> None:
+    topic = _topic("reset")
+    tp = TopicPartition(topic, 0)
+    _write(broker.bootstrap_servers, topic, [(0, None, b"old", [])])
+    with _consumer(broker.bootstrap_servers, auto_offset_reset="none") as consumer:
+        consumer.assign([tp])
+        with pytest.raises(NoOffsetForPartitionError, match=rf"{topic} \[0\].*auto.offset.reset is none") as caught:
+            consumer.poll(0.5)
+        assert caught.value.partitions == [tp]
+        consumer.seek(tp, 0)
+        assert [r.value for r in _poll_all(consumer, 1)] == [b"old"]
+    with _consumer(broker.bootstrap_servers, auto_offset_reset="latest") as consumer:
+        consumer.assign([tp])
+        assert consumer.position(tp) == 1
+        _write(broker.bootstrap_servers, topic, [(0, None, b"new", [])])
+        assert [r.value for r in _poll_all(consumer, 1)] == [b"new"]
+
+
+def test_pause_and_resume(broker: EmbeddedBroker) -> None:
+    topic = _topic("pause")
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    _write(broker.bootstrap_servers, topic, _mixed(20))
+    with _consumer(broker.bootstrap_servers) as consumer:
+        consumer.assign(tps)
+        consumer.pause([tps[1]])
+        assert consumer.paused() == {tps[1]}
+        first = _poll_all(consumer, 10)
+        for _ in range(3):
+            first += consumer.poll(0.2)
+        assert {r.partition for r in first} == {0} and len(first) == 10
+        consumer.resume([tps[1]])
+        assert consumer.paused() == set()
+        rest = _poll_all(consumer, 10)
+        assert {r.partition for r in rest} == {1} and [r.offset for r in rest] == list(range(10))
+
+
+def test_iteration_stops_on_close(broker: EmbeddedBroker) -> None:
+    topic = _topic("iterate")
+    _write(broker.bootstrap_servers, topic, [(0, None, b"v%d" % i, []) for i in range(3)])
+    consumer = _consumer(broker.bootstrap_servers)
+    consumer.assign([TopicPartition(topic, 0)])
+    seen = []
+    for record in consumer:
+        seen.append(record.value)
+        if len(seen) == 3:
+            consumer.close()
+    assert seen == [b"v0", b"v1", b"v2"]
+
+
+def test_close_returns_by_its_deadline_with_the_broker_gone() -> None:
+    own = EmbeddedBroker().start()
+    topic = _topic("gone")
+    tp = TopicPartition(topic, 0)
+    try:
+        _write(own.bootstrap_servers, topic, [(0, None, b"v", [])])
+        consumer = _consumer(own.bootstrap_servers, group_id=_topic("group"))
+        consumer.assign([tp])
+        assert len(_poll_all(consumer, 1)) == 1
+    finally:
+        own.stop()
+    closer = threading.Thread(target=consumer.close, args=(1.0,))
+    closer.start()
+    closer.join(60)  # bounded: close(1.0) keeps to its own deadline; this only keeps a broken close from hanging
+    assert not closer.is_alive()
+    with pytest.raises(KafkaError, match="closed"):
+        consumer.poll(0)
+
+
+def test_a_leader_move_and_out_of_range_on_the_mock_cluster(mock_cluster: Any) -> None:
+    mock_cluster.create_topic("moving", [1, 2])
+    tps = [TopicPartition("moving", 0), TopicPartition("moving", 1)]
+    with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0}) as producer:
+        for i in range(20):
+            producer.send("moving", b"a%d" % i, partition=i % 2)
+    with _consumer(mock_cluster.bootstrap_servers) as consumer:
+        consumer.assign(tps)
+        first = _poll_all(consumer, 20)
+        mock_cluster.set_leader("moving", 0, 3)
+        mock_cluster.set_leader("moving", 1, 1)
+        with Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "linger.ms": 0}) as producer:
+            for i in range(20):
+                producer.send("moving", b"b%d" % i, partition=i % 2)
+        second = _poll_all(consumer, 20)
+        assert sorted((r.partition, r.offset) for r in first + second) == sorted(
+            (p, o) for p in (0, 1) for o in range(20))
+        # past the end: OFFSET_OUT_OF_RANGE (Tansu never answers it) resets the position (auto.offset.reset
+        # =earliest), so the partition is read again from its start
+        consumer.pause([tps[1]])
+        consumer.seek(tps[0], 50)
+        again = _poll_all(consumer, 20)
+        assert [(r.partition, r.offset) for r in again] == [(0, offset) for offset in range(20)]
+        assert consumer.offsets_for_times({tps[0]: 1_700_000_000_000}) == {tps[0]: None}  # the mock finds none
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda c: c.assign("topic"), "assign takes an iterable of TopicPartition"),
+    (lambda c: c.assign([("t", -1)]), "assign takes TopicPartition"),
+    (lambda c: c.seek(TopicPartition("t", 0), -1), "seek: offset must be an int >= 0"),
+    (lambda c: c.seek(TopicPartition("other", 0), 1), "seek: TopicPartition.*is not assigned"),
+    (lambda c: c.poll(-1), "timeout must be a number of seconds >= 0"),
+    (lambda c: c.poll("soon"), "timeout must be a number of seconds >= 0"),
+    (lambda c: c.commit(), "commit needs a group.id"),
+    (lambda c: c.committed([TopicPartition("t", 0)]), "committed needs a group.id"),
+    (lambda c: c.offsets_for_times({TopicPartition("t", 0): -5}), "offsets_for_times: the timestamp"),
+    (lambda c: c.pause([TopicPartition("other", 0)]), "pause: TopicPartition.*is not assigned"),
+    (lambda c: c.position(TopicPartition("t", 0), timeout=-1), "timeout must be a number of seconds >= 0"),
+])
+def test_bad_inputs_raise_typed_errors_naming_the_argument(call: Any, message: str) -> None:
+    with Consumer({"bootstrap.servers": "127.0.0.1:1"}) as consumer:
+        consumer.assign([TopicPartition("t", 0)])
+        with pytest.raises(InvalidArgumentError, match=message):
+            call(consumer)
+
+
+def test_commit_arguments_are_checked() -> None:
+    with Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}) as consumer:
+        with pytest.raises(InvalidArgumentError, match=r"commit: the offset of .* must be an int >= 0"):
+            consumer.commit({TopicPartition("t", 0): -3})
+        with pytest.raises(InvalidArgumentError, match="commit_async: callback must be callable"):
+            consumer.commit_async(callback="later")  # type: ignore[arg-type]
+        consumer.close(0)
