@@ -306,3 +306,111 @@ def test_commit_arguments_are_checked() -> None:
         with pytest.raises(InvalidArgumentError, match="commit_async: callback must be callable"):
             consumer.commit_async(callback="later")  # type: ignore[arg-type]
         consumer.close(0)
+
+
+def test_read_committed_skips_aborted_records_and_holds_an_open_transaction(broker: EmbeddedBroker) -> None:
+    """Tansu sends no aborted-transaction list and serves past the last stable offset: the markers decide."""
+    topic = _topic("txn")
+    tp = TopicPartition(topic, 0)
+    _write(broker.bootstrap_servers, topic, [(0, None, b"plain", [])])
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers,
+                                         "transactional.id": _topic("tid"), "linger.ms": 5})
+    producer.init_transactions(30)
+    for values, commit in (([b"c1", b"c2"], True), ([b"a1", b"a2"], False), ([b"c3"], True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value, partition=0)
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=0)
+    producer.flush(30)
+    with _consumer(broker.bootstrap_servers, isolation_level="read_committed", retry_backoff_ms=20) as consumer:
+        consumer.assign([tp])
+        seen = [r.value for r in _poll_all(consumer, 4)]
+        for _ in range(5):  # the open transaction's record stays held
+            seen += [r.value for r in consumer.poll(0.1)]
+        assert seen == [b"plain", b"c1", b"c2", b"c3"]
+        producer.commit_transaction(30)
+        assert [r.value for r in _poll_all(consumer, 1)] == [b"open"]
+    with _consumer(broker.bootstrap_servers) as uncommitted:  # read_uncommitted sees the aborted ones
+        uncommitted.assign([tp])
+        assert b"a1" in [r.value for r in _poll_all(uncommitted, 6)]
+
+
+class _ScriptedFetches:
+    """A Transport with one broker (node 1) that answers Fetch requests from a script: fetch offset -> records."""
+
+    disconnect_count = 0
+
+    def __init__(self, answers: dict[int, bytes]) -> None:
+        self.answers = answers
+        self.fetched: list[tuple[int, int]] = []  # (fetch offset, partition_max_bytes) of each Fetch
+        self._answered: list[Any] = []
+
+    def send(self, node_id: int, request: Any, now_ms: int, handler: Any = None, expect_response: bool = True) -> None:
+        from cykafka.ports import ClientResponse
+
+        partitions = []
+        for t in request.body["topics"]:
+            for p in t["partitions"]:
+                self.fetched.append((p["fetch_offset"], p["partition_max_bytes"]))
+                partitions.append({"partition_index": p["partition"], "error_code": 0, "high_watermark": 6,
+                                   "last_stable_offset": 6, "log_start_offset": 0, "aborted_transactions": None,
+                                   "records": self.answers.get(p["fetch_offset"], b"")})
+        body = {"error_code": 0, "responses": [{"topic": request.body["topics"][0]["topic"], "partitions": partitions}]}
+        self._answered.append(ClientResponse(node_id, request, handler, body, None, now_ms, now_ms))
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[Any]:
+        answered, self._answered = self._answered, []
+        return answered
+
+    def update_nodes(self, nodes: Any) -> None: ...
+    def ready(self, node_id: int, now_ms: int) -> bool: return True
+    def connection_delay_ms(self, node_id: int, now_ms: int) -> int: return 0
+    def in_flight_count(self, node_id: int | None = None) -> int: return 0
+    def least_loaded_node(self, now_ms: int) -> int | None: return 1
+    def authentication_error(self) -> None: return None
+    def wakeup(self) -> None: ...
+    def close(self, linger_s: float = 0.0) -> None: ...
+
+
+class _OneLeader:
+    def __init__(self, topic: str) -> None:
+        from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
+
+        self._snapshot = ClusterSnapshot({1: Node(1, "fake", 1)}, {topic: [PartitionInfo(topic, 0, 1)]})
+
+    def snapshot(self) -> Any: return self._snapshot
+    def add_topic(self, topic: str, now_ms: int) -> None: ...
+    def request_update(self) -> None: ...
+    def maybe_update(self, now_ms: int) -> int: return 60_000
+
+
+def test_an_open_transaction_is_fetched_again_from_its_start_with_more_room() -> None:
+    """The fetch ahead (past the open transaction) is dropped: its records come from a fetch at the transaction's
+    first offset, asking for twice the room when the blocked answer was full."""
+    from test_fetch_decode import batch, control, values
+
+    from cykafka.adapters.clock import ManualClock
+    from cykafka.ports import Ports
+
+    first = batch(0, values(2)) + batch(2, values(2, 2), producer_id=7, transactional=True)  # no marker yet
+    again = batch(2, values(2, 2), producer_id=7, transactional=True) + control(4, 7, commit=True) + batch(
+        5, values(1, 5))
+    transport = _ScriptedFetches({0: first, 2: again, 4: control(4, 7, commit=True) + batch(5, values(1, 5))})
+    ports = Ports(transport=transport, metadata=_OneLeader("t"), clock=ManualClock(auto_tick_ms=1),  # type: ignore[arg-type]
+                  start_sender=False)
+    consumer = Consumer({"bootstrap.servers": "fake:1", "isolation.level": "read_committed",
+                         "max.partition.fetch.bytes": len(first), "retry.backoff.ms": 5}, ports=ports)
+    tp = TopicPartition("t", 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    seen = []
+    for _ in range(50):
+        seen += [r.offset for r in consumer.poll(0.01)]
+        if len(seen) >= 5:
+            break
+    assert seen == [0, 1, 2, 3, 5]
+    assert (2, 2 * len(first)) in transport.fetched  # fetched again from the transaction's start, with more room
+    consumer.close(0)
