@@ -4,6 +4,7 @@ from cykafka.core import _core
 from cykafka.core._core import (
     RECORD_BATCH_OVERHEAD_BYTES,
     TRANSACTION_TRANSITIONS,
+    ArrowBatchBuilder,
     BatchResult,
     BufferPool,
     BuiltInPartitioner,
@@ -38,6 +39,7 @@ from cykafka.core._core import (
 __all__ = [
     "RECORD_BATCH_OVERHEAD_BYTES",
     "TRANSACTION_TRANSITIONS",
+    "ArrowBatchBuilder",
     "BatchResult",
     "BufferPool",
     "BuiltInPartitioner",

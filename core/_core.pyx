@@ -6,6 +6,7 @@ from cykafka.errors import (
     CorruptRecordError,
     InvalidArgumentError,
     InvalidRecordError,
+    MissingDependencyError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,

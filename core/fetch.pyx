@@ -20,9 +20,11 @@
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_Append
 from cpython.bytearray cimport PyByteArray_AS_STRING
+
+from importlib import import_module
 
 
 cdef enum:
@@ -37,6 +39,9 @@ cdef enum:
 
 @cython.final
 @cython.freelist(64)
+@cython.no_gc  # holds str, bytes, ints and a list of (str, bytes) tuples: not tracked, so the cyclic GC never walks
+# the records a caller keeps (that walk cost more than decoding). A cycle a caller builds through `headers` is not
+# collected.
 cdef class ConsumerRecord:
     """One record read from Kafka. timestamp_type: 0 CreateTime, 1 LogAppendTime (then every record of the batch
     carries the batch's max timestamp, as Java's consumer reports); leader_epoch is None when the batch has none."""
@@ -130,6 +135,345 @@ cdef int _control_type(const unsigned char* section, Py_ssize_t size_bytes) noex
     return -1
 
 
+# ---- Arrow: Spark's Kafka source columns, filled in C ---------------------------------------------------------------
+# Spark's Kafka source schema, as pyspark turns it into Arrow (every field nullable, as Spark declares it): key binary,
+# value binary, topic string, partition int32, offset int64, timestamp timestamp[us, tz=UTC], timestampType int32,
+# headers list<element: struct<key: string, value: binary>> (null for a record without headers, as Spark gives).
+# The builder fills plain malloc'd buffers while the GIL is released; finish() hands them to pyarrow without a copy.
+
+cdef extern from "stdlib.h" nogil:
+    void* realloc(void* ptr, size_t size)
+    void free(void* ptr)
+
+
+cdef extern from "Python.h":
+    int PyBuffer_FillInfo(Py_buffer* view, object exporter, void* buf, Py_ssize_t size_bytes, int readonly,
+                          int flags) except -1
+
+
+cdef struct _Buf:
+    unsigned char* data
+    Py_ssize_t size
+    Py_ssize_t capacity
+
+
+cdef int _buf_grow(_Buf* b, Py_ssize_t needed_bytes) noexcept nogil:
+    """0, or -1 when out of memory (b unchanged)."""
+    cdef Py_ssize_t capacity = b.capacity * 2
+    cdef unsigned char* grown
+    if capacity < needed_bytes:
+        capacity = needed_bytes
+    if capacity < 256:
+        capacity = 256
+    grown = <unsigned char*>realloc(b.data, capacity)
+    if grown == NULL:
+        return -1
+    b.data = grown
+    b.capacity = capacity
+    return 0
+
+
+cdef inline int _buf_reserve(_Buf* b, Py_ssize_t extra_bytes) noexcept nogil:
+    if b.size + extra_bytes <= b.capacity:
+        return 0
+    return _buf_grow(b, b.size + extra_bytes)
+
+
+cdef inline void _put_i32(_Buf* b, int32_t v) noexcept nogil:
+    (<int32_t*>(b.data + b.size))[0] = v
+    b.size += 4
+
+
+cdef inline void _put_i64(_Buf* b, int64_t v) noexcept nogil:
+    (<int64_t*>(b.data + b.size))[0] = v
+    b.size += 8
+
+
+cdef inline void _put_bit(_Buf* bitmap, Py_ssize_t row, bint valid) noexcept nogil:
+    """Row's validity bit (room for it reserved: one byte per 8 rows)."""
+    if row & 7 == 0:
+        bitmap.data[bitmap.size] = 0
+        bitmap.size += 1
+    if valid:
+        bitmap.data[row >> 3] |= <unsigned char>(1 << (row & 7))
+
+
+cdef inline void _put_span(_Buf* offsets, _Buf* data, const unsigned char* p, Py_ssize_t size_bytes) noexcept nogil:
+    """Appends p[:size_bytes] (room reserved) and its end offset."""
+    if size_bytes > 0:
+        memcpy(data.data + data.size, p, size_bytes)
+        data.size += size_bytes
+    _put_i32(offsets, <int32_t>data.size)
+
+
+cdef bint _utf8_valid(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """Well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF), as Arrow strings must be."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c
+    cdef int follow, k
+    cdef uint32_t cp
+    while i < n:
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            follow = 1
+            cp = c & 0x1F
+        elif 0xE0 <= c <= 0xEF:
+            follow = 2
+            cp = c & 0x0F
+        elif 0xF0 <= c <= 0xF4:
+            follow = 3
+            cp = c & 0x07
+        else:
+            return False
+        if i + follow >= n:
+            return False
+        for k in range(1, follow + 1):
+            if p[i + k] & 0xC0 != 0x80:
+                return False
+            cp = (cp << 6) | (p[i + k] & 0x3F)
+        if (follow == 2 and (cp < 0x800 or 0xD800 <= cp <= 0xDFFF)) or (follow == 3 and not 0x10000 <= cp <= 0x10FFFF):
+            return False
+        i += follow + 1
+    return True
+
+
+cdef enum:  # the buffers of _Columns.b
+    _KEY_VALID, _KEY_OFFSETS, _KEY_DATA
+    _VALUE_VALID, _VALUE_OFFSETS, _VALUE_DATA
+    _TOPIC_OFFSETS, _TOPIC_DATA
+    _PARTITION, _OFFSET, _TIMESTAMP, _TIMESTAMP_TYPE
+    _HEADERS_VALID, _HEADERS_OFFSETS
+    _HEADER_KEY_OFFSETS, _HEADER_KEY_DATA
+    _HEADER_VALUE_VALID, _HEADER_VALUE_OFFSETS, _HEADER_VALUE_DATA
+    _BUFFERS
+
+
+cdef struct _Columns:
+    Py_ssize_t rows
+    Py_ssize_t key_nulls
+    Py_ssize_t value_nulls
+    Py_ssize_t headers_nulls
+    Py_ssize_t header_entries
+    Py_ssize_t header_value_nulls
+    _Buf b[_BUFFERS]
+
+
+cdef enum:  # _append_row outcomes
+    _ROW_OK = 0
+    _ROW_NO_MEMORY = -1
+    _ROW_FULL = -2  # an int32 offset would overflow: finish() this builder and go on with another
+    _ROW_BAD_HEADER_KEY = -3
+    _ROW_BAD_HEADERS = -4
+
+
+cdef int _columns_start(_Columns* c) noexcept nogil:
+    """Empty columns (each offsets buffer holds its leading 0); -1 when out of memory."""
+    cdef _Buf* offsets[6]
+    cdef int i
+    offsets[0], offsets[1], offsets[2] = &c.b[_KEY_OFFSETS], &c.b[_VALUE_OFFSETS], &c.b[_TOPIC_OFFSETS]
+    offsets[3], offsets[4], offsets[5] = &c.b[_HEADERS_OFFSETS], &c.b[_HEADER_KEY_OFFSETS], &c.b[_HEADER_VALUE_OFFSETS]
+    for i in range(6):
+        if _buf_reserve(offsets[i], 4) < 0:
+            return -1
+        _put_i32(offsets[i], 0)
+    return 0
+
+
+cdef inline int _reserve_rows(_Columns* c, Py_ssize_t rows, bint include_headers) noexcept nogil:
+    """Room for `rows` more rows in every fixed-width column and bitmap."""
+    cdef Py_ssize_t bitmap_bytes = rows // 8 + 1
+    if (_buf_reserve(&c.b[_KEY_VALID], bitmap_bytes) or _buf_reserve(&c.b[_VALUE_VALID], bitmap_bytes)
+            or _buf_reserve(&c.b[_KEY_OFFSETS], 4 * rows) or _buf_reserve(&c.b[_VALUE_OFFSETS], 4 * rows)
+            or _buf_reserve(&c.b[_TOPIC_OFFSETS], 4 * rows) or _buf_reserve(&c.b[_PARTITION], 4 * rows)
+            or _buf_reserve(&c.b[_OFFSET], 8 * rows) or _buf_reserve(&c.b[_TIMESTAMP], 8 * rows)
+            or _buf_reserve(&c.b[_TIMESTAMP_TYPE], 4 * rows)):
+        return -1
+    if include_headers and (_buf_reserve(&c.b[_HEADERS_VALID], bitmap_bytes)
+                            or _buf_reserve(&c.b[_HEADERS_OFFSETS], 4 * rows)):
+        return -1
+    return 0
+
+
+cdef int _append_headers(_Columns* c, const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
+                         int64_t header_count) noexcept nogil:
+    """A record's headers section at p[pos:end] (walked by _skip_headers already) into the header columns."""
+    cdef int64_t i, size_bytes
+    cdef const unsigned char* data
+    cdef Py_ssize_t at = _get_zigzag(p, pos, end, 5, &size_bytes)  # the count, known
+    cdef Py_ssize_t scan = at
+    for i in range(header_count):  # keys are UTF-8: checked before anything is written
+        scan = _get_zigzag(p, scan, end, 5, &size_bytes)
+        if not _utf8_valid(p + scan, size_bytes):
+            return _ROW_BAD_HEADER_KEY
+        scan = _read_bytes_field(p, scan + size_bytes, end, &data, &size_bytes)
+    if (_buf_reserve(&c.b[_HEADER_KEY_OFFSETS], 4 * header_count) or _buf_reserve(&c.b[_HEADER_VALUE_OFFSETS], 4 * header_count)
+            or _buf_reserve(&c.b[_HEADER_VALUE_VALID], header_count // 8 + 1)
+            or _buf_reserve(&c.b[_HEADER_KEY_DATA], end - pos) or _buf_reserve(&c.b[_HEADER_VALUE_DATA], end - pos)):
+        return _ROW_NO_MEMORY
+    for i in range(header_count):
+        at = _get_zigzag(p, at, end, 5, &size_bytes)
+        _put_span(&c.b[_HEADER_KEY_OFFSETS], &c.b[_HEADER_KEY_DATA], p + at, size_bytes)
+        at = _read_bytes_field(p, at + size_bytes, end, &data, &size_bytes)
+        _put_bit(&c.b[_HEADER_VALUE_VALID], c.header_entries, size_bytes >= 0)
+        if size_bytes < 0:
+            c.header_value_nulls += 1
+            size_bytes = 0
+        _put_span(&c.b[_HEADER_VALUE_OFFSETS], &c.b[_HEADER_VALUE_DATA], data, size_bytes)
+        c.header_entries += 1
+    return _ROW_OK
+
+
+cdef void _columns_free(_Columns* c) noexcept nogil:
+    cdef _Buf* bufs = &c.b[_KEY_VALID]
+    cdef int i
+    for i in range(19):  # the _Buf members, in declaration order
+        free(bufs[i].data)
+        bufs[i].data = NULL
+        bufs[i].size = 0
+        bufs[i].capacity = 0
+    c.rows = c.key_nulls = c.value_nulls = c.headers_nulls = c.header_entries = c.header_value_nulls = 0
+
+
+@cython.final
+@cython.no_gc
+cdef class _ArrowMemory:
+    """A malloc'd buffer handed to pyarrow (pa.py_buffer keeps this alive; freed with it)."""
+
+    cdef unsigned char* data
+    cdef Py_ssize_t size_bytes
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.data, self.size_bytes, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        free(self.data)
+
+
+cdef object _arrow_schema = None
+
+
+cdef object _schema(object pa, bint include_headers):
+    global _arrow_schema
+    if _arrow_schema is None:
+        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        _arrow_schema = pa.schema([
+            pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+            pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+            pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
+            pa.field("headers", pa.list_(pa.field("element", header))),
+        ])
+    return _arrow_schema if include_headers else _arrow_schema.remove(7)
+
+
+@cython.final
+cdef class ArrowBatchBuilder:
+    """Collects records from PartitionFetch.arrow_into() as Arrow columns; finish() makes the pyarrow.RecordBatch
+    (Spark's Kafka source schema) and empties the builder. Needs pyarrow (the spark extra) only in finish()."""
+
+    cdef _Columns c
+    cdef readonly bint include_headers
+
+    def __cinit__(self, *args, **kwargs):
+        if _columns_start(&self.c) < 0:
+            raise MemoryError()
+
+    def __init__(self, bint include_headers=True):
+        self.include_headers = include_headers
+
+    def __dealloc__(self):
+        _columns_free(&self.c)
+
+    def __len__(self):
+        return self.c.rows
+
+    def __repr__(self):
+        return f"ArrowBatchBuilder(rows={self.c.rows}, include_headers={self.include_headers})"
+
+    cdef object _take(self, object pa, _Buf* b):
+        """b's memory as a pyarrow Buffer, without a copy; b is left empty."""
+        if b.data == NULL:  # never written: pyarrow wants an address even for no bytes
+            return pa.py_buffer(b"")
+        memory = _ArrowMemory.__new__(_ArrowMemory)
+        (<_ArrowMemory>memory).data = b.data
+        (<_ArrowMemory>memory).size_bytes = b.size
+        b.data = NULL
+        b.size = b.capacity = 0
+        return pa.py_buffer(memory)
+
+    cdef object _validity(self, object pa, _Buf* b, Py_ssize_t nulls):
+        return self._take(pa, b) if nulls else None
+
+    def finish(self):
+        """The collected rows as a pyarrow.RecordBatch (zero rows when empty); the builder starts over."""
+        try:
+            pa = import_module("pyarrow")  # importlib's rules (a None in sys.modules is missing), not Cython's
+        except ImportError:
+            raise MissingDependencyError(
+                "ArrowBatchBuilder.finish() needs pyarrow: pip install 'cykafka[spark]'") from None
+        cdef _Columns* c = &self.c
+        cdef Py_ssize_t n = c.rows
+        schema = _schema(pa, self.include_headers)
+        columns = [
+            pa.Array.from_buffers(pa.binary(), n, [self._validity(pa, &c.b[_KEY_VALID], c.key_nulls),
+                                                   self._take(pa, &c.b[_KEY_OFFSETS]), self._take(pa, &c.b[_KEY_DATA])],
+                                  c.key_nulls),
+            pa.Array.from_buffers(pa.binary(), n, [self._validity(pa, &c.b[_VALUE_VALID], c.value_nulls),
+                                                   self._take(pa, &c.b[_VALUE_OFFSETS]), self._take(pa, &c.b[_VALUE_DATA])],
+                                  c.value_nulls),
+            pa.Array.from_buffers(pa.string(), n, [None, self._take(pa, &c.b[_TOPIC_OFFSETS]),
+                                                   self._take(pa, &c.b[_TOPIC_DATA])]),
+            pa.Array.from_buffers(pa.int32(), n, [None, self._take(pa, &c.b[_PARTITION])]),
+            pa.Array.from_buffers(pa.int64(), n, [None, self._take(pa, &c.b[_OFFSET])]),
+            pa.Array.from_buffers(schema.field("timestamp").type, n, [None, self._take(pa, &c.b[_TIMESTAMP])]),
+            pa.Array.from_buffers(pa.int32(), n, [None, self._take(pa, &c.b[_TIMESTAMP_TYPE])]),
+        ]
+        if self.include_headers:
+            m = c.header_entries
+            entries = pa.StructArray.from_arrays(
+                [pa.Array.from_buffers(pa.string(), m, [None, self._take(pa, &c.b[_HEADER_KEY_OFFSETS]),
+                                                        self._take(pa, &c.b[_HEADER_KEY_DATA])]),
+                 pa.Array.from_buffers(pa.binary(), m, [
+                     self._validity(pa, &c.b[_HEADER_VALUE_VALID], c.header_value_nulls),
+                     self._take(pa, &c.b[_HEADER_VALUE_OFFSETS]), self._take(pa, &c.b[_HEADER_VALUE_DATA])],
+                     c.header_value_nulls)],
+                fields=list(schema.field("headers").type.value_type))
+            columns.append(pa.Array.from_buffers(
+                schema.field("headers").type, n,
+                [self._validity(pa, &c.b[_HEADERS_VALID], c.headers_nulls), self._take(pa, &c.b[_HEADERS_OFFSETS])],
+                c.headers_nulls, children=[entries]))
+        _columns_free(c)
+        if _columns_start(c) < 0:
+            raise MemoryError()
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+cdef enum:  # the part of a record _Fields.problem is about
+    _FIELD_HEAD
+    _FIELD_KEY
+    _FIELD_VALUE
+    _FIELD_HEADERS
+    _FIELD_HEADER_KEY
+
+
+cdef struct _Fields:
+    _RecordHead head
+    int64_t offset
+    const unsigned char* key
+    int64_t key_bytes  # -1: null
+    const unsigned char* value
+    int64_t value_bytes  # -1: null
+    Py_ssize_t headers_at  # the header count's position
+    int64_t header_count
+    int field  # which part is malformed, and
+    Py_ssize_t problem  # the reader's _BAD_* code
+
+
 @cython.final
 cdef class PartitionFetch:
     """One partition's records section from one Fetch answer, decoded lazily in offset order (module comment)."""
@@ -143,6 +487,8 @@ cdef class PartitionFetch:
     cdef readonly bint blocked_on_open_transaction
     cdef readonly Py_ssize_t bytes_size
     cdef bytes _topic_utf8
+    cdef const unsigned char* _topic_utf8_ptr
+    cdef Py_ssize_t _topic_bytes
     cdef object _decompress
     cdef object _records
     cdef Py_buffer _view
@@ -188,6 +534,8 @@ cdef class PartitionFetch:
         self.bytes_size = self._view.len
         self.topic = topic
         self._topic_utf8 = topic.encode("utf-8")
+        self._topic_utf8_ptr = <const unsigned char*>PyBytes_AS_STRING(self._topic_utf8)
+        self._topic_bytes = len(self._topic_utf8)
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.next_offset = fetch_offset
@@ -447,6 +795,54 @@ cdef class PartitionFetch:
 
     # ---- records ----------------------------------------------------------------------------------------------------
 
+    cdef inline int _parse(self, _Fields* f) noexcept nogil:
+        """The fields of the record at _record_pos of the current batch into f; -1 (with f.problem) if malformed."""
+        cdef const unsigned char* p = self._section
+        cdef Py_ssize_t pos = _read_record_head(p, self._record_pos, self._section_bytes, &f.head)
+        if pos < 0:
+            f.problem = pos
+            f.field = _FIELD_HEAD
+            return -1
+        f.offset = <int64_t>(<uint64_t>self._batch.base_offset + <uint64_t>f.head.offset_delta)
+        pos = _read_bytes_field(p, pos, f.head.end, &f.key, &f.key_bytes)
+        if pos < 0:
+            f.problem = pos
+            f.field = _FIELD_KEY
+            return -1
+        pos = _read_bytes_field(p, pos, f.head.end, &f.value, &f.value_bytes)
+        if pos < 0:
+            f.problem = pos
+            f.field = _FIELD_VALUE
+            return -1
+        f.headers_at = pos
+        if _skip_headers(p, pos, f.head.end, &f.header_count) != f.head.end:
+            f.field = _FIELD_HEADERS
+            return -1
+        return 0
+
+    cdef inline void _consumed(self, _Fields* f, bint handed_out) noexcept nogil:
+        """Moves past the record just parsed."""
+        self._record_pos = f.head.end
+        self._records_left -= 1
+        self._record_index += 1
+        if handed_out:
+            self.next_offset = f.offset + 1
+
+    cdef object _problem(self, _Fields* f):
+        """The CorruptRecordError for a record _parse refused (or one whose header key is not UTF-8)."""
+        cdef const unsigned char* p = self._section
+        if f.field == _FIELD_HEAD:
+            return self._wrapped(_record_problem(f.problem, self._record_index, &f.head, self._batch.base_offset))
+        if f.field == _FIELD_KEY:
+            return self._wrapped(_field_problem(f.problem, "key", f.key_bytes, f.head.end - (f.key - p), f.offset))
+        if f.field == _FIELD_VALUE:
+            return self._wrapped(_field_problem(f.problem, "value", f.value_bytes, f.head.end - (f.value - p),
+                                                f.offset))
+        if f.field == _FIELD_HEADER_KEY:
+            return self._corrupt(f"a header key of record {self._record_index} is not UTF-8", f.offset)
+        return self._corrupt(f"record {self._record_index} of the batch at offset {self._batch.base_offset} has "
+                             f"malformed headers or trailing bytes", f.offset)
+
     def records(self, Py_ssize_t max_records):
         """Up to max_records ConsumerRecords, in offset order; [] when done. A CorruptRecordError comes after the
         records before it were handed out (the call that meets it returns those; the next one raises)."""
@@ -463,67 +859,145 @@ cdef class PartitionFetch:
 
     cdef int _records_into(self, list out, Py_ssize_t max_records) except -1:
         cdef Py_ssize_t taken = 0
-        cdef _RecordHead r
-        cdef Py_ssize_t pos, headers_at
-        cdef const unsigned char* p
-        cdef const unsigned char* key
-        cdef const unsigned char* value
-        cdef int64_t key_bytes, value_bytes, header_count, offset
+        cdef _Fields f
         cdef ConsumerRecord record
         cdef bint log_append
+        cdef Py_ssize_t headers_at
         while taken < max_records and self._ready():
-            p = self._section
             log_append = (self._batch.attributes & _ATTR_LOG_APPEND_TIME) != 0
             while taken < max_records and self._records_left > 0:
-                pos = _read_record_head(p, self._record_pos, self._section_bytes, &r)
-                offset = <int64_t>(<uint64_t>self._batch.base_offset + <uint64_t>r.offset_delta)
-                if pos < 0:
-                    raise self._wrapped(_record_problem(pos, self._record_index, &r, self._batch.base_offset))
-                pos = _read_bytes_field(p, pos, r.end, &key, &key_bytes)
-                if pos < 0:
-                    raise self._wrapped(_field_problem(pos, "key", key_bytes, r.end - (key - p), offset))
-                pos = _read_bytes_field(p, pos, r.end, &value, &value_bytes)
-                if pos < 0:
-                    raise self._wrapped(_field_problem(pos, "value", value_bytes, r.end - (value - p), offset))
-                headers_at = pos
-                pos = _skip_headers(p, pos, r.end, &header_count)
-                if pos != r.end:
-                    raise self._corrupt(f"record {self._record_index} of the batch at offset "
-                                        f"{self._batch.base_offset} has malformed headers or trailing bytes", offset)
-                if offset < self.next_offset:
-                    self._record_pos = r.end
-                    self._records_left -= 1
-                    self._record_index += 1
+                if self._parse(&f) < 0:
+                    raise self._problem(&f)
+                if f.offset < self.next_offset:
+                    self._consumed(&f, False)
                     continue
                 record = ConsumerRecord.__new__(ConsumerRecord)
                 record.topic = self.topic
                 record.partition = self.partition
-                record.offset = offset
+                record.offset = f.offset
                 if log_append:
                     record.timestamp_ms = self._batch.max_timestamp_ms
                     record.timestamp_type = 1
                 else:
                     record.timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms
-                                                    + <uint64_t>r.timestamp_delta)
-                if key_bytes >= 0:
-                    record.key = PyBytes_FromStringAndSize(<const char*>key, key_bytes)
-                if value_bytes >= 0:
-                    record.value = PyBytes_FromStringAndSize(<const char*>value, value_bytes)
-                if header_count:
+                                                    + <uint64_t>f.head.timestamp_delta)
+                if f.key_bytes >= 0:
+                    record.key = PyBytes_FromStringAndSize(<const char*>f.key, f.key_bytes)
+                if f.value_bytes >= 0:
+                    record.value = PyBytes_FromStringAndSize(<const char*>f.value, f.value_bytes)
+                if f.header_count:
+                    headers_at = f.headers_at
                     try:
-                        record._headers = _decode_headers(p, &headers_at, r.end, self._record_index, offset)
+                        record._headers = _decode_headers(self._section, &headers_at, f.head.end,
+                                                          self._record_index, f.offset)
                     except CorruptRecordError as e:
                         raise self._wrapped(e) from None
                 record._leader_epoch = self._batch.partition_leader_epoch
                 PyList_Append(out, record)
-                self._record_pos = r.end
-                self._records_left -= 1
-                self._record_index += 1
-                self.next_offset = offset + 1
+                self._consumed(&f, True)
                 taken += 1
             if self._records_left == 0:
                 self._finish_batch()
         return 0
+
+    # ---- Arrow ------------------------------------------------------------------------------------------------------
+
+    def arrow_into(self, ArrowBatchBuilder builder not None, Py_ssize_t max_records):
+        """Appends up to max_records records to builder's columns, in offset order, with the GIL released while a
+        batch is read; how many were appended (fewer than asked and not done: the builder is full, finish() it).
+        Errors come as in records(): after what came before them was appended."""
+        cdef Py_ssize_t appended = 0
+        if max_records < 0:
+            raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        try:
+            self._arrow_into(builder, max_records, &appended)
+        except CorruptRecordError:
+            if appended:
+                return appended
+            raise
+        return appended
+
+    cdef int _arrow_into(self, ArrowBatchBuilder builder, Py_ssize_t max_records, Py_ssize_t* appended) except -1:
+        cdef _Fields f
+        cdef int status
+        while appended[0] < max_records and self._ready():
+            with nogil:
+                status = self._arrow_batch(&builder.c, max_records, builder.include_headers, appended, &f)
+            if status == _ROW_FULL:
+                return 0
+            if status == _ROW_NO_MEMORY:
+                raise MemoryError()
+            if status == _ROW_BAD_HEADER_KEY:
+                f.field = _FIELD_HEADER_KEY
+                raise self._problem(&f)
+            if status != _ROW_OK:
+                raise self._problem(&f)
+            if self._records_left == 0:
+                self._finish_batch()
+        return 0
+
+    cdef int _arrow_batch(self, _Columns* c, Py_ssize_t max_records, bint include_headers, Py_ssize_t* appended,
+                          _Fields* f) noexcept nogil:
+        """Appends the current batch's records (up to max_records in all) to c; a _ROW_* outcome, or _ROW_BAD_HEADERS
+        with f describing a malformed record."""
+        cdef bint log_append = (self._batch.attributes & _ATTR_LOG_APPEND_TIME) != 0
+        cdef int timestamp_type = 1 if log_append else 0
+        cdef Py_ssize_t rows = self._records_left
+        cdef Py_ssize_t row
+        cdef int64_t timestamp_ms
+        cdef int status
+        if rows > max_records - appended[0]:
+            rows = max_records - appended[0]
+        if _reserve_rows(c, rows, include_headers) < 0:
+            return _ROW_NO_MEMORY
+        while appended[0] < max_records and self._records_left > 0:
+            if self._parse(f) < 0:
+                return _ROW_BAD_HEADERS
+            if f.offset < self.next_offset:
+                self._consumed(f, False)
+                continue
+            if (c.b[_KEY_DATA].size + f.head.length > INT32_MAX or c.b[_VALUE_DATA].size + f.head.length > INT32_MAX
+                    or c.b[_TOPIC_DATA].size + self._topic_bytes > INT32_MAX
+                    or c.b[_HEADER_KEY_DATA].size + f.head.length > INT32_MAX
+                    or c.b[_HEADER_VALUE_DATA].size + f.head.length > INT32_MAX
+                    or c.header_entries + f.header_count > INT32_MAX or c.rows == INT32_MAX):
+                return _ROW_FULL
+            if (_buf_reserve(&c.b[_KEY_DATA], f.key_bytes) or _buf_reserve(&c.b[_VALUE_DATA], f.value_bytes)
+                    or _buf_reserve(&c.b[_TOPIC_DATA], self._topic_bytes)):
+                return _ROW_NO_MEMORY
+            if include_headers and f.header_count:
+                status = _append_headers(c, self._section, f.headers_at, f.head.end, f.header_count)
+                if status != _ROW_OK:
+                    return status
+            row = c.rows
+            _put_bit(&c.b[_KEY_VALID], row, f.key_bytes >= 0)
+            if f.key_bytes < 0:
+                c.key_nulls += 1
+                f.key_bytes = 0
+            _put_span(&c.b[_KEY_OFFSETS], &c.b[_KEY_DATA], f.key, f.key_bytes)
+            _put_bit(&c.b[_VALUE_VALID], row, f.value_bytes >= 0)
+            if f.value_bytes < 0:
+                c.value_nulls += 1
+                f.value_bytes = 0
+            _put_span(&c.b[_VALUE_OFFSETS], &c.b[_VALUE_DATA], f.value, f.value_bytes)
+            _put_span(&c.b[_TOPIC_OFFSETS], &c.b[_TOPIC_DATA], self._topic_utf8_ptr, self._topic_bytes)
+            _put_i32(&c.b[_PARTITION], self.partition)
+            _put_i64(&c.b[_OFFSET], f.offset)
+            if log_append:
+                timestamp_ms = self._batch.max_timestamp_ms
+            else:
+                timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms + <uint64_t>f.head.timestamp_delta)
+            _put_i64(&c.b[_TIMESTAMP], <int64_t>(<uint64_t>timestamp_ms * 1000))
+            _put_i32(&c.b[_TIMESTAMP_TYPE], timestamp_type)
+            if include_headers:
+                _put_bit(&c.b[_HEADERS_VALID], row, f.header_count > 0)
+                if f.header_count == 0:
+                    c.headers_nulls += 1
+                _put_i32(&c.b[_HEADERS_OFFSETS], <int32_t>c.header_entries)
+            c.rows += 1
+            self._consumed(f, True)
+            appended[0] += 1
+        return _ROW_OK
 
 
 cdef list _aborted_list(object aborted_transactions):

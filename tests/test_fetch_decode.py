@@ -6,6 +6,7 @@ consumer (cykafka.verify.read_back)."""
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 import socket
 import struct
@@ -17,8 +18,8 @@ from typing import Any
 import pytest
 
 from cykafka.adapters.compression import compressor_for, decompress
-from cykafka.core import ConsumerRecord, PartitionFetch, RecordBatchBuilder, crc32c
-from cykafka.errors import CorruptRecordError, InvalidArgumentError
+from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch, RecordBatchBuilder, crc32c
+from cykafka.errors import CorruptRecordError, InvalidArgumentError, MissingDependencyError
 from cykafka.protocol import decode_response, encode_request
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -314,6 +315,136 @@ def test_corrupt_marker_is_an_error_before_anything_it_decides_is_handed_out() -
         committed(data).records(10)
 
 
+# ---- Arrow -------------------------------------------------------------------------------------------------------
+
+def spark_schema(include_headers: bool = True) -> Any:
+    """Spark's Kafka source schema (KafkaRecordToRowConverter) as pyspark turns it into Arrow."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+              StructField("partition", IntegerType()), StructField("offset", LongType()),
+              StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType())]
+    if include_headers:
+        fields.append(StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                                   StructField("value", BinaryType())]))))
+    return to_arrow_schema(StructType(fields), timezone="UTC")
+
+
+def rows_of(records: list[ConsumerRecord], include_headers: bool = True) -> list[dict[str, Any]]:
+    """What the Arrow batch should hold for these records (headers null when a record has none, as Spark gives)."""
+    import datetime
+
+    rows = []
+    for r in records:
+        row = {"key": r.key, "value": r.value, "topic": r.topic, "partition": r.partition, "offset": r.offset,
+               "timestamp": datetime.datetime.fromtimestamp(r.timestamp_ms / 1000, datetime.UTC),
+               "timestampType": r.timestamp_type}
+        if include_headers:
+            row["headers"] = [{"key": k, "value": v} for k, v in r.headers] or None
+        rows.append(row)
+    return rows
+
+
+MIXED = [(b"k0", b"v0", [("a", b"1"), ("b", None)]), (None, b"v1", None), (b"k2", None, [("\u00e9", b"")]),
+         (None, None, None)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("include_headers", [True, False])
+def test_arrow_batch_equals_the_records(codec: str, include_headers: bool) -> None:
+    pa = pytest.importorskip("pyarrow")
+    data = (batch(10, MIXED, codec=codec, leader_epoch=2) + batch(14, values(5, 14), codec=codec)
+            + control(19, 1, True) + batch(20, values(2, 20), codec=codec, log_append_time=True))
+    records = drain(fetch(data, 11))
+    builder = ArrowBatchBuilder(include_headers)
+    part = fetch(data, 11)
+    counts = [part.arrow_into(builder, 3) for _ in range(5)]
+    assert sum(counts) == len(records) == 10 and len(builder) == 10 and counts[-1] == 0
+    assert part.next_offset == 22 and part.done
+    got = builder.finish()
+    assert isinstance(got, pa.RecordBatch)
+    assert got.schema == spark_schema(include_headers)
+    got.validate(full=True)
+    assert got.to_pylist() == rows_of(records, include_headers)
+    assert len(builder) == 0
+    empty = builder.finish()
+    assert empty.num_rows == 0 and empty.schema == got.schema
+
+
+def test_arrow_builder_collects_several_partitions_and_starts_over_after_finish() -> None:
+    pytest.importorskip("pyarrow")
+    builder = ArrowBatchBuilder()
+    one = PartitionFetch("one", 0, batch(0, values(3)), 0, check_crcs=True, decompress=None)
+    two = PartitionFetch("two-\u00e9", 7, batch(5, MIXED, codec="zstd"), 6, check_crcs=True, decompress=decompress)
+    assert one.arrow_into(builder, 100) == 3 and two.arrow_into(builder, 100) == 3
+    first = builder.finish().to_pylist()
+    assert [(r["topic"], r["partition"], r["offset"]) for r in first] == \
+        [("one", 0, 0), ("one", 0, 1), ("one", 0, 2), ("two-\u00e9", 7, 6), ("two-\u00e9", 7, 7), ("two-\u00e9", 7, 8)]
+    again = PartitionFetch("one", 0, batch(3, values(1, 3)), 3, check_crcs=True, decompress=None)
+    assert again.arrow_into(builder, 10) == 1
+    assert builder.finish().to_pylist() == rows_of([ConsumerRecord("one", 0, 3, TS, 0, b"k3", b"v3")])
+
+
+def test_arrow_errors_match_records() -> None:
+    pytest.importorskip("pyarrow")
+    good = batch(0, values(2))
+    bad = bytearray(batch(2, values(2, 2)))
+    bad[-2] ^= 1
+    builder = ArrowBatchBuilder()
+    part = fetch(good + bytes(bad))
+    assert part.arrow_into(builder, 10) == 2
+    with pytest.raises(CorruptRecordError, match=r"topic 't' partition 3 offset 2: .*CRC32C"):
+        part.arrow_into(builder, 10)
+    raw = bytearray(batch(0, [(b"k", b"v", [("ab", b"x")])]))
+    at = raw.index(b"ab")
+    raw[at:at + 2] = b"\xc3\x28"  # not UTF-8
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    with pytest.raises(CorruptRecordError, match="not UTF-8"):
+        fetch(bytes(raw)).arrow_into(builder, 10)
+    assert len(builder) == 2 and builder.finish().num_rows == 2
+    no_headers = ArrowBatchBuilder(include_headers=False)  # no header column: header keys are not read
+    assert fetch(bytes(raw)).arrow_into(no_headers, 10) == 1
+    with pytest.raises(InvalidArgumentError, match="max_records"):
+        fetch(good).arrow_into(builder, -1)
+
+
+def test_finish_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"cykafka\[spark\]"):
+        ArrowBatchBuilder().finish()
+
+
+def test_utf8_rules_of_header_keys_in_arrow() -> None:
+    pytest.importorskip("pyarrow")
+    keys = ["a", "\u00e9", "\u20ac", "\U0001f600", "\uffff"]
+    data = batch(0, [(None, None, [(k, b"v") for k in keys])])
+    builder = ArrowBatchBuilder()
+    assert fetch(data).arrow_into(builder, 1) == 1
+    assert [h["key"] for h in builder.finish().column("headers")[0].as_py()] == keys
+    for invalid in (b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80a"):
+        raw = bytearray(batch(0, [(None, None, [("x" * len(invalid), b"v")])]))
+        at = raw.index(b"x" * len(invalid))
+        raw[at:at + len(invalid)] = invalid
+        struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+        with pytest.raises(CorruptRecordError, match="UTF-8"):
+            fetch(bytes(raw)).arrow_into(ArrowBatchBuilder(), 1)
+        with pytest.raises(CorruptRecordError, match="UTF-8"):
+            fetch(bytes(raw)).records(1)
+
+
 # ---- against the broker -------------------------------------------------------------------------------------------
 
 def raw_fetch(bootstrap: str, topic: str, partition: int, offset: int, *, isolation_level: int = 0,
@@ -390,3 +521,85 @@ def test_confluent_kafka_batches_read_back_equal(broker: Any, codec: str) -> Non
     assert len(ours) == 300
     assert as_seen(ours) == [(r.partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in expected]
     assert all(r.topic == topic and r.timestamp_type == 0 for r in ours)
+    if importlib.util.find_spec("pyarrow"):
+        builder = ArrowBatchBuilder()
+        for p in (0, 1):
+            entry = raw_fetch(broker.bootstrap_servers, topic, p, 0)
+            part = PartitionFetch(topic, p, entry["records"], 0, check_crcs=True, decompress=decompress)
+            while part.arrow_into(builder, 64):
+                pass
+        assert builder.finish().to_pylist() == rows_of(ours)
+
+
+def test_transactions_on_the_broker_read_committed(broker: Any) -> None:
+    """Tansu sends an empty aborted-transaction list (and cuts read_committed answers at the last stable offset), so
+    the markers decide: aborted records never appear, committed and plain ones do, an open transaction blocks."""
+    from confluent_kafka import Producer
+
+    bootstrap = broker.bootstrap_servers
+    topic = f"fetch-decode-tx-{uuid.uuid4().hex[:8]}"
+    config = {"bootstrap.servers": bootstrap, "linger.ms": 5}
+    first = Producer({**config, "transactional.id": f"{topic}-a"})
+    second = Producer({**config, "transactional.id": f"{topic}-b"})
+    plain = Producer({**config, "compression.type": "lz4"})
+    for producer in (first, second):
+        producer.init_transactions(30)
+
+    def send(producer: Any, *names: str) -> None:
+        for name in names:
+            producer.produce(topic, key=name.encode(), value=name.encode(), partition=0)
+        assert producer.flush(30) == 0
+
+    first.begin_transaction()
+    send(first, "a-commit-1", "a-commit-2")
+    second.begin_transaction()
+    send(second, "b-abort-1")
+    send(plain, "plain-1")
+    send(first, "a-commit-3")
+    send(second, "b-abort-2")
+    first.commit_transaction(30)
+    second.abort_transaction(30)
+    first.begin_transaction()
+    send(first, "a-abort-4")
+    first.abort_transaction(30)
+    send(plain, "plain-2")
+    committed_names = ["a-commit-1", "a-commit-2", "plain-1", "a-commit-3", "plain-2"]
+
+    entry = raw_fetch(bootstrap, topic, 0, 0, isolation_level=1)
+    assert entry["aborted_transactions"] == []  # what Tansu sends (docs/consumer.md)
+    got = read_partition(bootstrap, topic, 0, read_committed=True)
+    assert [r.value for r in got] == [n.encode() for n in committed_names]
+    everything = read_partition(bootstrap, topic, 0)
+    assert len(everything) == 8
+    # the same bytes with the list a Kafka broker would send: Java's algorithm gives the same records
+    producer_ids = {r.key: pid for r, pid in _producer_ids(bootstrap, topic)}
+    listed = [(producer_ids[b"b-abort-1"], everything[2].offset), (producer_ids[b"a-abort-4"],
+                                                                   everything[6].offset)]
+    assert [r.value for r in read_partition(bootstrap, topic, 0, read_committed=True,
+                                            aborted=lambda _: listed)] == [n.encode() for n in committed_names]
+
+    # an open transaction: read_uncommitted bytes (past the last stable offset) decoded read_committed stop at it
+    second.begin_transaction()
+    send(second, "b-open-1")
+    send(plain, "plain-3")
+    entry = raw_fetch(bootstrap, topic, 0, 0)
+    part = PartitionFetch(topic, 0, entry["records"], 0, check_crcs=True, decompress=decompress,
+                          read_committed=True, aborted_transactions=None)
+    assert [r.value for r in drain(part)] == [n.encode() for n in committed_names]
+    open_offset = entry["high_watermark"] - 2
+    assert part.blocked_on_open_transaction and part.done and part.next_offset == open_offset
+    second.commit_transaction(30)
+    entry = raw_fetch(bootstrap, topic, 0, open_offset, isolation_level=1)
+    later = PartitionFetch(topic, 0, entry["records"], open_offset, check_crcs=True, decompress=decompress,
+                           read_committed=True, aborted_transactions=entry["aborted_transactions"])
+    assert [r.value for r in drain(later)] == [b"b-open-1", b"plain-3"]
+    assert not later.blocked_on_open_transaction
+
+
+def _producer_ids(bootstrap: str, topic: str) -> list[tuple[ConsumerRecord, int]]:
+    """Each record of partition 0 with its batch's producer id (decode_batches reads the headers)."""
+    from cykafka.core import decode_batches
+
+    entry = raw_fetch(bootstrap, topic, 0, 0)
+    return [(ConsumerRecord(topic, 0, r.offset, r.timestamp_ms, 0, r.key, r.value), b.producer_id)
+            for b in decode_batches(entry["records"], decompress, allow_partial=True) for r in b.records]
