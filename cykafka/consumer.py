@@ -20,13 +20,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.admin import ListOffsetsResultInfo
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread
-from cykafka.core import ConsumerRecord, PartitionFetch
+from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
 from cykafka.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -48,6 +48,9 @@ from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.serialization import validate_topic
 from cykafka.transactions import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    import pyarrow
 
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
@@ -383,6 +386,19 @@ class Consumer:
         self._poll(timeout, self.config.max_poll_records, take)
         return records
 
+    def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
+        """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
+        timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time."""
+        self._check_open()
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                        or max_records < 1):
+            raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
+                                       f"{max_records!r}")
+        builder = ArrowBatchBuilder(include_headers=True)
+        self._poll(timeout, max_records or self.config.max_poll_records,
+                   lambda fetch, limit: fetch.arrow_into(builder, limit))
+        return builder.finish()
+
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Every record, as poll returns them, until close()."""
         while not self._closed:
@@ -445,6 +461,7 @@ class Consumer:
                     state.not_before_ms = self._clock.monotonic_ms() + self.config.connection.retry_backoff_ms
                     sub.release(item)
                 elif fetch.done:
+                    state.fetch_size_bytes = self.config.max_partition_fetch_bytes  # grown for a transaction: back
                     sub.release(item)
                 else:
                     continue

@@ -84,6 +84,29 @@ def test_records_written_by_confluent_kafka_read_back_equal(broker: EmbeddedBrok
         assert offsets == list(range(len(offsets)))  # in order, none twice
 
 
+def test_poll_batch_equals_poll(broker: EmbeddedBroker) -> None:
+    pytest.importorskip("pyarrow")
+    topic = _topic("batch")
+    _write(broker.bootstrap_servers, topic, _mixed(200), **{"compression.type": "lz4"})
+    with _consumer(broker.bootstrap_servers) as consumer:
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        records = _poll_all(consumer, 200)
+    rows = []
+    with _consumer(broker.bootstrap_servers) as consumer:
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        for _ in range(POLLS):
+            if len(rows) >= 200:
+                break
+            batch = consumer.poll_batch(0.5, max_records=50)
+            assert batch.num_rows <= 50
+            rows += batch.to_pylist()
+        empty = consumer.poll_batch(0)
+    assert empty.num_rows == 0 and empty.schema == batch.schema
+    as_records = sorted((r["topic"], r["partition"], r["offset"], int(r["timestamp"].timestamp() * 1000), r["key"],
+                         r["value"], [(h["key"], h["value"]) for h in r["headers"] or []]) for r in rows)
+    assert as_records == _rows(records)
+
+
 def test_seek_position_and_offsets(broker: EmbeddedBroker) -> None:
     topic = _topic("seek")
     tp = TopicPartition(topic, 0)
@@ -286,6 +309,7 @@ def test_a_leader_move_and_out_of_range_on_the_mock_cluster(mock_cluster: Any) -
     (lambda c: c.seek(TopicPartition("other", 0), 1), "seek: TopicPartition.*is not assigned"),
     (lambda c: c.poll(-1), "timeout must be a number of seconds >= 0"),
     (lambda c: c.poll("soon"), "timeout must be a number of seconds >= 0"),
+    (lambda c: c.poll_batch(0, max_records=0), "poll_batch: max_records must be an int >= 1"),
     (lambda c: c.commit(), "commit needs a group.id"),
     (lambda c: c.committed([TopicPartition("t", 0)]), "committed needs a group.id"),
     (lambda c: c.offsets_for_times({TopicPartition("t", 0): -5}), "offsets_for_times: the timestamp"),
