@@ -16,16 +16,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.admin import ListOffsetsResultInfo
 from cykafka.config import ConsumerConfig
-from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread
+from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
 from cykafka.errors import (
     ConfigError,
@@ -34,7 +35,7 @@ from cykafka.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
-from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription
+from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, fetch_request
 from cykafka.group_offsets import (
     find_coordinator_request,
     offset_commit_errors,
@@ -52,6 +53,7 @@ from cykafka.transactions import OffsetAndMetadata
 if TYPE_CHECKING:
     import pyarrow
 
+T = TypeVar("T")
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
 _EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
@@ -122,6 +124,9 @@ class Consumer:
         if ports.start_sender:
             self._thread = NetworkThread(self.network, name=f"cykafka-consumer-{conn.client_id}")
             self._thread.start()
+        # the thread holds no reference to this Consumer: dropped unclosed, it is finalized and its thread stopped
+        self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
+                                           transport if self._owns_transport else None)
 
     # -- assignment ---------------------------------------------------------------------------------------------
 
@@ -521,30 +526,15 @@ class Consumer:
 
     def _list_offsets(self, timestamps: Mapping[TopicPartition, int],
                       deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo]:
-        """ListOffsets at each partition's leader, asked again after a metadata refresh for stale leaders."""
-        out: dict[TopicPartition, ListOffsetsResultInfo] = {}
-        pending = dict(timestamps)
-        while pending:
-            for node, tps in self._leaders(pending, deadline_ms).items():
-                body = {"replica_id": -1, "isolation_level": int(self.config.read_committed),
-                        "topics": by_topic(tps, lambda tp: {"partition_index": tp.partition,
-                                                             "current_leader_epoch": -1,
-                                                             "timestamp": timestamps[tp]})}
-                _, answer = self._ask(node, Request(api.LIST_OFFSETS.key, body), deadline_ms)
-                for t in answer["topics"]:
-                    for p in t["partitions"]:
-                        tp = TopicPartition(t["name"], p["partition_index"])
-                        if tp not in pending:
-                            continue
-                        if p["error_code"]:
-                            self._retry_or_raise(error_for(p["error_code"], f"listing offsets of {tp.topic} "
-                                                           f"[{tp.partition}]"), deadline_ms, sleep=False)
-                            continue
-                        out[tp] = ListOffsetsResultInfo(p["offset"], p["timestamp"], p["leader_epoch"])
-                        del pending[tp]
-            if pending:
-                self._backoff(deadline_ms)
-        return out
+        """ListOffsets at each partition's leader."""
+        def request(tps: list[TopicPartition]) -> Request:
+            return Request(api.LIST_OFFSETS.key, {
+                "replica_id": -1, "isolation_level": int(self.config.read_committed),
+                "topics": by_topic(tps, lambda tp: {"partition_index": tp.partition, "current_leader_epoch": -1,
+                                                    "timestamp": timestamps[tp]})})
+
+        return self._per_leader(list(timestamps), deadline_ms, request, ("topics", "name"), lambda p: (
+            ListOffsetsResultInfo(p["offset"], p["timestamp"], p["leader_epoch"])), "listing offsets of")
 
     def _end_offsets(self, tps: list[TopicPartition], deadline_ms: int) -> dict[TopicPartition, int]:
         """High watermarks (last stable offsets with read_committed) from a Fetch at the offset ListOffsets latest
@@ -552,30 +542,40 @@ class Consumer:
         Fetch answer carries the true watermarks (docs/consumer.md)."""
         starts = {tp: info.offset for tp, info in
                   self._list_offsets(dict.fromkeys(tps, _LATEST), deadline_ms).items()}
-        out: dict[TopicPartition, int] = {}
-        while len(out) < len(tps):
-            pending = {tp: starts[tp] for tp in tps if tp not in out}
+        read_committed = self.config.read_committed
+
+        def request(group: list[TopicPartition]) -> Request:  # Tansu answers max_wait_ms=0 with no partitions
+            return fetch_request({tp: (starts[tp], 1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
+                                 read_committed=read_committed)
+
+        def end(p: dict[str, Any]) -> int:
+            stable = p["last_stable_offset"]
+            return int(stable if read_committed and stable >= 0 else p["high_watermark"])
+
+        return self._per_leader(tps, deadline_ms, request, ("responses", "topic"), end, "reading the end offset of")
+
+    def _per_leader(self, tps: list[TopicPartition], deadline_ms: int,
+                    request: Callable[[list[TopicPartition]], Request], keys: tuple[str, str],
+                    value: Callable[[dict[str, Any]], T], what: str) -> dict[TopicPartition, T]:
+        """One request per leader for its partitions; keys: the answer's topics list and topic name keys. A stale
+        leader's partitions are asked again after a metadata refresh, until deadline_ms."""
+        out: dict[TopicPartition, T] = {}
+        pending = set(tps)
+        while pending:
             for node, group in self._leaders(pending, deadline_ms).items():
-                body = {"replica_id": -1, "max_wait_ms": 1, "min_bytes": 0, "max_bytes": 1,  # Tansu: 0 ms, no answer
-                        "isolation_level": int(self.config.read_committed), "session_id": 0, "session_epoch": -1,
-                        "topics": by_topic(group, lambda tp: {"partition": tp.partition, "current_leader_epoch": -1,
-                                                               "fetch_offset": starts[tp], "last_fetched_epoch": -1,
-                                                               "log_start_offset": -1, "partition_max_bytes": 1},
-                                            topic="topic"),
-                        "forgotten_topics_data": [], "rack_id": ""}
-                _, answer = self._ask(node, Request(api.FETCH.key, body), deadline_ms)
-                for t in answer["responses"]:
+                _, answer = self._ask(node, request(group), deadline_ms)
+                for t in answer[keys[0]]:
                     for p in t["partitions"]:
-                        tp = TopicPartition(t["topic"], p["partition_index"])
+                        tp = TopicPartition(t[keys[1]], p["partition_index"])
                         if tp not in pending:
                             continue
                         if p["error_code"]:
-                            self._retry_or_raise(error_for(p["error_code"], f"reading the end offset of {tp.topic} "
-                                                           f"[{tp.partition}]"), deadline_ms, sleep=False)
+                            self._retry_or_raise(error_for(p["error_code"], f"{what} {tp.topic} [{tp.partition}]"),
+                                                 deadline_ms, sleep=False)
                             continue
-                        stable = p["last_stable_offset"]
-                        out[tp] = stable if self.config.read_committed and stable >= 0 else p["high_watermark"]
-            if len(out) < len(tps):
+                        out[tp] = value(p)
+                        pending.discard(tp)
+            if pending:
                 self._backoff(deadline_ms)
         return out
 
@@ -704,6 +704,7 @@ class Consumer:
         if self._closed:
             return
         deadline_ms = self._deadline(timeout, "timeout")
+        self._finalizer.detach()
         try:
             if self.config.enable_auto_commit:
                 try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -134,6 +135,7 @@ class NetworkThread(threading.Thread):
         super().__init__(name=name, daemon=True)
         self.network = network
         self.last_error: BaseException | None = None
+        self.transport_to_close: Transport | None = None  # set when the consumer was dropped unclosed
 
     def run(self) -> None:
         network = self.network
@@ -145,3 +147,19 @@ class NetworkThread(threading.Thread):
                     log.error("unexpected error in the consumer's network loop; continuing", exc_info=e)
                 self.last_error = e
                 network.clock.sleep_ms(10)
+        if self.transport_to_close is not None:
+            self.transport_to_close.close(0)
+
+
+def stop_unclosed(client_id: str, thread: NetworkThread | None, network: ConsumerNetwork,
+                  transport: Transport | None) -> None:
+    """A Consumer nobody references was never closed: warn as an unclosed file does, stop its network thread, which
+    then closes the transport it owned. Never blocks (a finalizer)."""
+    warnings.warn(f"unclosed cykafka Consumer {client_id!r}: close() it, or use it in a with block",
+                  ResourceWarning, stacklevel=2)
+    if thread is not None and thread.is_alive():
+        thread.transport_to_close = transport
+    elif transport is not None:
+        transport.close(0)
+    network.running = False
+    network.transport.wakeup()

@@ -21,6 +21,7 @@ import logging
 import struct
 import threading
 from collections import defaultdict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from cykafka.adapters.compression import decompress
 from cykafka.config import ConsumerConfig
 from cykafka.core import PartitionFetch
 from cykafka.errors import KafkaError
-from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transport
+from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transport, by_topic
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
@@ -52,6 +53,19 @@ def end_offset(records: bytes) -> int:
         end = base_offset + _LAST_OFFSET_DELTA.unpack_from(records, pos + _LAST_OFFSET_DELTA_AT)[0] + 1
         pos += 12 + length
     return end
+
+
+def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int]], *, max_wait_ms: int, min_bytes: int,
+                  max_bytes: int, read_committed: bool) -> Request:
+    """A Fetch for {partition: (fetch offset, partition_max_bytes)}, no fetch session (KIP-227 not used yet)."""
+    return Request(api.FETCH.key, {
+        "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
+        "isolation_level": int(read_committed), "session_id": 0, "session_epoch": -1,
+        "topics": by_topic(partitions, lambda tp: {
+            "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": partitions[tp][0],
+            "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": partitions[tp][1]},
+            topic="topic"),
+        "forgotten_topics_data": [], "rack_id": ""})
 
 
 @dataclass(slots=True)
@@ -140,7 +154,11 @@ class Fetcher:
                     delay_ms = min(delay_ms, max(1, self.transport.connection_delay_ms(node_id, now_ms)))
                     continue
                 sent = {tp: (state.epoch, state.fetch_offset) for tp, state in states.items()}
-                request = Request(api.FETCH.key, self._body(states, room_bytes))
+                request = fetch_request({tp: (state.fetch_offset, state.fetch_size_bytes)  # type: ignore[misc]
+                                         for tp, state in states.items()},
+                                        max_wait_ms=self.config.fetch_max_wait_ms,
+                                        min_bytes=self.config.fetch_min_bytes, max_bytes=room_bytes,
+                                        read_committed=self.config.read_committed)
                 try:
                     self.transport.send(node_id, request, now_ms,
                                         handler=lambda r, s=sent: self._on_answer(r, s))  # type: ignore[misc]
@@ -151,19 +169,6 @@ class Fetcher:
                 for state in states.values():
                     state.in_flight = True
         return delay_ms
-
-    def _body(self, states: dict[TopicPartition, PartitionState], max_bytes: int) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, int]]] = defaultdict(list)
-        for tp, state in states.items():
-            assert state.fetch_offset is not None
-            topics[tp.topic].append({"partition": tp.partition, "current_leader_epoch": -1,
-                                     "fetch_offset": state.fetch_offset, "last_fetched_epoch": -1,
-                                     "log_start_offset": -1, "partition_max_bytes": state.fetch_size_bytes})
-        return {"replica_id": -1, "max_wait_ms": self.config.fetch_max_wait_ms,
-                "min_bytes": self.config.fetch_min_bytes, "max_bytes": max_bytes,
-                "isolation_level": int(self.config.read_committed), "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [], "rack_id": ""}
 
     def _on_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]]) -> None:
         sub, now_ms = self.subscription, response.received_ms

@@ -129,12 +129,13 @@ def test_config_error_points_at_the_docs_url() -> None:
     assert "see https://github.com/cykafka/cykafka/blob/main/docs/config.md" in out.stderr
 
 
-def test_progress_bar_with_rate_on_a_terminal(broker: EmbeddedBroker) -> None:
+def _on_a_terminal(args: list[str], stdin: bytes | None = None) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Runs cykafka with stderr on a 100-column terminal: (the process, what the terminal showed)."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns: room for the bar
     try:
-        out = subprocess.run([CYKAFKA, "produce", _topic(), "-b", broker.bootstrap_servers], input=b"1\n2\n3\n",
-                             stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        out = subprocess.run([CYKAFKA, *args], input=stdin, stdout=subprocess.PIPE, stderr=follower, timeout=120,
+                             stdin=subprocess.DEVNULL if stdin is None else None)
         os.close(follower)
         follower = -1
         shown = b""
@@ -144,6 +145,11 @@ def test_progress_bar_with_rate_on_a_terminal(broker: EmbeddedBroker) -> None:
         os.close(leader)
         if follower >= 0:
             os.close(follower)
+    return out, shown
+
+
+def test_progress_bar_with_rate_on_a_terminal(broker: EmbeddedBroker) -> None:
+    out, shown = _on_a_terminal(["produce", _topic(), "-b", broker.bootstrap_servers], b"1\n2\n3\n")
     assert out.returncode == 0
     assert b"records/s" in shown.replace(b"records/s) ->", b"")  # tqdm's rate, not just the summary's
     assert b"3 records" in shown
@@ -253,21 +259,7 @@ def test_consume_from_an_unreachable_broker_fails_with_exit_1() -> None:
 
 
 def test_consume_progress_bar_on_a_terminal(broker: EmbeddedBroker) -> None:
-    topic = _filled(broker)
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    try:
-        out = subprocess.run([CYKAFKA, "consume", topic, "-b", broker.bootstrap_servers, "-e"],
-                             stdout=subprocess.PIPE, stderr=follower, timeout=120, stdin=subprocess.DEVNULL)
-        os.close(follower)
-        follower = -1
-        shown = b""
-        while chunk := _read_pty(leader):
-            shown += chunk
-    finally:
-        os.close(leader)
-        if follower >= 0:
-            os.close(follower)
+    out, shown = _on_a_terminal(["consume", _filled(broker), "-b", broker.bootstrap_servers, "-e"])
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 10
     assert b"records/s" in shown.replace(b"records/s) <-", b"")  # tqdm's rate, not just the summary's
     assert b"10 records" in shown

@@ -438,3 +438,17 @@ def test_an_open_transaction_is_fetched_again_from_its_start_with_more_room() ->
     assert seen == [0, 1, 2, 3, 5]
     assert (2, 2 * len(first)) in transport.fetched  # fetched again from the transaction's start, with more room
     consumer.close(0)
+
+
+def test_a_dropped_consumer_warns_and_stops_its_thread(broker: EmbeddedBroker) -> None:
+    import gc
+
+    consumer = _consumer(broker.bootstrap_servers)
+    consumer.assign([TopicPartition(_topic("dropped"), 0)])
+    thread = consumer._thread
+    assert thread is not None and thread.is_alive()
+    with pytest.warns(ResourceWarning, match="unclosed cykafka Consumer"):
+        del consumer
+        gc.collect()
+    thread.join(30)  # bounded: the finalizer stopped the loop; this only keeps a broken stop from hanging
+    assert not thread.is_alive()
