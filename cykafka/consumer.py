@@ -117,6 +117,9 @@ class Consumer:
         self.network = ConsumerNetwork(transport, metadata, self._clock, [self._calls, self._fetcher],
                                        conn.request_timeout_ms)
         self._outstanding: dict[tuple[int, int | None, str], Call] = {}
+        # (generation id, member id) commits carry: Java's assign mode (-1, ""); the group membership, a request
+        # source of the network thread like the Fetcher, sets them once it joins
+        self.generation: tuple[int, str] = (-1, "")
         self._coordinator: int | None = None
         self._async_commits: list[_AsyncCommit] = []
         self._next_auto_commit_ms = self._clock.monotonic_ms() + cfg.auto_commit_interval_ms
@@ -297,7 +300,7 @@ class Consumer:
             return
         while True:
             node = self._find_coordinator(deadline_ms)
-            request = offset_commit_request(group_id, positions, group_instance_id=self.config.group_instance_id)
+            request = self._commit_request(group_id, positions)
             _, answer = self._ask(node, request, deadline_ms)
             errors = offset_commit_errors(answer)
             if not errors:
@@ -334,6 +337,11 @@ class Consumer:
             out[tp] = om
         return out
 
+    def _commit_request(self, group_id: str, offsets: dict[TopicPartition, OffsetAndMetadata]) -> Request:
+        generation_id, member_id = self.generation
+        return offset_commit_request(group_id, offsets, generation_id=generation_id, member_id=member_id,
+                                     group_instance_id=self.config.group_instance_id)
+
     def _run_async_commits(self) -> None:
         """Steps every pending commit_async; finished ones run their callbacks here, on the caller's thread."""
         for job in list(self._async_commits):
@@ -343,8 +351,7 @@ class Consumer:
                 if self._coordinator is None:
                     job.call, job.finding_coordinator = self._submit(find_coordinator_request(group_id), None), True
                 else:
-                    request = offset_commit_request(group_id, job.offsets,
-                                                    group_instance_id=self.config.group_instance_id)
+                    request = self._commit_request(group_id, job.offsets)
                     job.call, job.finding_coordinator = self._submit(request, self._coordinator), False
                 continue
             if not call.done.is_set():
