@@ -278,6 +278,13 @@ def test_the_brokers_aborted_list_is_trusted_when_it_has_entries() -> None:
         committed(interleaved(), [(1,)])  # type: ignore[list-item]
 
 
+def test_an_abort_marker_ends_the_listed_transaction() -> None:
+    data = (batch(0, values(2), producer_id=1, transactional=True) + control(2, 1, False)
+            + batch(3, values(1, 3), producer_id=1, transactional=True) + control(4, 1, True))
+    assert offsets(drain(committed(data, [(1, 0)]))) == [3]
+    assert offsets(drain(committed(data, [(1, 0), (1, 3)]))) == []
+
+
 def test_an_open_transaction_blocks_delivery_at_its_first_batch() -> None:
     data = (batch(0, values(1))
             + batch(1, values(2, 1), producer_id=5, transactional=True)  # no marker in this data: open
