@@ -532,29 +532,18 @@ cdef class PartitionFetch:
         self._records = records
         self._data = <const unsigned char*>self._view.buf
         self.bytes_size = self._view.len
-        self.topic = topic
+        self.topic, self.partition, self._decompress = topic, partition, decompress
         self._topic_utf8 = topic.encode("utf-8")
         self._topic_utf8_ptr = <const unsigned char*>PyBytes_AS_STRING(self._topic_utf8)
         self._topic_bytes = len(self._topic_utf8)
-        self.partition = partition
-        self.fetch_offset = fetch_offset
-        self.next_offset = fetch_offset
-        self.check_crcs = check_crcs
-        self._decompress = decompress
-        self.read_committed = read_committed
-        self._pos = 0
-        self._ended = False
-        self._in_batch = False
-        self.blocked_on_open_transaction = False
-        self._scanned = False
-        self._batch_index = 0
-        self._aborted = []
-        self._aborted_next = 0
+        self.fetch_offset = self.next_offset = fetch_offset
+        self.check_crcs, self.read_committed = check_crcs, read_committed
+        # where the walk is (all zero/False again when __init__ runs twice)
+        self._pos = self._batch_index = self._aborted_next = 0
+        self._ended = self._in_batch = self._scanned = self.blocked_on_open_transaction = False
+        self._aborted = _aborted_list(aborted_transactions) if read_committed else []
         self._aborting = set()
-        self._markers_decide = False
-        if read_committed:
-            self._aborted = _aborted_list(aborted_transactions)
-            self._markers_decide = not self._aborted
+        self._markers_decide = read_committed and not self._aborted
 
     def __dealloc__(self):
         self._release()

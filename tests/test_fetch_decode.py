@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cykafka.adapters.compression import compressor_for, decompress
+from cykafka.broker import _recv_exact
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch, RecordBatchBuilder, crc32c
 from cykafka.errors import CorruptRecordError, InvalidArgumentError, MissingDependencyError
 from cykafka.protocol import decode_response, encode_request
@@ -277,6 +278,13 @@ def test_the_brokers_aborted_list_is_trusted_when_it_has_entries() -> None:
         committed(interleaved(), [(1,)])  # type: ignore[list-item]
 
 
+def test_an_abort_marker_ends_the_listed_transaction() -> None:
+    data = (batch(0, values(2), producer_id=1, transactional=True) + control(2, 1, False)
+            + batch(3, values(1, 3), producer_id=1, transactional=True) + control(4, 1, True))
+    assert offsets(drain(committed(data, [(1, 0)]))) == [3]
+    assert offsets(drain(committed(data, [(1, 0), (1, 3)]))) == []
+
+
 def test_an_open_transaction_blocks_delivery_at_its_first_batch() -> None:
     data = (batch(0, values(1))
             + batch(1, values(2, 1), producer_id=5, transactional=True)  # no marker in this data: open
@@ -320,25 +328,17 @@ def test_corrupt_marker_is_an_error_before_anything_it_decides_is_handed_out() -
 def spark_schema(include_headers: bool = True) -> Any:
     """Spark's Kafka source schema (KafkaRecordToRowConverter) as pyspark turns it into Arrow."""
     pytest.importorskip("pyspark")
+    from pyspark.sql import types as t
     from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import (
-        ArrayType,
-        BinaryType,
-        IntegerType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-        TimestampType,
-    )
 
-    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-              StructField("partition", IntegerType()), StructField("offset", LongType()),
-              StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType())]
+    fields = [t.StructField("key", t.BinaryType()), t.StructField("value", t.BinaryType()),
+              t.StructField("topic", t.StringType()), t.StructField("partition", t.IntegerType()),
+              t.StructField("offset", t.LongType()), t.StructField("timestamp", t.TimestampType()),
+              t.StructField("timestampType", t.IntegerType())]
     if include_headers:
-        fields.append(StructField("headers", ArrayType(StructType([StructField("key", StringType()),
-                                                                   StructField("value", BinaryType())]))))
-    return to_arrow_schema(StructType(fields), timezone="UTC")
+        fields.append(t.StructField("headers", t.ArrayType(t.StructType([t.StructField("key", t.StringType()),
+                                                                       t.StructField("value", t.BinaryType())]))))
+    return to_arrow_schema(t.StructType(fields), timezone="UTC")
 
 
 def rows_of(records: list[ConsumerRecord], include_headers: bool = True) -> list[dict[str, Any]]:
@@ -458,22 +458,12 @@ def raw_fetch(bootstrap: str, topic: str, partition: int, offset: int, *, isolat
             "forgotten_topics_data": []}
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(encode_request(1, version, 1, "test-fetch-decode", body))
-        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-        _, answer = decode_response(1, version, _read_exactly(sock, size))
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        _, answer = decode_response(1, version, _recv_exact(sock, size))
     (topic_answer,) = answer["responses"]
     (entry,) = topic_answer["partitions"]
     assert entry["error_code"] == 0, entry
     return dict(entry)
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        chunks += chunk
-    return bytes(chunks)
 
 
 def read_partition(bootstrap: str, topic: str, partition: int, *, read_committed: bool = False,
