@@ -450,15 +450,22 @@ class Consumer:
         return None
 
     def _drain(self, limit: int, take: Callable[[PartitionFetch, int], int]) -> int:
-        """Takes up to limit records from the buffer; returns how many. Raises a partition's error first."""
+        """Takes up to limit records from the buffer; returns how many. A partition's error (or corrupt data) is
+        raised by a call that took nothing yet: records already taken are returned first, never lost."""
         sub, taken = self._subscription, 0
         while taken < limit:
             with sub.lock:
-                self._raise_partition_error()
+                if not taken:
+                    self._raise_partition_error()
                 item = self._consumable()
                 if item is None:
                     break
-            got = take(item.fetch, limit - taken)  # decoded without the lock: only this thread touches the fetch
+            try:
+                got = take(item.fetch, limit - taken)  # decoded without the lock: only this thread touches it
+            except KafkaError:
+                if taken:
+                    break  # the next poll meets it again, first
+                raise
             taken += got
             with sub.lock:
                 state = sub.states.get(item.tp)

@@ -367,7 +367,7 @@ class _ScriptedFetches:
 
     disconnect_count = 0
 
-    def __init__(self, answers: dict[int, bytes]) -> None:
+    def __init__(self, answers: dict[Any, bytes]) -> None:  # fetch offset, or (partition, fetch offset) -> records
         self.answers = answers
         self.fetched: list[tuple[int, int]] = []  # (fetch offset, partition_max_bytes) of each Fetch
         self._answered: list[Any] = []
@@ -381,7 +381,8 @@ class _ScriptedFetches:
                 self.fetched.append((p["fetch_offset"], p["partition_max_bytes"]))
                 partitions.append({"partition_index": p["partition"], "error_code": 0, "high_watermark": 6,
                                    "last_stable_offset": 6, "log_start_offset": 0, "aborted_transactions": None,
-                                   "records": self.answers.get(p["fetch_offset"], b"")})
+                                   "records": self.answers.get((p["partition"], p["fetch_offset"]),
+                                                               self.answers.get(p["fetch_offset"], b""))})
         body = {"error_code": 0, "responses": [{"topic": request.body["topics"][0]["topic"], "partitions": partitions}]}
         self._answered.append(ClientResponse(node_id, request, handler, body, None, now_ms, now_ms))
 
@@ -403,7 +404,7 @@ class _OneLeader:
     def __init__(self, topic: str) -> None:
         from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
 
-        self._snapshot = ClusterSnapshot({1: Node(1, "fake", 1)}, {topic: [PartitionInfo(topic, 0, 1)]})
+        self._snapshot = ClusterSnapshot({1: Node(1, "fake", 1)}, {topic: [PartitionInfo(topic, i, 1) for i in (0, 1)]})
 
     def snapshot(self) -> Any: return self._snapshot
     def add_topic(self, topic: str, now_ms: int) -> None: ...
@@ -452,3 +453,26 @@ def test_a_dropped_consumer_warns_and_stops_its_thread(broker: EmbeddedBroker) -
         gc.collect()
     thread.join(30)  # bounded: the finalizer stopped the loop; this only keeps a broken stop from hanging
     assert not thread.is_alive()
+
+
+def test_records_taken_before_a_corrupt_partition_are_returned_and_the_error_comes_next() -> None:
+    from test_fetch_decode import batch, values
+
+    from cykafka import CorruptRecordError
+    from cykafka.adapters.clock import ManualClock
+    from cykafka.ports import Ports
+
+    corrupt = bytearray(batch(0, values(3)))
+    corrupt[-1] ^= 0xFF  # the CRC no longer matches
+    transport = _ScriptedFetches({(0, 0): batch(0, values(3)), (1, 0): bytes(corrupt)})
+    ports = Ports(transport=transport, metadata=_OneLeader("t"), clock=ManualClock(auto_tick_ms=1),  # type: ignore[arg-type]
+                  start_sender=False)
+    consumer = Consumer({"bootstrap.servers": "fake:1"}, ports=ports)
+    good, bad = TopicPartition("t", 0), TopicPartition("t", 1)
+    consumer.assign([good, bad])
+    consumer.seek(good, 0)
+    consumer.seek(bad, 0)
+    assert [(r.partition, r.offset) for r in consumer.poll(1)] == [(0, 0), (0, 1), (0, 2)]
+    with pytest.raises(CorruptRecordError, match="partition 1"):
+        consumer.poll(1)
+    consumer.close(0)
