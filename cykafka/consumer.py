@@ -482,8 +482,10 @@ class Consumer:
                 elif fetch.done:
                     state.fetch_size_bytes = self.config.max_partition_fetch_bytes  # grown for a transaction: back
                     sub.release(item)
-                else:
+                elif got:
                     continue
+                else:
+                    break  # more data, none taken: the Arrow builder is full (2 GiB column), finish it first
             self._transport.wakeup()  # room in the buffer, or a partition to fetch again
         return taken
 
