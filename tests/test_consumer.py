@@ -476,3 +476,34 @@ def test_records_taken_before_a_corrupt_partition_are_returned_and_the_error_com
     with pytest.raises(CorruptRecordError, match="partition 1"):
         consumer.poll(1)
     consumer.close(0)
+
+
+def test_dropped_connections_lose_and_repeat_nothing(broker: EmbeddedBroker) -> None:
+    from kafka_proxy import KafkaProxy
+
+    topic = _topic("drops")
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20}) as producer:
+        producer.send_batch(topic, [b"v%d" % i for i in range(20_000)], partitions=[i % 2 for i in range(20_000)]
+                            ).result(60)
+    proxy = KafkaProxy(broker.host, broker.port)
+    try:
+        with _consumer(proxy.bootstrap_servers, fetch_max_bytes=65536, max_partition_fetch_bytes=32768,
+                       retry_backoff_ms=20, reconnect_backoff_ms=20) as consumer:
+            consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+            got: list[Any] = []
+            cuts = 0
+            for _ in range(POLLS * 2):
+                if len(got) >= 20_000:
+                    break
+                got += consumer.poll(0.5)
+                if len(got) >= 2_000 * (cuts + 1) and cuts < 6:
+                    cuts += 1
+                    if cuts % 2:
+                        proxy.drop_all()
+                    else:
+                        proxy.cut_mid_frame(100)
+    finally:
+        proxy.close()
+    assert cuts == 6
+    for partition in (0, 1):
+        assert [r.offset for r in got if r.partition == partition] == list(range(10_000))
