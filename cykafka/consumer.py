@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.compression import decompress
 from cykafka.admin import ListOffsetsResultInfo
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread, stop_unclosed
@@ -113,7 +114,7 @@ class Consumer:
         self._transport, self._metadata = transport, metadata
         self._subscription = Subscription()
         self._calls = Calls(transport, conn.retry_backoff_ms)
-        self._fetcher = Fetcher(cfg, self._subscription, transport, metadata)
+        self._fetcher = Fetcher(cfg, self._subscription, transport, metadata, decompress)
         self.network = ConsumerNetwork(transport, metadata, self._clock, [self._calls, self._fetcher],
                                        conn.request_timeout_ms)
         self._outstanding: dict[tuple[int, int | None, str], Call] = {}

@@ -21,11 +21,10 @@ import logging
 import struct
 import threading
 from collections import defaultdict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cykafka.adapters.compression import decompress
 from cykafka.config import ConsumerConfig
 from cykafka.core import PartitionFetch
 from cykafka.errors import KafkaError
@@ -33,6 +32,9 @@ from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transp
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 log = logging.getLogger("cykafka")
 
@@ -120,8 +122,9 @@ class Fetcher:
     """Sends Fetch requests for the assigned partitions and files their answers; runs on the network thread."""
 
     def __init__(self, config: ConsumerConfig, subscription: Subscription, transport: Transport,
-                 metadata: MetadataSource) -> None:
+                 metadata: MetadataSource, decompress: Callable[[int, memoryview], Buffer]) -> None:
         self.config = config
+        self.decompress = decompress  # codec id, compressed bytes -> bytes: the composition root's codecs
         self.subscription = subscription
         self.transport = transport
         self.metadata = metadata
@@ -213,7 +216,7 @@ class Fetcher:
                 state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
                 return
             fetch = PartitionFetch(tp.topic, tp.partition, records, fetch_offset, check_crcs=self.config.check_crcs,
-                                   decompress=decompress, read_committed=self.config.read_committed,
+                                   decompress=self.decompress, read_committed=self.config.read_committed,
                                    aborted_transactions=p["aborted_transactions"])  # None or [] (Tansu): markers
             self.subscription.buffer.append(Buffered(tp, state.epoch, fetch, node_id, len(records)))
             self.subscription.buffered_bytes[node_id] += len(records)

@@ -1,5 +1,6 @@
 """The dependency rules of the layout (docs/architecture.md), checked on the sources: cykafka.errors is a leaf, the
-ports and the config import no adapter (codec names and level bounds are record-format facts in cykafka.ports)."""
+ports, the config and the consumer's fetcher, network loop and offset requests import no adapter (codec names and
+level bounds are record-format facts in cykafka.ports; the Consumer, a composition root, hands the codecs in)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _cykafka_imports(path: Path) -> set[str]:
     return {name for name in names if name == "cykafka" or name.startswith("cykafka.")}
 
 
-@pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py"])
+@pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py", "cykafka/fetcher.py",
+                                    "cykafka/consumer_network.py", "cykafka/group_offsets.py"])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
     assert not {name for name in imported if name.startswith("cykafka.adapters")}, imported
