@@ -286,28 +286,21 @@ class ProducerConfig:
             raise ConfigError(f"batch.size ({self.batch_size}) must be <= buffer.memory ({self.buffer_memory})")
         self._check_security()
 
-    @property
-    def uses_ssl(self) -> bool:
-        return self.security_protocol in ("ssl", "sasl_ssl")
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
-
     def _check_security(self) -> None:
         protocol = self.security_protocol.upper()
+        security = self.security_settings()
         given = [k for k in sorted(self.user_keys) if getattr(self, k.replace(".", "_"), None) is not None]
         stray_ssl = [k for k in given if k in _SSL_MATERIAL_KEYS]
-        if stray_ssl and not self.uses_ssl:
+        if stray_ssl and not security.uses_ssl:
             raise ConfigError(f"{', '.join(stray_ssl)} set but security.protocol is {protocol}: use SSL or SASL_SSL")
         stray_sasl = [k for k in given if k in _SASL_MATERIAL_KEYS]
-        if stray_sasl and not self.uses_sasl:
+        if stray_sasl and not security.uses_sasl:
             raise ConfigError(f"{', '.join(stray_sasl)} set but security.protocol is {protocol}: use SASL_SSL or "
                               f"SASL_PLAINTEXT")
         if self.ssl_key_location is not None and self.ssl_certificate_location is None:
             raise ConfigError("ssl.key.location is set but ssl.certificate.location is not: a client key needs its "
                               "certificate")
-        if not self.uses_sasl:
+        if not security.uses_sasl:
             return
         if self.sasl_mechanism is None:
             raise ConfigError(f"sasl.mechanism is required with security.protocol={protocol} (Java's default GSSAPI "
