@@ -25,7 +25,6 @@ from typing import Any
 from cykafka import protocol
 from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters import security
-from cykafka.config import ProducerConfig
 from cykafka.errors import (
     AuthenticationError,
     KafkaError,
@@ -34,7 +33,7 @@ from cykafka.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
-from cykafka.ports import ClientResponse, Node
+from cykafka.ports import ClientResponse, ConnectionSettings, Node
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
 log = logging.getLogger("cykafka")
@@ -88,16 +87,16 @@ class _Connection:
 class SocketTransport:
     """Kafka's NetworkClient over plain TCP sockets."""
 
-    def __init__(self, config: ProducerConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
-        self.config = config
-        self._security = security.Security(config)  # first: a bad ssl.* file fails before any socket exists
+    def __init__(self, settings: ConnectionSettings, *, clock_ms: Callable[[], int] | None = None) -> None:
+        self.settings = settings
+        self._security = security.Security(settings.security)  # first: a bad ssl.* file fails before any socket exists
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._connections: dict[int, _Connection] = {}
-        for index, server in enumerate(config.bootstrap_servers):
+        for index, server in enumerate(settings.bootstrap_servers):
             host, _, port = server.rpartition(":")
             self._connections[-(index + 1)] = _Connection(-(index + 1), host.strip("[]"), int(port))
         self._nodes: Mapping[int, Node] = {}
@@ -135,7 +134,7 @@ class SocketTransport:
             self._disconnect(conn, now_ms, NetworkError("SASL session lifetime reached"), backoff=False)
         if conn.state == _READY:
             in_flight = len(conn.in_flight) + len(conn.unwritten_requests)
-            return in_flight < self.config.max_in_flight_requests_per_connection
+            return in_flight < self.settings.max_in_flight_requests_per_connection
         if conn.state == _DISCONNECTED and now_ms - conn.last_failure_ms >= conn.backoff_ms:
             self._connect(conn, now_ms)
         return False
@@ -143,11 +142,11 @@ class SocketTransport:
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
         conn = self._connections.get(node_id)
         if conn is None:
-            return self.config.reconnect_backoff_ms
+            return self.settings.reconnect_backoff_ms
         if conn.state == _DISCONNECTED:
             return max(0, conn.last_failure_ms + conn.backoff_ms - now_ms)
         if conn.state in _SETTING_UP:
-            return max(0, conn.connect_started_ms + self.config.socket_connection_setup_timeout_ms - now_ms)
+            return max(0, conn.connect_started_ms + self.settings.socket_connection_setup_timeout_ms - now_ms)
         return 2**31  # connected: poll() wakes when a response frees a slot
 
     def send(self, node_id: int, request: object, now_ms: int,
@@ -286,10 +285,10 @@ class SocketTransport:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.config.send_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
-            if self.config.receive_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+            if self.settings.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.settings.send_buffer_bytes)
+            if self.settings.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.settings.receive_buffer_bytes)
         except OSError as e:
             sock.close()
             self._fail_connect(conn, now_ms, e)
@@ -450,8 +449,8 @@ class SocketTransport:
     def _set_backoff(self, conn: _Connection, now_ms: int) -> None:
         conn.last_failure_ms = now_ms
         conn.failures += 1
-        base = self.config.reconnect_backoff_ms * 2 ** min(conn.failures - 1, 30)
-        conn.backoff_ms = int(min(base, self.config.reconnect_backoff_max_ms) * self._random.uniform(0.8, 1.2))
+        base = self.settings.reconnect_backoff_ms * 2 ** min(conn.failures - 1, 30)
+        conn.backoff_ms = int(min(base, self.settings.reconnect_backoff_max_ms) * self._random.uniform(0.8, 1.2))
 
     def _disconnect(self, conn: _Connection, now_ms: int, error: KafkaError, backoff: bool = True) -> None:
         if conn.sock is not None:
@@ -497,16 +496,16 @@ class SocketTransport:
     def _check_timeouts(self, now_ms: int) -> None:
         for conn in self._connections.values():
             if conn.state in _SETTING_UP:
-                if now_ms - conn.connect_started_ms >= self.config.socket_connection_setup_timeout_ms:
+                if now_ms - conn.connect_started_ms >= self.settings.socket_connection_setup_timeout_ms:
                     self._disconnect(conn, now_ms, NetworkError(
                         f"connection to node {conn.node_id} ({conn.host}:{conn.port}) not set up within "
-                        f"socket.connection.setup.timeout.ms ({self.config.socket_connection_setup_timeout_ms})"))
+                        f"socket.connection.setup.timeout.ms ({self.settings.socket_connection_setup_timeout_ms})"))
             oldest = conn.in_flight[0] if conn.in_flight else (
                 conn.unwritten_requests[0][0] if conn.unwritten_requests else None)
-            if oldest is not None and now_ms - oldest.sent_ms >= self.config.request_timeout_ms:
+            if oldest is not None and now_ms - oldest.sent_ms >= self.settings.request_timeout_ms:
                 self._disconnect(conn, now_ms, KafkaTimeoutError(
                     f"no response from node {conn.node_id} within request.timeout.ms "
-                    f"({self.config.request_timeout_ms}); disconnected", retriable=True))
+                    f"({self.settings.request_timeout_ms}); disconnected", retriable=True))
 
     # -- framing -----------------------------------------------------------------------------------------------
 
@@ -515,7 +514,7 @@ class SocketTransport:
                  internal: bool = False) -> None:
         assert isinstance(request, (kp.Request, protocol.Request))
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        buffers = kp.encode_request(request, version, self._correlation_id, self.config.client_id)
+        buffers = kp.encode_request(request, version, self._correlation_id, self.settings.client_id)
         size = 0
         for buf in buffers:
             view = memoryview(buf).cast("B")

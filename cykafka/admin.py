@@ -214,7 +214,7 @@ class Admin:
             raise BrokerNotFoundError(f"{name}: node {node_id} is not in the cluster's metadata")
         request = Request(api_key, body)
         self._last_error = None
-        backoff_ms = self.config.connection.retry_backoff_ms
+        backoff_ms = self.config.retry_backoff_ms
         while True:
             if self._closed:
                 raise KafkaError(f"{name}: the Admin client is closed")
@@ -293,7 +293,7 @@ class Admin:
             pending = retry
             if pending:
                 self._controller_id = -1
-                self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+                self._clock.sleep_ms(self.config.retry_backoff_ms)
         return results
 
     # -- topics -----------------------------------------------------------------------------------------------------
@@ -519,9 +519,9 @@ class Admin:
                     results.update((tp, Result(error=e)) for tp in tps)
             pending = [tp for tp in pending if getattr(results[tp].error, "code", None) in _RETRY_PER_ITEM]
             if pending:
-                if self._clock.monotonic_ms() + self.config.connection.retry_backoff_ms >= deadline_ms:
+                if self._clock.monotonic_ms() + self.config.retry_backoff_ms >= deadline_ms:
                     break
-                self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+                self._clock.sleep_ms(self.config.retry_backoff_ms)
         return results
 
     @staticmethod
@@ -613,7 +613,7 @@ class Admin:
                 return node.node_id
             if code not in _RETRY_PER_ITEM or self._clock.monotonic_ms() >= deadline_ms:
                 raise error_for(code, f"group {group_id!r}: {found['error_message'] or ''}".rstrip(": "))
-            self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+            self._clock.sleep_ms(self.config.retry_backoff_ms)
 
     def _per_group(self, group_ids: list[str], deadline_ms: int,
                    ask: Callable[[int, str], Result[Any]]) -> dict[str, Result[Any]]:

@@ -175,6 +175,61 @@ class Transport(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class SecuritySettings:
+    """What the security adapter needs from a client's config (security.protocol, ssl.*, sasl.*), validated by it."""
+
+    security_protocol: str = "plaintext"
+    ssl_ca_location: str | None = None  # None: the system's default CAs
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)
+    ssl_endpoint_identification_algorithm: str = "https"  # "" turns hostname verification off
+    ssl_check_hostname: bool = True
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    sasl_oauthbearer_config: str = field(default="", repr=False)
+    oauth_cb: Callable[[str], object] | None = None
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("ssl", "sasl_ssl")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """What a Transport adapter needs: where the brokers are, how to name ourselves, connection and request limits.
+    Built by a client's config (`ProducerConfig.connection_settings()`, AdminConfig, ConsumerConfig)."""
+
+    bootstrap_servers: tuple[str, ...]
+    client_id: str = ""
+    request_timeout_ms: int = 30000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
+    socket_connection_setup_timeout_ms: int = 10000
+    max_in_flight_requests_per_connection: int = 5
+    send_buffer_bytes: int = 131072
+    receive_buffer_bytes: int = 32768
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataSettings:
+    """What a MetadataSource adapter needs: refresh ages, backoffs, and whether a Metadata request may create topics."""
+
+    request_timeout_ms: int = 30000
+    retry_backoff_ms: int = 100
+    reconnect_backoff_ms: int = 50
+    metadata_max_age_ms: int = 300000
+    metadata_max_idle_ms: int = 300000
+    allow_auto_create_topics: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Ports:
     """What a test swaps in for the Producer's own wiring, given as `Producer(config, ports=Ports(...))`: one keyword
     that no config key can collide with. None means the production adapter (socket transport, broker metadata,

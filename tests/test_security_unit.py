@@ -217,17 +217,17 @@ def test_unloadable_ca_file_names_the_key(tmp_path: Path) -> None:
     ca.write_text("not a certificate")
     cfg = ProducerConfig.parse({**BASE, "security.protocol": "SSL", "ssl.ca.location": str(ca)})
     with pytest.raises(ConfigError, match=r"ssl.ca.location"):
-        build_ssl_context(cfg)
+        build_ssl_context(cfg.security_settings())
     with pytest.raises(ConfigError, match=r"ssl.ca.location"):
         Producer(BASE, security_protocol="SSL", ssl_ca_location=str(ca), ports=Ports(start_sender=False))
 
 
 def test_hostname_verification_switches() -> None:
-    on = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL"}))
+    on = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL"}).security_settings())
     assert on.check_hostname
     for extra in ({"ssl.endpoint.identification.algorithm": ""}, {"ssl.endpoint.identification.algorithm": "none"},
                   {"ssl.check.hostname": False}):
-        ctx = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL", **extra}))
+        ctx = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL", **extra}).security_settings())
         assert not ctx.check_hostname
 
 
@@ -237,7 +237,7 @@ def test_secrets_hidden_from_repr_and_errors(tmp_path: Path) -> None:
     cfg = ProducerConfig.parse({**BASE, "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                                 "sasl.username": "alice", "sasl.password": "hunter2-secret",
                                 "ssl.certificate.location": str(cert), "ssl.key.password": "keypass-secret"})
-    text = repr(cfg) + str(cfg)
+    text = repr(cfg) + str(cfg) + repr(cfg.connection_settings())  # the adapters' settings hide them too
     assert "hunter2-secret" not in text and "keypass-secret" not in text
     assert "sasl_password='[hidden]'" in text and "sasl_username='alice'" in text
     assert "sasl_oauthbearer_config=''" in text  # empty: nothing to hide
@@ -245,7 +245,7 @@ def test_secrets_hidden_from_repr_and_errors(tmp_path: Path) -> None:
         ProducerConfig.parse({**BASE, "security.protocol": "SASL_SSL", "sasl.password": b"hunter2-secret"})
     assert "hunter2" not in str(info.value)
     with pytest.raises(ConfigError) as info:
-        build_ssl_context(cfg)
+        build_ssl_context(cfg.security_settings())
     assert "keypass-secret" not in str(info.value) and "ssl.key.password" in str(info.value)
 
 
@@ -253,9 +253,9 @@ def test_oauth_cb_as_keyword_and_security_factory() -> None:
     cfg = ProducerConfig.parse(BASE, security_protocol="sasl_plaintext", sasl_mechanism="oauthbearer",
                                oauth_cb=lambda _: ("t", time.time() + 60))
     assert cfg.sasl_mechanism == "OAUTHBEARER" and callable(cfg.oauth_cb)
-    session = Security(cfg).sasl_session("node 0")
+    session = Security(cfg.security_settings()).sasl_session("node 0")
     assert isinstance(session.mechanism, OAuthBearerMechanism)
-    assert Security(cfg).ssl_context is None
+    assert Security(cfg.security_settings()).ssl_context is None
     assert ProducerConfig.parse({**BASE, "sasl.mechanisms": "PLAIN", "security.protocol": "SASL_SSL",
                                  "sasl.username": "u", "sasl.password": ""}).sasl_mechanism == "PLAIN"
 
