@@ -585,9 +585,7 @@ class GroupMember:
         self._group_topics = frozenset()
 
     def _coordinator_unknown(self, now_ms: int) -> None:
-        if self.coordinator is not None:
-            self.coordinator = None
-            self._find_after_ms = now_ms + self.settings.retry_backoff_ms
+        self.coordinator = None  # looked up again at once; retry.backoff.ms only after a failed lookup (Java)
 
     def _event(self, kind: str, partitions: Iterable[TP], always: bool = False) -> None:
         tps = tuple(sorted(partitions))
