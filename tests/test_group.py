@@ -3,6 +3,7 @@ checked and answered with a scripted dict, time passed explicitly (Java's MockCl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -414,3 +415,106 @@ def test_offset_fetch_and_manual_assignment_commits() -> None:
 def test_settings_name_the_config_key() -> None:
     with pytest.raises(InvalidArgumentError, match=r"partition\.assignment\.strategy.*sticky"):
         GroupSettings("g", assignors=("sticky",))
+
+
+# -- against the embedded broker ------------------------------------------------------------------------------------
+
+def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
+    """Two GroupMembers (cooperative-sticky), each over its own SocketTransport, with a tiny loop over the generic
+    codec: both end stable in one generation with disjoint assignments covering every partition, and their listener
+    events add up to what they own. Then the first closes (LeaveGroup) and the second takes every partition."""
+    import time
+    import uuid
+
+    from cykafka.adapters.clock import SystemClock
+    from cykafka.adapters.socket_transport import SocketTransport
+    from cykafka.admin import Admin, NewTopic
+    from cykafka.config import AdminConfig
+    from cykafka.ports import Node
+    from cykafka.protocol import Request
+
+    topic, group = f"grp-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        admin.create_topics([NewTopic(topic, 5)])[topic].result()
+    clock = SystemClock()
+    connection = AdminConfig.parse({"bootstrap.servers": broker.bootstrap_servers}).connection
+    members, transports, nodes = [], [], []
+    owned: list[set[tuple[str, int]]] = [set(), set()]
+    for _ in range(2):
+        m = GroupMember(GroupSettings(group, session_timeout_ms=6_000, heartbeat_interval_ms=500,
+                                      assignors=("cooperative-sticky",)))
+        m.subscribe([topic])
+        members.append(m)
+        transports.append(SocketTransport(connection, clock_ms=clock.monotonic_ms))
+        nodes.append({})
+    metadata = Request(apis.METADATA.key, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+
+    def settled() -> bool:
+        a, b = members
+        return (a.state is b.state is MemberState.STABLE and a.generation_id == b.generation_id
+                and not a.assignment & b.assignment and len(a.assignment | b.assignment) == 5
+                and owned[0] == a.assignment and owned[1] == b.assignment)
+
+    asked_metadata = [0.0, 0.0]
+
+    def run(done: Callable[[], bool]) -> None:
+        deadline_s = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline_s, [(m.state, m.generation_id, m.assignment) for m in members]
+            for i, (m, t) in enumerate(zip(members, transports, strict=True)):
+                if m.left:
+                    continue
+                now_ms = clock.monotonic_ms()
+                m.poll(now_ms)
+                for event in m.take_events():
+                    if event.kind == "assigned":
+                        owned[i] |= set(event.partitions)
+                    else:
+                        owned[i] -= set(event.partitions)
+                outgoing = []
+                if (m.wants_metadata or not asked_metadata[i]) and time.monotonic() - asked_metadata[i] > 0.5:
+                    asked_metadata[i] = time.monotonic()
+                    outgoing.append((None, metadata))
+                while (out := m.next_request(now_ms)) is not None:
+                    outgoing.append(out)
+                if m.coordinator is not None and nodes[i].get(m.coordinator.node_id) != m.coordinator:
+                    nodes[i][m.coordinator.node_id] = m.coordinator
+                    t.update_nodes(dict(nodes[i]))
+                for node, request in outgoing:
+                    target = t.least_loaded_node(now_ms) if node is None else node
+                    for _ in range(200):  # connect (bounded)
+                        if target is not None and t.ready(target, now_ms):
+                            break
+                        t.poll(5, now_ms)
+                        now_ms = clock.monotonic_ms()
+                        target = t.least_loaded_node(now_ms) if node is None else node
+                    assert target is not None
+                    t.send(target, request, now_ms)
+                for r in t.poll(10, clock.monotonic_ms()):
+                    key = getattr(r.request, "api_key", None)
+                    now_ms = clock.monotonic_ms()
+                    if key == apis.METADATA.key:
+                        assert r.error is None and isinstance(r.response, dict)
+                        for b in r.response["brokers"]:
+                            nodes[i][b["node_id"]] = Node(b["node_id"], b["host"], b["port"])
+                        t.update_nodes(dict(nodes[i]))
+                        m.update_metadata({x["name"]: len(x["partitions"]) for x in r.response["topics"]
+                                           if x["error_code"] == 0}, now_ms)
+                    elif key is not None and r.error is not None:
+                        m.on_failure(key, now_ms)
+                    elif key is not None:
+                        assert isinstance(r.response, dict)
+                        m.on_response(key, r.response, now_ms)
+
+    try:
+        run(settled)
+        assert members[0].member_id != members[1].member_id and all(m.coordinator for m in members)
+        # the first leaves (LeaveGroup): the second takes every partition in the next generation
+        generation = members[1].generation_id
+        members[0].close(clock.monotonic_ms())
+        run(lambda: members[0].left and members[1].state is MemberState.STABLE
+            and members[1].generation_id > generation and len(owned[1]) == 5 and owned[1] == members[1].assignment)
+        assert owned[0] == set()
+    finally:
+        for t in transports:
+            t.close(0.0)
