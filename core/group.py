@@ -282,7 +282,6 @@ class GroupMember:
                 self._join_prepare()
             if not self._events and self._commits_in_flight == 0:
                 return self._send(node, apis.JOIN_GROUP.key, self._join_body())
-            return None
         if self.state is MemberState.STABLE and apis.HEARTBEAT.key not in self._in_flight \
                 and now_ms >= self._heartbeat_due_ms:
             self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
@@ -416,6 +415,7 @@ class GroupMember:
                 return
             self.state = MemberState.COMPLETING_REBALANCE
             self._joined_topics = self._topics
+            self._assigned_with, self._group_topics = None, frozenset()  # a leader's view, kept only by the leader
             self._sync_body = {**self._member_fields(), "protocol_type": PROTOCOL_TYPE,
                                "protocol_name": self.protocol_name, "assignments": []}
             if self.leader_id == self.member_id:

@@ -381,6 +381,9 @@ def test_commits_carry_the_generation_and_hold_a_join_until_answered() -> None:
     s.expect(None)
     assert [e.kind for e in s.member.take_events()] == ["revoked"]
     s.expect(None)  # the commit is still out: no JoinGroup yet
+    s.now_ms += HB_MS
+    s.expect(HEARTBEAT)  # the session is kept alive meanwhile
+    s.answer(HEARTBEAT, error_code=ErrorCode.REBALANCE_IN_PROGRESS)
     answer_body = answer(apis.OFFSET_COMMIT, topics=[{"name": "t", "partitions": [
         {"partition_index": 0, "error_code": 0},
         {"partition_index": 1, "error_code": ErrorCode.OFFSET_METADATA_TOO_LARGE}]}])
