@@ -59,11 +59,13 @@ def _java_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-def member_order(member: Member) -> tuple[int, bytes]:
-    """Sort key equal to Java's MemberInfo.compareTo: static members first by instance id, then by member id."""
+def member_order(member: Member) -> tuple[int, bytes, bytes]:
+    """Sort key equal to Java's MemberInfo.compareTo: static members first by instance id, then by member id (and
+    the member id breaks a tie Java leaves to the input order)."""
+    member_key = _java_key(member.member_id)
     if member.group_instance_id is not None:
-        return 0, _java_key(member.group_instance_id)
-    return 1, _java_key(member.member_id)
+        return 0, _java_key(member.group_instance_id), member_key
+    return 1, member_key, b""
 
 
 def _sorted_tps(tps: Iterable[TP]) -> list[TP]:

@@ -123,11 +123,10 @@ def groups(draw: st.DrawFn, identical: bool = False) -> tuple[list[Member], dict
     ids = draw(st.lists(st.text("abcxyz", min_size=1, max_size=3), min_size=n, max_size=n, unique=True))
     topics_st = st.sets(st.sampled_from((*ALL_TOPICS, "gone")), min_size=1)
     shared = draw(topics_st)
-    members = [Member(i, frozenset(shared if identical else draw(topics_st)),
-                      group_instance_id=draw(st.none() | st.sampled_from(["s1", "s2", "s3"]))) for i in ids]
-    seen: set[str | None] = set()
-    members = [m if m.group_instance_id not in seen and not seen.add(m.group_instance_id) else
-               Member(m.member_id, m.topics) for m in members]
+    statics = draw(st.lists(st.sampled_from(["s1", "s2", "s3"]), max_size=n, unique=True))
+    instance_of = dict(zip(draw(st.permutations(ids)), statics, strict=False))  # some members are static
+    members = [Member(i, frozenset(shared if identical else draw(topics_st)), group_instance_id=instance_of.get(i))
+               for i in ids]
     return members, counts
 
 
