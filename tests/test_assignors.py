@@ -16,6 +16,7 @@ from cykafka.core.assignors import (
     Member,
     RebalanceProtocol,
     cooperative_sticky_assign,
+    java_string_hash,
     member_generation,
     range_assign,
     rebalance_protocol,
@@ -92,8 +93,9 @@ def test_cooperative_withholds_a_moving_partition_until_the_next_rebalance() -> 
 
 
 def test_cooperative_generations_decide_conflicting_claims() -> None:
-    """Only the highest generation's claims count; two members of it claiming one partition both lose it, and it is
-    withheld (both revoke it) rather than given to either."""
+    """A contested claim goes to the higher generation; two members of one generation claiming a partition both lose
+    it, and it is withheld (both revoke it) rather than given to either; an uncontested claim stands whatever its
+    generation."""
     counts = {"t0": 2}
     stale = cooperative_sticky_assign([_m("A", ["t0"], _tps("t0p0 t0p1"), 3), _m("B", ["t0"], _tps("t0p0"), 2)],
                                       counts)
@@ -102,6 +104,20 @@ def test_cooperative_generations_decide_conflicting_claims() -> None:
                                       counts)
     assert ("t0", 0) not in twice["A"] + twice["B"]  # doubly claimed: withheld this round
     assert twice["B"] == _tps("t0p1")
+    older = cooperative_sticky_assign([_m("A", ["t0"], _tps("t0p0"), 3), _m("B", ["t0"], _tps("t0p1"), 1)], counts)
+    assert older == {"A": _tps("t0p0"), "B": _tps("t0p1")}
+
+
+def test_java_hash_codes() -> None:
+    assert java_string_hash("hello") == 99162322 and java_string_hash("Aa") == java_string_hash("BB") == 2112
+    assert java_string_hash("\U0001f600") == 0xD83D * 31 + 0xDE00  # over UTF-16 code units
+
+
+def test_cooperative_visits_members_in_javas_hashmap_order() -> None:
+    """Who keeps the extra partition when the quota allows one member more: the first in Java's HashMap order ("q"
+    hashes to bucket 1, "b" to bucket 2), not the first by name."""
+    members = [_m("b", ["t0"], _tps("t0p0 t0p1"), 1), _m("q", ["t0"], _tps("t0p2 t0p3"), 1), _m("z", ["t0"])]
+    assert cooperative_sticky_assign(members, {"t0": 4}) == {"q": _tps("t0p2 t0p3"), "b": _tps("t0p0"), "z": []}
 
 
 def test_protocols_and_user_data() -> None:
