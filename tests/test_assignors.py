@@ -225,6 +225,21 @@ def test_cooperative_sticky_is_valid_sticky_and_never_takes_an_owned_partition(
         assert _spread(third) <= 1
 
 
+@settings(max_examples=200, deadline=None)
+@given(groups())
+def test_cooperative_sticky_first_assignment_is_balanced_in_javas_sense(group: tuple[list[Member],
+                                                                                    dict[str, int]]) -> None:
+    """Java's isBalanced, for any subscriptions: no member could take a partition of one of its topics from a member
+    holding two more partitions than it does."""
+    members, counts = group
+    result = cooperative_sticky_assign(members, counts)
+    owner = {tp: member for member, tps in result.items() for tp in tps}
+    for m in members:
+        for t in m.topics & counts.keys():
+            for p in range(counts[t]):
+                assert len(result[m.member_id]) + 1 >= len(result[owner[(t, p)]]), (m.member_id, (t, p), result)
+
+
 @settings(max_examples=100, deadline=None)
 @given(groups(identical=True))
 def test_a_balanced_owned_assignment_is_kept_as_it_is(group: tuple[list[Member], dict[str, int]]) -> None:
