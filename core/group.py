@@ -158,7 +158,9 @@ class GroupMember:
         self._assigned_with: dict[str, int] | None = None  # the leader's partition counts at assignment
         self._closing = False
         self._coordinator_wanted = False  # offsets asked for while the coordinator is unknown
-        self._leave_body: dict[str, Any] | None = None
+        self._close_pending = False  # closing: the LeaveGroup (if any) is still to go
+        self._reopen = False  # unsubscribe: a member again once it has left
+        self._leave_body: dict[str, Any] | None = None  # the LeaveGroup after max.poll.interval.ms
         self._error: KafkaError | None = None  # raised once by next_request
         self._fatal: KafkaError | None = None  # raised by every next_request
 
@@ -225,26 +227,28 @@ class GroupMember:
         return events
 
     def close(self, now_ms: int) -> None:
-        """Leave the group: the owned partitions are revoked (lost if the generation is gone), then a LeaveGroup
-        (dynamic members only) comes out of next_request. `left` turns True once nothing more is to be sent."""
+        """Leave the group (Java's onLeavePrepare, then maybeLeaveGroup): the owned partitions are revoked (lost if
+        the generation is gone); once those events are taken and the commits built so far answered, the generation
+        is dropped and a LeaveGroup (dynamic members with a known coordinator) comes out of next_request. The
+        generation stays valid until then, so the listener can still commit. `left` turns True once nothing more is
+        to be sent or awaited."""
         if self._closing:
             return
         self._leave_prepare()
-        self._closing = True
-        self._leave_body = self._leave_request("the consumer is being closed")
-        self._reset_generation()
+        self._closing = self._close_pending = True
 
     def unsubscribe(self, now_ms: int) -> None:
-        """Stop being a member (Java's unsubscribe): as close, but the member can subscribe again later."""
+        """Stop being a member (Java's unsubscribe): as close, and once the LeaveGroup is out the member can
+        subscribe again."""
         self.close(now_ms)
-        self._closing = False
+        self._reopen = True
         self._topics = frozenset()
         self._pattern = None
 
     @property
     def left(self) -> bool:
         """Closing and nothing left to send or await (LeaveGroup answered or not needed, commits answered)."""
-        return self._closing and self._leave_body is None and not self._in_flight and not self._commits_in_flight
+        return self._closing and not self._close_pending and not self._in_flight and not self._commits_in_flight
 
     # -- decisions ---------------------------------------------------------------------------------------------------
 
@@ -257,9 +261,21 @@ class GroupMember:
             error, self._error = self._error, None
             raise error
         self._check_timers(now_ms)
+        if self._close_pending:
+            if self._events or self._commits_in_flight:
+                return None
+            body = self._leave_request("the consumer is being closed") if self.coordinator is not None else None
+            self._close_pending = False
+            self._reset_generation()
+            self._closing = not self._reopen
+            self._reopen = False
+            if body is not None and self.coordinator is not None:
+                return self._send(self.coordinator.node_id, apis.LEAVE_GROUP.key, body)
+        if self._closing:
+            return None
         if self.coordinator is None:
             self._leave_body = None  # Java sends no LeaveGroup without a known coordinator
-            wanted = self._coordinator_wanted or (self._subscribed() and not self._closing)
+            wanted = self._coordinator_wanted or self._subscribed()
             if not wanted or apis.FIND_COORDINATOR.key in self._in_flight or now_ms < self._find_after_ms:
                 return None
             gid = self.settings.group_id
@@ -272,8 +288,6 @@ class GroupMember:
                 return None
             body, self._leave_body = self._leave_body, None
             return self._send(node, apis.LEAVE_GROUP.key, body)
-        if self._closing:
-            return None
         if self._sync_body is not None and not self.wants_metadata:
             body, self._sync_body = self._sync_body, None
             return self._send(node, apis.SYNC_GROUP.key, body)
@@ -291,7 +305,8 @@ class GroupMember:
     def poll_timeout_ms(self, now_ms: int) -> int:
         """How long the shell may wait before the next call to next_request is due (0: now)."""
         s = self.settings
-        if self._error is not None or self._fatal is not None or self._events:
+        if self._error is not None or self._fatal is not None or self._events \
+                or (self._close_pending and not self._commits_in_flight):
             return 0
         due = [now_ms + s.heartbeat_interval_ms]
         if self.coordinator is None:

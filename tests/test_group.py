@@ -276,6 +276,31 @@ def test_close_revokes_then_leaves_a_dynamic_member() -> None:
     s.expect(None)
 
 
+def test_the_listener_commits_on_close_with_the_generation_and_the_leave_waits_for_it() -> None:
+    s = joined()
+    s.member.close(s.now_ms)
+    assert [e.kind for e in s.member.take_events()] == ["revoked"]
+    commit = s.member.commit_request({("t", 0): 9})  # the rebalance listener's commit
+    assert commit is not None and commit.request.body["generation_id"] == 1
+    assert commit.request.body["member_id"] == "m1"
+    s.expect(None)  # LeaveGroup waits for the commit's answer
+    s.member.on_response(apis.OFFSET_COMMIT.key, answer(apis.OFFSET_COMMIT), s.now_ms)
+    s.expect(LEAVE)
+    assert s.member.generation_id == -1 and s.member.state is MemberState.UNJOINED
+
+
+def test_unsubscribe_leaves_then_the_member_can_subscribe_again() -> None:
+    s = joined()
+    s.member.unsubscribe(s.now_ms)
+    s.member.take_events()
+    s.expect(LEAVE)
+    s.answer(LEAVE)
+    s.now_ms += HB_MS
+    s.expect(None)  # not subscribed: no heartbeat, no join
+    s.member.subscribe(["t"])
+    assert s.expect(JOIN)["member_id"] == ""
+
+
 def test_a_static_member_sends_no_leave_group_on_close() -> None:
     s = joined(group_instance_id="i1")
     s.member.close(s.now_ms)
