@@ -546,3 +546,122 @@ def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
     finally:
         for t in transports:
             t.close(0.0)
+
+
+# -- several members against a fake coordinator ----------------------------------------------------------------------
+
+class FakeCoordinator:
+    """The broker side of the classic protocol, small: KIP-394 ids, a join completes once every member has rejoined,
+    followers' SyncGroups wait for the leader's, heartbeats answer REBALANCE_IN_PROGRESS while a rebalance is on.
+    `handle` answers at once or holds the answer; `released` hands out the held ones."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, bytes] = {}  # member id -> the first protocol's metadata
+        self.joining: dict[str, int] = {}  # member id -> who asked (held JoinGroup)
+        self.syncing: dict[str, int] = {}
+        self.assignments: dict[str, bytes] = {}
+        self.generation, self.leader, self.rebalancing, self.next_id = 0, "", False, 0
+        self.out: list[tuple[int, int, dict[str, Any]]] = []
+
+    def handle(self, who: int, api_key: int, body: dict[str, Any]) -> dict[str, Any] | None:
+        if api_key == FIND.key:
+            return answer(FIND, coordinators=[{"key": "g", "node_id": 7, "host": "h", "port": 9, "error_code": 0,
+                                               "error_message": None}])
+        if api_key == JOIN.key:
+            if not body["member_id"]:
+                self.next_id += 1
+                return answer(JOIN, error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=f"m{self.next_id}")
+            self.members[body["member_id"]] = body["protocols"][0]["metadata"]
+            self.joining[body["member_id"]] = who
+            self.rebalancing = True
+            self._maybe_complete_join(body["protocols"][0]["name"])
+            return None
+        if api_key == SYNC.key:
+            if body["member_id"] == self.leader:
+                self.assignments = {a["member_id"]: a["assignment"] for a in body["assignments"]}
+            self.syncing[body["member_id"]] = who
+            if self.assignments:
+                for member, asker in self.syncing.items():
+                    self.out.append((asker, SYNC.key, answer(SYNC, assignment=self.assignments.get(member, b""))))
+                self.syncing.clear()
+            return None
+        if api_key == HEARTBEAT.key:
+            if body["member_id"] not in self.members:
+                return answer(HEARTBEAT, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+            code = ErrorCode.REBALANCE_IN_PROGRESS if self.rebalancing else ErrorCode.NONE
+            return answer(HEARTBEAT, error_code=code)
+        if api_key == LEAVE.key:
+            self.members.pop(body["members"][0]["member_id"], None)
+            self.rebalancing = True
+            return answer(LEAVE)
+        raise AssertionError(api_key)
+
+    def _maybe_complete_join(self, protocol: str) -> None:
+        if set(self.joining) != set(self.members):
+            return
+        self.generation += 1
+        self.leader = min(self.joining)
+        self.rebalancing = False
+        self.assignments = {}
+        everyone = [{"member_id": m, "group_instance_id": None, "metadata": meta} for m, meta in self.members.items()]
+        for member, asker in self.joining.items():
+            self.out.append((asker, JOIN.key, answer(JOIN, generation_id=self.generation, protocol_name=protocol,
+                                                      leader=self.leader, member_id=member,
+                                                      members=everyone if member == self.leader else [])))
+        self.joining.clear()
+
+    def released(self) -> list[tuple[int, int, dict[str, Any]]]:
+        out, self.out = self.out, []
+        return out
+
+
+def test_cooperative_members_hand_partitions_over_without_ever_sharing_one() -> None:
+    """A and B own t's six partitions; C joins. Through the state machines and a fake coordinator: A and B revoke
+    only what moves, C gets it one rebalance later, and at no moment do two members own one partition (KIP-429)."""
+    coordinator = FakeCoordinator()
+    members: list[GroupMember] = []
+    owned: list[set[tuple[str, int]]] = []
+    now_ms = 0
+
+    def add_member() -> None:
+        m = GroupMember(GroupSettings("g", heartbeat_interval_ms=HB_MS, session_timeout_ms=SESSION_MS,
+                                      max_poll_interval_ms=MAX_POLL_MS, assignors=("cooperative-sticky",)))
+        m.subscribe(["t"])
+        m.update_metadata({"t": 6}, now_ms)
+        members.append(m)
+        owned.append(set())
+
+    def run_until_stable(rounds: int = 500) -> None:
+        nonlocal now_ms
+        for _ in range(rounds):
+            now_ms += 100
+            for i, m in reversed(list(enumerate(members))):  # newcomers' listeners run first: the harder case
+                m.poll(now_ms)
+                for event in m.take_events():
+                    owned[i] = owned[i] | set(event.partitions) if event.kind == "assigned" \
+                        else owned[i] - set(event.partitions)
+                assert owned[i] == m.assignment
+                held = [tp for o in owned for tp in o]
+                assert len(held) == len(set(held)), f"a partition owned twice: {owned}"
+            if all(m.state is MemberState.STABLE and m.generation_id == coordinator.generation for m in members) \
+                    and len(held) == 6 and not coordinator.rebalancing:
+                return
+            for i, m in enumerate(members):
+                while (out := m.next_request(now_ms)) is not None:
+                    got = coordinator.handle(i, out.request.api_key, dict(out.request.body))
+                    if got is not None:
+                        m.on_response(out.request.api_key, got, now_ms)
+            for i, api_key, body in coordinator.released():
+                members[i].on_response(api_key, body, now_ms)
+        raise AssertionError(f"not stable after {rounds} rounds: {[(m.state, m.assignment) for m in members]}")
+
+    add_member()
+    add_member()
+    run_until_stable()
+    assert sorted(len(o) for o in owned) == [3, 3]
+    before = [set(o) for o in owned]
+    add_member()
+    run_until_stable()
+    assert sorted(len(o) for o in owned) == [2, 2, 2]
+    assert owned[0] <= before[0] and owned[1] <= before[1]  # sticky: A and B only gave partitions up
+    assert coordinator.generation >= 3  # C's join, then the handover of what A and B revoked
