@@ -309,14 +309,16 @@ class GroupMember:
                 or (self._close_pending and not self._commits_in_flight):
             return 0
         due = [now_ms + s.heartbeat_interval_ms]
-        if self.coordinator is None:
-            if apis.FIND_COORDINATOR.key not in self._in_flight:
+        if self._closing:
+            pass
+        elif self.coordinator is None:
+            if (self._coordinator_wanted or self._subscribed()) and apis.FIND_COORDINATOR.key not in self._in_flight:
                 due.append(self._find_after_ms)
         elif (self._sync_body is not None and not self.wants_metadata) or self._leave_body is not None:
             due.append(now_ms)
-        elif self._wants_join(now_ms):
-            due.append(self._join_after_ms if self._commits_in_flight == 0 else now_ms + s.heartbeat_interval_ms)
-        elif self.state is MemberState.STABLE:
+        elif self._wants_join(max(now_ms, self._join_after_ms)) and not self._commits_in_flight:
+            due.append(self._join_after_ms)
+        if self.state is MemberState.STABLE and not self._closing and self.coordinator is not None:
             if apis.HEARTBEAT.key not in self._in_flight:
                 due.append(self._heartbeat_due_ms)
             due.append(self._last_heartbeat_ok_ms + s.session_timeout_ms + 1)

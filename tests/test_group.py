@@ -665,3 +665,29 @@ def test_cooperative_members_hand_partitions_over_without_ever_sharing_one() -> 
     assert sorted(len(o) for o in owned) == [2, 2, 2]
     assert owned[0] <= before[0] and owned[1] <= before[1]  # sticky: A and B only gave partitions up
     assert coordinator.generation >= 3  # C's join, then the handover of what A and B revoked
+
+
+def test_poll_timeout_names_the_next_deadline() -> None:
+    s = Script(session_timeout_ms=4_000)
+    assert s.member.poll_timeout_ms(s.now_ms) == HB_MS  # not subscribed: nothing due
+    s.member.subscribe(["t"])
+    assert s.member.poll_timeout_ms(s.now_ms) == 0  # find the coordinator
+    s.expect(FIND)
+    s.answer(FIND, coordinators=[{"key": "g", "node_id": 7, "host": "h", "port": 9,
+                                  "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}])
+    assert s.member.poll_timeout_ms(s.now_ms) == BACKOFF_MS  # a failed lookup waits retry.backoff.ms
+    s.now_ms += BACKOFF_MS
+    s.find()
+    s.expect(JOIN)
+    s.answer(JOIN, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    assert s.member.poll_timeout_ms(s.now_ms) == BACKOFF_MS  # the join again after retry.backoff.ms
+    s.expect(None)
+    s.now_ms += BACKOFF_MS
+    s.join()
+    s.member.take_events()
+    s.member.poll(s.now_ms)
+    s.now_ms += HB_MS
+    s.expect(HEARTBEAT)  # in flight, unanswered: the session timeout is next
+    assert s.member.poll_timeout_ms(s.now_ms) == 4_000 - HB_MS + 1
+    s.answer(HEARTBEAT)
+    assert s.member.poll_timeout_ms(s.now_ms) == HB_MS  # the next heartbeat
