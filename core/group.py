@@ -59,7 +59,7 @@ from cykafka.core.assignors import (
     rebalance_protocol,
     subscription_user_data,
 )
-from cykafka.errors import InvalidArgumentError, KafkaError
+from cykafka.errors import InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.ports import Node
 from cykafka.protocol import apis
 from cykafka.protocol.consumer_protocol import (
@@ -137,7 +137,7 @@ class GroupMember:
         self.assignment: frozenset[TP] = frozenset()
         self._topics: frozenset[str] = frozenset()
         self._pattern: re.Pattern[str] | None = None
-        self._joined_topics: frozenset[str] | None = None  # the subscription of the last completed join
+        self._joined_topics: frozenset[str] | None = None  # the subscription the last JoinGroup carried
         self._partition_counts: dict[str, int] = {}
         self._metadata_updates = 0
         self._events: list[GroupEvent] = []
@@ -295,7 +295,10 @@ class GroupMember:
             if self._needs_join_prepare:
                 self._join_prepare()
             if not self._events and self._commits_in_flight == 0:
-                return self._send(node, apis.JOIN_GROUP.key, self._join_body())
+                out = self._send(node, apis.JOIN_GROUP.key, self._join_body())
+                self._joined_topics = self._topics
+                self._rejoin_reason = None  # a rejoin asked for from now on takes another JoinGroup
+                return out
         if self.state is MemberState.STABLE and apis.HEARTBEAT.key not in self._in_flight \
                 and now_ms >= self._heartbeat_due_ms:
             self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
@@ -391,8 +394,8 @@ class GroupMember:
         # LeaveGroup: nothing to do whatever the answer (Java logs it)
 
     def on_failure(self, api_key: int, now_ms: int) -> None:
-        """A request this member built got no answer (disconnect, request timeout): find the coordinator again
-        (retry.backoff.ms first) and retry what was lost."""
+        """A request this member built got no answer (disconnect, request timeout): find the coordinator again and
+        retry what was lost (a JoinGroup or SyncGroup after retry.backoff.ms)."""
         self._in_flight.discard(api_key)
         if api_key == apis.OFFSET_COMMIT.key:
             self._commits_in_flight = max(0, self._commits_in_flight - 1)
@@ -431,12 +434,16 @@ class GroupMember:
             if self._closing:
                 return
             self.state = MemberState.COMPLETING_REBALANCE
-            self._joined_topics = self._topics
             self._assigned_with, self._group_topics = None, frozenset()  # a leader's view, kept only by the leader
             self._sync_body = {**self._member_fields(), "protocol_type": PROTOCOL_TYPE,
                                "protocol_name": self.protocol_name, "assignments": []}
             if self.leader_id == self.member_id:
-                self._leader_members = [self._member(m) for m in body["members"]]
+                try:
+                    self._leader_members = [self._member(m) for m in body["members"]]
+                except ProtocolError as e:
+                    self._error = ProtocolError(f"group {self.settings.group_id!r}: a member's subscription: {e}")
+                    self._retry_join(now_ms, "a member's subscription could not be read")
+                    return
                 self._group_topics = frozenset(t for m in self._leader_members for t in m.topics)
                 if self._group_topics - self._partition_counts.keys():
                     self._leader_waits_since = self._metadata_updates  # assign after the next update
@@ -486,9 +493,13 @@ class GroupMember:
             else:
                 self._group_error(code, "SyncGroup", now_ms, fail=True)
             return
-        assigned = frozenset(decode_assignment(body["assignment"])["assigned_partitions"])
+        try:
+            assigned = frozenset(decode_assignment(body["assignment"])["assigned_partitions"])
+        except ProtocolError as e:
+            self._error = ProtocolError(f"group {self.settings.group_id!r}: the assignment: {e}")
+            self._retry_join(now_ms, "the assignment could not be read")
+            return
         self.state = MemberState.STABLE
-        self._rejoin_reason = None
         self._needs_join_prepare = True
         self._last_heartbeat_ok_ms = now_ms
         self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms

@@ -17,7 +17,7 @@ from cykafka.core.group import (
     commit_errors,
     fetched_offsets,
 )
-from cykafka.errors import BrokerResponseError, InvalidArgumentError
+from cykafka.errors import BrokerResponseError, InvalidArgumentError, ProtocolError
 from cykafka.protocol import apis
 from cykafka.protocol.codec import decode_message, encode_message
 from cykafka.protocol.consumer_protocol import (
@@ -691,3 +691,38 @@ def test_poll_timeout_names_the_next_deadline() -> None:
     assert s.member.poll_timeout_ms(s.now_ms) == 4_000 - HB_MS + 1
     s.answer(HEARTBEAT)
     assert s.member.poll_timeout_ms(s.now_ms) == HB_MS  # the next heartbeat
+
+
+def test_unreadable_embedded_bytes_are_raised_once_and_the_member_joins_again() -> None:
+    s = Script()
+    s.member.subscribe(["t"])
+    s.find()
+    body = s.expect(JOIN)
+    s.answer(JOIN, generation_id=1, protocol_name="range", leader="m1", member_id="m1",
+             members=[{"member_id": "m1", "group_instance_id": None, "metadata": b"\x00"}])
+    with pytest.raises(ProtocolError, match="subscription"):
+        s.member.next_request(s.now_ms)
+    s.now_ms += BACKOFF_MS
+    s.expect(JOIN)
+    s.answer(JOIN, generation_id=2, protocol_name="range", leader="other", member_id="m1")
+    s.expect(SYNC)
+    s.answer(SYNC, assignment=b"\x00\x00\x00\x00\x00\x09")  # one topic, then nothing
+    with pytest.raises(ProtocolError, match="assignment"):
+        s.member.next_request(s.now_ms)
+    assert s.member.state is MemberState.UNJOINED and body["protocols"]
+
+
+def test_a_rejoin_asked_for_during_a_rebalance_is_not_forgotten() -> None:
+    s = joined()
+    s.now_ms += HB_MS
+    s.expect(HEARTBEAT)
+    s.answer(HEARTBEAT, error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+    s.eager_rejoin()
+    s.member.subscribe(["t", "u"])  # while the JoinGroup is out
+    s.answer(JOIN, generation_id=2, protocol_name="range", leader="other", member_id="m1")
+    s.expect(SYNC)
+    s.answer(SYNC, assignment=encode_assignment([("t", 0)]))
+    assert s.member.state is MemberState.STABLE
+    s.expect(None)
+    assert [e.kind for e in s.member.take_events()] == ["assigned", "revoked"]
+    assert decode_subscription(s.expect(JOIN)["protocols"][0]["metadata"])["topics"] == ["t", "u"]
