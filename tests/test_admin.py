@@ -63,6 +63,15 @@ def test_a_generic_request_goes_through_the_generic_codec() -> None:
     assert not isinstance(kp.decode_response(3, 12, metadata[4:])[1], dict)
 
 
+def test_list_offsets_specs_are_the_protocols_named_timestamps() -> None:
+    from cykafka.admin import _OFFSET_SPECS
+    from cykafka.protocol import apis
+
+    assert _OFFSET_SPECS == {"earliest": apis.EARLIEST_TIMESTAMP, "latest": apis.LATEST_TIMESTAMP,
+                             "max_timestamp": apis.MAX_TIMESTAMP} == {"earliest": -2, "latest": -1,
+                                                                      "max_timestamp": -3}
+
+
 def test_negotiation_adds_the_generic_apis_and_keeps_the_hand_written_ranges() -> None:
     assert kp.NEGOTIATED_VERSIONS[20] == protocol.SUPPORTED_VERSIONS[20]  # DeleteTopics: generic only
     for key, versions in kp.SUPPORTED_VERSIONS.items():
