@@ -249,7 +249,7 @@ class Admin:
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": False}
         _, answer = self._request(api.METADATA.key, body, deadline_ms)
-        self._nodes = {b["node_id"]: Node(b["node_id"], b["host"], b["port"], b["rack"]) for b in answer["brokers"]}
+        self._nodes = {b["node_id"]: Node.from_body(b) for b in answer["brokers"]}
         self._cluster_id, self._controller_id = answer["cluster_id"], answer["controller_id"]
         self._transport.update_nodes(dict(self._nodes))
         return answer

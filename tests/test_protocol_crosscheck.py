@@ -1,28 +1,22 @@
-"""The generic codec against independent sources: the hand-written codec (adapters/kafka_protocol.py) byte for byte on
-every API and version it speaks, kafka-python's encoders, and the field facts in kafka-python's message files."""
+"""The codecs against independent sources: the hand-written Produce hot path (cykafka/protocol/produce.py) against
+the generic codec on every Produce version, the generic codec against kafka-python's encoders, and the descriptions
+against the field facts in kafka-python's message files."""
 
 from __future__ import annotations
 
 import re
 import struct
 from typing import Any
-from uuid import UUID
 
 import pytest
 from hypothesis import strategies as st
 from protocol_strategies import each_message, message_values
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.errors import ProtocolError, UnsupportedVersionError
 from cykafka.protocol import (
-    API_NAMES,
     APIS,
-    FLEXIBLE_FROM,
-    SUPPORTED_VERSIONS,
-    Field,
     ProduceRequest,
     decode_produce_response,
-    decode_request,
     decode_response,
     encode_produce_request,
     encode_request,
@@ -30,63 +24,7 @@ from cykafka.protocol import (
     produce,
 )
 from cykafka.protocol.apis import PRODUCE
-from cykafka.protocol.schema import MAX_VERSION
-
-HAND_WRITTEN = [(key, v, response) for key in kp.REQUEST_TYPES for v in range(kp.SUPPORTED_VERSIONS[key][0],
-                                                                               kp.SUPPORTED_VERSIONS[key][1] + 1)
-                for response in (False, True)]
-
-
-
-def test_version_tables_equal_the_hand_written_ones() -> None:
-    for key in kp.REQUEST_TYPES:
-        assert SUPPORTED_VERSIONS[key] == kp.SUPPORTED_VERSIONS[key], API_NAMES[key]
-        assert FLEXIBLE_FROM[key] == kp.FLEXIBLE_FROM[key], API_NAMES[key]
-        assert API_NAMES[key] == kp.API_NAMES[key]
-
-
-def _pin_to_hand_written(key: int, response: bool, value: dict[str, Any]) -> dict[str, Any]:
-    """Fields the facts allow but the hand-written codec cannot carry (it writes a constant or drops them on read):
-    set to what it would write. Each is a difference the switch-over must decide on; docs/protocol.md lists them."""
-    if key == kp.METADATA and not response:
-        value["include_cluster_authorized_operations"] = False  # always written as false
-        for topic in value["topics"] or ():
-            topic["topic_id"] = UUID(int=0)  # written as zero, dropped on read
-            topic["name"] = topic["name"] if topic["name"] is not None else ""  # a null name (by id) is refused
-    elif key == kp.API_VERSIONS and response:  # the feature tags are skipped on read
-        value.update(supported_features=[], finalized_features_epoch=-1, finalized_features=[],
-                     zk_migration_ready=False)
-    elif key == kp.FETCH and not response:
-        value["cluster_id"] = None  # tag 0 (KIP-595, for the Raft quorum) not modelled
-    elif key == kp.FETCH and response:
-        for topic in value["responses"]:
-            for p in topic["partitions"]:  # tags 0-2 skipped on read
-                p["diverging_epoch"] = {"epoch": -1, "end_offset": -1}
-                p["current_leader"] = {"leader_id": -1, "leader_epoch": -1}
-                p["snapshot_id"] = {"end_offset": -1, "epoch": -1}
-    return value
-
-
-@each_message(HAND_WRITTEN, 15)
-def test_generic_bytes_equal_hand_written(case: tuple[int, int, bool], data: st.DataObject) -> None:
-    """Generic bytes -> hand-written decode -> hand-written encode gives the same bytes (the Produce request through
-    its fast path too), and the generic decoder reads the hand-written bytes back to the same values."""
-    key, version, response = case
-    value = _pin_to_hand_written(key, response, data.draw(message_values(APIS[key], version, response)))
-    if response:
-        frame = encode_response(key, version, 9, value)
-        _, hand = kp.decode_response(key, version, frame[4:])
-        hand_frame = b"".join(kp.encode_response(hand, version, 9))
-        assert hand_frame == frame
-        assert decode_response(key, version, hand_frame[4:]) == (9, value)
-    else:
-        frame = encode_request(key, version, 9, "cross", value)
-        _, hand_request = kp.decode_request(frame[4:])
-        hand_frame = b"".join(kp.encode_request(hand_request, version, 9, "cross"))
-        assert hand_frame == frame
-        header, decoded = decode_request(hand_frame[4:])
-        assert decoded == value and header.client_id == "cross"
-
+from cykafka.protocol.schema import MAX_VERSION, Field
 
 # --- the hand-written Produce hot path against the generic codec ---------------------------------------------------
 
