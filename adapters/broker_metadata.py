@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.ports import ClientResponse, ClusterSnapshot, MetadataSettings, Transport
+from cykafka.protocol import Request
+from cykafka.protocol.apis import METADATA
 
 log = logging.getLogger("cykafka")
 
@@ -60,7 +61,8 @@ class BrokerMetadata:
             for topic in [t for t, used in self._topics.items() if used < idle_before_ms]:
                 del self._topics[topic]
             topics = sorted(self._topics)
-        request = kp.MetadataRequest(topics=topics, allow_auto_topic_creation=self.settings.allow_auto_create_topics)
+        request = Request(METADATA.key, {"topics": [{"name": t} for t in topics],
+                                         "allow_auto_topic_creation": self.settings.allow_auto_create_topics})
         self._in_flight = True
         self._last_attempt_ms = now_ms
         self._update_requested = False
@@ -73,7 +75,7 @@ class BrokerMetadata:
             log.debug("metadata request failed: %s", response.error)
             self._update_requested = True
             return
-        snapshot = kp.to_cluster_snapshot(response.response)  # type: ignore[arg-type]
+        snapshot = ClusterSnapshot.from_metadata(response.response)
         if not snapshot.nodes:
             self._update_requested = True
             return

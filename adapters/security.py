@@ -23,9 +23,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.errors import AuthenticationError, ConfigError, SslAuthenticationError
 from cykafka.ports import SecuritySettings
+from cykafka.protocol import Request
+from cykafka.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from cykafka.protocol.error_codes import ErrorCode, error_info
 
 log = logging.getLogger("cykafka")
@@ -335,40 +336,43 @@ class SaslSession:
         self.peer = peer
         self.session_lifetime_ms = 0
         self._rounds = 0
+        self._handshaken = False  # SaslHandshake answered: what follows are SaslAuthenticate answers
 
-    def handshake_request(self) -> kp.SaslHandshakeRequest:
-        return kp.SaslHandshakeRequest(self.mechanism.name)
+    def handshake_request(self) -> Request:
+        return Request(SASL_HANDSHAKE.key, {"mechanism": self.mechanism.name})
 
-    def on_response(self, response: object) -> kp.SaslAuthenticateRequest | None:
+    def _authenticate(self, auth_bytes: bytes) -> Request:
+        return Request(SASL_AUTHENTICATE.key, {"auth_bytes": auth_bytes})
+
+    def on_response(self, response: Mapping[str, Any]) -> Request | None:
+        """The answer to our last request (SaslHandshake first, then SaslAuthenticate), as decoded."""
         name = self.mechanism.name
-        if isinstance(response, kp.SaslHandshakeResponse):
-            if response.error_code != ErrorCode.NONE:
-                info = error_info(response.error_code)
-                enabled = ", ".join(response.mechanisms) or "none"
+        code = response["error_code"]
+        if not self._handshaken:
+            if code != ErrorCode.NONE:
+                info = error_info(code)
+                enabled = ", ".join(response["mechanisms"]) or "none"
                 raise AuthenticationError(f"SASL handshake with {self.peer} failed: {info.name}: mechanism {name} "
-                                          f"is not enabled on the broker (enabled: {enabled})",
-                                          code=response.error_code)
-            return kp.SaslAuthenticateRequest(self.mechanism.initial_response())
-        if not isinstance(response, kp.SaslAuthenticateResponse):
-            raise AuthenticationError(f"SASL with {self.peer}: unexpected {type(response).__name__}")
-        if response.error_code != ErrorCode.NONE:
-            info = error_info(response.error_code)
-            message = response.error_message or info.message
+                                          f"is not enabled on the broker (enabled: {enabled})", code=code)
+            self._handshaken = True
+            return self._authenticate(self.mechanism.initial_response())
+        if code != ErrorCode.NONE:
+            info = error_info(code)
+            message = response["error_message"] or info.message
             raise AuthenticationError(f"SASL {name} authentication with {self.peer} failed: {info.name} "
-                                      f"({response.error_code}): {message}{self.mechanism.failure_detail()}",
-                                      code=response.error_code)
+                                      f"({code}): {message}{self.mechanism.failure_detail()}", code=code)
         self._rounds += 1
         if self._rounds > _MAX_SASL_ROUNDS:
             raise AuthenticationError(f"SASL {name} with {self.peer}: no end after {_MAX_SASL_ROUNDS} rounds")
         try:
-            reply = self.mechanism.evaluate(response.auth_bytes)
+            reply = self.mechanism.evaluate(response["auth_bytes"])
         except AuthenticationError as e:
             raise AuthenticationError(f"SASL {name} authentication with {self.peer} failed: {e}",
                                       code=ErrorCode.SASL_AUTHENTICATION_FAILED) from None
         if reply is None:
-            self.session_lifetime_ms = response.session_lifetime_ms
+            self.session_lifetime_ms = response["session_lifetime_ms"]
             return None
-        return kp.SaslAuthenticateRequest(reply)
+        return self._authenticate(reply)
 
 
 class Security:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import scramp
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.adapters.security import (
@@ -27,6 +26,8 @@ from cykafka.config import ProducerConfig
 from cykafka.errors import AuthenticationError, ConfigError
 from cykafka.ports import Ports
 from cykafka.producer import Producer
+from cykafka.protocol import Request
+from cykafka.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 
 # --- SCRAM: RFC test vectors ---------------------------------------------------------------------------------------
 
@@ -128,7 +129,9 @@ def test_oauthbearer_extensions_and_server_error() -> None:
     assert mech.evaluate(b'{"status":"invalid_token"}') == b"\x01"
     session = SaslSession(mech, "node 0")
     with pytest.raises(AuthenticationError, match="invalid_token") as info:
-        session.on_response(kp.SaslAuthenticateResponse(58, "token rejected"))
+        session.on_response({"error_code": 0, "mechanisms": ["OAUTHBEARER"]})
+        session.on_response({"error_code": 58, "error_message": "token rejected", "auth_bytes": b"",
+                             "session_lifetime_ms": 0})
     assert "token rejected" in str(info.value) and not info.value.retriable
 
 
@@ -155,15 +158,17 @@ def test_oauth_cb_exception_is_authentication_error() -> None:
 
 def test_session_maps_handshake_and_authenticate_errors() -> None:
     session = SaslSession(PlainMechanism("alice", "hunter2"), "node 1 (h:1)")
-    assert session.handshake_request() == kp.SaslHandshakeRequest("PLAIN")
+    assert session.handshake_request() == Request(SASL_HANDSHAKE.key, {"mechanism": "PLAIN"})
     with pytest.raises(AuthenticationError, match=r"UNSUPPORTED_SASL_MECHANISM.*enabled: SCRAM-SHA-512"):
-        session.on_response(kp.SaslHandshakeResponse(33, ("SCRAM-SHA-512",)))
-    request = session.on_response(kp.SaslHandshakeResponse(0, ("PLAIN",)))
-    assert isinstance(request, kp.SaslAuthenticateRequest) and "hunter2" not in repr(request)
+        session.on_response({"error_code": 33, "mechanisms": ["SCRAM-SHA-512"]})
+    request = session.on_response({"error_code": 0, "mechanisms": ["PLAIN"]})
+    assert request is not None and request.api_key == SASL_AUTHENTICATE.key and "hunter2" not in repr(request)
     with pytest.raises(AuthenticationError, match="Invalid username or password") as info:
-        session.on_response(kp.SaslAuthenticateResponse(58, "Invalid username or password"))
+        session.on_response({"error_code": 58, "error_message": "Invalid username or password", "auth_bytes": b"",
+                             "session_lifetime_ms": 0})
     assert info.value.code == 58 and "hunter2" not in str(info.value)
-    assert session.on_response(kp.SaslAuthenticateResponse(0, None, b"", 3_600_000)) is None
+    assert session.on_response({"error_code": 0, "error_message": None, "auth_bytes": b"",
+                                "session_lifetime_ms": 3_600_000}) is None
     assert session.session_lifetime_ms == 3_600_000
 
 
