@@ -72,7 +72,6 @@ from cykafka.protocol.consumer_protocol import (
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.protocol.frames import Request
 
-GROUP_KEY_TYPE = 0  # FindCoordinator key_type of a group
 COORDINATOR_NODE_BASE = 2**31 - 1  # the coordinator's connection id is this minus its broker id (Java)
 NO_GENERATION = -1
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # never matched by a pattern (Java)
@@ -280,7 +279,7 @@ class GroupMember:
                 return None
             gid = self.settings.group_id
             return self._send(None, apis.FIND_COORDINATOR.key,
-                              {"key": gid, "key_type": GROUP_KEY_TYPE, "coordinator_keys": [gid]})
+                              {"key": gid, "key_type": apis.COORDINATOR_GROUP, "coordinator_keys": [gid]})
         node = self.coordinator.node_id
         gated = bool(self._events) or self._commits_in_flight > 0
         if self._leave_body is not None:
