@@ -9,12 +9,12 @@ import random
 from typing import Any
 
 import pytest
+from fakes import fake_cluster, fake_producer
 
 from cykafka import AuthenticationError, ConfigError
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.config import ProducerConfig
-from cykafka.ports import Ports
 from cykafka.producer import Producer
 from cykafka.protocol import API_NAMES, Api, Request
 from cykafka.protocol.apis import INIT_PRODUCER_ID, PRODUCE
@@ -25,19 +25,14 @@ OUT_OF_ORDER, DUPLICATE, UNKNOWN_PRODUCER_ID = 45, 46, 59
 BIG = b"x" * 600  # one record per batch at batch.size 1024
 
 
+SETTINGS = {"linger.ms": 0, "batch.size": 1024, "retry.backoff.ms": 100, "retry.backoff.max.ms": 100}
+
+
 def make(partitions: int = 4, brokers: int = 3, duplicate_answer: Any = "kafka",
          **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
     clock = ManualClock()
-    cluster = FakeCluster(clock, num_brokers=brokers, duplicate_answer=duplicate_answer)
-    cluster.create_topic(TOPIC, partitions)
-    settings = {"bootstrap.servers": "fake:9092", "linger.ms": 0, "batch.size": 1024, "retry.backoff.ms": 100,
-                "retry.backoff.max.ms": 100}
-    settings.update(config)
-    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock, start_sender=False))
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    for _ in range(4):  # connect, metadata, producer id
-        producer.sender.run_once()
-    return producer, cluster, clock
+    cluster = fake_cluster(clock, TOPIC, partitions, brokers, duplicate_answer=duplicate_answer)
+    return fake_producer(cluster, clock, topic=TOPIC, **{**SETTINGS, **config}), cluster, clock
 
 
 def run(producer: Producer, clock: ManualClock, loops: int = 1, step_ms: int = 0) -> None:

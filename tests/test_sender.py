@@ -9,11 +9,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from fakes import fake_producer
 
 from cykafka import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
-from cykafka.ports import ClusterSnapshot, MetadataSource, Ports
+from cykafka.ports import ClusterSnapshot, MetadataSource
 from cykafka.producer import Producer
 from cykafka.protocol import APIS, ProduceRequest, Request
 from cykafka.protocol.apis import METADATA
@@ -36,18 +37,9 @@ def make(clock: Any = None, cluster_class: type[FakeCluster] = FakeCluster, wire
     clock = clock or ManualClock()
     cluster = cluster_class(clock, num_brokers=3, wire=wire is not None, versions=wire)
     cluster.create_topic(TOPIC, 4)
-    settings = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 100,
-                "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000, "request.timeout.ms": 30000}
-    settings.update(config)
-    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock,
-                                              start_sender=isinstance(clock, SystemClock)))
-    if isinstance(clock, SystemClock):
-        producer.partitions_for(TOPIC)  # the sender thread fetches it
-        return producer, cluster, clock
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    for _ in range(4):  # connect, fetch metadata
-        producer.sender.run_once()
-    return producer, cluster, clock
+    settings = {"linger.ms": 5, "retry.backoff.ms": 100, "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000,
+                "request.timeout.ms": 30000, **config}
+    return fake_producer(cluster, clock, topic=TOPIC, **settings), cluster, clock
 
 
 def produce_requests(cluster: FakeCluster) -> list[tuple[int, ProduceRequest]]:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fakes import fake_cluster, fake_producer
 
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
@@ -19,7 +20,6 @@ from cykafka.errors import (
     TransactionStateError,
     UnsupportedVersionError,
 )
-from cykafka.ports import Ports
 from cykafka.producer import Producer
 from cykafka.protocol import API_NAMES, APIS, Api, ProduceRequest, Request, TransportRequest
 from cykafka.protocol.apis import (
@@ -39,18 +39,11 @@ def make(cluster: FakeCluster | None = None, clock: ManualClock | None = None, t
          wire: dict[int, int] | None = None, **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
     """wire: None for dict bodies, else the fake cluster's wire mode at these versions ({}: our highest)."""
     clock = clock or ManualClock()
-    if cluster is None:
-        cluster = FakeCluster(clock, num_brokers=3, wire=wire is not None, versions=wire)
-        cluster.create_topic(TOPIC, 4)
-    settings: dict[str, Any] = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 20,
-                                "retry.backoff.max.ms": 20}
+    cluster = cluster or fake_cluster(clock, TOPIC, wire=wire)
+    settings: dict[str, Any] = {"linger.ms": 5, "retry.backoff.ms": 20, "retry.backoff.max.ms": 20, **config}
     if transactional_id:
         settings["transactional.id"] = transactional_id
-    settings.update(config)
-    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock, start_sender=False))
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    run(producer, clock, 4)
-    return producer, cluster, clock
+    return fake_producer(cluster, clock, topic=TOPIC, step_ms=5, **settings), cluster, clock
 
 
 def run(producer: Producer, clock: ManualClock, loops: int = 1) -> None:
