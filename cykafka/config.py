@@ -14,13 +14,14 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
-from cykafka import ports as codecs  # codec names and level bounds: facts of the record format
+from cykafka import ports  # codec names, level bounds (record-format facts) and the adapters' settings values
 from cykafka.errors import DOCS_URL, ConfigError
 
 log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
+T = TypeVar("T")
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
@@ -230,9 +231,9 @@ class ProducerConfig:
     request_timeout_ms: int = 30000
     max_request_size: int = 1024 * 1024
     compression_type: str = "none"
-    compression_gzip_level: int = codecs.GZIP_LEVEL_DEFAULT
-    compression_lz4_level: int = codecs.LZ4_LEVEL_DEFAULT
-    compression_zstd_level: int = codecs.ZSTD_LEVEL_DEFAULT
+    compression_gzip_level: int = ports.GZIP_LEVEL_DEFAULT
+    compression_lz4_level: int = ports.LZ4_LEVEL_DEFAULT
+    compression_zstd_level: int = ports.ZSTD_LEVEL_DEFAULT
     retries: int = INT32_MAX
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
@@ -296,28 +297,21 @@ class ProducerConfig:
             raise ConfigError(f"batch.size ({self.batch_size}) must be <= buffer.memory ({self.buffer_memory})")
         self._check_security()
 
-    @property
-    def uses_ssl(self) -> bool:
-        return self.security_protocol in ("ssl", "sasl_ssl")
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
-
     def _check_security(self) -> None:
         protocol = self.security_protocol.upper()
+        security = self.security_settings()
         given = [k for k in sorted(self.user_keys) if getattr(self, k.replace(".", "_"), None) is not None]
         stray_ssl = [k for k in given if k in _SSL_MATERIAL_KEYS]
-        if stray_ssl and not self.uses_ssl:
+        if stray_ssl and not security.uses_ssl:
             raise ConfigError(f"{', '.join(stray_ssl)} set but security.protocol is {protocol}: use SSL or SASL_SSL")
         stray_sasl = [k for k in given if k in _SASL_MATERIAL_KEYS]
-        if stray_sasl and not self.uses_sasl:
+        if stray_sasl and not security.uses_sasl:
             raise ConfigError(f"{', '.join(stray_sasl)} set but security.protocol is {protocol}: use SASL_SSL or "
                               f"SASL_PLAINTEXT")
         if self.ssl_key_location is not None and self.ssl_certificate_location is None:
             raise ConfigError("ssl.key.location is set but ssl.certificate.location is not: a client key needs its "
                               "certificate")
-        if not self.uses_sasl:
+        if not security.uses_sasl:
             return
         if self.sasl_mechanism is None:
             raise ConfigError(f"sasl.mechanism is required with security.protocol={protocol} (Java's default GSSAPI "
@@ -331,6 +325,16 @@ class ProducerConfig:
             raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.username")
         if self.sasl_password is None:
             raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.password")
+
+    def security_settings(self) -> ports.SecuritySettings:
+        return _pick(ports.SecuritySettings, self)
+
+    def connection_settings(self) -> ports.ConnectionSettings:
+        """The narrow settings the transport takes (adapters never see a whole config)."""
+        return _pick(ports.ConnectionSettings, self, security=self.security_settings())
+
+    def metadata_settings(self) -> ports.MetadataSettings:
+        return _pick(ports.MetadataSettings, self)
 
     def __repr__(self) -> str:
         shown = []
@@ -382,10 +386,10 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "delivery.timeout.ms": _int32(1),
     "request.timeout.ms": _int32(1),
     "max.request.size": _int32(1),
-    "compression.type": _choice(*codecs.COMPRESSION_TYPES),
-    "compression.gzip.level": _int32(codecs.GZIP_LEVEL_DEFAULT, codecs.GZIP_LEVEL_MAX),  # -1: zlib's
-    "compression.lz4.level": _int32(codecs.LZ4_LEVEL_MIN, codecs.LZ4_LEVEL_MAX),
-    "compression.zstd.level": _int32(codecs.ZSTD_LEVEL_MIN, codecs.ZSTD_LEVEL_MAX),
+    "compression.type": _choice(*ports.COMPRESSION_TYPES),
+    "compression.gzip.level": _int32(ports.GZIP_LEVEL_DEFAULT, ports.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int32(ports.LZ4_LEVEL_MIN, ports.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int32(ports.ZSTD_LEVEL_MIN, ports.ZSTD_LEVEL_MAX),
     "retries": _int32(0),
     "retry.backoff.ms": _int64(0),
     "retry.backoff.max.ms": _int64(0),
@@ -450,6 +454,13 @@ CONSUMER_ONLY_KEYS = frozenset({
     "partition.assignment.strategy", "check.crcs",
 })
 PRODUCER_KEYS = frozenset(VALIDATORS) - CONSUMER_ONLY_KEYS - {"default.api.timeout.ms"}
+
+
+def _pick(settings: type[T], config: object, **given: object) -> T:
+    """A settings value made of the config's attributes of the same names (ports' settings name them alike)."""
+    names = [f.name for f in dataclasses.fields(settings) if f.name not in given]  # type: ignore[arg-type]
+    return settings(**{name: getattr(config, name) for name in names}, **given)
+
 
 # hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
 _SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password", "sasl_oauthbearer_config"})
@@ -589,11 +600,12 @@ ADMIN_KEYS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
-    """Validated Admin settings: default.api.timeout.ms (Java's AdminClient key and default) and the connection
-    settings as a ProducerConfig, which the transport takes."""
+    """Validated Admin settings: default.api.timeout.ms (Java's AdminClient key and default), retry.backoff.ms and
+    the connection settings the transport takes."""
 
     default_api_timeout_ms: int
-    connection: ProducerConfig
+    retry_backoff_ms: int
+    connection: ports.ConnectionSettings
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> AdminConfig:
@@ -609,8 +621,8 @@ class AdminConfig:
                                   f"{', '.join(sorted(k for k in ADMIN_KEYS if not k.startswith(('ssl', 'sasl'))))}"
                                   f" and the ssl.* and sasl.* keys")
         # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
-        connection = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
-        return cls(timeout_ms, connection)
+        checked = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
+        return cls(timeout_ms, checked.retry_backoff_ms, checked.connection_settings())
 
 
 # The consumer's keys: its own, Admin's (the connection's and default.api.timeout.ms), and the producer's connection
@@ -624,10 +636,12 @@ CONSUMER_RECEIVE_BUFFER_BYTES = 65536  # Java's consumer default (the producer's
 
 @dataclass(frozen=True, slots=True)
 class ConsumerConfig:
-    """Validated consumer settings (Java's ConsumerConfig keys and defaults); the connection settings as a
-    ProducerConfig, which the transport takes."""
+    """Validated consumer settings (Java's ConsumerConfig keys and defaults); the narrow settings the transport and
+    the metadata adapter take, and retry.backoff.ms."""
 
-    connection: ProducerConfig
+    connection: ports.ConnectionSettings
+    metadata: ports.MetadataSettings
+    retry_backoff_ms: int = 100
     group_id: str | None = None
     group_instance_id: str | None = None
     auto_offset_reset: str = "latest"
@@ -659,7 +673,7 @@ class ConsumerConfig:
         if "receive.buffer.bytes" not in merged:
             connection["receive.buffer.bytes"] = CONSUMER_RECEIVE_BUFFER_BYTES
         # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
-        conn = ProducerConfig.parse({**connection, "delivery.timeout.ms": INT32_MAX})
+        checked = ProducerConfig.parse({**connection, "delivery.timeout.ms": INT32_MAX})
         if own.get("group_id") is None:
             if own.get("enable_auto_commit") is True:
                 raise ConfigError("enable.auto.commit=true needs a group.id (the offsets are the group's); set "
@@ -668,12 +682,13 @@ class ConsumerConfig:
                 raise ConfigError("group.instance.id needs a group.id")
         else:
             own.setdefault("enable_auto_commit", True)
-        cfg = cls(conn, **own)  # type: ignore[arg-type]
+        cfg = cls(checked.connection_settings(), checked.metadata_settings(), checked.retry_backoff_ms,
+                  **own)  # type: ignore[arg-type]
         if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
             raise ConfigError(f"heartbeat.interval.ms ({cfg.heartbeat_interval_ms}) must be lower than "
                               f"session.timeout.ms ({cfg.session_timeout_ms})")
-        if conn.request_timeout_ms <= cfg.fetch_max_wait_ms:
-            raise ConfigError(f"request.timeout.ms ({conn.request_timeout_ms}) must be greater than "
+        if checked.request_timeout_ms <= cfg.fetch_max_wait_ms:
+            raise ConfigError(f"request.timeout.ms ({checked.request_timeout_ms}) must be greater than "
                               f"fetch.max.wait.ms ({cfg.fetch_max_wait_ms}): a fetch waits up to fetch.max.wait.ms "
                               f"at the broker")
         return cfg

@@ -94,8 +94,8 @@ class Consumer:
                               f"{type(ports).__name__}")
         cfg = ConsumerConfig.parse(config, **kwargs)
         if not cfg.connection.client_id:
-            cfg = dataclasses.replace(cfg, connection=cfg.connection.replace(
-                client_id=f"cykafka-consumer-{next(_client_ids)}"))
+            cfg = dataclasses.replace(cfg, connection=dataclasses.replace(
+                cfg.connection, client_id=f"cykafka-consumer-{next(_client_ids)}"))
         self.config = cfg
         conn = cfg.connection
         self._clock: Clock = ports.clock or SystemClock()
@@ -110,10 +110,10 @@ class Consumer:
         if metadata is None:
             from cykafka.adapters.broker_metadata import BrokerMetadata
 
-            metadata = BrokerMetadata(conn, transport)
+            metadata = BrokerMetadata(cfg.metadata, transport)
         self._transport, self._metadata = transport, metadata
         self._subscription = Subscription()
-        self._calls = Calls(transport, conn.retry_backoff_ms)
+        self._calls = Calls(transport, cfg.retry_backoff_ms)
         self._fetcher = Fetcher(cfg, self._subscription, transport, metadata, decompress)
         self.network = ConsumerNetwork(transport, metadata, self._clock, [self._calls, self._fetcher],
                                        conn.request_timeout_ms)
@@ -478,7 +478,7 @@ class Consumer:
                     if fetch.bytes_size >= state.fetch_size_bytes:  # a full answer: the transaction may not fit
                         state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
                     state.seek(fetch.next_offset)
-                    state.not_before_ms = self._clock.monotonic_ms() + self.config.connection.retry_backoff_ms
+                    state.not_before_ms = self._clock.monotonic_ms() + self.config.retry_backoff_ms
                     sub.release(item)
                 elif fetch.done:
                     state.fetch_size_bytes = self.config.max_partition_fetch_bytes  # grown for a transaction: back
@@ -652,7 +652,7 @@ class Consumer:
         if self._thread is None:
             self.network.run_once()
         else:
-            self._clock.sleep_ms(min(self.config.connection.retry_backoff_ms, deadline_ms - now_ms))
+            self._clock.sleep_ms(min(self.config.retry_backoff_ms, deadline_ms - now_ms))
 
     def _leaders(self, tps: Iterable[TopicPartition], deadline_ms: int) -> dict[int, list[TopicPartition]]:
         """The partitions by leader node, waiting for metadata that names them until deadline_ms."""

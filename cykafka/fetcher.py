@@ -129,7 +129,7 @@ class Fetcher:
         self.transport = transport
         self.metadata = metadata
         self._nodes_in_flight: set[int] = set()
-        self._retry_backoff_ms = config.connection.retry_backoff_ms
+        self._retry_backoff_ms = config.retry_backoff_ms
 
     def send_ready(self, now_ms: int) -> int:
         sub, snapshot = self.subscription, self.metadata.snapshot()

@@ -17,11 +17,9 @@ from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import error_for
 from cykafka.transactions import OffsetAndMetadata
 
-GROUP_KEY_TYPE = 0  # FindCoordinator key_type of a consumer group
-
 
 def find_coordinator_request(group_id: str) -> Request:
-    return Request(api.FIND_COORDINATOR.key, {"key": group_id, "key_type": GROUP_KEY_TYPE,
+    return Request(api.FIND_COORDINATOR.key, {"key": group_id, "key_type": api.COORDINATOR_GROUP,
                                               "coordinator_keys": [group_id]})
 
 

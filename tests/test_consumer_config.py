@@ -36,7 +36,7 @@ def test_keys_as_kwargs_and_connection_keys() -> None:
     cfg = ConsumerConfig.parse(BOOT, max_poll_records=7, isolation_level="read_committed", retry_backoff_ms=5,
                                receive_buffer_bytes=1024, partition_assignment_strategy="roundrobin,range")
     assert cfg.max_poll_records == 7 and cfg.read_committed
-    assert cfg.connection.retry_backoff_ms == 5 and cfg.connection.receive_buffer_bytes == 1024
+    assert cfg.retry_backoff_ms == 5 and cfg.connection.receive_buffer_bytes == 1024
     assert cfg.partition_assignment_strategy == ("roundrobin", "range")
     java = ["org.apache.kafka.clients.consumer.CooperativeStickyAssignor"]
     assert ConsumerConfig.parse(BOOT, partition_assignment_strategy=java).partition_assignment_strategy == (
