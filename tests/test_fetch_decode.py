@@ -536,6 +536,9 @@ def test_confluent_kafka_batches_read_back_equal(broker: Any, codec: str) -> Non
     assert len(ours) == 300
     assert as_seen(ours) == [(r.partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in expected]
     assert all(r.topic == topic and r.timestamp_type == 0 for r in ours)
+    entry = raw_fetch(broker.bootstrap_servers, topic, 0, 3)  # in the middle of the first batch
+    first = PartitionFetch(topic, 0, entry["records"], 3, check_crcs=True, decompress=decompress)
+    assert first.records(1)[0].offset == 3 and int.from_bytes(entry["records"][:8], "big") < 3
     if importlib.util.find_spec("pyarrow"):
         builder = ArrowBatchBuilder()
         for p in (0, 1):
