@@ -379,6 +379,7 @@ cdef class ArrowBatchBuilder:
 
     cdef _Columns c
     cdef readonly bint include_headers
+    cdef bint _busy  # an arrow_into is filling it, maybe without the GIL
 
     def __cinit__(self, *args, **kwargs):
         if _columns_start(&self.c) < 0:
@@ -418,6 +419,8 @@ cdef class ArrowBatchBuilder:
             raise MissingDependencyError(
                 "ArrowBatchBuilder.finish() needs pyarrow: pip install 'cykafka[spark]'") from None
         cdef _Columns* c = &self.c
+        if self._busy:
+            raise KafkaError("the ArrowBatchBuilder is being filled by another thread: finish() it after arrow_into")
         cdef Py_ssize_t n = c.rows
         schema = _schema(pa, self.include_headers)
         columns = [
@@ -511,6 +514,7 @@ cdef class PartitionFetch:
     cdef bint _markers_decide  # no aborted list from the broker: markers decide (see the module comment)
     cdef bint _scanned
     cdef bint _walked
+    cdef bint _busy  # a call is under way (it may have released the GIL): another thread must not step in
     cdef int64_t _end_offset
     cdef list _markers_after  # [(offset, producer_id, commit)] past this data, from look-ahead fetches
     cdef bytearray _decisions  # per batch in order: _DELIVER, _DROP or _BLOCK (markers decide)
@@ -583,7 +587,18 @@ cdef class PartitionFetch:
     def done(self):
         """True when nothing more can be handed out from this data (read to its end, its partial tail, or an open
         transaction). Reads ahead over batches that hand out nothing, so it may raise CorruptRecordError."""
-        return not self._ready()
+        self._claim()
+        try:
+            return not self._ready()
+        finally:
+            self._busy = False
+
+    cdef int _claim(self) except -1:
+        if self._busy:
+            raise KafkaError(f"PartitionFetch of topic {self.topic!r} partition {self.partition} is in use by another "
+                             f"thread: use one from one thread at a time")
+        self._busy = True
+        return 0
 
     # ---- batches --------------------------------------------------------------------------------------------------
 
@@ -806,15 +821,23 @@ cdef class PartitionFetch:
     def transaction_markers(self):
         """The transaction markers in this data, [(offset, producer_id, commit)] in offset order: what a fetcher
         that looks ahead of a blocked partition passes on as markers_after. Reads batch headers only."""
-        return [(offset, producer_id, kind == _CONTROL_COMMIT)
-                for producer_id, kind, offset in self._walk_markers() if kind >= 0]
+        self._claim()
+        try:
+            return [(offset, producer_id, kind == _CONTROL_COMMIT)
+                    for producer_id, kind, offset in self._walk_markers() if kind >= 0]
+        finally:
+            self._busy = False
 
     @property
     def end_offset(self):
         """The offset after the last whole batch of the data (fetch_offset when there is none): where a look-ahead
         fetch starts."""
         if not self._walked:
-            self._walk_markers()
+            self._claim()
+            try:
+                self._walk_markers()
+            finally:
+                self._busy = False
         return self._end_offset
 
     # ---- records ----------------------------------------------------------------------------------------------------
@@ -873,12 +896,15 @@ cdef class PartitionFetch:
         cdef list out = []
         if max_records < 0:
             raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        self._claim()
         try:
             self._records_into(out, max_records)
         except CorruptRecordError:
             if out:  # hand out what came before it; nothing after it was consumed, so the next call raises it again
                 return out
             raise
+        finally:
+            self._busy = False
         return out
 
     cdef int _records_into(self, list out, Py_ssize_t max_records) except -1:
@@ -933,12 +959,18 @@ cdef class PartitionFetch:
         cdef Py_ssize_t appended = 0
         if max_records < 0:
             raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        if builder._busy:
+            raise KafkaError("the ArrowBatchBuilder is in use by another thread: use one from one thread at a time")
+        self._claim()
+        builder._busy = True
         try:
             self._arrow_into(builder, max_records, &appended)
         except CorruptRecordError:
             if appended:
                 return appended
             raise
+        finally:
+            self._busy = builder._busy = False
         return appended
 
     cdef int _arrow_into(self, ArrowBatchBuilder builder, Py_ssize_t max_records, Py_ssize_t* appended) except -1:

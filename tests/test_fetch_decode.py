@@ -187,6 +187,33 @@ def test_records_section_is_referenced_from_any_buffer() -> None:
         PartitionFetch("t", 0, data, 0, check_crcs=True, decompress=5)  # type: ignore[arg-type]
 
 
+def test_a_fetch_or_builder_in_use_refuses_a_second_caller() -> None:
+    """A call may release the GIL (CRC, Arrow decode): another thread stepping in is refused. Shown re-entrantly,
+    from the decompress callback, which runs while the call is under way."""
+    data = batch(0, values(2), codec="lz4")
+    builder = ArrowBatchBuilder()
+    part: PartitionFetch
+
+    def reentrant(codec_id: int, compressed: Any) -> bytes:
+        part.records(1)
+        return decompress(codec_id, compressed)
+
+    part = fetch(data, decompress=reentrant)
+    with pytest.raises(CorruptRecordError, match="in use by another thread"):
+        part.records(1)
+
+    def finishing(codec_id: int, compressed: Any) -> bytes:
+        builder.finish()
+        return decompress(codec_id, compressed)
+
+    if importlib.util.find_spec("pyarrow"):
+        with pytest.raises(CorruptRecordError, match="being filled by another thread"):
+            fetch(data, decompress=finishing).arrow_into(builder, 1)
+    assert offsets(drain(fetch(data))) == [0, 1]  # nothing stays claimed after an error
+    fresh = fetch(data)
+    assert fresh.arrow_into(builder, 5) == 2 and fresh.done
+
+
 # ---- corruption ---------------------------------------------------------------------------------------------------
 
 def test_crc_mismatch_names_topic_partition_and_offset() -> None:
