@@ -123,7 +123,11 @@ def fetch_seeds() -> list[bytes]:
 def _partition_fetch(check_crcs: bool, read_committed: bool, aborted: list[tuple[int, int]] | None, arrow: bool,
                      data: bytes) -> Any:
     part = PartitionFetch("t", 0, data, 1, check_crcs=check_crcs, decompress=decompress,
-                          read_committed=read_committed, aborted_transactions=aborted)
+                          read_committed=read_committed, aborted_transactions=aborted,
+                          markers_after=[(99, 8, True), (100, 7, False)] if arrow else None)
+    part.transaction_markers()
+    if part.end_offset < 1:
+        raise AssertionError(f"end_offset {part.end_offset} is below the fetch offset")
     builder = ArrowBatchBuilder() if arrow else None
     for _ in range(100_000):  # every call hands out at least one record, or the data is done
         got = part.arrow_into(builder, 64) if builder is not None else len(part.records(64))

@@ -13,9 +13,10 @@
 # - the broker sent a non-empty aborted-transaction list: Java's algorithm (CompletedFetch): an aborted (producer,
 #   first offset) becomes active once a batch's last offset reaches first offset; a transactional batch of an active
 #   producer is dropped; that producer's ABORT marker ends it.
-# - no list, or an empty one (Tansu always sends an empty one): decided from the markers in this data. A
-#   transactional batch is delivered when its producer's next marker after it is COMMIT, dropped when it is ABORT;
-#   with no marker yet, delivery stops at the batch (blocked_on_open_transaction; re-fetch from next_offset later).
+# - no list, or an empty one (Tansu and librdkafka's mock cluster always send an empty one): decided from the markers
+#   in this data, then those of markers_after (a fetcher's look-ahead past it). A transactional batch is delivered
+#   when its producer's next marker after it is COMMIT, dropped when it is ABORT; with no marker yet, delivery stops
+#   at the batch (blocked_on_open_transaction: look ahead from end_offset, or re-fetch from next_offset later).
 # Control record (the one record of a control batch): key = version int16, type int16 (0 ABORT, 1 COMMIT).
 
 cimport cython
@@ -378,6 +379,7 @@ cdef class ArrowBatchBuilder:
 
     cdef _Columns c
     cdef readonly bint include_headers
+    cdef bint _busy  # an arrow_into is filling it, maybe without the GIL
 
     def __cinit__(self, *args, **kwargs):
         if _columns_start(&self.c) < 0:
@@ -417,6 +419,8 @@ cdef class ArrowBatchBuilder:
             raise MissingDependencyError(
                 "ArrowBatchBuilder.finish() needs pyarrow: pip install 'cykafka[spark]'") from None
         cdef _Columns* c = &self.c
+        if self._busy:
+            raise KafkaError("the ArrowBatchBuilder is being filled by another thread: finish() it after arrow_into")
         cdef Py_ssize_t n = c.rows
         schema = _schema(pa, self.include_headers)
         columns = [
@@ -509,6 +513,10 @@ cdef class PartitionFetch:
     # read_committed
     cdef bint _markers_decide  # no aborted list from the broker: markers decide (see the module comment)
     cdef bint _scanned
+    cdef bint _walked
+    cdef bint _busy  # a call is under way (it may have released the GIL): another thread must not step in
+    cdef int64_t _end_offset
+    cdef list _markers_after  # [(offset, producer_id, commit)] past this data, from look-ahead fetches
     cdef bytearray _decisions  # per batch in order: _DELIVER, _DROP or _BLOCK (markers decide)
     cdef Py_ssize_t _batch_index
     cdef list _aborted  # [(first_offset, producer_id)] sorted, consumed from _aborted_next
@@ -516,7 +524,8 @@ cdef class PartitionFetch:
     cdef set _aborting  # producers whose aborted transaction is under way
 
     def __init__(self, str topic not None, int32_t partition, object records not None, int64_t fetch_offset, *,
-                 bint check_crcs, object decompress, bint read_committed=False, object aborted_transactions=None):
+                 bint check_crcs, object decompress, bint read_committed=False, object aborted_transactions=None,
+                 object markers_after=None):
         if decompress is not None and not callable(decompress):
             raise InvalidArgumentError(
                 f"decompress must be a callable (codec_id, bytes-like) -> bytes-like or None, not "
@@ -544,6 +553,9 @@ cdef class PartitionFetch:
         self._aborted = _aborted_list(aborted_transactions) if read_committed else []
         self._aborting = set()
         self._markers_decide = read_committed and not self._aborted
+        self._markers_after = _markers_list(markers_after)
+        self._end_offset = fetch_offset
+        self._walked = False
 
     def __dealloc__(self):
         self._release()
@@ -575,7 +587,18 @@ cdef class PartitionFetch:
     def done(self):
         """True when nothing more can be handed out from this data (read to its end, its partial tail, or an open
         transaction). Reads ahead over batches that hand out nothing, so it may raise CorruptRecordError."""
-        return not self._ready()
+        self._claim()
+        try:
+            return not self._ready()
+        finally:
+            self._busy = False
+
+    cdef int _claim(self) except -1:
+        if self._busy:
+            raise KafkaError(f"PartitionFetch of topic {self.topic!r} partition {self.partition} is in use by another "
+                             f"thread: use one from one thread at a time")
+        self._busy = True
+        return 0
 
     # ---- batches --------------------------------------------------------------------------------------------------
 
@@ -711,23 +734,23 @@ cdef class PartitionFetch:
             self._aborting.add(aborted[1])
             self._aborted_next += 1
         if self._batch.attributes & _ATTR_CONTROL:
-            if self._marker(p, size_bytes) == _CONTROL_ABORT:
+            if self._marker(p, size_bytes, &self._batch) == _CONTROL_ABORT:
                 self._aborting.discard(self._batch.producer_id)
             return _DROP
         if self._batch.attributes & _ATTR_TRANSACTIONAL and self._batch.producer_id in self._aborting:
             return _DROP
         return _DELIVER
 
-    cdef int _marker(self, const unsigned char* p, Py_ssize_t size_bytes) except -2:
-        """ABORT, COMMIT or -1 (another control type) for the control batch at p (its header in _batch)."""
-        cdef int codec = self._batch.attributes & _ATTR_CODEC_MASK
+    cdef int _marker(self, const unsigned char* p, Py_ssize_t size_bytes, _BatchHeader* h) except -2:
+        """ABORT, COMMIT or -1 (another control type) for the control batch at p (its header h)."""
+        cdef int codec = h.attributes & _ATTR_CODEC_MASK
         cdef Py_buffer view
         cdef int kind
         if codec == 0:
             kind = _control_type(p + _HEADER_BYTES, size_bytes - _HEADER_BYTES)
         else:
             if codec > _MAX_CODEC or self._decompress is None:
-                raise self._corrupt(f"control batch of codec {codec} cannot be read", self._batch.base_offset)
+                raise self._corrupt(f"control batch of codec {codec} cannot be read", h.base_offset)
             start = (p - self._data) + _HEADER_BYTES
             compressed = memoryview(self._records).cast("B")[start:(p - self._data) + size_bytes]
             try:
@@ -735,52 +758,87 @@ cdef class PartitionFetch:
                 PyObject_GetBuffer(plain, &view, PyBUF_SIMPLE)
             except Exception as e:
                 raise self._corrupt(f"the control batch does not decompress (codec {codec}): {e!r}",
-                                    self._batch.base_offset) from e
+                                    h.base_offset) from e
             finally:
                 compressed.release()
             kind = _control_type(<const unsigned char*>view.buf, view.len)
             PyBuffer_Release(&view)
         if kind == -2:
-            raise self._corrupt("malformed control record", self._batch.base_offset)
+            raise self._corrupt("malformed control record", h.base_offset)
         return kind
 
-    cdef int _scan(self) except -1:
-        """Markers decide: walks every batch header of the data once, and decides each transactional batch from its
-        producer's next marker after it (COMMIT: deliver, ABORT: drop, none yet: block)."""
+    cdef list _walk_markers(self):
+        """Every batch header of the data once, in order: [(producer_id, marker or -1, offset)], where marker is
+        ABORT or COMMIT for a transaction marker (its CRC checked when check_crcs). Sets end_offset."""
         cdef const unsigned char* p
         cdef Py_ssize_t pos = 0, remaining, size_bytes
-        cdef list producers = []
-        cdef list markers = []
-        cdef dict next_marker = {}
-        cdef Py_ssize_t i
+        cdef list walked = []
         cdef int kind
-        self._scanned = True
-        if not self._markers_decide:
-            return 0
+        cdef _BatchHeader h  # not _batch: the walk may come while a batch is being read
         while True:
             remaining = self.bytes_size - pos
             p = self._data + pos
             size_bytes = _batch_size(p, remaining, False)
             if size_bytes < 0:
                 break  # the main walk stops or raises here too
-            _read_batch_header(p, &self._batch)
-            producers.append(self._batch.producer_id)
+            _read_batch_header(p, &h)
             kind = -1
-            if self._batch.attributes & _ATTR_CONTROL and self._batch.producer_id >= 0:
+            if h.attributes & _ATTR_CONTROL and h.producer_id >= 0:
                 if self.check_crcs and _batch_size(p, remaining, True) < 0:
-                    raise self._corrupt(_batch_problem(_BATCH_CRC, p, remaining), self._batch.base_offset)
-                kind = self._marker(p, size_bytes)
-            markers.append(kind)
+                    raise self._corrupt(_batch_problem(_BATCH_CRC, p, remaining), h.base_offset)
+                kind = self._marker(p, size_bytes, &h)
+            walked.append((h.producer_id, kind, h.base_offset))
+            self._end_offset = max(self._end_offset,
+                                   <int64_t>(<uint64_t>h.base_offset + <uint64_t>h.last_offset_delta)
+                                   + 1)
             pos += size_bytes
-        decisions = bytearray(len(producers))
-        for i in range(len(producers) - 1, -1, -1):
-            if markers[i] >= 0:
-                next_marker[producers[i]] = markers[i]
+        self._walked = True
+        return walked
+
+    cdef int _scan(self) except -1:
+        """Markers decide: each transactional batch is decided by its producer's next marker after it, in this data
+        or else in markers_after (COMMIT: deliver, ABORT: drop, none yet: block)."""
+        cdef dict next_marker = {}
+        cdef Py_ssize_t i
+        cdef int kind
+        self._scanned = True
+        if not self._markers_decide:
+            return 0
+        for offset, producer_id, commit in sorted(self._markers_after, reverse=True):
+            next_marker[producer_id] = _CONTROL_COMMIT if commit else _CONTROL_ABORT
+        walked = self._walk_markers()
+        decisions = bytearray(len(walked))
+        for i in range(len(walked) - 1, -1, -1):
+            producer_id, kind, _ = walked[i]
+            if kind >= 0:
+                next_marker[producer_id] = kind
             else:
-                kind = next_marker.get(producers[i], _NO_MARKER)
+                kind = next_marker.get(producer_id, _NO_MARKER)
                 decisions[i] = _DELIVER if kind == _CONTROL_COMMIT else _DROP if kind == _CONTROL_ABORT else _BLOCK
         self._decisions = decisions
         return 0
+
+    def transaction_markers(self):
+        """The transaction markers in this data, [(offset, producer_id, commit)] in offset order: what a fetcher
+        that looks ahead of a blocked partition passes on as markers_after. Reads batch headers only."""
+        self._claim()
+        try:
+            return [(offset, producer_id, kind == _CONTROL_COMMIT)
+                    for producer_id, kind, offset in self._walk_markers() if kind >= 0]
+        finally:
+            self._busy = False
+
+    @property
+    def end_offset(self):
+        """The offset after the last whole batch of the data (fetch_offset when there is none): where a look-ahead
+        fetch starts."""
+        if not self._walked:
+            self._claim()
+            try:
+                self._walk_markers()
+            finally:
+                self._busy = False
+        return self._end_offset
 
     # ---- records ----------------------------------------------------------------------------------------------------
 
@@ -838,12 +896,15 @@ cdef class PartitionFetch:
         cdef list out = []
         if max_records < 0:
             raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        self._claim()
         try:
             self._records_into(out, max_records)
         except CorruptRecordError:
             if out:  # hand out what came before it; nothing after it was consumed, so the next call raises it again
                 return out
             raise
+        finally:
+            self._busy = False
         return out
 
     cdef int _records_into(self, list out, Py_ssize_t max_records) except -1:
@@ -898,12 +959,18 @@ cdef class PartitionFetch:
         cdef Py_ssize_t appended = 0
         if max_records < 0:
             raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        if builder._busy:
+            raise KafkaError("the ArrowBatchBuilder is in use by another thread: use one from one thread at a time")
+        self._claim()
+        builder._busy = True
         try:
             self._arrow_into(builder, max_records, &appended)
         except CorruptRecordError:
             if appended:
                 return appended
             raise
+        finally:
+            self._busy = builder._busy = False
         return appended
 
     cdef int _arrow_into(self, ArrowBatchBuilder builder, Py_ssize_t max_records, Py_ssize_t* appended) except -1:
@@ -987,6 +1054,17 @@ cdef class PartitionFetch:
             self._consumed(f, True)
             appended[0] += 1
         return _ROW_OK
+
+
+cdef list _markers_list(object markers):
+    """[(offset, producer_id, commit)] from transaction_markers() answers."""
+    if markers is None:
+        return []
+    try:
+        return [(int(offset), int(producer_id), bool(commit)) for offset, producer_id, commit in markers]
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(
+            f"markers_after must be a list of (offset, producer_id, commit) from transaction_markers(): {e}") from None
 
 
 cdef list _aborted_list(object aborted_transactions):

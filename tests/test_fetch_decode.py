@@ -187,6 +187,33 @@ def test_records_section_is_referenced_from_any_buffer() -> None:
         PartitionFetch("t", 0, data, 0, check_crcs=True, decompress=5)  # type: ignore[arg-type]
 
 
+def test_a_fetch_or_builder_in_use_refuses_a_second_caller() -> None:
+    """A call may release the GIL (CRC, Arrow decode): another thread stepping in is refused. Shown re-entrantly,
+    from the decompress callback, which runs while the call is under way."""
+    data = batch(0, values(2), codec="lz4")
+    builder = ArrowBatchBuilder()
+    part: PartitionFetch
+
+    def reentrant(codec_id: int, compressed: Any) -> bytes:
+        part.records(1)
+        return decompress(codec_id, compressed)
+
+    part = fetch(data, decompress=reentrant)
+    with pytest.raises(CorruptRecordError, match="in use by another thread"):
+        part.records(1)
+
+    def finishing(codec_id: int, compressed: Any) -> bytes:
+        builder.finish()
+        return decompress(codec_id, compressed)
+
+    if importlib.util.find_spec("pyarrow"):
+        with pytest.raises(CorruptRecordError, match="being filled by another thread"):
+            fetch(data, decompress=finishing).arrow_into(builder, 1)
+    assert offsets(drain(fetch(data))) == [0, 1]  # nothing stays claimed after an error
+    fresh = fetch(data)
+    assert fresh.arrow_into(builder, 5) == 2 and fresh.done
+
+
 # ---- corruption ---------------------------------------------------------------------------------------------------
 
 def test_crc_mismatch_names_topic_partition_and_offset() -> None:
@@ -243,8 +270,9 @@ def test_non_utf8_header_key_is_corrupt() -> None:
 
 # ---- read_committed ------------------------------------------------------------------------------------------------
 
-def committed(data: bytes, aborted: list[tuple[int, int]] | None = None, fetch_offset: int = 0) -> PartitionFetch:
-    return fetch(data, fetch_offset, read_committed=True, aborted_transactions=aborted)
+def committed(data: bytes, aborted: list[tuple[int, int]] | None = None, fetch_offset: int = 0,
+              **kwargs: Any) -> PartitionFetch:
+    return fetch(data, fetch_offset, read_committed=True, aborted_transactions=aborted, **kwargs)
 
 
 def interleaved() -> bytes:
@@ -307,6 +335,30 @@ def test_a_second_transaction_of_the_same_producer_is_decided_by_its_own_marker(
     part = committed(data)
     assert offsets(drain(part)) == [2]
     assert part.blocked_on_open_transaction and part.next_offset == 4
+
+
+def test_looking_ahead_decides_a_transaction_whose_marker_is_past_the_data() -> None:
+    held = (batch(0, values(1)) + batch(1, values(2, 1), producer_id=5, transactional=True)
+            + batch(3, values(1, 3), producer_id=6, transactional=True))
+    part = committed(held)
+    assert offsets(drain(part)) == [0] and part.blocked_on_open_transaction and part.end_offset == 4
+    ahead = committed(batch(4, values(1, 4)) + control(5, 6, False) + control(6, 5, True) + control(7, 5, False))
+    assert ahead.transaction_markers() == [(5, 6, False), (6, 5, True), (7, 5, False)] and ahead.end_offset == 8
+    again = committed(held, fetch_offset=part.next_offset, markers_after=ahead.transaction_markers())
+    assert offsets(drain(again)) == [1, 2] and not again.blocked_on_open_transaction and again.next_offset == 4
+    partly = committed(held, fetch_offset=1, markers_after=[(6, 5, True)])  # producer 6 still undecided
+    assert offsets(drain(partly)) == [1, 2] and partly.blocked_on_open_transaction and partly.next_offset == 3
+    with pytest.raises(InvalidArgumentError, match="markers_after"):
+        committed(held, markers_after=[(1, 2)])  # type: ignore[list-item]
+
+
+def test_end_offset_and_markers_leave_the_walk_alone() -> None:
+    data = batch(0, values(3)) + control(3, 1, True) + batch(4, values(2, 4))
+    part = fetch(data + batch(6, values(5, 6))[:50])  # a partial batch at the end does not count
+    assert offsets(part.records(2)) == [0, 1]
+    assert part.end_offset == 6 and part.transaction_markers() == [(3, 1, True)]
+    assert offsets(drain(part)) == [2, 4, 5]
+    assert fetch(b"", 9).end_offset == 9
 
 
 def test_blocked_never_moves_next_offset_back() -> None:
@@ -511,6 +563,9 @@ def test_confluent_kafka_batches_read_back_equal(broker: Any, codec: str) -> Non
     assert len(ours) == 300
     assert as_seen(ours) == [(r.partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in expected]
     assert all(r.topic == topic and r.timestamp_type == 0 for r in ours)
+    entry = raw_fetch(broker.bootstrap_servers, topic, 0, 3)  # in the middle of the first batch
+    first = PartitionFetch(topic, 0, entry["records"], 3, check_crcs=True, decompress=decompress)
+    assert first.records(1)[0].offset == 3 and int.from_bytes(entry["records"][:8], "big") < 3
     if importlib.util.find_spec("pyarrow"):
         builder = ArrowBatchBuilder()
         for p in (0, 1):
@@ -584,6 +639,55 @@ def test_transactions_on_the_broker_read_committed(broker: Any) -> None:
                            read_committed=True, aborted_transactions=entry["aborted_transactions"])
     assert [r.value for r in drain(later)] == [b"b-open-1", b"plain-3"]
     assert not later.blocked_on_open_transaction
+
+
+def test_read_committed_on_the_mock_cluster_looks_ahead(mock_cluster: Any) -> None:
+    """librdkafka's mock cluster answers one batch per Fetch, with an empty aborted list: a transaction's marker is
+    never in the answer that holds its batches, so the fetcher looks ahead for it (markers_after)."""
+    from confluent_kafka import Producer
+
+    bootstrap = mock_cluster.bootstrap_servers.split(",")[0]
+    mock_cluster.create_topic("tx", [1], 1)
+    producer = Producer({"bootstrap.servers": mock_cluster.bootstrap_servers, "transactional.id": "decode",
+                         "linger.ms": 5})
+    producer.init_transactions(30)
+    for name, commit in (("c", True), ("a", False), ("d", True)):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("tx", value=b"%s%d" % (name.encode(), i), partition=0)
+        assert producer.flush(30) == 0
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+    def answer(offset: int) -> dict[str, Any]:
+        return raw_fetch(bootstrap, "tx", 0, offset, isolation_level=1)
+
+    def decoder(records: bytes, offset: int, markers: list[tuple[int, int, bool]]) -> PartitionFetch:
+        return PartitionFetch("tx", 0, records, offset, check_crcs=False, decompress=decompress,
+                              read_committed=True, aborted_transactions=[], markers_after=markers)
+
+    got: list[ConsumerRecord] = []
+    position = 0
+    for _ in range(100):
+        entry = answer(position)
+        assert entry["aborted_transactions"] == []
+        part = decoder(entry["records"] or b"", position, [])
+        got += drain(part)
+        markers: list[tuple[int, int, bool]] = []
+        look = part.end_offset
+        while part.blocked_on_open_transaction and look < entry["high_watermark"]:
+            ahead = decoder(answer(look)["records"] or b"", look, [])
+            markers += ahead.transaction_markers()
+            assert ahead.end_offset > look
+            look = ahead.end_offset
+            part = decoder(entry["records"], part.next_offset, markers)
+            got += drain(part)
+        position = part.next_offset
+        if position >= entry["high_watermark"]:
+            break
+    assert [r.value for r in got] == [b"c0", b"c1", b"c2", b"d0", b"d1", b"d2"]
 
 
 def _producer_ids(bootstrap: str, topic: str) -> list[tuple[ConsumerRecord, int]]:
