@@ -442,11 +442,14 @@ class Consumer:
     def _consumable(self) -> Buffered | None:
         """With the lock held: the first buffered fetch poll may return (stale ones are dropped on the way)."""
         sub = self._subscription
+        held: set[TopicPartition] = set()  # paused, or waiting for a transaction's marker: offsets go in order
         for item in list(sub.buffer):
             state = sub.states.get(item.tp)
             if state is None or state.epoch != item.epoch:
                 sub.release(item)
-            elif not state.paused:
+            elif item.tp in held or item.waiting or state.paused:
+                held.add(item.tp)
+            else:
                 return item
         return None
 
@@ -474,7 +477,9 @@ class Consumer:
                     continue
                 fetch = item.fetch
                 state.position = fetch.next_offset
-                if fetch.blocked_on_open_transaction:  # records held for an open transaction: fetch them again
+                if fetch.blocked_on_open_transaction and self._look_ahead(item, state):
+                    continue
+                if fetch.blocked_on_open_transaction:  # the transaction is open: fetch it again later
                     if fetch.bytes_size >= state.fetch_size_bytes:  # a full answer: the transaction may not fit
                         state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
                     state.seek(fetch.next_offset)
@@ -489,6 +494,26 @@ class Consumer:
                     break  # more data, none taken: the Arrow builder is full (2 GiB column), finish it first
             self._transport.wakeup()  # room in the buffer, or a partition to fetch again
         return taken
+
+    def _look_ahead(self, item: Buffered, state: PartitionState) -> bool:
+        """With the lock held, item blocked on a transaction whose marker is not in its data: decodes it again with
+        the markers of the partition's answers fetched past it (the fetcher runs ahead), or leaves it waiting for
+        more of them. False when no more can come (the transaction is open at the last stable offset, or the
+        broker's buffer room is used up): then it is fetched again later."""
+        sub = self._subscription
+        later = [b for b in sub.buffer if b.tp == item.tp and b.epoch == item.epoch and b is not item]
+        markers = [marker for b in later for marker in b.fetch.transaction_markers()]
+        if len(markers) > item.markers_seen:
+            item.fetch = self._fetcher.decoder(item.tp, item.records, item.fetch.next_offset,
+                                               item.aborted_transactions, markers)
+            item.markers_seen = len(markers)
+            return True
+        stable = state.last_stable_offset if state.last_stable_offset >= 0 else state.high_watermark
+        room_bytes = self.config.fetch_max_bytes - sub.buffered_bytes[item.node_id]
+        if state.fetch_offset is not None and state.fetch_offset < stable and room_bytes > 0:
+            item.waiting = True  # the next answer of this partition clears it
+            return True
+        return False
 
     def _raise_partition_error(self) -> None:
         for state in self._subscription.states.values():

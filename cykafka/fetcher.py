@@ -18,7 +18,6 @@ after retry.backoff.ms; a lost connection -> retry after retry.backoff.ms.
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
@@ -37,25 +36,6 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 log = logging.getLogger("cykafka")
-
-_BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length (the bytes after these 12)
-_LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23 of a v2 record batch
-_LAST_OFFSET_DELTA_AT = 23
-_BATCH_HEADER_BYTES = 61
-
-
-def end_offset(records: bytes) -> int:
-    """The offset after the last complete record batch of a Fetch answer's records (batch headers only, no record
-    is read: the fetch offset runs ahead of the decoder with it); -1 when there is no complete batch."""
-    pos, end, size = 0, -1, len(records)
-    while pos + _BATCH_HEADER_BYTES <= size:
-        base_offset, length = _BATCH_HEAD.unpack_from(records, pos)
-        if pos + 12 + length > size:
-            break
-        end = base_offset + _LAST_OFFSET_DELTA.unpack_from(records, pos + _LAST_OFFSET_DELTA_AT)[0] + 1
-        pos += 12 + length
-    return end
-
 
 def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int]], *, max_wait_ms: int, min_bytes: int,
                   max_bytes: int, read_committed: bool) -> Request:
@@ -100,6 +80,10 @@ class Buffered:
     fetch: PartitionFetch
     node_id: int
     size_bytes: int
+    records: bytes  # kept to decode again with the markers found past it (read_committed look-ahead)
+    aborted_transactions: Any
+    markers_seen: int = 0  # look-ahead markers the fetch was built with
+    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out
 
 
 class Subscription:
@@ -200,6 +184,13 @@ class Fetcher:
                     self._file(tp, state, p, response.node_id, now_ms)
             sub.data_ready.notify_all()
 
+    def decoder(self, tp: TopicPartition, records: bytes, fetch_offset: int, aborted_transactions: Any,
+                markers_after: list[tuple[int, int, bool]] | None = None) -> PartitionFetch:
+        """The compiled decoder of one partition's records from a Fetch answer."""
+        return PartitionFetch(tp.topic, tp.partition, records, fetch_offset, check_crcs=self.config.check_crcs,
+                              decompress=self.decompress, read_committed=self.config.read_committed,
+                              aborted_transactions=aborted_transactions, markers_after=markers_after)
+
     def _file(self, tp: TopicPartition, state: PartitionState, p: dict[str, Any], node_id: int, now_ms: int) -> None:
         """One partition's answer, with the lock held."""
         code = p["error_code"]
@@ -209,17 +200,24 @@ class Fetcher:
             records = p["records"]
             if not records:
                 return
-            end = end_offset(records)
             fetch_offset = state.fetch_offset
             assert fetch_offset is not None
+            aborted = p["aborted_transactions"]  # None or [] (Tansu, the mock cluster): the markers decide
+            fetch = self.decoder(tp, records, fetch_offset, aborted)
+            try:
+                end = fetch.end_offset  # the offset after the last whole batch: read from batch headers only
+            except KafkaError as e:  # a corrupt marker batch (its CRC is checked here): poll raises it
+                state.error = e
+                return
             if end <= fetch_offset:  # no complete batch: one larger than partition_max_bytes (pre-KIP-74 brokers)
                 state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
                 return
-            fetch = PartitionFetch(tp.topic, tp.partition, records, fetch_offset, check_crcs=self.config.check_crcs,
-                                   decompress=self.decompress, read_committed=self.config.read_committed,
-                                   aborted_transactions=p["aborted_transactions"])  # None or [] (Tansu): markers
-            self.subscription.buffer.append(Buffered(tp, state.epoch, fetch, node_id, len(records)))
-            self.subscription.buffered_bytes[node_id] += len(records)
+            sub = self.subscription
+            for item in sub.buffer:
+                if item.tp == tp:
+                    item.waiting = False  # a blocked answer of this partition may find its marker here
+            sub.buffer.append(Buffered(tp, state.epoch, fetch, node_id, len(records), records, aborted))
+            sub.buffered_bytes[node_id] += len(records)
             state.fetch_offset = end
             return
         error = error_for(code, f"fetching {tp.topic} [{tp.partition}] at offset {state.fetch_offset}")

@@ -13,6 +13,7 @@ import pytest
 
 from cykafka import (
     Consumer,
+    CorruptRecordError,
     InvalidArgumentError,
     KafkaError,
     NoOffsetForPartitionError,
@@ -370,6 +371,7 @@ class _ScriptedFetches:
     def __init__(self, answers: dict[Any, bytes]) -> None:  # fetch offset, or (partition, fetch offset) -> records
         self.answers = answers
         self.fetched: list[tuple[int, int]] = []  # (fetch offset, partition_max_bytes) of each Fetch
+        self.last_stable_offset = 6
         self._answered: list[Any] = []
 
     def send(self, node_id: int, request: Any, now_ms: int, handler: Any = None, expect_response: bool = True) -> None:
@@ -380,7 +382,8 @@ class _ScriptedFetches:
             for p in t["partitions"]:
                 self.fetched.append((p["fetch_offset"], p["partition_max_bytes"]))
                 partitions.append({"partition_index": p["partition"], "error_code": 0, "high_watermark": 6,
-                                   "last_stable_offset": 6, "log_start_offset": 0, "aborted_transactions": None,
+                                   "last_stable_offset": self.last_stable_offset, "log_start_offset": 0,
+                                   "aborted_transactions": None,
                                    "records": self.answers.get((p["partition"], p["fetch_offset"]),
                                                                self.answers.get(p["fetch_offset"], b""))})
         body = {"error_code": 0, "responses": [{"topic": request.body["topics"][0]["topic"], "partitions": partitions}]}
@@ -412,62 +415,69 @@ class _OneLeader:
     def maybe_update(self, now_ms: int) -> int: return 60_000
 
 
-def test_an_open_transaction_is_fetched_again_from_its_start_with_more_room() -> None:
-    """The fetch ahead (past the open transaction) is dropped: its records come from a fetch at the transaction's
-    first offset, asking for twice the room when the blocked answer was full."""
-    from test_fetch_decode import batch, control, values
-
+def _scripted_consumer(transport: _ScriptedFetches, **config: Any) -> Consumer:
     from cykafka.adapters.clock import ManualClock
     from cykafka.ports import Ports
 
-    first = batch(0, values(2)) + batch(2, values(2, 2), producer_id=7, transactional=True)  # no marker yet
-    again = batch(2, values(2, 2), producer_id=7, transactional=True) + control(4, 7, commit=True) + batch(
-        5, values(1, 5))
-    transport = _ScriptedFetches({0: first, 2: again, 4: control(4, 7, commit=True) + batch(5, values(1, 5))})
     ports = Ports(transport=transport, metadata=_OneLeader("t"), clock=ManualClock(auto_tick_ms=1),  # type: ignore[arg-type]
                   start_sender=False)
-    consumer = Consumer({"bootstrap.servers": "fake:1", "isolation.level": "read_committed",
-                         "max.partition.fetch.bytes": len(first), "retry.backoff.ms": 5}, ports=ports)
+    return Consumer({"bootstrap.servers": "fake:1", **config}, ports=ports)
+
+
+def _offsets_polled(consumer: Consumer, count: int) -> list[int]:
+    seen: list[int] = []
+    for _ in range(50):
+        seen += [r.offset for r in consumer.poll(0.01)]
+        if len(seen) >= count:
+            break
+    return seen
+
+
+def test_a_transaction_marker_past_the_answer_is_found_by_looking_ahead() -> None:
+    """The fetcher runs ahead of a transaction whose marker is not in its answer: the answers past it give the
+    marker, and the held answer is decoded again with it (no fetch again from the transaction's start)."""
+    from test_fetch_decode import batch, control, values
+
+    first = batch(0, values(2)) + batch(2, values(2, 2), producer_id=7, transactional=True)  # no marker in it
+    transport = _ScriptedFetches({0: first, 4: control(4, 7, commit=True) + batch(5, values(1, 5))})
+    consumer = _scripted_consumer(transport, **{"isolation.level": "read_committed"})
     tp = TopicPartition("t", 0)
     consumer.assign([tp])
     consumer.seek(tp, 0)
-    seen = []
-    for _ in range(50):
-        seen += [r.offset for r in consumer.poll(0.01)]
-        if len(seen) >= 5:
-            break
-    assert seen == [0, 1, 2, 3, 5]
-    assert (2, 2 * len(first)) in transport.fetched  # fetched again from the transaction's start, with more room
+    assert _offsets_polled(consumer, 5) == [0, 1, 2, 3, 5]
+    assert 2 not in [offset for offset, _ in transport.fetched]
     consumer.close(0)
 
 
-def test_a_dropped_consumer_warns_and_stops_its_thread(broker: EmbeddedBroker) -> None:
-    import gc
+def test_an_open_transaction_is_fetched_again_from_its_start_with_more_room() -> None:
+    """Open at the last stable offset, the transaction is fetched again from its first offset after
+    retry.backoff.ms, asking for twice the room when the blocked answer was full."""
+    from test_fetch_decode import batch, control, values
 
-    consumer = _consumer(broker.bootstrap_servers)
-    consumer.assign([TopicPartition(_topic("dropped"), 0)])
-    thread = consumer._thread
-    assert thread is not None and thread.is_alive()
-    with pytest.warns(ResourceWarning, match="unclosed cykafka Consumer"):
-        del consumer
-        gc.collect()
-    thread.join(30)  # bounded: the finalizer stopped the loop; this only keeps a broken stop from hanging
-    assert not thread.is_alive()
+    first = batch(0, values(2)) + batch(2, values(2, 2), producer_id=7, transactional=True)
+    transport = _ScriptedFetches({0: first})
+    transport.last_stable_offset = 2  # the transaction is open
+    consumer = _scripted_consumer(transport, **{"isolation.level": "read_committed", "retry.backoff.ms": 5,
+                                                "max.partition.fetch.bytes": len(first)})
+    tp = TopicPartition("t", 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    assert _offsets_polled(consumer, 2) == [0, 1]
+    transport.answers[2] = batch(2, values(2, 2), producer_id=7, transactional=True) + control(
+        4, 7, commit=True) + batch(5, values(1, 5))
+    transport.last_stable_offset = 6  # committed
+    assert _offsets_polled(consumer, 3) == [2, 3, 5]
+    assert (2, 2 * len(first)) in transport.fetched  # fetched again from the transaction's start, with more room
+    consumer.close(0)
 
 
 def test_records_taken_before_a_corrupt_partition_are_returned_and_the_error_comes_next() -> None:
     from test_fetch_decode import batch, values
 
-    from cykafka import CorruptRecordError
-    from cykafka.adapters.clock import ManualClock
-    from cykafka.ports import Ports
 
     corrupt = bytearray(batch(0, values(3)))
     corrupt[-1] ^= 0xFF  # the CRC no longer matches
-    transport = _ScriptedFetches({(0, 0): batch(0, values(3)), (1, 0): bytes(corrupt)})
-    ports = Ports(transport=transport, metadata=_OneLeader("t"), clock=ManualClock(auto_tick_ms=1),  # type: ignore[arg-type]
-                  start_sender=False)
-    consumer = Consumer({"bootstrap.servers": "fake:1"}, ports=ports)
+    consumer = _scripted_consumer(_ScriptedFetches({(0, 0): batch(0, values(3)), (1, 0): bytes(corrupt)}))
     good, bad = TopicPartition("t", 0), TopicPartition("t", 1)
     consumer.assign([good, bad])
     consumer.seek(good, 0)
@@ -507,3 +517,27 @@ def test_dropped_connections_lose_and_repeat_nothing(broker: EmbeddedBroker) -> 
     assert cuts == 6
     for partition in (0, 1):
         assert [r.offset for r in got if r.partition == partition] == list(range(10_000))
+
+
+def test_read_committed_on_the_mock_cluster_one_batch_per_answer(mock_cluster: Any) -> None:
+    """librdkafka's mock cluster answers one batch per Fetch with an empty aborted list: every transaction's marker
+    lies past the answers holding its batches."""
+    mock_cluster.create_topic("tx", [1], 1)
+    producer = confluent_kafka.Producer({"bootstrap.servers": mock_cluster.bootstrap_servers,
+                                         "transactional.id": "consumer-test", "linger.ms": 5})
+    producer.init_transactions(30)
+    for name, commit in ((b"c", True), (b"a", False), (b"d", True)):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("tx", name + b"%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    # the mock writes its transaction markers with CRC 0: checked, they are corrupt, and poll says so
+    with _consumer(mock_cluster.bootstrap_servers, isolation_level="read_committed") as consumer:
+        consumer.assign([TopicPartition("tx", 0)])
+        with pytest.raises(CorruptRecordError, match="offset 3: record batch CRC32C 0x00000000"):
+            _poll_all(consumer, 6)
+    with _consumer(mock_cluster.bootstrap_servers, isolation_level="read_committed", check_crcs=False) as consumer:
+        consumer.assign([TopicPartition("tx", 0)])
+        got = _poll_all(consumer, 6)
+    assert [r.value for r in got] == [b"c0", b"c1", b"c2", b"d0", b"d1", b"d2"]
