@@ -8,16 +8,16 @@ from __future__ import annotations
 import logging
 import threading
 
-from cykafka.adapters import kafka_protocol as kp
-from cykafka.config import ProducerConfig
-from cykafka.ports import ClientResponse, ClusterSnapshot, Transport
+from cykafka.ports import ClientResponse, ClusterSnapshot, MetadataSettings, Transport
+from cykafka.protocol import Request
+from cykafka.protocol.apis import METADATA
 
 log = logging.getLogger("cykafka")
 
 
 class BrokerMetadata:
-    def __init__(self, config: ProducerConfig, transport: Transport) -> None:
-        self.config = config
+    def __init__(self, settings: MetadataSettings, transport: Transport) -> None:
+        self.settings = settings
         self.transport = transport
         self._snapshot = ClusterSnapshot()
         self._topics: dict[str, int] = {}  # topic -> last used (monotonic ms)
@@ -44,29 +44,30 @@ class BrokerMetadata:
     def maybe_update(self, now_ms: int) -> int:
         """Sends a Metadata request when one is due; returns ms until the next check."""
         if self._in_flight:
-            return self.config.request_timeout_ms
-        due_ms = self._last_refresh_ms + self.config.metadata_max_age_ms
+            return self.settings.request_timeout_ms
+        due_ms = self._last_refresh_ms + self.settings.metadata_max_age_ms
         if self._update_requested:  # the first attempt goes at once, whatever retry.backoff.ms
             due_ms = min(due_ms, now_ms if self._last_attempt_ms is None
-                         else self._last_attempt_ms + self.config.retry_backoff_ms)
+                         else self._last_attempt_ms + self.settings.retry_backoff_ms)
         if now_ms < due_ms:
             return due_ms - now_ms
         node = self.transport.least_loaded_node(now_ms)
         if node is None:
-            return self.config.reconnect_backoff_ms
+            return self.settings.reconnect_backoff_ms
         if not self.transport.ready(node, now_ms):
-            return max(1, min(self.transport.connection_delay_ms(node, now_ms), self.config.reconnect_backoff_ms))
+            return max(1, min(self.transport.connection_delay_ms(node, now_ms), self.settings.reconnect_backoff_ms))
         with self._lock:
-            idle_before_ms = now_ms - self.config.metadata_max_idle_ms
+            idle_before_ms = now_ms - self.settings.metadata_max_idle_ms
             for topic in [t for t, used in self._topics.items() if used < idle_before_ms]:
                 del self._topics[topic]
             topics = sorted(self._topics)
-        request = kp.MetadataRequest(topics=topics, allow_auto_topic_creation=self.config.allow_auto_create_topics)
+        request = Request(METADATA.key, {"topics": [{"name": t} for t in topics],
+                                         "allow_auto_topic_creation": self.settings.allow_auto_create_topics})
         self._in_flight = True
         self._last_attempt_ms = now_ms
         self._update_requested = False
         self.transport.send(node, request, now_ms, handler=self._on_response)
-        return self.config.request_timeout_ms
+        return self.settings.request_timeout_ms
 
     def _on_response(self, response: ClientResponse) -> None:
         self._in_flight = False
@@ -74,7 +75,7 @@ class BrokerMetadata:
             log.debug("metadata request failed: %s", response.error)
             self._update_requested = True
             return
-        snapshot = kp.to_cluster_snapshot(response.response)  # type: ignore[arg-type]
+        snapshot = ClusterSnapshot.from_metadata(response.response)
         if not snapshot.nodes:
             self._update_requested = True
             return

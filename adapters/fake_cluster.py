@@ -1,8 +1,9 @@
 """In-memory fake cluster behind the Transport port (Kafka's MockClient + a tiny broker), deterministic under a
-ManualClock. Brokers answer Metadata and Produce from the wire-codec dataclasses; produced batches are decoded with
-the core's decoder (CRC checked) and stored per partition with offsets. Tests inject errors per request/partition
-(before or after the append), response delays, disconnects (before or after the broker handled the requests),
-unreachable nodes and leader moves.
+ManualClock. Brokers read requests and answer as cykafka.protocol's dict bodies; in wire mode (`wire=True`) every
+request and answer goes through the real codec as bytes at the versions given (default: the highest we speak).
+Produced batches are decoded with the core's decoder (CRC checked) and stored per partition with offsets. Tests
+inject errors per request/partition (before or after the append), response delays, disconnects (before or after the
+broker handled the requests), unreachable nodes and leader moves.
 
 Like a broker it enforces idempotence per producer id and partition (epoch checks; the next sequence or
 OUT_OF_ORDER_SEQUENCE_NUMBER; a duplicate of one of the last 5 batches answers success with its first offset as
@@ -20,12 +21,31 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.core import decode_batches
 from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError
 from cykafka.ports import ClientResponse, Clock, Node
+from cykafka.protocol import (
+    API_NAMES,
+    SUPPORTED_VERSIONS,
+    ProduceRequest,
+    TransportRequest,
+    decode_any_response,
+    decode_request,
+    encode_any_request,
+    encode_response,
+)
+from cykafka.protocol.apis import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    METADATA,
+    PRODUCE,
+    TXN_OFFSET_COMMIT,
+)
 from cykafka.protocol.error_codes import ErrorCode
 
 CACHED_BATCHES = 5  # Kafka remembers the last 5 batches per producer and partition for duplicate detection
@@ -79,7 +99,7 @@ class _Transaction:
 @dataclass(slots=True)
 class _Pending:
     node_id: int
-    request: Any
+    request: TransportRequest
     handler: Callable[[ClientResponse], None] | None
     sent_ms: int
     due_ms: int
@@ -106,12 +126,21 @@ class _Partition:
     producers: dict[int, _ProducerState] = field(default_factory=dict)
 
 
+def _partition_answer(index: int, error_code: int, base_offset: int, *, log_start_offset: int = -1,
+                      error_message: str | None = None) -> dict[str, Any]:
+    """One partition's Produce answer, every field the sender reads present (as the decoder gives them)."""
+    return {"index": index, "error_code": error_code, "base_offset": base_offset, "log_append_time_ms": -1,
+            "log_start_offset": log_start_offset, "record_errors": [], "error_message": error_message,
+            "current_leader": {"leader_id": -1, "leader_epoch": -1}}
+
+
 class FakeCluster:
     """N brokers (ids 0..N-1) on fake addresses; topics auto-created with `default_partitions`."""
 
     def __init__(self, clock: Clock, num_brokers: int = 3, *, default_partitions: int = 4,
                  max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True,
-                 duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True) -> None:
+                 duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True,
+                 wire: bool = False, versions: Mapping[int, int] | None = None) -> None:
         self.clock = clock
         self.nodes = {i: Node(i, f"fake-broker-{i}", 9092 + i) for i in range(num_brokers)}
         self.default_partitions = default_partitions
@@ -121,7 +150,7 @@ class FakeCluster:
         self.topics: dict[str, list[_Partition]] = {}
         self.unreachable: set[int] = set()
         self.delay_ms: dict[int, int] = {}
-        self.requests: list[tuple[int, Any]] = []  # every request received, in order
+        self.requests: list[tuple[int, TransportRequest]] = []  # every request received, in order
         self._connected: set[int] = set()
         self._pending: deque[_Pending] = deque()
         self._injected: list[_Injected] = []
@@ -135,6 +164,9 @@ class FakeCluster:
         self.group_offsets: dict[str, dict[tuple[str, int], int]] = {}  # committed by transactions
         self.produce_errors: dict[int, int] = {}  # error code -> answers with it (what the producer met)
         self.disconnect_count = 0
+        self.wire = wire  # every request and answer through the real codec as bytes
+        self.versions: Mapping[int, int] = versions or {}  # wire mode: api key -> version (default: our highest)
+        self._correlation_id = 0
 
     # -- test controls -----------------------------------------------------------------------------------------
 
@@ -214,7 +246,7 @@ class FakeCluster:
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
         return 50 if node_id in self.unreachable else 0
 
-    def send(self, node_id: int, request: object, now_ms: int,
+    def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None:
         if node_id not in self._connected:
             raise NetworkError(f"fake node {node_id} is not connected")
@@ -263,15 +295,28 @@ class FakeCluster:
 
     # -- the brokers -------------------------------------------------------------------------------------------
 
-    def _handle(self, node_id: int, request: Any) -> Any:
-        if isinstance(request, kp.MetadataRequest):
-            return self._metadata(request)
-        if isinstance(request, kp.ProduceRequest):
-            return self._produce(node_id, request)
-        handler = self._TXN_HANDLERS.get(type(request))
-        if handler is not None:
-            return handler(self, node_id, request)
-        raise ProtocolError(f"the fake cluster does not answer {type(request).__name__}")
+    def _handle(self, node_id: int, request: TransportRequest) -> dict[str, Any]:
+        """The broker's answer body. Wire mode: the request goes through the real codec as bytes both ways
+        (encode_request -> decode_request -> handler -> encode_response -> decode_response) at `versions`."""
+        api_key = request.api_key
+        if not self.wire:
+            body = request.as_body() if isinstance(request, ProduceRequest) else request.body
+            return self._answer(node_id, api_key, body)
+        version = self.versions.get(api_key, SUPPORTED_VERSIONS[api_key][1])
+        self._correlation_id += 1
+        frame = b"".join(encode_any_request(request, version, self._correlation_id, "fake-client"))
+        header, body = decode_request(frame[4:])
+        answer = self._answer(node_id, header.api_key, body)
+        raw = encode_response(header.api_key, header.api_version, header.correlation_id, answer)
+        correlation_id, decoded = decode_any_response(api_key, version, raw[4:])
+        assert correlation_id == self._correlation_id
+        return decoded
+
+    def _answer(self, node_id: int, api_key: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        handler = self._HANDLERS.get(api_key)
+        if handler is None:
+            raise ProtocolError(f"the fake cluster does not answer {API_NAMES.get(api_key, api_key)}")
+        return handler(self, node_id, body)
 
     # -- coordinators ------------------------------------------------------------------------------------------
 
@@ -279,12 +324,14 @@ class FakeCluster:
         """The node coordinating a transactional.id or group (stable, like Kafka's hash of the key)."""
         return zlib.crc32(key.encode()) % len(self.nodes)
 
-    def _find_coordinator(self, node_id: int, request: kp.FindCoordinatorRequest) -> kp.FindCoordinatorResponse:
+    def _find_coordinator(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         answers = []
-        for key in request.keys:
+        for key in body["coordinator_keys"] or [body["key"]]:  # v4+ / v1-3
             node = self.nodes[self.coordinator_for(key)]
-            answers.append(kp.Coordinator(key, node.node_id, node.host, node.port))
-        return kp.FindCoordinatorResponse(tuple(answers))
+            answers.append({"key": key, "node_id": node.node_id, "host": node.host, "port": node.port,
+                            "error_code": _E.NONE, "error_message": None})
+        first = {k: answers[0][k] for k in ("node_id", "host", "port", "error_code", "error_message")}
+        return {"throttle_time_ms": 0, **first, "coordinators": answers}  # both shapes: v1-3 read the first
 
     def _check_txn(self, node_id: int, transactional_id: str, producer_id: int, epoch: int) -> int:
         if self.coordinator_for(transactional_id) != node_id:
@@ -296,75 +343,85 @@ class FakeCluster:
             return _E.PRODUCER_FENCED
         return _E.NONE
 
-    def _init_producer_id(self, node_id: int, request: kp.InitProducerIdRequest) -> kp.InitProducerIdResponse:
-        tid = request.transactional_id
+    @staticmethod
+    def _producer_id_answer(code: int, producer_id: int = -1, producer_epoch: int = -1) -> dict[str, Any]:
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": producer_id,
+                "producer_epoch": producer_epoch}
+
+    def _init_producer_id(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        tid = body["transactional_id"]
         if tid is None:  # idempotent producer: always a fresh id (what Kafka does for a null transactional.id)
             self.next_producer_id += 1
-            return kp.InitProducerIdResponse(_E.NONE, self.next_producer_id, 0)
+            return self._producer_id_answer(_E.NONE, self.next_producer_id, 0)
         if self.coordinator_for(tid) != node_id:
-            return kp.InitProducerIdResponse(_E.NOT_COORDINATOR)
+            return self._producer_id_answer(_E.NOT_COORDINATOR)
         txn = self.transactions.get(tid)
+        producer_id, producer_epoch = body["producer_id"], body["producer_epoch"]
         if txn is None:
             self.next_producer_id += 1
             txn = self.transactions[tid] = _Transaction(self.next_producer_id, -1)
-        elif request.producer_id >= 0 and not self.epoch_bump:
-            return kp.InitProducerIdResponse(_E.UNKNOWN_SERVER_ERROR)
-        elif request.producer_id >= 0 and (request.producer_id, request.producer_epoch) != (txn.producer_id,
-                                                                                           txn.epoch):
-            return kp.InitProducerIdResponse(_E.PRODUCER_FENCED)
+        elif producer_id >= 0 and not self.epoch_bump:
+            return self._producer_id_answer(_E.UNKNOWN_SERVER_ERROR)
+        elif producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.epoch):
+            return self._producer_id_answer(_E.PRODUCER_FENCED)
         if txn.partitions or txn.groups:  # an open transaction of the previous epoch is aborted
             self._write_markers(txn, commit=False)
         txn.epoch += 1
-        return kp.InitProducerIdResponse(_E.NONE, txn.producer_id, txn.epoch)
+        return self._producer_id_answer(_E.NONE, txn.producer_id, txn.epoch)
 
-    def _add_partitions(self, node_id: int, request: kp.AddPartitionsToTxnRequest) -> Any:
-        code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
+    def _add_partitions(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        tid = body["v3_and_below_transactional_id"]
+        code = self._check_txn(node_id, tid, body["v3_and_below_producer_id"], body["v3_and_below_producer_epoch"])
         results = []
-        for topic, partitions in request.topics:
-            answers = []
-            for partition in partitions:
-                known = topic in self.topics and 0 <= partition < len(self.topics[topic])
+        for topic in body["v3_and_below_topics"]:
+            name, answers = topic["name"], []
+            for partition in topic["partitions"]:
+                known = name in self.topics and 0 <= partition < len(self.topics[name])
                 answer = code if code != _E.NONE else (_E.NONE if known else _E.UNKNOWN_TOPIC_OR_PARTITION)
                 if answer == _E.NONE:
-                    self.transactions[request.transactional_id].partitions.add((topic, partition))
-                answers.append(kp.PartitionErrorCode(partition, answer))
-            results.append(kp.TopicErrorCodes(topic, tuple(answers)))
-        return kp.AddPartitionsToTxnResponse(tuple(results))
+                    self.transactions[tid].partitions.add((name, partition))
+                answers.append({"partition_index": partition, "partition_error_code": answer})
+            results.append({"name": name, "results_by_partition": answers})
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
 
-    def _add_offsets(self, node_id: int, request: kp.AddOffsetsToTxnRequest) -> kp.AddOffsetsToTxnResponse:
-        code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
+    def _add_offsets(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        tid = body["transactional_id"]
+        code = self._check_txn(node_id, tid, body["producer_id"], body["producer_epoch"])
         if code == _E.NONE:
-            self.transactions[request.transactional_id].groups.add(request.group_id)
-        return kp.AddOffsetsToTxnResponse(code)
+            self.transactions[tid].groups.add(body["group_id"])
+        return {"throttle_time_ms": 0, "error_code": code}
 
-    def _txn_offset_commit(self, node_id: int, request: kp.TxnOffsetCommitRequest) -> Any:
+    def _txn_offset_commit(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         code = _E.NONE
-        if self.coordinator_for(request.group_id) != node_id:
+        group_id = body["group_id"]
+        if self.coordinator_for(group_id) != node_id:
             code = _E.NOT_COORDINATOR
         else:
-            txn = self.transactions.get(request.transactional_id)
-            if txn is None or txn.producer_id != request.producer_id or txn.epoch != request.producer_epoch:
+            txn = self.transactions.get(body["transactional_id"])
+            if txn is None or txn.producer_id != body["producer_id"] or txn.epoch != body["producer_epoch"]:
                 code = _E.PRODUCER_FENCED
-            elif request.group_id not in txn.groups:
+            elif group_id not in txn.groups:
                 code = _E.INVALID_TXN_STATE
             else:
-                pending = txn.offsets.setdefault(request.group_id, {})
-                for topic, parts in request.topics:
-                    for p in parts:
-                        pending[(topic, p.partition_index)] = p.committed_offset
-        return kp.TxnOffsetCommitResponse(tuple(
-            kp.TopicErrorCodes(topic, tuple(kp.PartitionErrorCode(p.partition_index, code) for p in parts))
-            for topic, parts in request.topics))
+                pending = txn.offsets.setdefault(group_id, {})
+                for topic in body["topics"]:
+                    for p in topic["partitions"]:
+                        pending[(topic["name"], p["partition_index"])] = p["committed_offset"]
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": topic["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                                   for p in topic["partitions"]]}
+            for topic in body["topics"]]}
 
-    def _end_txn(self, node_id: int, request: kp.EndTxnRequest) -> kp.EndTxnResponse:
-        code = self._check_txn(node_id, request.transactional_id, request.producer_id, request.producer_epoch)
-        if code != _E.NONE:
-            return kp.EndTxnResponse(code)
-        txn = self.transactions[request.transactional_id]
-        if not txn.partitions and not txn.groups:
-            return kp.EndTxnResponse(_E.INVALID_TXN_STATE)
-        self._write_markers(txn, commit=request.committed)
-        return kp.EndTxnResponse(_E.NONE)
+    def _end_txn(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        tid = body["transactional_id"]
+        code = self._check_txn(node_id, tid, body["producer_id"], body["producer_epoch"])
+        if code == _E.NONE:
+            txn = self.transactions[tid]
+            if not txn.partitions and not txn.groups:
+                code = _E.INVALID_TXN_STATE
+            else:
+                self._write_markers(txn, commit=body["committed"])
+        return {"throttle_time_ms": 0, "error_code": code}
 
     def _write_markers(self, txn: _Transaction, commit: bool) -> None:
         for topic, partition in sorted(txn.partitions):
@@ -381,30 +438,23 @@ class FakeCluster:
         txn.groups.clear()
         txn.offsets.clear()
 
-    _TXN_HANDLERS: dict[type, Callable[[FakeCluster, int, Any], Any]] = {
-        kp.FindCoordinatorRequest: _find_coordinator,
-        kp.InitProducerIdRequest: _init_producer_id,
-        kp.AddPartitionsToTxnRequest: _add_partitions,
-        kp.AddOffsetsToTxnRequest: _add_offsets,
-        kp.TxnOffsetCommitRequest: _txn_offset_commit,
-        kp.EndTxnRequest: _end_txn,
-    }
-
-    def _metadata(self, request: kp.MetadataRequest) -> kp.MetadataResponse:
-        names = list(self.topics) if request.topics is None else list(request.topics)
-        topics = []
+    def _metadata(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        names = list(self.topics) if body["topics"] is None else [t["name"] for t in body["topics"]]
+        topics: list[dict[str, Any]] = []
         for name in names:
             if name not in self.topics:
-                if not (self.auto_create and request.allow_auto_topic_creation):
-                    topics.append(kp.MetadataTopic(_E.UNKNOWN_TOPIC_OR_PARTITION, name))
+                if not (self.auto_create and body["allow_auto_topic_creation"]):
+                    topics.append({"error_code": _E.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []})
                     continue
                 self.create_topic(name)
-            parts = tuple(
-                kp.MetadataPartition(_E.NONE, i, p.leader, p.leader_epoch, tuple(self.nodes), tuple(self.nodes))
-                for i, p in enumerate(self.topics[name]))
-            topics.append(kp.MetadataTopic(_E.NONE, name, partitions=parts))
-        brokers = tuple(kp.BrokerEndpoint(n.node_id, n.host, n.port) for n in self.nodes.values())
-        return kp.MetadataResponse(brokers=brokers, cluster_id="fake", controller_id=0, topics=tuple(topics))
+            partitions = [{"error_code": _E.NONE, "partition_index": i, "leader_id": p.leader,
+                           "leader_epoch": p.leader_epoch, "replica_nodes": list(self.nodes),
+                           "isr_nodes": list(self.nodes)} for i, p in enumerate(self.topics[name])]
+            topics.append({"error_code": _E.NONE, "name": name, "partitions": partitions})
+        brokers = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+                   for n in self.nodes.values()]
+        return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": "fake", "controller_id": 0,
+                "topics": topics}
 
     def _take_injected(self, topic: str, partition: int) -> _Injected | None:
         for injected in self._injected:
@@ -413,17 +463,29 @@ class FakeCluster:
                 return injected
         return None
 
-    def _produce(self, node_id: int, request: kp.ProduceRequest) -> kp.ProduceResponse:
+    def _produce(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         topics = []
-        for name, partitions in request.topics:
+        for topic in body["topic_data"]:
             answers = []
-            for index, records in partitions:
-                answer = self._append(node_id, name, index, records, request.transactional_id)
-                if answer.error_code != _E.NONE:
-                    self.produce_errors[answer.error_code] = self.produce_errors.get(answer.error_code, 0) + 1
+            for p in topic["partition_data"]:
+                answer = self._append(node_id, topic["name"], p["index"], p["records"], body["transactional_id"])
+                code = answer["error_code"]
+                if code != _E.NONE:
+                    self.produce_errors[code] = self.produce_errors.get(code, 0) + 1
                 answers.append(answer)
-            topics.append(kp.ProduceTopicResponse(name, tuple(answers)))
-        return kp.ProduceResponse(tuple(topics))
+            topics.append({"name": topic["name"], "partition_responses": answers})
+        return {"responses": topics, "throttle_time_ms": 0}
+
+    _HANDLERS: dict[int, Callable[[FakeCluster, int, Mapping[str, Any]], dict[str, Any]]] = {
+        PRODUCE.key: _produce,
+        METADATA.key: _metadata,
+        FIND_COORDINATOR.key: _find_coordinator,
+        INIT_PRODUCER_ID.key: _init_producer_id,
+        ADD_PARTITIONS_TO_TXN.key: _add_partitions,
+        ADD_OFFSETS_TO_TXN.key: _add_offsets,
+        TXN_OFFSET_COMMIT.key: _txn_offset_commit,
+        END_TXN.key: _end_txn,
+    }
 
     def _check_producer(self, part: _Partition, topic: str, index: int, batch: Any,
                         transactional_id: str | None) -> tuple[int, int]:
@@ -457,29 +519,29 @@ class FakeCluster:
         return _E.NONE, -1
 
     def _append(self, node_id: int, topic: str, index: int, records: Any,
-                transactional_id: str | None = None) -> kp.ProducePartitionResponse:
+                transactional_id: str | None = None) -> dict[str, Any]:
         parts = self.topics.get(topic)
         if parts is None or not 0 <= index < len(parts):
-            return kp.ProducePartitionResponse(index, _E.UNKNOWN_TOPIC_OR_PARTITION, -1)
+            return _partition_answer(index, _E.UNKNOWN_TOPIC_OR_PARTITION, -1)
         part = parts[index]
         if part.leader != node_id:
-            return kp.ProducePartitionResponse(index, _E.NOT_LEADER_OR_FOLLOWER, -1)
+            return _partition_answer(index, _E.NOT_LEADER_OR_FOLLOWER, -1)
         injected = self._take_injected(topic, index)
         if injected is not None and not injected.after_append:
-            return kp.ProducePartitionResponse(index, injected.error_code, -1)
+            return _partition_answer(index, injected.error_code, -1)
         data = bytes(records)
         if len(data) > self.max_message_bytes:
-            return kp.ProducePartitionResponse(index, _E.MESSAGE_TOO_LARGE, -1)
+            return _partition_answer(index, _E.MESSAGE_TOO_LARGE, -1)
         try:
             batches = decode_batches(data, decompress)
         except CorruptRecordError as e:
-            return kp.ProducePartitionResponse(index, _E.CORRUPT_MESSAGE, -1, error_message=str(e))
+            return _partition_answer(index, _E.CORRUPT_MESSAGE, -1, error_message=str(e))
         for batch in batches:  # all or nothing, like a broker's validation before it appends
             code, duplicate_offset = self._check_producer(part, topic, index, batch, transactional_id)
             if code == _E.DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1 and self.duplicate_answer == "kafka":
-                return kp.ProducePartitionResponse(index, _E.NONE, duplicate_offset)
+                return _partition_answer(index, _E.NONE, duplicate_offset)
             if code != _E.NONE:
-                return kp.ProducePartitionResponse(index, code, -1, log_start_offset=0)
+                return _partition_answer(index, code, -1, log_start_offset=0)
         base_offset = part.next_offset
         for batch in batches:
             batch_offset = part.next_offset
@@ -500,5 +562,5 @@ class FakeCluster:
                 state.last_sequence = last
                 state.batches.append((batch.base_sequence, last, batch_offset))
         if injected is not None:  # appended, but the producer hears an error
-            return kp.ProducePartitionResponse(index, injected.error_code, -1)
-        return kp.ProducePartitionResponse(index, _E.NONE, base_offset, log_start_offset=0)
+            return _partition_answer(index, injected.error_code, -1)
+        return _partition_answer(index, _E.NONE, base_offset, log_start_offset=0)

@@ -23,9 +23,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from cykafka.adapters import kafka_protocol as kp
-from cykafka.config import ProducerConfig
 from cykafka.errors import AuthenticationError, ConfigError, SslAuthenticationError
+from cykafka.ports import SecuritySettings
+from cykafka.protocol import Request
+from cykafka.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from cykafka.protocol.error_codes import ErrorCode, error_info
 
 log = logging.getLogger("cykafka")
@@ -36,33 +37,33 @@ _MAX_SASL_ROUNDS = 8  # every supported mechanism completes in 3 or fewer
 # --- TLS -----------------------------------------------------------------------------------------------------------
 
 
-def build_ssl_context(config: ProducerConfig) -> ssl.SSLContext:
+def build_ssl_context(settings: SecuritySettings) -> ssl.SSLContext:
     """A TLS 1.2+ client context: CAs from ssl.ca.location (file or directory; else the system's), an optional
     client certificate, hostname verification unless ssl.endpoint.identification.algorithm is '' or
     ssl.check.hostname is false. A file that does not load raises ConfigError naming its key."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname on
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
-        if config.ssl_ca_location is None:
+        if settings.ssl_ca_location is None:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        elif os.path.isdir(config.ssl_ca_location):
-            context.load_verify_locations(capath=config.ssl_ca_location)
+        elif os.path.isdir(settings.ssl_ca_location):
+            context.load_verify_locations(capath=settings.ssl_ca_location)
         else:
-            context.load_verify_locations(cafile=config.ssl_ca_location)
+            context.load_verify_locations(cafile=settings.ssl_ca_location)
     except (ssl.SSLError, OSError) as e:
-        raise ConfigError(f"ssl.ca.location: cannot load CA certificates from {config.ssl_ca_location!r}: "
+        raise ConfigError(f"ssl.ca.location: cannot load CA certificates from {settings.ssl_ca_location!r}: "
                           f"{_ssl_reason(e)}") from None
-    if config.ssl_certificate_location is not None:
+    if settings.ssl_certificate_location is not None:
         try:
-            context.load_cert_chain(config.ssl_certificate_location, config.ssl_key_location,
-                                    password=config.ssl_key_password)
+            context.load_cert_chain(settings.ssl_certificate_location, settings.ssl_key_location,
+                                    password=settings.ssl_key_password)
         except (ssl.SSLError, OSError) as e:
-            hint = "; is ssl.key.password right?" if config.ssl_key_password is not None else ""
+            hint = "; is ssl.key.password right?" if settings.ssl_key_password is not None else ""
             raise ConfigError(f"ssl.certificate.location / ssl.key.location: cannot load the client certificate "
-                              f"{config.ssl_certificate_location!r} with key "
-                              f"{config.ssl_key_location or '(in the certificate file)'!r}: {_ssl_reason(e)}{hint}"
+                              f"{settings.ssl_certificate_location!r} with key "
+                              f"{settings.ssl_key_location or '(in the certificate file)'!r}: {_ssl_reason(e)}{hint}"
                               ) from None
-    context.check_hostname = config.ssl_endpoint_identification_algorithm == "https" and config.ssl_check_hostname
+    context.check_hostname = settings.ssl_endpoint_identification_algorithm == "https" and settings.ssl_check_hostname
     return context
 
 
@@ -335,55 +336,59 @@ class SaslSession:
         self.peer = peer
         self.session_lifetime_ms = 0
         self._rounds = 0
+        self._handshaken = False  # SaslHandshake answered: what follows are SaslAuthenticate answers
 
-    def handshake_request(self) -> kp.SaslHandshakeRequest:
-        return kp.SaslHandshakeRequest(self.mechanism.name)
+    def handshake_request(self) -> Request:
+        return Request(SASL_HANDSHAKE.key, {"mechanism": self.mechanism.name})
 
-    def on_response(self, response: object) -> kp.SaslAuthenticateRequest | None:
+    def _authenticate(self, auth_bytes: bytes) -> Request:
+        return Request(SASL_AUTHENTICATE.key, {"auth_bytes": auth_bytes})
+
+    def on_response(self, response: Mapping[str, Any]) -> Request | None:
+        """The answer to our last request (SaslHandshake first, then SaslAuthenticate), as decoded."""
         name = self.mechanism.name
-        if isinstance(response, kp.SaslHandshakeResponse):
-            if response.error_code != ErrorCode.NONE:
-                info = error_info(response.error_code)
-                enabled = ", ".join(response.mechanisms) or "none"
+        code = response["error_code"]
+        if not self._handshaken:
+            if code != ErrorCode.NONE:
+                info = error_info(code)
+                enabled = ", ".join(response["mechanisms"]) or "none"
                 raise AuthenticationError(f"SASL handshake with {self.peer} failed: {info.name}: mechanism {name} "
-                                          f"is not enabled on the broker (enabled: {enabled})",
-                                          code=response.error_code)
-            return kp.SaslAuthenticateRequest(self.mechanism.initial_response())
-        if not isinstance(response, kp.SaslAuthenticateResponse):
-            raise AuthenticationError(f"SASL with {self.peer}: unexpected {type(response).__name__}")
-        if response.error_code != ErrorCode.NONE:
-            info = error_info(response.error_code)
-            message = response.error_message or info.message
+                                          f"is not enabled on the broker (enabled: {enabled})", code=code)
+            self._handshaken = True
+            return self._authenticate(self.mechanism.initial_response())
+        if code != ErrorCode.NONE:
+            info = error_info(code)
+            message = response["error_message"] or info.message
             raise AuthenticationError(f"SASL {name} authentication with {self.peer} failed: {info.name} "
-                                      f"({response.error_code}): {message}{self.mechanism.failure_detail()}",
-                                      code=response.error_code)
+                                      f"({code}): {message}{self.mechanism.failure_detail()}", code=code)
         self._rounds += 1
         if self._rounds > _MAX_SASL_ROUNDS:
             raise AuthenticationError(f"SASL {name} with {self.peer}: no end after {_MAX_SASL_ROUNDS} rounds")
         try:
-            reply = self.mechanism.evaluate(response.auth_bytes)
+            reply = self.mechanism.evaluate(response["auth_bytes"])
         except AuthenticationError as e:
             raise AuthenticationError(f"SASL {name} authentication with {self.peer} failed: {e}",
                                       code=ErrorCode.SASL_AUTHENTICATION_FAILED) from None
         if reply is None:
-            self.session_lifetime_ms = response.session_lifetime_ms
+            self.session_lifetime_ms = response["session_lifetime_ms"]
             return None
-        return kp.SaslAuthenticateRequest(reply)
+        return self._authenticate(reply)
 
 
 class Security:
-    """What security.protocol asks of each new connection, built once per transport from the config: the TLS
-    context (None for PLAINTEXT / SASL_PLAINTEXT) and a SaslSession factory (None without SASL)."""
+    """What security.protocol asks of each new connection, built once per transport from its SecuritySettings: the
+    TLS context (None for PLAINTEXT / SASL_PLAINTEXT) and a SaslSession factory (None without SASL)."""
 
-    def __init__(self, config: ProducerConfig) -> None:
-        self.config = config
-        self.ssl_context = build_ssl_context(config) if config.uses_ssl else None
-        self.uses_sasl = config.uses_sasl
-        self._oauth = (OAuthTokenSource(config.oauth_cb, config.sasl_oauthbearer_config)
-                       if config.uses_sasl and config.sasl_mechanism == "OAUTHBEARER" else None)
+    def __init__(self, settings: SecuritySettings) -> None:
+        self.settings = settings
+        self.ssl_context = build_ssl_context(settings) if settings.uses_ssl else None
+        self.uses_sasl = settings.uses_sasl
+        self._oauth = (OAuthTokenSource(settings.oauth_cb, settings.sasl_oauthbearer_config)
+                       if settings.uses_sasl and settings.sasl_mechanism == "OAUTHBEARER"
+                       and settings.oauth_cb is not None else None)
 
     def sasl_session(self, peer: str) -> SaslSession:
-        cfg = self.config
+        cfg = self.settings
         mechanism: SaslMechanism
         if cfg.sasl_mechanism == "PLAIN":
             mechanism = PlainMechanism(cfg.sasl_username or "", cfg.sasl_password or "")

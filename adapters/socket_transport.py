@@ -22,10 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cykafka import protocol
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters import security
-from cykafka.config import ProducerConfig
 from cykafka.errors import (
     AuthenticationError,
     KafkaError,
@@ -34,7 +31,15 @@ from cykafka.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
-from cykafka.ports import ClientResponse, Node
+from cykafka.ports import ClientResponse, ConnectionSettings, Node
+from cykafka.protocol import (
+    SUPPORTED_VERSIONS,
+    Request,
+    TransportRequest,
+    decode_any_response,
+    encode_any_request,
+)
+from cykafka.protocol.apis import API_VERSIONS, PRODUCE, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
 log = logging.getLogger("cykafka")
@@ -53,7 +58,7 @@ class _Request:
     correlation_id: int
     api_key: int
     version: int
-    request: object
+    request: TransportRequest
     handler: Callable[[ClientResponse], None] | None
     sent_ms: int
     expect_response: bool
@@ -88,16 +93,16 @@ class _Connection:
 class SocketTransport:
     """Kafka's NetworkClient over plain TCP sockets."""
 
-    def __init__(self, config: ProducerConfig, *, clock_ms: Callable[[], int] | None = None) -> None:
-        self.config = config
-        self._security = security.Security(config)  # first: a bad ssl.* file fails before any socket exists
+    def __init__(self, settings: ConnectionSettings, *, clock_ms: Callable[[], int] | None = None) -> None:
+        self.settings = settings
+        self._security = security.Security(settings.security)  # first: a bad ssl.* file fails before any socket exists
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._connections: dict[int, _Connection] = {}
-        for index, server in enumerate(config.bootstrap_servers):
+        for index, server in enumerate(settings.bootstrap_servers):
             host, _, port = server.rpartition(":")
             self._connections[-(index + 1)] = _Connection(-(index + 1), host.strip("[]"), int(port))
         self._nodes: Mapping[int, Node] = {}
@@ -135,7 +140,7 @@ class SocketTransport:
             self._disconnect(conn, now_ms, NetworkError("SASL session lifetime reached"), backoff=False)
         if conn.state == _READY:
             in_flight = len(conn.in_flight) + len(conn.unwritten_requests)
-            return in_flight < self.config.max_in_flight_requests_per_connection
+            return in_flight < self.settings.max_in_flight_requests_per_connection
         if conn.state == _DISCONNECTED and now_ms - conn.last_failure_ms >= conn.backoff_ms:
             self._connect(conn, now_ms)
         return False
@@ -143,19 +148,19 @@ class SocketTransport:
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
         conn = self._connections.get(node_id)
         if conn is None:
-            return self.config.reconnect_backoff_ms
+            return self.settings.reconnect_backoff_ms
         if conn.state == _DISCONNECTED:
             return max(0, conn.last_failure_ms + conn.backoff_ms - now_ms)
         if conn.state in _SETTING_UP:
-            return max(0, conn.connect_started_ms + self.config.socket_connection_setup_timeout_ms - now_ms)
+            return max(0, conn.connect_started_ms + self.settings.socket_connection_setup_timeout_ms - now_ms)
         return 2**31  # connected: poll() wakes when a response frees a slot
 
-    def send(self, node_id: int, request: object, now_ms: int,
+    def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None:
         conn = self._connections[node_id]
         if conn.state != _READY:
             raise NetworkError(f"node {node_id} is not ready for requests")
-        api_key: int = request.API_KEY  # type: ignore[attr-defined]
+        api_key = request.api_key
         version = conn.api_versions.get(api_key)
         if version is None:
             raise UnsupportedVersionError(f"broker {node_id} supports no version of API {api_key} that cykafka "
@@ -286,10 +291,10 @@ class SocketTransport:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.config.send_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.send_buffer_bytes)
-            if self.config.receive_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config.receive_buffer_bytes)
+            if self.settings.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.settings.send_buffer_bytes)
+            if self.settings.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.settings.receive_buffer_bytes)
         except OSError as e:
             sock.close()
             self._fail_connect(conn, now_ms, e)
@@ -365,32 +370,33 @@ class SocketTransport:
         assert conn.sock is not None
         conn.state = _NEGOTIATING
         self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
-        self._send_api_versions(conn, kp.SUPPORTED_VERSIONS[kp.ApiVersionsRequest.API_KEY][1], now_ms)
+        self._send_api_versions(conn, API_VERSIONS.valid[1], now_ms)
 
     @staticmethod
     def _peer(conn: _Connection) -> str:
         return f"node {conn.node_id} ({conn.host}:{conn.port})"
 
     def _send_api_versions(self, conn: _Connection, version: int, now_ms: int) -> None:
-        request = kp.ApiVersionsRequest(client_software_name="cykafka", client_software_version="0.1.0")
-        self._enqueue(conn, request, kp.ApiVersionsRequest.API_KEY, version, None, now_ms, True, internal=True)
+        request = Request(API_VERSIONS.key, {"client_software_name": "cykafka", "client_software_version": "0.1.0"})
+        self._enqueue(conn, request, API_VERSIONS.key, version, None, now_ms, True, internal=True)
 
-    def _on_api_versions(self, conn: _Connection, req: _Request, response: Any, now_ms: int) -> None:
-        if response.error_code == ErrorCode.UNSUPPORTED_VERSION and req.version > 0:  # retry at v0 (KIP-511)
+    def _on_api_versions(self, conn: _Connection, req: _Request, response: dict[str, Any], now_ms: int) -> None:
+        code = response["error_code"]
+        if code == ErrorCode.UNSUPPORTED_VERSION and req.version > 0:  # retry at v0 (KIP-511)
             self._send_api_versions(conn, 0, now_ms)
             return
-        if response.error_code != ErrorCode.NONE:
-            self._disconnect(conn, now_ms, error_for(response.error_code, "ApiVersions failed"))
+        if code != ErrorCode.NONE:
+            self._disconnect(conn, now_ms, error_for(code, "ApiVersions failed"))
             return
         conn.api_versions = {}
-        for api in response.api_keys:
-            ours = kp.NEGOTIATED_VERSIONS.get(api.api_key)
+        for api in response["api_keys"]:
+            ours = SUPPORTED_VERSIONS.get(api["api_key"])
             if ours is None:
                 continue
-            lo, hi = max(ours[0], api.min_version), min(ours[1], api.max_version)
+            lo, hi = max(ours[0], api["min_version"]), min(ours[1], api["max_version"])
             if lo <= hi:
-                conn.api_versions[api.api_key] = hi
-        produce = conn.api_versions.get(kp.ProduceRequest.API_KEY)
+                conn.api_versions[api["api_key"]] = hi
+        produce = conn.api_versions.get(PRODUCE.key)
         if produce is None:
             self._disconnect(conn, now_ms, UnsupportedVersionError(
                 f"broker {conn.node_id} does not support Produce v3+ (RecordBatch v2)"), backoff=True)
@@ -408,10 +414,10 @@ class SocketTransport:
         self._authentication_error = None
         self._connection_problem = None
         log.debug("connected to node %s at %s:%s (produce v%s)", conn.node_id, conn.host, conn.port,
-                  conn.api_versions.get(kp.ProduceRequest.API_KEY))
+                  conn.api_versions.get(PRODUCE.key))
 
     def _start_sasl(self, conn: _Connection, now_ms: int) -> None:
-        if conn.api_versions.get(kp.SASL_HANDSHAKE) != 1 or kp.SASL_AUTHENTICATE not in conn.api_versions:
+        if conn.api_versions.get(SASL_HANDSHAKE.key) != 1 or SASL_AUTHENTICATE.key not in conn.api_versions:
             self._fail_authentication(conn, now_ms, AuthenticationError(
                 f"{self._peer(conn)} does not support SaslHandshake v1 + SaslAuthenticate (KIP-152, Kafka 1.0+)"))
             return
@@ -422,9 +428,9 @@ class SocketTransport:
             self._fail_authentication(conn, now_ms, e)
             return
         conn.state = _AUTHENTICATING
-        self._enqueue(conn, request, kp.SASL_HANDSHAKE, 1, None, now_ms, True, internal=True)
+        self._enqueue(conn, request, SASL_HANDSHAKE.key, 1, None, now_ms, True, internal=True)
 
-    def _on_sasl(self, conn: _Connection, response: object, now_ms: int) -> None:
+    def _on_sasl(self, conn: _Connection, response: dict[str, Any], now_ms: int) -> None:
         session = conn.sasl
         assert session is not None
         try:
@@ -433,8 +439,8 @@ class SocketTransport:
             self._fail_authentication(conn, now_ms, e)
             return
         if request is not None:
-            self._enqueue(conn, request, kp.SASL_AUTHENTICATE, conn.api_versions[kp.SASL_AUTHENTICATE], None, now_ms,
-                          True, internal=True)
+            self._enqueue(conn, request, SASL_AUTHENTICATE.key, conn.api_versions[SASL_AUTHENTICATE.key], None,
+                          now_ms, True, internal=True)
             return
         conn.sasl = None
         if session.session_lifetime_ms > 0:  # Java re-authenticates at 85-95% of the lifetime
@@ -450,8 +456,8 @@ class SocketTransport:
     def _set_backoff(self, conn: _Connection, now_ms: int) -> None:
         conn.last_failure_ms = now_ms
         conn.failures += 1
-        base = self.config.reconnect_backoff_ms * 2 ** min(conn.failures - 1, 30)
-        conn.backoff_ms = int(min(base, self.config.reconnect_backoff_max_ms) * self._random.uniform(0.8, 1.2))
+        base = self.settings.reconnect_backoff_ms * 2 ** min(conn.failures - 1, 30)
+        conn.backoff_ms = int(min(base, self.settings.reconnect_backoff_max_ms) * self._random.uniform(0.8, 1.2))
 
     def _disconnect(self, conn: _Connection, now_ms: int, error: KafkaError, backoff: bool = True) -> None:
         if conn.sock is not None:
@@ -497,25 +503,24 @@ class SocketTransport:
     def _check_timeouts(self, now_ms: int) -> None:
         for conn in self._connections.values():
             if conn.state in _SETTING_UP:
-                if now_ms - conn.connect_started_ms >= self.config.socket_connection_setup_timeout_ms:
+                if now_ms - conn.connect_started_ms >= self.settings.socket_connection_setup_timeout_ms:
                     self._disconnect(conn, now_ms, NetworkError(
                         f"connection to node {conn.node_id} ({conn.host}:{conn.port}) not set up within "
-                        f"socket.connection.setup.timeout.ms ({self.config.socket_connection_setup_timeout_ms})"))
+                        f"socket.connection.setup.timeout.ms ({self.settings.socket_connection_setup_timeout_ms})"))
             oldest = conn.in_flight[0] if conn.in_flight else (
                 conn.unwritten_requests[0][0] if conn.unwritten_requests else None)
-            if oldest is not None and now_ms - oldest.sent_ms >= self.config.request_timeout_ms:
+            if oldest is not None and now_ms - oldest.sent_ms >= self.settings.request_timeout_ms:
                 self._disconnect(conn, now_ms, KafkaTimeoutError(
                     f"no response from node {conn.node_id} within request.timeout.ms "
-                    f"({self.config.request_timeout_ms}); disconnected", retriable=True))
+                    f"({self.settings.request_timeout_ms}); disconnected", retriable=True))
 
     # -- framing -----------------------------------------------------------------------------------------------
 
-    def _enqueue(self, conn: _Connection, request: object, api_key: int, version: int,
+    def _enqueue(self, conn: _Connection, request: TransportRequest, api_key: int, version: int,
                  handler: Callable[[ClientResponse], None] | None, now_ms: int, expect_response: bool,
                  internal: bool = False) -> None:
-        assert isinstance(request, (kp.Request, protocol.Request))
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        buffers = kp.encode_request(request, version, self._correlation_id, self.config.client_id)
+        buffers = encode_any_request(request, version, self._correlation_id, self.settings.client_id)
         size = 0
         for buf in buffers:
             view = memoryview(buf).cast("B")
@@ -666,8 +671,7 @@ class SocketTransport:
         else:
             raise ProtocolError(f"unexpected response (correlation id {correlation_id}) from node {conn.node_id}")
         try:
-            _, response = kp.decode_response(req.api_key, req.version, frame,
-                                             generic_body=isinstance(req.request, protocol.Request))
+            _, response = decode_any_response(req.api_key, req.version, frame)
         except ProtocolError:
             # an UNSUPPORTED_VERSION answer to ApiVersions in a body layout we cannot read (librdkafka's mock
             # broker): its error code is still the first field; fall back to v0 as for a readable one
@@ -676,7 +680,7 @@ class SocketTransport:
                 return
             raise
         if req.internal:
-            if req.api_key == kp.API_VERSIONS:
+            if req.api_key == API_VERSIONS.key:
                 self._on_api_versions(conn, req, response, now_ms)
             else:
                 self._on_sasl(conn, response, now_ms)

@@ -46,8 +46,8 @@ _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_C
                    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
                    6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
 _ALTER_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
-_OFFSET_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
-_GROUP_KEY = 0  # FindCoordinator key_type of a consumer group
+_OFFSET_SPECS = {"earliest": api.EARLIEST_TIMESTAMP, "latest": api.LATEST_TIMESTAMP,
+                 "max_timestamp": api.MAX_TIMESTAMP}
 
 
 class Result(Generic[T]):
@@ -214,7 +214,7 @@ class Admin:
             raise BrokerNotFoundError(f"{name}: node {node_id} is not in the cluster's metadata")
         request = Request(api_key, body)
         self._last_error = None
-        backoff_ms = self.config.connection.retry_backoff_ms
+        backoff_ms = self.config.retry_backoff_ms
         while True:
             if self._closed:
                 raise KafkaError(f"{name}: the Admin client is closed")
@@ -249,7 +249,7 @@ class Admin:
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": False}
         _, answer = self._request(api.METADATA.key, body, deadline_ms)
-        self._nodes = {b["node_id"]: Node(b["node_id"], b["host"], b["port"], b["rack"]) for b in answer["brokers"]}
+        self._nodes = {b["node_id"]: Node.from_body(b) for b in answer["brokers"]}
         self._cluster_id, self._controller_id = answer["cluster_id"], answer["controller_id"]
         self._transport.update_nodes(dict(self._nodes))
         return answer
@@ -293,7 +293,7 @@ class Admin:
             pending = retry
             if pending:
                 self._controller_id = -1
-                self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+                self._clock.sleep_ms(self.config.retry_backoff_ms)
         return results
 
     # -- topics -----------------------------------------------------------------------------------------------------
@@ -519,9 +519,9 @@ class Admin:
                     results.update((tp, Result(error=e)) for tp in tps)
             pending = [tp for tp in pending if getattr(results[tp].error, "code", None) in _RETRY_PER_ITEM]
             if pending:
-                if self._clock.monotonic_ms() + self.config.connection.retry_backoff_ms >= deadline_ms:
+                if self._clock.monotonic_ms() + self.config.retry_backoff_ms >= deadline_ms:
                     break
-                self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+                self._clock.sleep_ms(self.config.retry_backoff_ms)
         return results
 
     @staticmethod
@@ -601,9 +601,12 @@ class Admin:
     def _coordinator(self, group_id: str, deadline_ms: int) -> int:
         """The group's coordinator (FindCoordinator), asked again while it is loading or moving."""
         while True:
-            body = {"key": group_id, "key_type": _GROUP_KEY, "coordinator_keys": [group_id]}
+            body = {"key": group_id, "key_type": api.COORDINATOR_GROUP, "coordinator_keys": [group_id]}
             _, a = self._request(api.FIND_COORDINATOR.key, body, deadline_ms)
-            found = a["coordinators"][0] if a["coordinators"] else a
+            answered = api.coordinators_of(a)
+            if not answered:
+                raise KafkaError(f"group {group_id!r}: FindCoordinator named no coordinator")
+            found = answered[0]
             code = found["error_code"]
             if code == ErrorCode.NONE:
                 node = Node(found["node_id"], found["host"], found["port"])
@@ -613,7 +616,7 @@ class Admin:
                 return node.node_id
             if code not in _RETRY_PER_ITEM or self._clock.monotonic_ms() >= deadline_ms:
                 raise error_for(code, f"group {group_id!r}: {found['error_message'] or ''}".rstrip(": "))
-            self._clock.sleep_ms(self.config.connection.retry_backoff_ms)
+            self._clock.sleep_ms(self.config.retry_backoff_ms)
 
     def _per_group(self, group_ids: list[str], deadline_ms: int,
                    ask: Callable[[int, str], Result[Any]]) -> dict[str, Result[Any]]:

@@ -23,14 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from cykafka.adapters.kafka_protocol import (
-    API_VERSIONS,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    decode_response,
-    encode_request,
-)
 from cykafka.errors import BrokerNotFoundError, KafkaTimeoutError, ProtocolError
+from cykafka.protocol import decode_response, encode_request
+from cykafka.protocol.apis import API_VERSIONS
 from cykafka.protocol.error_codes import ErrorCode
 
 _PR_SET_PDEATHSIG = 1
@@ -63,15 +58,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def api_versions_answers(host: str, port: int, timeout_s: float = 1.0) -> bool:
     """True if a Kafka broker at host:port answers an ApiVersions v0 request with error code 0."""
-    frame = b"".join(encode_request(ApiVersionsRequest(), 0, 1, "cykafka"))
+    frame = encode_request(API_VERSIONS.key, 0, 1, "cykafka", {})
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as s:
             s.sendall(frame)
             size = struct.unpack(">i", _recv_exact(s, 4))[0]
-            correlation_id, response = decode_response(API_VERSIONS, 0, _recv_exact(s, size))
+            correlation_id, response = decode_response(API_VERSIONS.key, 0, _recv_exact(s, size))
     except (OSError, ProtocolError):
         return False
-    return correlation_id == 1 and isinstance(response, ApiVersionsResponse) and response.error_code == ErrorCode.NONE
+    return correlation_id == 1 and response["error_code"] == ErrorCode.NONE
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:

@@ -12,13 +12,14 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from cykafka import ports as codecs  # codec names and level bounds: facts of the record format
+from cykafka import ports  # codec names, level bounds (record-format facts) and the adapters' settings values
 from cykafka.errors import DOCS_URL, ConfigError
 
 log = logging.getLogger("cykafka")
 Serializer = Callable[[Any], bytes | None]
+T = TypeVar("T")
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 INT16_MAX = 2**15 - 1
 INT32_MAX = 2**31 - 1
@@ -207,9 +208,9 @@ class ProducerConfig:
     request_timeout_ms: int = 30000
     max_request_size: int = 1024 * 1024
     compression_type: str = "none"
-    compression_gzip_level: int = codecs.GZIP_LEVEL_DEFAULT
-    compression_lz4_level: int = codecs.LZ4_LEVEL_DEFAULT
-    compression_zstd_level: int = codecs.ZSTD_LEVEL_DEFAULT
+    compression_gzip_level: int = ports.GZIP_LEVEL_DEFAULT
+    compression_lz4_level: int = ports.LZ4_LEVEL_DEFAULT
+    compression_zstd_level: int = ports.ZSTD_LEVEL_DEFAULT
     retries: int = INT32_MAX
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
@@ -285,28 +286,21 @@ class ProducerConfig:
             raise ConfigError(f"batch.size ({self.batch_size}) must be <= buffer.memory ({self.buffer_memory})")
         self._check_security()
 
-    @property
-    def uses_ssl(self) -> bool:
-        return self.security_protocol in ("ssl", "sasl_ssl")
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
-
     def _check_security(self) -> None:
         protocol = self.security_protocol.upper()
+        security = self.security_settings()
         given = [k for k in sorted(self.user_keys) if getattr(self, k.replace(".", "_"), None) is not None]
         stray_ssl = [k for k in given if k in _SSL_MATERIAL_KEYS]
-        if stray_ssl and not self.uses_ssl:
+        if stray_ssl and not security.uses_ssl:
             raise ConfigError(f"{', '.join(stray_ssl)} set but security.protocol is {protocol}: use SSL or SASL_SSL")
         stray_sasl = [k for k in given if k in _SASL_MATERIAL_KEYS]
-        if stray_sasl and not self.uses_sasl:
+        if stray_sasl and not security.uses_sasl:
             raise ConfigError(f"{', '.join(stray_sasl)} set but security.protocol is {protocol}: use SASL_SSL or "
                               f"SASL_PLAINTEXT")
         if self.ssl_key_location is not None and self.ssl_certificate_location is None:
             raise ConfigError("ssl.key.location is set but ssl.certificate.location is not: a client key needs its "
                               "certificate")
-        if not self.uses_sasl:
+        if not security.uses_sasl:
             return
         if self.sasl_mechanism is None:
             raise ConfigError(f"sasl.mechanism is required with security.protocol={protocol} (Java's default GSSAPI "
@@ -320,6 +314,16 @@ class ProducerConfig:
             raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.username")
         if self.sasl_password is None:
             raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.password")
+
+    def security_settings(self) -> ports.SecuritySettings:
+        return _pick(ports.SecuritySettings, self)
+
+    def connection_settings(self) -> ports.ConnectionSettings:
+        """The narrow settings the transport takes (adapters never see a whole config)."""
+        return _pick(ports.ConnectionSettings, self, security=self.security_settings())
+
+    def metadata_settings(self) -> ports.MetadataSettings:
+        return _pick(ports.MetadataSettings, self)
 
     def __repr__(self) -> str:
         shown = []
@@ -371,10 +375,10 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "delivery.timeout.ms": _int32(1),
     "request.timeout.ms": _int32(1),
     "max.request.size": _int32(1),
-    "compression.type": _choice(*codecs.COMPRESSION_TYPES),
-    "compression.gzip.level": _int32(codecs.GZIP_LEVEL_DEFAULT, codecs.GZIP_LEVEL_MAX),  # -1: zlib's
-    "compression.lz4.level": _int32(codecs.LZ4_LEVEL_MIN, codecs.LZ4_LEVEL_MAX),
-    "compression.zstd.level": _int32(codecs.ZSTD_LEVEL_MIN, codecs.ZSTD_LEVEL_MAX),
+    "compression.type": _choice(*ports.COMPRESSION_TYPES),
+    "compression.gzip.level": _int32(ports.GZIP_LEVEL_DEFAULT, ports.GZIP_LEVEL_MAX),  # -1: zlib's
+    "compression.lz4.level": _int32(ports.LZ4_LEVEL_MIN, ports.LZ4_LEVEL_MAX),
+    "compression.zstd.level": _int32(ports.ZSTD_LEVEL_MIN, ports.ZSTD_LEVEL_MAX),
     "retries": _int32(0),
     "retry.backoff.ms": _int64(0),
     "retry.backoff.max.ms": _int64(0),
@@ -414,6 +418,12 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
 }
 
 # hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
+def _pick(settings: type[T], config: object, **given: object) -> T:
+    """A settings value made of the config's attributes of the same names (ports' settings name them alike)."""
+    names = [f.name for f in dataclasses.fields(settings) if f.name not in given]  # type: ignore[arg-type]
+    return settings(**{name: getattr(config, name) for name in names}, **given)
+
+
 _SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password", "sasl_oauthbearer_config"})
 # keys that only mean something with SSL / SASL: set with another security.protocol, they are a mistake
 _SSL_MATERIAL_KEYS = frozenset({"ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
@@ -526,11 +536,12 @@ ADMIN_KEYS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class AdminConfig:
-    """Validated Admin settings: default.api.timeout.ms (Java's AdminClient key and default) and the connection
-    settings as a ProducerConfig, which the transport takes."""
+    """Validated Admin settings: default.api.timeout.ms (Java's AdminClient key and default), retry.backoff.ms and
+    the connection settings the transport takes."""
 
     default_api_timeout_ms: int
-    connection: ProducerConfig
+    retry_backoff_ms: int
+    connection: ports.ConnectionSettings
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> AdminConfig:
@@ -545,5 +556,5 @@ class AdminConfig:
                                   f"{', '.join(sorted(k for k in ADMIN_KEYS if not k.startswith(('ssl', 'sasl'))))}"
                                   f" and the ssl.* and sasl.* keys")
         # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
-        connection = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
-        return cls(int(timeout_ms), connection)
+        checked = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
+        return cls(int(timeout_ms), checked.retry_backoff_ms, checked.connection_settings())

@@ -164,12 +164,12 @@ class Producer(SendPath):
         if transport is None:
             from cykafka.adapters.socket_transport import SocketTransport
 
-            transport = SocketTransport(cfg)
+            transport = SocketTransport(cfg.connection_settings())
         self._transport = transport
         if metadata is None:
             from cykafka.adapters.broker_metadata import BrokerMetadata
 
-            metadata = BrokerMetadata(cfg, transport)
+            metadata = BrokerMetadata(cfg.metadata_settings(), transport)
         self._metadata = metadata
         self._txn: TransactionManager | None = None
         self._txn_requests: TransactionRequests | None = None

@@ -16,7 +16,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from cykafka.adapters.kafka_protocol import ProduceRequest, ProduceResponse
 from cykafka.config import ProducerConfig
 from cykafka.core import ProducerBatch, RecordAccumulator, RecordFuture, TransactionManager
 from cykafka.errors import (
@@ -31,6 +30,7 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
+from cykafka.protocol import ProduceRequest
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.transactions import TransactionRequests
 
@@ -335,19 +335,19 @@ class Sender:
             for batch in in_flight.batches.values():
                 self._complete_batch(batch, None, -1, -1, now_ms)
             return
-        produce = response.response
-        assert isinstance(produce, ProduceResponse)
         seen = set()
-        for topic_response in produce.topics:
-            for p in topic_response.partitions:
-                tp = (topic_response.name, p.partition_index)
+        for topic_response in response.response["responses"]:
+            name = topic_response["name"]
+            for p in topic_response["partition_responses"]:
+                tp = (name, p["index"])
                 answered = in_flight.batches.get(tp)
                 if answered is None:
                     continue
                 seen.add(tp)
-                error = None if p.error_code == ErrorCode.NONE else error_for(p.error_code, p.error_message)
-                self._complete_batch(answered, error, p.base_offset, p.log_append_time_ms, now_ms,
-                                     p.log_start_offset)
+                code = p["error_code"]
+                error = None if code == ErrorCode.NONE else error_for(code, p["error_message"])
+                self._complete_batch(answered, error, p["base_offset"], p["log_append_time_ms"], now_ms,
+                                     p["log_start_offset"])
         for tp, batch in in_flight.batches.items():
             if tp not in seen:
                 self._complete_batch(batch, NetworkError(f"no response for partition {tp[0]}-{tp[1]}"), -1, -1,

@@ -1,13 +1,713 @@
-"""`cykafka.spark.register(spark)`: the Spark data source's public entry points (cykafka.adapters.spark owns them).
-Needs the spark extra: pip install 'cykafka[spark]'."""
+"""The `cykafka` Spark data source (pyspark >= 4.0 Python Data Source API): DataFrame writes to Kafka, batch and
+streaming, encoded from Arrow columns; and the per-process producer cache the executors use. A composition root
+like the Producer: Spark drives it, it builds Producers. Needs the spark extra: pip install 'cykafka[spark]'.
 
-from cykafka.adapters.spark import (
-    CykafkaDataSource,
-    DeliveryError,
-    ProducerCache,
-    SinkSchemaError,
-    local_session,
-    register,
-)
+Columns, as Spark's Kafka sink: value (binary|string, required), key (binary|string), topic (string), partition (int),
+headers (array<struct<key:string,value:binary|string>>), timestamp (timestamp|timestamp_ntz|bigint ms); others are
+ignored. Options: `kafka.*` go to the Producer with the prefix stripped, `topic` overrides the column, `cykafka.*` are
+ours (SINK_OPTIONS). Schema and options are checked in writer()/streamWriter(), which Spark runs on the driver while
+planning, so a bad column or option fails the query before any task starts.
+
+Executors: writers are pickled and carry only plain data. Each Python worker process keeps one Producer per distinct
+config (ProducerCache): built on first use, reused by later tasks, dropped in a forked child, closed when idle. Every
+task's write() flushes and raises the first delivery error before returning its commit message: Spark's workers leave
+through os._exit, so nothing may wait for atexit. Delivery is at-least-once: a retried task sends its rows again.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import itertools
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark import TaskContext
+    from pyspark.sql import Row, SparkSession
+    from pyspark.sql import datasource as ds
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        DataType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
+except ImportError as e:  # pragma: no cover - the spark extra is missing
+    raise ImportError("cykafka's Spark data source needs pyspark>=4.0 and pyarrow: pip install 'cykafka[spark]'") from e
+
+from cykafka.config import ProducerConfig
+from cykafka.core import BatchResult
+from cykafka.errors import BatchDeliveryError, ConfigError, InvalidTopicError, KafkaError, KafkaTimeoutError
+from cykafka.producer import Producer
+from cykafka.serialization import validate_topic
+
+log = logging.getLogger("cykafka")
+
+SOURCE_NAME = "cykafka"
+KAFKA_PREFIX = "kafka."
+# serializers are ours: keys and values are the bytes of binary/string columns, as in Spark's Kafka sink
+REJECTED_KAFKA_KEYS = {"key.serializer": "keys", "value.serializer": "values"}
+SINK_OPTIONS = {
+    "cykafka.flush.timeout.ms": "how long each task waits for its records to be acknowledged (default: the "
+                                "producer's delivery.timeout.ms + 30000)",
+    "cykafka.producer.idle.timeout.ms": "close a worker's cached producer after this long unused (default 600000)",
+    "cykafka.log.level": "level of the 'cykafka' logger in Spark's Python workers, e.g. INFO (default: unchanged)",
+    "cykafka.test.fail_once_marker": "tests only: the first task to create this file fails after its first batch",
+    "cykafka.test.task_report_dir": "tests only: each successful task writes its commit message there as JSON",
+}
+DEFAULT_IDLE_TIMEOUT_MS = 600_000
+_HAS_STREAM_ARROW_WRITER = hasattr(ds, "DataSourceStreamArrowWriter")  # pyspark >= 4.1
+
+
+class SinkSchemaError(KafkaError, ValueError):
+    """A DataFrame column has a type the Kafka sink cannot write; raised on the driver while planning."""
+
+
+class DeliveryError(KafkaError):
+    """Records of a Spark task were not acknowledged; the task fails and Spark retries it (at-least-once)."""
+
+
+# -- options and schema: checked on the driver ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SinkPlan:
+    """What a task needs, as plain picklable data: producer config, topic option, which columns exist."""
+
+    producer_config: tuple[tuple[str, str], ...]
+    topic: str | None
+    columns: frozenset[str]
+    flush_timeout_ms: int
+    idle_timeout_ms: int
+    timestamp_ntz: bool = False
+    log_level: str | None = None
+    fail_once_marker: str | None = None
+    task_report_dir: str | None = None
+
+    @property
+    def producer_config_dict(self) -> dict[str, str]:
+        return dict(self.producer_config)
+
+
+def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        number = int(raw)
+    except ValueError:
+        raise ConfigError(f"option {key} must be an integer, got {raw!r}") from None
+    if number <= 0:
+        raise ConfigError(f"option {key} must be > 0, got {number}")
+    return number
+
+
+def plan_sink(options: Mapping[str, str], schema: StructType) -> SinkPlan:
+    """Validates options and columns like Spark's Kafka sink; raises ConfigError / SinkSchemaError naming the fix."""
+    producer_config: dict[str, str] = {}
+    for key, value in options.items():
+        key = key.lower()
+        if key.startswith(KAFKA_PREFIX):
+            name = key[len(KAFKA_PREFIX):]
+            if name in REJECTED_KAFKA_KEYS:
+                raise ConfigError(f"option {key} is not supported by the cykafka sink: {REJECTED_KAFKA_KEYS[name]} "
+                                  f"are written as the bytes of binary or string columns; cast the column instead")
+            producer_config[name] = str(value)
+        elif key.startswith("cykafka.") and key not in SINK_OPTIONS:
+            raise ConfigError(f"unknown option {key}; cykafka options are {', '.join(sorted(SINK_OPTIONS))}")
+    if "bootstrap.servers" not in producer_config:
+        raise ConfigError("option kafka.bootstrap.servers is required, e.g. .option('kafka.bootstrap.servers', "
+                          "'host1:9092,host2:9092')")
+    parsed = ProducerConfig.parse(producer_config)  # unknown or invalid kafka.* keys fail here, on the driver
+    topic = options.get("topic")
+    if topic is not None:
+        try:
+            validate_topic(topic)
+        except InvalidTopicError as e:
+            raise ConfigError(f"option topic: {e}") from e
+    log_level = options.get("cykafka.log.level")
+    if log_level is not None and not isinstance(logging.getLevelName(log_level.upper()), int):
+        raise ConfigError(f"option cykafka.log.level must be a logging level name (DEBUG, INFO, WARNING, ERROR), "
+                          f"got {log_level!r}")
+    columns = _check_columns(schema, topic_option=topic is not None)
+    return SinkPlan(
+        producer_config=tuple(sorted(producer_config.items())),
+        topic=topic,
+        columns=columns,
+        flush_timeout_ms=_int_option(options, "cykafka.flush.timeout.ms", parsed.delivery_timeout_ms + 30_000),
+        idle_timeout_ms=_int_option(options, "cykafka.producer.idle.timeout.ms", DEFAULT_IDLE_TIMEOUT_MS),
+        timestamp_ntz=any(f.name == "timestamp" and isinstance(f.dataType, TimestampNTZType) for f in schema.fields),
+        log_level=log_level.upper() if log_level else None,
+        fail_once_marker=options.get("cykafka.test.fail_once_marker"),
+        task_report_dir=options.get("cykafka.test.task_report_dir"),
+    )
+
+
+def _is_bytes_type(data_type: DataType) -> bool:
+    return isinstance(data_type, BinaryType | StringType)
+
+
+_EXPECTED = {
+    "value": ("binary or string", _is_bytes_type),
+    "key": ("binary or string", _is_bytes_type),
+    "topic": ("string", lambda t: isinstance(t, StringType)),
+    "partition": ("int", lambda t: isinstance(t, IntegerType)),
+    "timestamp": ("timestamp, timestamp_ntz or bigint (epoch ms)",
+                  lambda t: isinstance(t, TimestampType | TimestampNTZType | LongType)),
+    "headers": ("array<struct<key:string,value:binary>>", lambda t: _is_headers_type(t)),
+}
+
+
+def _is_headers_type(data_type: DataType) -> bool:
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in data_type.elementType.fields}
+    return (len(fields) == 2 and isinstance(fields.get("key"), StringType)
+            and _is_bytes_type(fields.get("value", LongType())))
+
+
+def _check_columns(schema: StructType, *, topic_option: bool) -> frozenset[str]:
+    names = [f.name for f in schema.fields]
+    present: set[str] = set()
+    for f in schema.fields:
+        expected = _EXPECTED.get(f.name)
+        if expected is None:
+            continue  # Spark's Kafka sink ignores other columns too
+        if names.count(f.name) > 1:
+            raise SinkSchemaError(f"cykafka sink: the DataFrame has {names.count(f.name)} columns named {f.name!r}")
+        description, accepts = expected
+        if not accepts(f.dataType):
+            raise SinkSchemaError(f"cykafka sink: column {f.name!r} must be {description}, got "
+                                  f"{f.dataType.simpleString()}; cast or rename it")
+        present.add(f.name)
+    if "value" not in present:
+        raise SinkSchemaError(f"cykafka sink: required column 'value' (binary or string) is missing; columns: "
+                              f"{', '.join(names) or 'none'}")
+    if "topic" not in present and not topic_option:
+        raise SinkSchemaError("cykafka sink: no topic: set .option('topic', ...) or add a string column 'topic'")
+    return frozenset(present)
+
+
+# -- the per-process producer cache (executors) -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Cached:
+    producer: Producer
+    idle_timeout_s: float
+    users: int = 0
+    last_used_s: float = field(default_factory=time.monotonic)
+
+
+ConfigKey = tuple[tuple[str, str], ...]
+
+
+class ProducerCache:
+    """One Producer per distinct config in this process, built on first use and shared by the tasks that follow
+    (Spark reuses Python workers). Idle ones are closed by a daemon reaper thread; after a fork the child forgets the
+    parent's (os.register_at_fork, and a pid check for forks that skip Python's hooks) and builds its own."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[ConfigKey, _Cached] = {}
+        self._pid = os.getpid()
+        self._wake = threading.Event()
+        self._reaper: threading.Thread | None = None
+
+    def acquire(self, config: ConfigKey, idle_timeout_ms: int) -> Producer:
+        if os.getpid() != self._pid:  # forked without Python's at-fork hooks: the inherited producers are unusable
+            self._reset()
+        with self._lock:
+            entry = self._entries.get(config)
+            if entry is None:
+                entry = _Cached(Producer(dict(config)), idle_timeout_ms / 1000)
+                self._entries[config] = entry
+                log.debug("cykafka: new producer %s in pid %d", entry.producer.config.client_id, self._pid)
+            entry.users += 1
+            return entry.producer
+
+    def release(self, config: ConfigKey) -> None:
+        with self._lock:
+            entry = self._entries.get(config)
+            if entry is None:
+                return
+            entry.users -= 1
+            entry.last_used_s = time.monotonic()
+            if self._reaper is None:
+                self._reaper = threading.Thread(target=self._reap, name="cykafka-producer-reaper", daemon=True)
+                self._reaper.start()
+        self._wake.set()
+
+    def evict_idle(self, now_s: float | None = None) -> int:
+        """Closes producers unused for their idle timeout; returns how many."""
+        now_s = time.monotonic() if now_s is None else now_s
+        with self._lock:
+            idle = [k for k, e in self._entries.items() if e.users == 0 and now_s - e.last_used_s >= e.idle_timeout_s]
+            evicted = [self._entries.pop(k) for k in idle]
+        for entry in evicted:
+            log.debug("cykafka: closing idle producer %s", entry.producer.config.client_id)
+            entry.producer.close(30)
+        return len(evicted)
+
+    def close_all(self, timeout_s: float | None = 30) -> None:
+        with self._lock:
+            entries, self._entries = list(self._entries.values()), {}
+        for entry in entries:
+            entry.producer.close(timeout_s)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _next_eviction_delay_s(self, now_s: float) -> float | None:
+        with self._lock:
+            due = [e.last_used_s + e.idle_timeout_s - now_s for e in self._entries.values() if e.users == 0]
+        return max(0.0, min(due)) if due else None
+
+    def _reap(self) -> None:
+        wake = self._wake
+        while True:
+            if wake.wait(self._next_eviction_delay_s(time.monotonic())):
+                wake.clear()
+            try:
+                self.evict_idle()
+            except Exception:
+                log.exception("cykafka: closing an idle producer failed")
+
+    def after_fork_in_child(self) -> None:
+        # each Producer's own hook already gave it a fresh sender thread in this child: close those, start over
+        entries = list(self._entries.values())
+        self._reset()
+        for entry in entries:
+            entry.producer.close(0)
+
+
+PRODUCERS = ProducerCache()
+os.register_at_fork(after_in_child=PRODUCERS.after_fork_in_child)
+
+
+# -- executors: Arrow columns (or rows) -> Producer.send_batch --------------------------------------------------
+
+
+def _bytes_column(column: Any) -> Any:
+    """A binary or string column as send_batch reads it in place (view types, which it does not, are cast)."""
+    if pa.types.is_string_view(column.type) or pa.types.is_binary_view(column.type):
+        return column.cast(pa.binary())
+    return column
+
+
+_UNIT_PER_MS = {"ms": 1, "us": 1000, "ns": 1_000_000}
+
+
+def _timestamp_ms_list(column: Any) -> list[int | None]:
+    data_type = column.type
+    if pa.types.is_timestamp(data_type):
+        ints = column.cast(pa.int64())
+        if data_type.unit == "s":
+            ints = pc.multiply(ints, 1000)
+        elif _UNIT_PER_MS[data_type.unit] != 1:
+            ints = pc.divide(ints, _UNIT_PER_MS[data_type.unit])
+        column = ints
+    result: list[int | None] = column.to_pylist()
+    return result
+
+
+def _headers_list(column: Any) -> list[list[tuple[str, Any]] | None]:
+    """Per row a list of (key, bytes) pairs, or None; built from the flattened key and value columns."""
+    lengths = column.value_lengths().to_pylist()
+    entries = column.flatten()  # the struct entries of this slice, null lists skipped
+    names = [entries.type.field(i).name for i in range(entries.type.num_fields)]
+    children = dict(zip(names, entries.flatten(), strict=True))
+    keys = children["key"]
+    if keys.null_count:
+        raise SinkSchemaError("cykafka sink: a header has a null key; header keys must be non-null strings")
+    values = children["value"]
+    if pa.types.is_string(values.type):  # the values as bytes: a view of the same buffers
+        values = values.view(pa.binary())
+    elif pa.types.is_large_string(values.type):
+        values = values.view(pa.large_binary())
+    pairs = list(zip(keys.to_pylist(), _bytes_column(values).to_pylist(), strict=True))
+    out: list[list[tuple[str, Any]] | None] = []
+    position = 0
+    for length in lengths:
+        if not length:
+            out.append(None)
+            continue
+        out.append(pairs[position:position + length])
+        position += length
+    return out
+
+
+@dataclass(slots=True)
+class _Columns:
+    """One batch as send_batch takes it: value and key are Arrow arrays (the Arrow path, read in place) or lists
+    (the row path); the others lists, None entries meaning the default; None: the column is absent."""
+
+    rows: int
+    value: Any
+    key: Any = None
+    topic: list[Any] | None = None
+    partition: list[Any] | None = None
+    timestamp_ms: list[Any] | None = None
+    headers: list[Any] | None = None
+
+
+def _arrow_columns(batch: Any, plan: SinkPlan) -> _Columns:
+    names = batch.schema.names
+    present = plan.columns
+
+    def column(name: str) -> Any:
+        return batch.column(names.index(name))
+
+    topics = None
+    if plan.topic is None:
+        topic_column = column("topic")
+        if topic_column.null_count:
+            raise SinkSchemaError("cykafka sink: null topic in the data; set .option('topic', ...) or fill the "
+                                  "topic column")
+        topics = topic_column.to_pylist()
+    return _Columns(
+        rows=batch.num_rows,
+        value=_bytes_column(column("value")),
+        key=_bytes_column(column("key")) if "key" in present else None,
+        topic=topics,
+        partition=column("partition").to_pylist() if "partition" in present else None,
+        timestamp_ms=_timestamp_ms_list(column("timestamp")) if "timestamp" in present else None,
+        headers=_headers_list(column("headers")) if "headers" in present else None,
+    )
+
+
+def _row_columns(rows: Sequence[Row], plan: SinkPlan) -> _Columns:
+    """The row path (pyspark 4.0 streaming, which has no Arrow stream writer): the same columns from Row objects."""
+    present = plan.columns
+
+    def values(name: str) -> list[Any] | None:
+        return [row[name] for row in rows] if name in present else None
+
+    topics = values("topic") if plan.topic is None else None
+    if topics is not None and any(t is None for t in topics):
+        raise SinkSchemaError("cykafka sink: null topic in the data; set .option('topic', ...) or fill the topic "
+                              "column")
+    timestamps = values("timestamp")
+    if timestamps is not None:
+        timestamps = [_datetime_ms(t, plan.timestamp_ntz) for t in timestamps]
+    headers = values("headers")
+    if headers is not None:
+        headers = [[(h[0], h[1]) for h in hs] if hs else None for hs in headers]
+    return _Columns(len(rows), values("value") or [], values("key"), topics, values("partition"), timestamps, headers)
+
+
+def _datetime_ms(value: datetime.datetime | int | None, ntz: bool) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    if ntz:  # wall-clock time read as UTC, as the Arrow path reads timestamp_ntz
+        return calendar.timegm(value.timetuple()) * 1000 + value.microsecond // 1000
+    return int(value.timestamp() * 1000)  # TimestampType rows are local-time datetimes, as timestamp() reads them
+
+
+def _take(column: Any, rows: list[int]) -> Any:
+    if column is None:
+        return None
+    if isinstance(column, list):
+        return [column[i] for i in rows]
+    return column.take(pa.array(rows, type=pa.int64()))
+
+
+def _send_columns(producer: Producer, plan: SinkPlan, cols: _Columns) -> list[BatchResult]:
+    """Queues one batch's rows: one send_batch call per topic (the rows of a topic keep their order)."""
+    by_topic: dict[str, list[int] | None]  # None: every row of the batch
+    if cols.topic is None:
+        assert plan.topic is not None  # plan_sink requires the topic option or the topic column
+        by_topic = {plan.topic: None}
+    else:
+        rows_of: dict[str, list[int]] = {}
+        for row, topic in enumerate(cols.topic):
+            rows_of.setdefault(topic, []).append(row)
+        by_topic = {topic: None if len(rows) == cols.rows else rows for topic, rows in rows_of.items()}
+    results = []
+    for topic, rows in by_topic.items():
+        part = cols if rows is None else _Columns(len(rows), _take(cols.value, rows), _take(cols.key, rows), None,
+                                                  _take(cols.partition, rows), _take(cols.timestamp_ms, rows),
+                                                  _take(cols.headers, rows))
+        results.append(producer.send_batch(topic, part.value, part.key, partitions=part.partition,
+                                           timestamps_ms=part.timestamp_ms, headers=part.headers))
+    return results
+
+
+@dataclass(slots=True)
+class _TaskDeliveries:
+    """A task's send_batch results: wait() flushes and waits until every record is answered; then the counts."""
+
+    results: list[BatchResult] = field(default_factory=list)
+    sent: int = 0
+
+    def add(self, results: list[BatchResult]) -> None:
+        self.results += results
+        self.sent += sum(r.record_count for r in results)
+
+    def wait(self, producer: Producer, timeout_ms: int) -> None:
+        deadline_s = time.monotonic() + timeout_ms / 1000
+        pending = producer.flush(timeout_ms / 1000)
+        for result in self.results:
+            try:
+                result.result(max(0.0, deadline_s - time.monotonic()))
+            except BatchDeliveryError:
+                pass  # counted by failed / first_error
+            except KafkaTimeoutError:
+                unanswered = sum(r.record_count - r.succeeded_count - r.failed_count for r in self.results)
+                raise KafkaTimeoutError(
+                    f"cykafka sink: {unanswered} of {self.sent} records of this task were not acknowledged within "
+                    f"cykafka.flush.timeout.ms ({timeout_ms}); {pending} still queued") from None
+
+    @property
+    def failed(self) -> int:
+        return sum(r.failed_count for r in self.results)
+
+    @property
+    def first_error(self) -> BaseException | None:
+        return next((r.errors[0][1] for r in self.results if r.failed_count), None)
+
+    @property
+    def acked(self) -> dict[tuple[str, int], int]:
+        total: dict[tuple[str, int], int] = {}
+        for result in self.results:
+            for topic_partition, count in result.delivered_by_partition.items():
+                total[topic_partition] = total.get(topic_partition, 0) + count
+        return total
+
+
+@dataclass
+class CykafkaCommitMessage(ds.WriterCommitMessage):
+    """One task's result, sent to the driver's commit(): records acknowledged per Kafka (topic, partition)."""
+
+    spark_partition: int
+    attempt: int
+    rows: int
+    acked: dict[tuple[str, int], int]
+    encoding: str  # "arrow" or "rows": which writer path encoded the rows
+    pid: int
+    producer: str  # client.id of the worker's cached producer ("none" when the task had no rows)
+
+    def to_json(self) -> str:
+        acked = {f"{topic}-{partition}": count for (topic, partition), count in sorted(self.acked.items())}
+        return json.dumps({"spark_partition": self.spark_partition, "attempt": self.attempt, "rows": self.rows,
+                           "acked": acked, "encoding": self.encoding, "pid": self.pid, "producer": self.producer})
+
+
+class _StderrUnlessHandled(logging.StreamHandler):  # type: ignore[type-arg]
+    """stderr for the 'cykafka' logger in a Python worker, silent while the root logger has handlers (Spark's
+    python worker logging adds one around each task; that one then shows the record)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not logging.getLogger().handlers:
+            super().emit(record)
+
+
+def _apply_log_level(plan: SinkPlan) -> None:
+    if plan.log_level is None:
+        return
+    log.setLevel(plan.log_level)
+    if not any(isinstance(h, _StderrUnlessHandled) for h in log.handlers):
+        handler = _StderrUnlessHandled(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+
+
+def _claim_fail_once_marker(path: str | None) -> bool:
+    if not path:
+        return False
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str) -> CykafkaCommitMessage:
+    """One Spark task: sends every row, flushes, raises the first delivery error, returns the commit message.
+    `batches` are pyarrow RecordBatches (encoding "arrow") or lists of Rows (encoding "rows")."""
+    _apply_log_level(plan)
+    context = TaskContext.get()
+    spark_partition, attempt = (context.partitionId(), context.attemptNumber()) if context else (-1, 0)
+    deliveries = _TaskDeliveries()
+    producer: Producer | None = None
+    fail_once = _claim_fail_once_marker(plan.fail_once_marker)
+    try:
+        for batch in batches:
+            cols = _arrow_columns(batch, plan) if encoding == "arrow" else _row_columns(batch, plan)
+            if not cols.rows:
+                continue
+            if producer is None:
+                producer = PRODUCERS.acquire(plan.producer_config, plan.idle_timeout_ms)
+            deliveries.add(_send_columns(producer, plan, cols))
+            if fail_once:
+                producer.flush(plan.flush_timeout_ms / 1000)
+                raise DeliveryError(f"cykafka.test.fail_once_marker: injected failure of task {spark_partition} "
+                                    f"after {deliveries.sent} rows")
+        if producer is not None:
+            deliveries.wait(producer, plan.flush_timeout_ms)
+    finally:
+        if producer is not None:
+            PRODUCERS.release(plan.producer_config)
+    sent = deliveries.sent
+    first_error = deliveries.first_error
+    if first_error is not None:
+        raise DeliveryError(f"cykafka sink: {deliveries.failed} of {sent} records of Spark partition "
+                            f"{spark_partition} failed delivery; first error: {first_error!r}",
+                            retriable=getattr(first_error, "retriable", False)) from first_error
+    acked = deliveries.acked
+    message = CykafkaCommitMessage(spark_partition, attempt, sent, acked, encoding, os.getpid(),
+                                   producer.config.client_id if producer else "none")
+    log.info("cykafka: task for Spark partition %d (attempt %d, pid %d, producer %s) wrote %d rows to %s via the "
+             "%s writer", spark_partition, attempt, message.pid, message.producer, sent,
+             ",".join(sorted({topic for topic, _ in acked})) or "nothing", encoding)
+    if plan.task_report_dir:
+        report = Path(plan.task_report_dir) / f"task-{message.pid}-{spark_partition}-{attempt}-{time.time_ns()}.json"
+        report.write_text(message.to_json())
+    return message
+
+
+def _chunks(rows: Iterator[Row], size: int = 10_000) -> Iterator[list[Row]]:
+    while chunk := list(itertools.islice(rows, size)):
+        yield chunk
+
+
+def _summary(messages: Sequence[ds.WriterCommitMessage | None]) -> str:
+    done = [m for m in messages if isinstance(m, CykafkaCommitMessage)]
+    per_topic: dict[str, int] = {}
+    for message in done:
+        for (topic, _), count in message.acked.items():
+            per_topic[topic] = per_topic.get(topic, 0) + count
+    partitions = len({tp for m in done for tp in m.acked})
+    encodings = ",".join(sorted({m.encoding for m in done})) or "none"
+    return (f"{sum(m.rows for m in done)} rows from {len(done)} tasks (writer path: {encodings}) into "
+            f"{partitions} Kafka partitions; per topic: {per_topic}")
+
+
+# -- the Spark classes (pickled to executors; they hold only the plan) ---------------------------------------------
+
+
+class CykafkaArrowWriter(ds.DataSourceArrowWriter):
+    """Batch writes: Spark hands each task pyarrow RecordBatches."""
+
+    def __init__(self, plan: SinkPlan) -> None:
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> CykafkaCommitMessage:
+        return write_task(self.plan, iterator, "arrow")
+
+    def commit(self, messages: list[ds.WriterCommitMessage | None]) -> None:
+        _apply_log_level(self.plan)
+        log.info("cykafka: committed %s", _summary(messages))
+
+    def abort(self, messages: list[ds.WriterCommitMessage | None]) -> None:
+        _apply_log_level(self.plan)
+        log.warning("cykafka: write aborted; records of finished tasks stay in Kafka (at-least-once): %s",
+                    _summary(messages))
+
+
+class _StreamCommitMixin:
+    plan: SinkPlan
+
+    def commit(self, messages: list[ds.WriterCommitMessage | None], batchId: int) -> None:
+        _apply_log_level(self.plan)
+        log.info("cykafka: micro-batch %d committed %s", batchId, _summary(messages))
+
+    def abort(self, messages: list[ds.WriterCommitMessage | None], batchId: int) -> None:
+        _apply_log_level(self.plan)
+        log.warning("cykafka: micro-batch %d aborted; records of finished tasks stay in Kafka (at-least-once, "
+                    "Spark replays the batch): %s", batchId, _summary(messages))
+
+
+class CykafkaStreamRowWriter(_StreamCommitMixin, ds.DataSourceStreamWriter):
+    """Streaming writes on pyspark 4.0, whose streaming sink hands tasks Rows only."""
+
+    def __init__(self, plan: SinkPlan) -> None:
+        self.plan = plan
+
+    def write(self, iterator: Iterator[Row]) -> CykafkaCommitMessage:
+        return write_task(self.plan, _chunks(iterator), "rows")
+
+
+if _HAS_STREAM_ARROW_WRITER:
+
+    class CykafkaStreamArrowWriter(_StreamCommitMixin, ds.DataSourceStreamArrowWriter):  # type: ignore[misc,name-defined,unused-ignore]
+        """Streaming writes on pyspark >= 4.1: each micro-batch task gets pyarrow RecordBatches."""
+
+        def __init__(self, plan: SinkPlan) -> None:
+            self.plan = plan
+
+        def write(self, iterator: Iterator[pa.RecordBatch]) -> CykafkaCommitMessage:
+            return write_task(self.plan, iterator, "arrow")
+
+
+class CykafkaDataSource(ds.DataSource):
+    """`df.write.format("cykafka")` and `df.writeStream.format("cykafka")`: Spark's Kafka sink columns and options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def writer(self, schema: StructType, overwrite: bool) -> ds.DataSourceWriter:
+        if overwrite:
+            raise ConfigError("cykafka sink: Kafka topics cannot be overwritten; use mode('append')")
+        return CykafkaArrowWriter(plan_sink(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> ds.DataSourceStreamWriter:
+        # overwrite means output mode "complete": like Spark's Kafka sink, each micro-batch's rows are appended
+        plan = plan_sink(self.options, schema)
+        if _HAS_STREAM_ARROW_WRITER:
+            writer: ds.DataSourceStreamWriter = CykafkaStreamArrowWriter(plan)
+            return writer
+        return CykafkaStreamRowWriter(plan)
+
+
+def register(spark: SparkSession) -> None:
+    """Makes format("cykafka") available in this SparkSession."""
+    spark.dataSource.register(CykafkaDataSource)
+
+
+def local_session(master: str = "local[2]", app_name: str = "cykafka",
+                  conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A local SparkSession on 127.0.0.1 whose Python workers run this interpreter, with format("cykafka")."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    settings = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        **(conf or {}),
+    }
+    builder: Any = SparkSession.builder
+    builder = builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark: SparkSession = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    register(spark)
+    return spark
+
 
 __all__ = ["CykafkaDataSource", "DeliveryError", "ProducerCache", "SinkSchemaError", "local_session", "register"]

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.config import ProducerConfig
 from cykafka.core import TransactionManager, TransactionState
 from cykafka.errors import (
@@ -31,6 +30,18 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.ports import ClientResponse, Node
+from cykafka.protocol import Request
+from cykafka.protocol.apis import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    COORDINATOR_GROUP,
+    COORDINATOR_TRANSACTION,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    TXN_OFFSET_COMMIT,
+    coordinators_of,
+)
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 
 log = logging.getLogger("cykafka")
@@ -122,7 +133,7 @@ class _Handler:
     """One transactional request: what to send, where, and what its answer means."""
 
     priority = PRIORITY_ADD_PARTITIONS_OR_OFFSETS
-    coordinator_type: int | None = kp.COORDINATOR_TRANSACTION  # None: any node (least loaded)
+    coordinator_type: int | None = COORDINATOR_TRANSACTION  # None: any node (least loaded)
     is_end_txn = False
 
     def __init__(self, owner: TransactionRequests, operation: str, result: TransactionalResult | None = None,
@@ -142,10 +153,11 @@ class _Handler:
     def manager(self) -> TransactionManager:
         return self.owner.manager
 
-    def request(self) -> kp.Request:
+    def request(self) -> Request:
         raise NotImplementedError
 
-    def handle(self, response: Any) -> None:
+    def handle(self, response: dict[str, Any]) -> None:
+        """The decoded answer (cykafka.protocol's dict; a field its version lacks holds its default)."""
         raise NotImplementedError
 
     # -- outcomes (Java's TxnRequestHandler) --
@@ -224,31 +236,35 @@ class _FindCoordinator(_Handler):
         self.key_type = key_type
         self.on_fatal = on_fatal
 
-    def request(self) -> kp.Request:
+    def request(self) -> Request:
         assert self.coordinator_key is not None
-        return kp.FindCoordinatorRequest([self.coordinator_key], self.key_type)
+        return Request(FIND_COORDINATOR.key, {"key": self.coordinator_key, "key_type": self.key_type,
+                                              "coordinator_keys": [self.coordinator_key]})  # v1-3 / v4+
 
-    def handle(self, response: kp.FindCoordinatorResponse) -> None:
-        if len(response.coordinators) != 1:
-            self.on_fatal(TransactionFatalError(f"FindCoordinator answered {len(response.coordinators)} "
+    def handle(self, response: dict[str, Any]) -> None:
+        coordinators = coordinators_of(response)
+        if len(coordinators) != 1:
+            self.on_fatal(TransactionFatalError(f"FindCoordinator answered {len(coordinators)} "
                                                 f"coordinators for one key"))
             return
-        c = response.coordinators[0]
-        if c.error_code == _E.NONE:
+        c = coordinators[0]
+        code = c["error_code"]
+        if code == _E.NONE:
             assert self.coordinator_key is not None
-            self.owner.coordinators[(self.key_type, self.coordinator_key)] = Node(c.node_id, c.host, c.port)
+            node = Node(c["node_id"], c["host"], c["port"])
+            self.owner.coordinators[(self.key_type, self.coordinator_key)] = node
             log.info("discovered %s coordinator %s:%s (node %s) for %r",
-                     "transaction" if self.key_type == kp.COORDINATOR_TRANSACTION else "group", c.host, c.port,
-                     c.node_id, self.coordinator_key)
+                     "transaction" if self.key_type == COORDINATOR_TRANSACTION else "group", node.host, node.port,
+                     node.node_id, self.coordinator_key)
             self.result.done()
-        elif kinds_of(c.error_code) & (ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING):
+        elif kinds_of(code) & (ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING):
             self.reenqueue()
-        elif c.error_code == _E.GROUP_AUTHORIZATION_FAILED:
-            self.abortable_error(_abortable(c.error_code, "FindCoordinator"))
+        elif code == _E.GROUP_AUTHORIZATION_FAILED:
+            self.abortable_error(_abortable(code, "FindCoordinator"))
         else:
-            self.result.fail(_broker_error(c.error_code, "FindCoordinator"))
+            self.result.fail(_broker_error(code, "FindCoordinator"))
             self.on_fatal(TransactionFatalError(f"could not find the coordinator for {self.coordinator_key!r}: "
-                                                f"{_broker_error(c.error_code, 'FindCoordinator')}"))
+                                                f"{_broker_error(code, 'FindCoordinator')}"))
 
 
 class _InitProducerId(_Handler):
@@ -262,18 +278,21 @@ class _InitProducerId(_Handler):
         if not manager.is_transactional:
             self.coordinator_type = None
 
-    def request(self) -> kp.Request:
+    def request(self) -> Request:
         manager = self.manager
         timeout_ms = manager.transaction_timeout_ms if manager.is_transactional else 2**31 - 1
-        return kp.InitProducerIdRequest(manager.transactional_id, timeout_ms, self.producer_id, self.producer_epoch)
+        return Request(INIT_PRODUCER_ID.key, {"transactional_id": manager.transactional_id,
+                                              "transaction_timeout_ms": timeout_ms, "producer_id": self.producer_id,
+                                              "producer_epoch": self.producer_epoch})
 
-    def handle(self, response: kp.InitProducerIdResponse) -> None:
-        code = response.error_code
+    def handle(self, response: dict[str, Any]) -> None:
+        code = response["error_code"]
         if self.handled_coordinator_or_fencing_error(code, "InitProducerId"):
             return
         if code == _E.NONE:
-            self.manager.initialized(response.producer_id, response.producer_epoch, self.is_epoch_bump)
-            log.info("producer id %s, epoch %s%s", response.producer_id, response.producer_epoch,
+            producer_id, producer_epoch = response["producer_id"], response["producer_epoch"]
+            self.manager.initialized(producer_id, producer_epoch, self.is_epoch_bump)
+            log.info("producer id %s, epoch %s%s", producer_id, producer_epoch,
                      f" (transactional.id {self.manager.transactional_id})" if self.manager.is_transactional else "")
             self.result.done()
         elif self.is_epoch_bump and code == _E.UNKNOWN_SERVER_ERROR:
@@ -297,17 +316,20 @@ class _AddPartitions(_Handler):
         self.partitions = manager.take_new_partitions()
         self.producer_id, self.producer_epoch = manager.producer_id, manager.producer_epoch
 
-    def request(self) -> kp.Request:
+    def request(self) -> Request:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in self.partitions:
             by_topic.setdefault(topic, []).append(partition)
         assert self.manager.transactional_id is not None
-        return kp.AddPartitionsToTxnRequest(self.manager.transactional_id, self.producer_id, self.producer_epoch,
-                                            [(t, ps) for t, ps in by_topic.items()])
+        return Request(ADD_PARTITIONS_TO_TXN.key, {
+            "v3_and_below_transactional_id": self.manager.transactional_id,
+            "v3_and_below_producer_id": self.producer_id, "v3_and_below_producer_epoch": self.producer_epoch,
+            "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
 
-    def handle(self, response: kp.AddPartitionsToTxnResponse) -> None:
+    def handle(self, response: dict[str, Any]) -> None:
         self.retry_backoff_ms = self.owner.config.retry_backoff_ms
-        errors = {(t.name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+        errors = {(t["name"], p["partition_index"]): p["partition_error_code"]
+                  for t in response["results_by_topic_v3_and_below"] for p in t["results_by_partition"]}
         unauthorized: set[str] = set()
         failed = False
         for (topic, _), code in errors.items():
@@ -362,13 +384,14 @@ class _AddOffsets(_Handler):
         self.group = group
         self.producer_id, self.producer_epoch = owner.manager.producer_id, owner.manager.producer_epoch
 
-    def request(self) -> kp.Request:
+    def request(self) -> Request:
         assert self.manager.transactional_id is not None
-        return kp.AddOffsetsToTxnRequest(self.manager.transactional_id, self.producer_id, self.producer_epoch,
-                                         self.group.group_id)
+        return Request(ADD_OFFSETS_TO_TXN.key, {
+            "transactional_id": self.manager.transactional_id, "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch, "group_id": self.group.group_id})
 
-    def handle(self, response: kp.AddOffsetsToTxnResponse) -> None:
-        code = response.error_code
+    def handle(self, response: dict[str, Any]) -> None:
+        code = response["error_code"]
         if self.handled_coordinator_or_fencing_error(code, "AddOffsetsToTxn"):
             return
         if code == _E.NONE:
@@ -386,7 +409,7 @@ class _AddOffsets(_Handler):
 
 
 class _TxnOffsetCommit(_Handler):
-    coordinator_type = kp.COORDINATOR_GROUP
+    coordinator_type = COORDINATOR_GROUP
 
     def __init__(self, owner: TransactionRequests, result: TransactionalResult,
                  offsets: dict[tuple[str, int], OffsetAndMetadata], group: ConsumerGroupMetadata,
@@ -396,30 +419,33 @@ class _TxnOffsetCommit(_Handler):
         self.group = group
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
 
-    def request(self) -> kp.Request:
-        by_topic: dict[str, list[kp.TxnOffsetCommitPartition]] = {}
+    def request(self) -> Request:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), om in sorted(self.pending.items()):
-            by_topic.setdefault(topic, []).append(
-                kp.TxnOffsetCommitPartition(partition, om.offset, om.leader_epoch, om.metadata))
+            by_topic.setdefault(topic, []).append({
+                "partition_index": partition, "committed_offset": om.offset,
+                "committed_leader_epoch": om.leader_epoch, "committed_metadata": om.metadata})
         assert self.manager.transactional_id is not None
         g = self.group
-        return kp.TxnOffsetCommitRequest(self.manager.transactional_id, g.group_id, self.producer_id,
-                                         self.producer_epoch, [(t, ps) for t, ps in by_topic.items()],
-                                         g.generation_id, g.member_id, g.group_instance_id)
+        return Request(TXN_OFFSET_COMMIT.key, {
+            "transactional_id": self.manager.transactional_id, "group_id": g.group_id,
+            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+            "generation_id": g.generation_id, "member_id": g.member_id, "group_instance_id": g.group_instance_id,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
 
-    def handle(self, response: kp.TxnOffsetCommitResponse) -> None:
+    def handle(self, response: dict[str, Any]) -> None:
         reloaded = False
-        for topic in response.topics:
-            for p in topic.partitions:
-                code = p.error_code
+        for topic in response["topics"]:
+            for p in topic["partitions"]:
+                code = p["error_code"]
                 kinds = kinds_of(code)
-                tp = (topic.name, p.partition_index)
+                tp = (topic["name"], p["partition_index"])
                 if code == _E.NONE:
                     self.pending.pop(tp, None)
                 elif kinds & ErrorKind.COORDINATOR_MOVED or code == _E.REQUEST_TIMED_OUT:
                     if not reloaded:
                         reloaded = True
-                        self.owner.lookup_coordinator(kp.COORDINATOR_GROUP, self.group.group_id, self)
+                        self.owner.lookup_coordinator(COORDINATOR_GROUP, self.group.group_id, self)
                 elif kinds & ErrorKind.COORDINATOR_LOADING or code == _E.UNKNOWN_TOPIC_OR_PARTITION:
                     continue
                 elif code in (_E.GROUP_AUTHORIZATION_FAILED, _E.FENCED_INSTANCE_ID):
@@ -458,12 +484,13 @@ class _EndTxn(_Handler):
         self.producer_id = producer_id if producer_id is not None else manager.producer_id
         self.producer_epoch = producer_epoch if producer_epoch is not None else manager.producer_epoch
 
-    def request(self) -> kp.Request:
+    def request(self) -> Request:
         assert self.transactional_id is not None
-        return kp.EndTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, self.commit)
+        return Request(END_TXN.key, {"transactional_id": self.transactional_id, "producer_id": self.producer_id,
+                                     "producer_epoch": self.producer_epoch, "committed": self.commit})
 
-    def handle(self, response: kp.EndTxnResponse) -> None:
-        code = response.error_code
+    def handle(self, response: dict[str, Any]) -> None:
+        code = response["error_code"]
         if self.handled_coordinator_or_fencing_error(code, "EndTxn"):
             return
         if code == _E.NONE:
@@ -691,4 +718,5 @@ class TransactionRequests:
             else:
                 handler.fatal_error(TransactionFatalError(f"{handler.describe()} failed: {error}"))
             return
+        assert response.response is not None  # transactional requests all expect an answer
         handler.handle(response.response)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from cykafka.protocol import TransportRequest
 from cykafka.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -61,10 +62,17 @@ class Clock(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """A broker: the one type for Metadata's `brokers`, ProduceResponse's `node_endpoints` and coordinators."""
+
     node_id: int
     host: str
     port: int
     rack: str | None = None
+
+    @classmethod
+    def from_body(cls, broker: Mapping[str, Any]) -> Node:
+        """From a decoded broker entry (node_id, host, port, rack)."""
+        return cls(broker["node_id"], broker["host"], broker["port"], broker.get("rack"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +98,37 @@ class ClusterSnapshot:
     topic_errors: Mapping[str, int] = field(default_factory=dict)  # topic -> error code (e.g. 3 unknown topic)
     controller_id: int = -1
     cluster_id: str | None = None
+
+    @classmethod
+    def from_metadata(cls, body: Mapping[str, Any]) -> ClusterSnapshot:
+        """From a decoded Metadata response: nodes by id; per topic without error, partitions indexed by id.
+
+        A leader that is not among the response's brokers counts as unknown (-1), as in Java's Cluster. A partition
+        id missing from the response gets a placeholder with leader -1 and LEADER_NOT_AVAILABLE so list index == id.
+        Topics with an error code go to topic_errors only; a topic without a name (v12+, by id) is skipped.
+        """
+        nodes = {b["node_id"]: Node.from_body(b) for b in body["brokers"]}
+        partitions: dict[str, list[PartitionInfo]] = {}
+        topic_errors: dict[str, int] = {}
+        for topic in body["topics"]:
+            name = topic["name"]
+            if name is None:
+                continue
+            if topic["error_code"]:
+                topic_errors[name] = topic["error_code"]
+                continue
+            by_id = {p["partition_index"]: p for p in topic["partitions"] if p["partition_index"] >= 0}
+            infos = []
+            for index in range(max(by_id) + 1 if by_id else 0):
+                p = by_id.get(index)
+                if p is None:
+                    infos.append(PartitionInfo(name, index, -1, error_code=ErrorCode.LEADER_NOT_AVAILABLE))
+                    continue
+                leader = p["leader_id"] if p["leader_id"] in nodes else -1
+                infos.append(PartitionInfo(name, index, leader, p.get("leader_epoch", -1), tuple(p["replica_nodes"]),
+                                           tuple(p["isr_nodes"]), p["error_code"]))
+            partitions[name] = infos
+        return cls(nodes, partitions, topic_errors, body.get("controller_id", -1), body.get("cluster_id"))
 
     def partition_count(self, topic: str) -> int | None:
         parts = self.partitions.get(topic)
@@ -121,12 +160,13 @@ class MetadataSource(Protocol):
 
 @dataclass(slots=True)
 class ClientResponse:
-    """What a Transport hands back for one request: the decoded response, or the error that ended it."""
+    """What a Transport hands back for one request: the decoded response body (the generic codec's dict, also for
+    Produce), or the error that ended it."""
 
     node_id: int
-    request: object
+    request: TransportRequest
     handler: Callable[[ClientResponse], None] | None
-    response: object | None  # None for acks=0 produce, disconnects, timeouts
+    response: dict[str, Any] | None  # None for acks=0 produce, disconnects, timeouts
     error: KafkaError | None  # disconnect (retriable), request timeout, protocol error
     sent_ms: int
     received_ms: int
@@ -135,7 +175,9 @@ class ClientResponse:
 class Transport(Protocol):
     """Kafka's NetworkClient, narrowed: connections to nodes, requests in flight, responses out of poll().
 
-    Requests are the wire-codec dataclasses (adapters.kafka_protocol); the transport picks each API's version.
+    Requests are `cykafka.protocol.Request` (an API key and a dict body) or the hand-written
+    `cykafka.protocol.ProduceRequest` (record batches sent uncopied); the transport picks each API's version from
+    ApiVersions and cykafka.protocol's tables, and hands back the decoded body.
     Node ids < 0 are bootstrap addresses until metadata names the brokers.
     """
 
@@ -147,7 +189,7 @@ class Transport(Protocol):
 
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int: ...
 
-    def send(self, node_id: int, request: object, now_ms: int,
+    def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None: ...
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]: ...
@@ -172,6 +214,61 @@ class Transport(Protocol):
     def close(self, linger_s: float = 0.0) -> None:
         """Closes every connection, waiting at most linger_s for a graceful shutdown."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SecuritySettings:
+    """What the security adapter needs from a client's config (security.protocol, ssl.*, sasl.*), validated by it."""
+
+    security_protocol: str = "plaintext"
+    ssl_ca_location: str | None = None  # None: the system's default CAs
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)
+    ssl_endpoint_identification_algorithm: str = "https"  # "" turns hostname verification off
+    ssl_check_hostname: bool = True
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    sasl_oauthbearer_config: str = field(default="", repr=False)
+    oauth_cb: Callable[[str], object] | None = None
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("ssl", "sasl_ssl")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """What a Transport adapter needs: where the brokers are, how to name ourselves, connection and request limits.
+    Built by a client's config (`ProducerConfig.connection_settings()`, AdminConfig, ConsumerConfig)."""
+
+    bootstrap_servers: tuple[str, ...]
+    client_id: str = ""
+    request_timeout_ms: int = 30000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
+    socket_connection_setup_timeout_ms: int = 10000
+    max_in_flight_requests_per_connection: int = 5
+    send_buffer_bytes: int = 131072
+    receive_buffer_bytes: int = 32768
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataSettings:
+    """What a MetadataSource adapter needs: refresh ages, backoffs, and whether a Metadata request may create topics."""
+
+    request_timeout_ms: int = 30000
+    retry_backoff_ms: int = 100
+    reconnect_backoff_ms: int = 50
+    metadata_max_age_ms: int = 300000
+    metadata_max_idle_ms: int = 300000
+    allow_auto_create_topics: bool = True
 
 
 @dataclass(frozen=True, slots=True)

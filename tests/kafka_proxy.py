@@ -5,19 +5,18 @@ addresses in Metadata/FindCoordinator answers to itself) and cuts every connecti
 
 from __future__ import annotations
 
-import dataclasses
 import selectors
 import socket
 import struct
 import threading
 import time
-from typing import Any
 
-from cykafka.adapters import kafka_protocol as kp
+from cykafka.protocol import decode_response, encode_response
+from cykafka.protocol.apis import FIND_COORDINATOR, METADATA
 
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api key, version, correlation id
-_REWRITTEN = (kp.METADATA, kp.FIND_COORDINATOR)
+_REWRITTEN = (METADATA.key, FIND_COORDINATOR.key)
 
 
 class _Pipe:
@@ -197,16 +196,13 @@ class KafkaProxy:
         api_key, version = pipe.requests.pop(correlation_id, (-1, -1))
         if api_key not in _REWRITTEN:
             return _SIZE.pack(len(frame)) + frame
-        _, response = kp.decode_response(api_key, version, frame)
-        changed: Any
-        if isinstance(response, kp.MetadataResponse):
-            changed = dataclasses.replace(response, brokers=tuple(
-                dataclasses.replace(b, host="127.0.0.1", port=self.port) for b in response.brokers))
-        else:
-            assert isinstance(response, kp.FindCoordinatorResponse)
-            changed = dataclasses.replace(response, coordinators=tuple(
-                dataclasses.replace(c, host="127.0.0.1", port=self.port) for c in response.coordinators))
-        return b"".join(bytes(b) for b in kp.encode_response(changed, version, correlation_id))
+        _, response = decode_response(api_key, version, frame)
+        here = {"host": "127.0.0.1", "port": self.port}
+        if api_key == METADATA.key:
+            response["brokers"] = [{**b, **here} for b in response["brokers"]]
+        else:  # FindCoordinator: the body's own fields (v1-3) and each coordinator (v4+)
+            response.update(here, coordinators=[{**c, **here} for c in response["coordinators"]])
+        return encode_response(api_key, version, correlation_id, response)
 
     def _write(self, pipe: _Pipe) -> None:
         for sock, out, is_client in ((pipe.client, pipe.to_client, True), (pipe.upstream, pipe.to_upstream, False)):

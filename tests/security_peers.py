@@ -33,8 +33,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.broker import _die_with_parent, _recv_exact, free_port
+from cykafka.errors import ProtocolError
+from cykafka.protocol import decode_request, decode_response, encode_request, encode_response
+from cykafka.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 
 HOST = "127.0.0.1"
 
@@ -202,17 +204,19 @@ _IO_TIMEOUT_S = 10.0
 _MAX_CONNECTIONS = 64
 
 
-def _send_response(sock: socket.socket, response: kp.Response, version: int, correlation_id: int) -> None:
-    sock.sendall(b"".join(bytes(b) for b in kp.encode_response(response, version, correlation_id)))
+def _send_response(sock: socket.socket, api_key: int, version: int, correlation_id: int,
+                   body: dict[str, Any]) -> None:
+    sock.sendall(encode_response(api_key, version, correlation_id, body))
 
 
-def upstream_api_versions(port: int) -> tuple[kp.ApiVersionRange, ...]:
+def upstream_api_versions(port: int) -> list[dict[str, Any]]:
+    """The upstream broker's ApiVersions ranges ({api_key, min_version, max_version} each)."""
     with socket.create_connection((HOST, port), timeout=_IO_TIMEOUT_S) as s:
-        s.sendall(b"".join(bytes(b) for b in kp.encode_request(kp.ApiVersionsRequest(), 0, 1, "sasl-proxy")))
+        s.sendall(encode_request(API_VERSIONS.key, 0, 1, "sasl-proxy", {}))
         size = struct.unpack(">i", _recv_exact(s, 4))[0]
-        _, response = kp.decode_response(kp.API_VERSIONS, 0, _recv_exact(s, size))
-    assert isinstance(response, kp.ApiVersionsResponse) and response.error_code == 0
-    return response.api_keys
+        _, response = decode_response(API_VERSIONS.key, 0, _recv_exact(s, size))
+    assert response["error_code"] == 0
+    return list(response["api_keys"])
 
 
 @dataclass
@@ -239,9 +243,10 @@ class SaslProxy:
     oauth_extensions: list[dict[str, str]] = field(default_factory=list)
 
     def start(self) -> SaslProxy:
-        self._api_keys = {r.api_key: r for r in upstream_api_versions(self.upstream_port)}
-        self._api_keys[kp.SASL_HANDSHAKE] = kp.ApiVersionRange(kp.SASL_HANDSHAKE, 0, 1)
-        self._api_keys[kp.SASL_AUTHENTICATE] = kp.ApiVersionRange(kp.SASL_AUTHENTICATE, 0, 2)
+        self._api_keys = {r["api_key"]: r for r in upstream_api_versions(self.upstream_port)}
+        for described in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            self._api_keys[described.key] = {"api_key": described.key, "min_version": described.valid[0],
+                                             "max_version": described.valid[1]}
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind((HOST, self.port))
@@ -314,7 +319,7 @@ class SaslProxy:
                 if self._authenticate(client):
                     lifetime_ms = self.session_lifetime_ms
                     self._splice(client, time.monotonic() + lifetime_ms / 1000 if lifetime_ms else None)
-            except (OSError, ConnectionError, kp.ProtocolError):
+            except (OSError, ConnectionError, ProtocolError):
                 pass
 
     def _read_request(self, client: socket.socket) -> tuple[int, int, int, bytes]:
@@ -330,31 +335,31 @@ class SaslProxy:
         server: Any = None
         while not self._stopping.is_set():
             api_key, version, correlation_id, frame = self._read_request(client)
-            if api_key == kp.API_VERSIONS:
+            if api_key == API_VERSIONS.key:
                 self._answer_api_versions(client, version, correlation_id, frame)
                 continue
-            if api_key == kp.SASL_HANDSHAKE and mechanism is None and version == 1:
-                _, request = kp.decode_request(frame)
-                assert isinstance(request, kp.SaslHandshakeRequest)
-                if request.mechanism not in self.mechanisms:
-                    _send_response(client, kp.SaslHandshakeResponse(UNSUPPORTED_SASL_MECHANISM, self.mechanisms),
-                                   version, correlation_id)
+            if api_key == SASL_HANDSHAKE.key and mechanism is None and version == 1:
+                _, request = decode_request(frame)
+                mechanisms = list(self.mechanisms)
+                if request["mechanism"] not in self.mechanisms:
+                    _send_response(client, api_key, version, correlation_id,
+                                   {"error_code": UNSUPPORTED_SASL_MECHANISM, "mechanisms": mechanisms})
                     return False
-                mechanism = request.mechanism
+                mechanism = request["mechanism"]
                 server = _MechanismServer(self, mechanism)
-                _send_response(client, kp.SaslHandshakeResponse(0, self.mechanisms), version, correlation_id)
+                _send_response(client, api_key, version, correlation_id, {"error_code": 0, "mechanisms": mechanisms})
                 continue
-            if api_key == kp.SASL_AUTHENTICATE and server is not None:
-                _, request = kp.decode_request(frame)
-                assert isinstance(request, kp.SaslAuthenticateRequest)
-                reply, done, error = server.step(request.auth_bytes)
+            if api_key == SASL_AUTHENTICATE.key and server is not None:
+                _, request = decode_request(frame)
+                reply, done, error = server.step(request["auth_bytes"])
                 if error is not None:
                     self.events.append(SaslEvent(server.mechanism, server.principal, False, error))
-                    _send_response(client, kp.SaslAuthenticateResponse(FAILED, error), version, correlation_id)
+                    _send_response(client, api_key, version, correlation_id,
+                                   {"error_code": FAILED, "error_message": error})
                     return False
                 lifetime_ms = self.session_lifetime_ms if done else 0
-                _send_response(client, kp.SaslAuthenticateResponse(0, None, reply, lifetime_ms), version,
-                               correlation_id)
+                _send_response(client, api_key, version, correlation_id,
+                               {"error_code": 0, "auth_bytes": reply, "session_lifetime_ms": lifetime_ms})
                 if done:
                     self.events.append(SaslEvent(server.mechanism, server.principal, True))
                     return True
@@ -363,14 +368,14 @@ class SaslProxy:
         return False
 
     def _answer_api_versions(self, client: socket.socket, version: int, correlation_id: int, frame: bytes) -> None:
-        low, high = kp.SUPPORTED_VERSIONS[kp.API_VERSIONS]
+        low, high = API_VERSIONS.valid
         if not low <= version <= high:  # KIP-511: answer v0 with UNSUPPORTED_VERSION and our range
-            response = kp.ApiVersionsResponse(35, (kp.ApiVersionRange(kp.API_VERSIONS, low, high),))
-            _send_response(client, response, 0, correlation_id)
+            ours = {"api_key": API_VERSIONS.key, "min_version": low, "max_version": high}
+            _send_response(client, API_VERSIONS.key, 0, correlation_id, {"error_code": 35, "api_keys": [ours]})
             return
-        kp.decode_request(frame)
-        ranges = tuple(sorted(self._api_keys.values(), key=lambda r: r.api_key))
-        _send_response(client, kp.ApiVersionsResponse(0, ranges), version, correlation_id)
+        decode_request(frame)
+        ranges = sorted(self._api_keys.values(), key=lambda r: r["api_key"])
+        _send_response(client, API_VERSIONS.key, version, correlation_id, {"error_code": 0, "api_keys": ranges})
 
     def _splice(self, client: socket.socket, session_expiry_s: float | None) -> None:
         upstream = socket.create_connection((HOST, self.upstream_port), timeout=_IO_TIMEOUT_S)

@@ -1,5 +1,5 @@
 """cykafka.Admin against the embedded broker (Tansu) and librdkafka's mock cluster; the transport's generic-message
-seam (cykafka.protocol.Request through adapters.kafka_protocol). Tansu's quirks these pin: docs/admin.md."""
+seam (cykafka.protocol.Request through the transport's codec). Tansu's quirks these pin: docs/admin.md."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from cykafka import (
     UnsupportedVersionError,
     protocol,
 )
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.broker import EmbeddedBroker
 
 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION = 36, 3
@@ -50,23 +49,21 @@ def _confluent_topics(bootstrap: str) -> dict[str, int]:
 def test_a_generic_request_goes_through_the_generic_codec() -> None:
     body = {"topic_names": ["a"], "timeout_ms": 5}
     request = protocol.Request(20, body)
-    assert request.API_KEY == 20
-    frame = b"".join(bytes(b) for b in kp.encode_request(request, 5, 9, "c"))
+    frame = b"".join(bytes(b) for b in protocol.encode_any_request(request, 5, 9, "c"))
     assert frame == protocol.encode_request(20, 5, 9, "c", body)
     answer = {"throttle_time_ms": 0, "responses": [{"name": "a", "error_code": 3, "error_message": None}]}
     wire = protocol.encode_response(20, 5, 9, answer)
-    correlation_id, decoded = kp.decode_response(20, 5, wire[4:])
+    correlation_id, decoded = protocol.decode_any_response(20, 5, wire[4:])
     assert correlation_id == 9 and decoded["responses"][0]["error_code"] == 3
-    # an API the hand-written codec also speaks: generic_body picks the dict
-    metadata = protocol.encode_response(3, 12, 4, {"brokers": [], "topics": []})
-    assert isinstance(kp.decode_response(3, 12, metadata[4:], generic_body=True)[1], dict)
-    assert not isinstance(kp.decode_response(3, 12, metadata[4:])[1], dict)
 
 
-def test_negotiation_adds_the_generic_apis_and_keeps_the_hand_written_ranges() -> None:
-    assert kp.NEGOTIATED_VERSIONS[20] == protocol.SUPPORTED_VERSIONS[20]  # DeleteTopics: generic only
-    for key, versions in kp.SUPPORTED_VERSIONS.items():
-        assert kp.NEGOTIATED_VERSIONS[key] == versions
+def test_list_offsets_specs_are_the_protocols_named_timestamps() -> None:
+    from cykafka.admin import _OFFSET_SPECS
+    from cykafka.protocol import apis
+
+    assert _OFFSET_SPECS == {"earliest": apis.EARLIEST_TIMESTAMP, "latest": apis.LATEST_TIMESTAMP,
+                             "max_timestamp": apis.MAX_TIMESTAMP} == {"earliest": -2, "latest": -1,
+                                                                      "max_timestamp": -3}
 
 
 # -- config and lifecycle -------------------------------------------------------------------------------------------

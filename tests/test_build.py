@@ -55,7 +55,7 @@ class Block:
             raise ImportError('dev-only package imported at runtime: ' + name)
 sys.meta_path.insert(0, Block())
 import cykafka, cykafka.cli, cykafka.broker, cykafka.protocol
-import cykafka.adapters.compression, cykafka.adapters.kafka_protocol, cykafka.adapters.socket_transport
+import cykafka.adapters.compression, cykafka.protocol.produce, cykafka.adapters.socket_transport
 import cykafka.adapters.broker_metadata, cykafka.adapters.fake_cluster, cykafka.adapters.clock
 print(cykafka.Producer)
 """

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cykafka.errors import BrokerResponseError
-from cykafka.protocol.error_codes import ERRORS, ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.errors import BrokerResponseError, KafkaError
+from cykafka.protocol.error_codes import ERROR_CODES, ERRORS, ErrorCode, ErrorKind, error_for, kinds_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "cykafka" / "protocol" / "error_codes.py"
@@ -177,3 +177,53 @@ def test_the_core_turns_fatal_exactly_on_the_tables_producer_fatal_codes(code: E
     (batch,) = drain(acc)
     tm.handle_failed_batch(batch, error_for(code, "injected"), True)
     assert tm.has_fatal_error is bool(kinds_of(code) & ErrorKind.PRODUCER_FATAL)
+
+
+# --- the table against Kafka's names and retriable flags (and kafka-python's) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "retriable"),
+    [(-1, "UNKNOWN_SERVER_ERROR", False), (2, "CORRUPT_MESSAGE", True), (3, "UNKNOWN_TOPIC_OR_PARTITION", True),
+     (6, "NOT_LEADER_OR_FOLLOWER", True), (7, "REQUEST_TIMED_OUT", True), (10, "MESSAGE_TOO_LARGE", False),
+     (13, "NETWORK_EXCEPTION", True), (14, "COORDINATOR_LOAD_IN_PROGRESS", True),
+     (15, "COORDINATOR_NOT_AVAILABLE", True), (16, "NOT_COORDINATOR", True), (17, "INVALID_TOPIC_EXCEPTION", False),
+     (18, "RECORD_LIST_TOO_LARGE", False), (19, "NOT_ENOUGH_REPLICAS", True),
+     (20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True), (21, "INVALID_REQUIRED_ACKS", False),
+     (29, "TOPIC_AUTHORIZATION_FAILED", False), (33, "UNSUPPORTED_SASL_MECHANISM", False),
+     (34, "ILLEGAL_SASL_STATE", False), (36, "TOPIC_ALREADY_EXISTS", False),
+     (45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False), (46, "DUPLICATE_SEQUENCE_NUMBER", False),
+     (47, "INVALID_PRODUCER_EPOCH", False), (48, "INVALID_TXN_STATE", False),
+     (49, "INVALID_PRODUCER_ID_MAPPING", False), (50, "INVALID_TRANSACTION_TIMEOUT", False),
+     (51, "CONCURRENT_TRANSACTIONS", True), (52, "TRANSACTION_COORDINATOR_FENCED", False),
+     (56, "KAFKA_STORAGE_ERROR", True), (58, "SASL_AUTHENTICATION_FAILED", False), (59, "UNKNOWN_PRODUCER_ID", False),
+     (74, "FENCED_LEADER_EPOCH", True), (75, "UNKNOWN_LEADER_EPOCH", True), (87, "INVALID_RECORD", False),
+     (89, "THROTTLING_QUOTA_EXCEEDED", True), (90, "PRODUCER_FENCED", False), (120, "TRANSACTION_ABORTABLE", False)],
+)
+def test_error_table_matches_kafka(code: int, name: str, retriable: bool) -> None:
+    assert ERRORS[code].name == name
+    assert ERRORS[code].retriable is retriable
+    assert ERROR_CODES[name] == code
+    error = error_for(code, "broker says hi")
+    assert isinstance(error, BrokerResponseError) and isinstance(error, KafkaError)
+    assert (error.code, error.name, error.retriable) == (code, name, retriable)
+    assert name in str(error) and "broker says hi" in str(error)
+
+
+def test_error_table_is_complete_and_consistent() -> None:
+    assert set(ERRORS) == set(range(-1, 121))
+    assert len(ERROR_CODES) == len(ERRORS)
+    assert "not the leader" in str(error_for(6))  # the table's message when the broker sent none
+    unknown = error_for(9999)
+    assert isinstance(unknown, BrokerResponseError)
+    assert (unknown.code, unknown.name, unknown.retriable) == (9999, "UNKNOWN_ERROR_CODE_9999", False)
+
+
+def test_error_table_retriable_flags_match_kafka_python() -> None:
+    import kafka.errors as ke
+
+    for code, info in ERRORS.items():
+        theirs = ke.for_code(code)
+        if (theirs is ke.UnknownError and code != -1) or code == 2:
+            continue  # codes kafka-python does not know; CORRUPT_MESSAGE is retriable in Java, not in kafka-python
+        assert bool(getattr(theirs, "retriable", False)) is info.retriable, (code, info.name)

@@ -9,14 +9,15 @@ import random
 from typing import Any
 
 import pytest
+from fakes import fake_cluster, fake_producer
 
 from cykafka import AuthenticationError, ConfigError
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.config import ProducerConfig
-from cykafka.ports import Ports
 from cykafka.producer import Producer
+from cykafka.protocol import API_NAMES, Api, Request
+from cykafka.protocol.apis import INIT_PRODUCER_ID, PRODUCE
 
 TOPIC = "t"
 REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND, INVALID_RECORD = 7, 19, 20, 87
@@ -24,19 +25,14 @@ OUT_OF_ORDER, DUPLICATE, UNKNOWN_PRODUCER_ID = 45, 46, 59
 BIG = b"x" * 600  # one record per batch at batch.size 1024
 
 
+SETTINGS = {"linger.ms": 0, "batch.size": 1024, "retry.backoff.ms": 100, "retry.backoff.max.ms": 100}
+
+
 def make(partitions: int = 4, brokers: int = 3, duplicate_answer: Any = "kafka",
          **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
     clock = ManualClock()
-    cluster = FakeCluster(clock, num_brokers=brokers, duplicate_answer=duplicate_answer)
-    cluster.create_topic(TOPIC, partitions)
-    settings = {"bootstrap.servers": "fake:9092", "linger.ms": 0, "batch.size": 1024, "retry.backoff.ms": 100,
-                "retry.backoff.max.ms": 100}
-    settings.update(config)
-    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock, start_sender=False))
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    for _ in range(4):  # connect, metadata, producer id
-        producer.sender.run_once()
-    return producer, cluster, clock
+    cluster = fake_cluster(clock, TOPIC, partitions, brokers, duplicate_answer=duplicate_answer)
+    return fake_producer(cluster, clock, topic=TOPIC, **{**SETTINGS, **config}), cluster, clock
 
 
 def run(producer: Producer, clock: ManualClock, loops: int = 1, step_ms: int = 0) -> None:
@@ -53,8 +49,9 @@ def run_until_done(producer: Producer, clock: ManualClock, futures: list[Any], m
     raise AssertionError(f"{sum(not f.done() for f in futures)} records still pending")
 
 
-def requests_of(cluster: FakeCluster, kind: type) -> list[Any]:
-    return [r for _, r in cluster.requests if isinstance(r, kind)]
+def requests_of(cluster: FakeCluster, described: Api) -> list[Any]:
+    """One API's requests, in order: Produce as ProduceRequest, the others as their bodies."""
+    return [r.body if isinstance(r, Request) else r for _, r in cluster.requests if r.api_key == described.key]
 
 
 def values(cluster: FakeCluster, partition: int) -> list[bytes | None]:
@@ -63,10 +60,10 @@ def values(cluster: FakeCluster, partition: int) -> list[bytes | None]:
 
 def test_the_producer_id_comes_first_and_batches_carry_sequences() -> None:
     producer, cluster, clock = make()
-    kinds = [type(r).__name__ for _, r in cluster.requests]
-    assert "InitProducerIdRequest" in kinds and "ProduceRequest" not in kinds
-    (init,) = requests_of(cluster, kp.InitProducerIdRequest)
-    assert init.transactional_id is None and init.producer_id == -1
+    kinds = [API_NAMES[r.api_key] for _, r in cluster.requests]
+    assert "InitProducerId" in kinds and "Produce" not in kinds
+    (init,) = requests_of(cluster, INIT_PRODUCER_ID)
+    assert init["transactional_id"] is None and init["producer_id"] == -1
     futures = [producer.send(TOPIC, b"%d" % i + BIG, partition=i % 2) for i in range(6)]
     run_until_done(producer, clock, futures)
     info = producer.transaction_state()
@@ -79,7 +76,7 @@ def test_the_producer_id_comes_first_and_batches_carry_sequences() -> None:
 
 def test_without_idempotence_batches_carry_no_producer_id() -> None:
     producer, cluster, clock = make(**{"enable.idempotence": False})
-    assert requests_of(cluster, kp.InitProducerIdRequest) == []
+    assert requests_of(cluster, INIT_PRODUCER_ID) == []
     future = producer.send(TOPIC, b"v", partition=0)
     run_until_done(producer, clock, [future])
     assert cluster.log(TOPIC, 0)[0].producer_id == -1
@@ -92,7 +89,7 @@ def test_a_lost_acknowledgement_is_retried_without_a_duplicate(duplicate_answer:
     future = producer.send(TOPIC, b"once", partition=1)
     run_until_done(producer, clock, [future])
     assert values(cluster, 1) == [b"once"]
-    assert len(requests_of(cluster, kp.ProduceRequest)) == 2
+    assert len(requests_of(cluster, PRODUCE)) == 2
     # Kafka answers a duplicate with its first offset; Tansu with DUPLICATE_SEQUENCE_NUMBER (offset unknown: -1)
     assert future.result(0).offset == (0 if duplicate_answer == "kafka" else -1)
     assert cluster.produce_errors.get(DUPLICATE, 0) == (1 if duplicate_answer == "tansu" else 0)
@@ -146,7 +143,7 @@ def expire_first_of_two(**config: Any) -> tuple[Producer, FakeCluster, ManualClo
     cluster.delay_ms[leader] = 500
     second = producer.send(TOPIC, b"second" + BIG, partition=3)
     run(producer, clock)
-    assert len(requests_of(cluster, kp.ProduceRequest)) == 2
+    assert len(requests_of(cluster, PRODUCE)) == 2
     run(producer, clock, step_ms=500)
     with pytest.raises(Exception, match=r"delivery\.timeout\.ms"):
         first.result(0)
@@ -158,7 +155,7 @@ def test_an_expired_sent_batch_holds_new_sequences_until_a_later_success_resolve
     producer, cluster, clock, (_, second), producer_id = expire_first_of_two()
     later = producer.send(TOPIC, b"later", partition=3)
     run(producer, clock, loops=3, step_ms=10)
-    assert len(requests_of(cluster, kp.ProduceRequest)) == 2, "no new sequence while the expired one is unknown"
+    assert len(requests_of(cluster, PRODUCE)) == 2, "no new sequence while the expired one is unknown"
     assert producer.metrics()["buffer-available-bytes"] < producer.config.buffer_memory, \
         "the expired batch's buffer stays out while its request may still be read"
     clock.advance(500)  # both answers arrive: success, so the expired batch landed

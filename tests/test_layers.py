@@ -1,5 +1,7 @@
 """The dependency rules of the layout (docs/architecture.md), checked on the sources: cykafka.errors is a leaf, the
-ports and the config import no adapter (codec names and level bounds are record-format facts in cykafka.ports)."""
+ports, the config, the Sender, the transactional requests and the protocol import no adapter (codec names and level
+bounds are record-format facts in cykafka.ports), the protocol imports nothing but the errors, adapters take narrow
+settings (never a client's config), and only the composition roots import adapters."""
 
 from __future__ import annotations
 
@@ -16,16 +18,49 @@ def _cykafka_imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "cykafka":  # from cykafka import protocol
+            names.update(f"cykafka.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
     return {name for name in names if name == "cykafka" or name.startswith("cykafka.")}
 
 
-@pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py"])
+PROTOCOL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/protocol").glob("*.py"))
+
+
+@pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py",
+                                    "cykafka/sender.py", "cykafka/transactions.py", *PROTOCOL])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
     assert not {name for name in imported if name.startswith("cykafka.adapters")}, imported
 
 
+@pytest.mark.parametrize("module", PROTOCOL)
+def test_the_protocol_depends_on_errors_only(module: str) -> None:
+    """Ports speak the protocol's types, so the protocol cannot speak the ports' (or anything outer)."""
+    imported = _cykafka_imports(ROOT / module)
+    assert {name for name in imported if not name.startswith("cykafka.protocol")} <= {"cykafka.errors"}, imported
+
+
 def test_errors_is_a_leaf() -> None:
     assert _cykafka_imports(ROOT / "cykafka/errors.py") == set()
+
+
+# The composition roots: they build adapters from a config and wire them to the core (docs/architecture.md).
+COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/spark.py", "cykafka/broker.py",
+                     "cykafka/cli.py"}
+_ADAPTER_MAY_IMPORT = ("cykafka.adapters", "cykafka.ports", "cykafka.errors", "cykafka.protocol", "cykafka.core")
+
+
+@pytest.mark.parametrize("module", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py")))
+def test_adapters_depend_on_ports_errors_protocol_and_core_only(module: str) -> None:
+    imported = _cykafka_imports(ROOT / module)
+    assert {name for name in imported if not name.startswith(_ADAPTER_MAY_IMPORT)} == set(), (
+        f"{module} imports beyond ports/errors/protocol/core: it must take narrow settings, not a client's config")
+
+
+def test_only_composition_roots_import_adapters() -> None:
+    importers = {str(p.relative_to(ROOT)) for p in [*(ROOT / "cykafka").rglob("*.py"), *(ROOT / "ports").glob("*.py")]
+                 if any(name.startswith("cykafka.adapters") for name in _cykafka_imports(p))}
+    assert importers - COMPOSITION_ROOTS == set()
+    assert "cykafka/producer.py" in importers  # the scan sees imports inside functions too

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from cykafka import BufferExhaustedError, Producer
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.ports import Ports
@@ -34,10 +33,11 @@ class DiscardingCluster(FakeCluster):
         self.received_bytes = 0
 
     def _append(self, node_id: int, topic: str, index: int, records: Any,
-                transactional_id: str | None = None) -> kp.ProducePartitionResponse:
+                transactional_id: str | None = None) -> dict[str, Any]:
         self.received_bytes += len(memoryview(records))
         base, self.offsets[index] = self.offsets[index], self.offsets[index] + 1
-        return kp.ProducePartitionResponse(index, 0, base)
+        return {"index": index, "error_code": 0, "base_offset": base, "log_append_time_ms": -1,
+                "log_start_offset": -1, "error_message": None}
 
 
 def rss_bytes() -> int:

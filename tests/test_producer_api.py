@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import fake_producer
 
 import cykafka
 from cykafka import (
@@ -41,15 +42,13 @@ T = "api"
 def fake() -> Iterator[tuple[Producer, FakeCluster]]:
     cluster = FakeCluster(SystemClock(), num_brokers=2)
     cluster.create_topic(T, 3)
-    producer = Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000},
-                        ports=Ports(transport=cluster))
+    producer = make(cluster)
     yield producer, cluster
     producer.close(5)
 
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
-    return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, **config},
-                    ports=Ports(transport=cluster))
+    return fake_producer(cluster, **{"linger.ms": 1, "max.block.ms": 2000, **config})
 
 
 # -- config --------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from protocol_strategies import ALL_MESSAGES, each_message, message_values
 
 from cykafka.errors import ProtocolError, RequestEncodeError, UnsupportedVersionError
+from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
 from cykafka.protocol import (
     APIS,
     F,
@@ -242,3 +243,36 @@ def test_broker_conversation(broker: Any) -> None:
             {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 16}]}]})
         partition = fetch["responses"][0]["partitions"][0]
         assert partition["error_code"] == 0 and partition["high_watermark"] == 0
+
+
+# --- a decoded Metadata answer as the core's snapshot ------------------------------------------------------------
+
+
+def test_cluster_snapshot_from_metadata() -> None:
+    """Brokers become ports.Node (one type); a leader not among the brokers is unknown (-1); a missing partition id
+    gets a LEADER_NOT_AVAILABLE placeholder; topics with an error, or without a name, are not partitions."""
+    body = encode_response(3, 12, 1, {
+        "brokers": [{"node_id": 1, "host": "h1", "port": 9092, "rack": "r1"},
+                    {"node_id": 2, "host": "h2", "port": 9093}],
+        "cluster_id": "c", "controller_id": 2,
+        "topics": [
+            {"name": "t", "partitions": [
+                {"partition_index": 2, "leader_id": 2, "leader_epoch": 7, "replica_nodes": [2, 1], "isr_nodes": [2]},
+                {"partition_index": 0, "leader_id": 1, "leader_epoch": 5, "replica_nodes": [1, 2], "isr_nodes": [1, 2]},
+                {"error_code": 5, "partition_index": 1, "leader_id": 9, "leader_epoch": 1, "replica_nodes": [9]}]},
+            {"error_code": 3, "name": "missing"},
+            {"name": "gap", "partitions": [{"partition_index": 1, "leader_id": 1}]},
+            {"name": None},
+        ]})
+    snapshot = ClusterSnapshot.from_metadata(decode_response(3, 12, body[4:])[1])
+    assert snapshot.nodes == {1: Node(1, "h1", 9092, "r1"), 2: Node(2, "h2", 9093, None)}
+    assert snapshot.partitions["t"] == [
+        PartitionInfo("t", 0, 1, 5, (1, 2), (1, 2), 0),
+        PartitionInfo("t", 1, -1, 1, (9,), (), 5),
+        PartitionInfo("t", 2, 2, 7, (2, 1), (2,), 0),
+    ]
+    assert snapshot.partitions["gap"] == [PartitionInfo("gap", 0, -1, error_code=5), PartitionInfo("gap", 1, 1)]
+    assert snapshot.topic_errors == {"missing": 3}
+    assert (snapshot.controller_id, snapshot.cluster_id) == (2, "c")
+    assert snapshot.partition_count("t") == 3 and snapshot.leader("t", 2) == 2
+    assert snapshot.available_partitions("t") == [0, 2]

@@ -1,84 +1,110 @@
-"""The generic codec against independent sources: the hand-written codec (adapters/kafka_protocol.py) byte for byte on
-every API and version it speaks, kafka-python's encoders, and the field facts in kafka-python's message files."""
+"""The codecs against independent sources: the hand-written Produce hot path (cykafka/protocol/produce.py) against
+the generic codec on every Produce version, the generic codec against kafka-python's encoders, and the descriptions
+against the field facts in kafka-python's message files."""
 
 from __future__ import annotations
 
 import re
+import struct
 from typing import Any
-from uuid import UUID
 
 import pytest
 from hypothesis import strategies as st
 from protocol_strategies import each_message, message_values
 
-from cykafka.adapters import kafka_protocol as kp
+from cykafka.errors import ProtocolError, UnsupportedVersionError
 from cykafka.protocol import (
-    API_NAMES,
     APIS,
-    FLEXIBLE_FROM,
-    SUPPORTED_VERSIONS,
-    Field,
-    decode_request,
+    ProduceRequest,
+    decode_produce_response,
     decode_response,
+    encode_produce_request,
     encode_request,
     encode_response,
+    produce,
 )
-from cykafka.protocol.schema import MAX_VERSION
+from cykafka.protocol.apis import PRODUCE
+from cykafka.protocol.schema import MAX_VERSION, Field
 
-HAND_WRITTEN = [(key, v, response) for key in kp.REQUEST_TYPES for v in range(kp.SUPPORTED_VERSIONS[key][0],
-                                                                               kp.SUPPORTED_VERSIONS[key][1] + 1)
-                for response in (False, True)]
+# --- the hand-written Produce hot path against the generic codec ---------------------------------------------------
 
-
-
-def test_version_tables_equal_the_hand_written_ones() -> None:
-    for key in kp.REQUEST_TYPES:
-        assert SUPPORTED_VERSIONS[key] == kp.SUPPORTED_VERSIONS[key], API_NAMES[key]
-        assert FLEXIBLE_FROM[key] == kp.FLEXIBLE_FROM[key], API_NAMES[key]
-        assert API_NAMES[key] == kp.API_NAMES[key]
+PRODUCE_CASES = [(PRODUCE.key, v, response) for v in PRODUCE.versions for response in (False, True)]
 
 
-def _pin_to_hand_written(key: int, response: bool, value: dict[str, Any]) -> dict[str, Any]:
-    """Fields the facts allow but the hand-written codec cannot carry (it writes a constant or drops them on read):
-    set to what it would write. Each is a difference the switch-over must decide on; docs/protocol.md lists them."""
-    if key == kp.METADATA and not response:
-        value["include_cluster_authorized_operations"] = False  # always written as false
-        for topic in value["topics"] or ():
-            topic["topic_id"] = UUID(int=0)  # written as zero, dropped on read
-            topic["name"] = topic["name"] if topic["name"] is not None else ""  # a null name (by id) is refused
-    elif key == kp.API_VERSIONS and response:  # the feature tags are skipped on read
-        value.update(supported_features=[], finalized_features_epoch=-1, finalized_features=[],
-                     zk_migration_ready=False)
-    elif key == kp.FETCH and not response:
-        value["cluster_id"] = None  # tag 0 (KIP-595, for the Raft quorum) not modelled
-    elif key == kp.FETCH and response:
-        for topic in value["responses"]:
-            for p in topic["partitions"]:  # tags 0-2 skipped on read
-                p["diverging_epoch"] = {"epoch": -1, "end_offset": -1}
-                p["current_leader"] = {"leader_id": -1, "leader_epoch": -1}
-                p["snapshot_id"] = {"end_offset": -1, "epoch": -1}
-    return value
+def _produce_request(body: dict[str, Any]) -> ProduceRequest:
+    return ProduceRequest(body["transactional_id"], body["acks"], body["timeout_ms"],
+                          [(t["name"], [(p["index"], p["records"]) for p in t["partition_data"]])
+                           for t in body["topic_data"]])
 
 
-@each_message(HAND_WRITTEN, 15)
-def test_generic_bytes_equal_hand_written(case: tuple[int, int, bool], data: st.DataObject) -> None:
-    """Generic bytes -> hand-written decode -> hand-written encode gives the same bytes (the Produce request through
-    its fast path too), and the generic decoder reads the hand-written bytes back to the same values."""
-    key, version, response = case
-    value = _pin_to_hand_written(key, response, data.draw(message_values(APIS[key], version, response)))
+@each_message(PRODUCE_CASES, 40)
+def test_produce_hot_path_equals_the_generic_codec(case: tuple[int, int, bool], data: st.DataObject) -> None:
+    """Request: the hand-written frame (batches attached uncopied) is the generic codec's, byte for byte. Response:
+    the hand-written decoder gives the generic decoder's value, whether it takes its fast path or falls back."""
+    _, version, response = case
+    value = data.draw(message_values(PRODUCE, version, response))
     if response:
-        frame = encode_response(key, version, 9, value)
-        _, hand = kp.decode_response(key, version, frame[4:])
-        hand_frame = b"".join(kp.encode_response(hand, version, 9))
-        assert hand_frame == frame
-        assert decode_response(key, version, hand_frame[4:]) == (9, value)
+        frame = encode_response(PRODUCE.key, version, 9, value)
+        assert decode_produce_response(version, frame[4:]) == decode_response(PRODUCE.key, version, frame[4:]) \
+            == (9, value)
     else:
-        frame = encode_request(key, version, 9, "cross", value)
-        _, hand_request = kp.decode_request(frame[4:])
-        hand_frame = b"".join(kp.encode_request(hand_request, version, 9, "cross"))
-        assert hand_frame == frame
-        header, decoded = decode_request(hand_frame[4:])
-        assert decoded == value and header.client_id == "cross"
+        request = _produce_request(value)
+        assert request.as_body() == value
+        frame = b"".join(encode_produce_request(request, version, 9, "cross"))
+        assert frame == encode_request(PRODUCE.key, version, 9, "cross", value)
+
+
+@pytest.mark.parametrize("version", PRODUCE.versions)
+@pytest.mark.parametrize("client_id", [None, "client"])
+def test_produce_batches_are_attached_not_copied(version: int, client_id: str | None) -> None:
+    batch_a = bytearray(b"A" * 300)
+    batch_b = memoryview(bytearray(b"B" * 50))
+    request = ProduceRequest("tx-\u00e9", -1, 30000, [("topic-a", [(0, batch_a), (3, None), (2, memoryview(b""))]),
+                                                     ("b" * 200, [(1, batch_b)])])
+    parts = encode_produce_request(request, version, 77, client_id)
+    views = [p for p in parts if isinstance(p, memoryview)]
+    assert [len(v) for v in views] == [300, 50]
+    batch_a[0], batch_b[0] = ord("Z"), ord("Y")  # the frame sees the caller's memory
+    assert bytes(views[0][:1]) == b"Z" and bytes(views[1][:1]) == b"Y"
+    frame = b"".join(parts)
+    assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
+    assert frame == encode_request(PRODUCE.key, version, 77, client_id, request.as_body())
+
+
+def test_produce_versions_we_do_not_speak_are_refused() -> None:
+    with pytest.raises(UnsupportedVersionError, match="Produce v2"):
+        encode_produce_request(ProduceRequest(None, 1, 1, ()), 2, 1, None)
+    with pytest.raises(UnsupportedVersionError, match="Produce v11"):
+        decode_produce_response(11, b"")
+
+
+def _usual_answer(version: int, partitions: int = 200) -> bytes:
+    body = {"responses": [{"name": "t\u00e9", "partition_responses": [
+        {"index": i, "error_code": i % 2, "base_offset": 10 * i, "log_append_time_ms": -1, "log_start_offset": 3}
+        for i in range(partitions)]}, {"name": "u", "partition_responses": []}], "throttle_time_ms": 7}
+    return encode_response(PRODUCE.key, version, 5, body)[4:]
+
+
+@pytest.mark.parametrize("version", PRODUCE.versions)
+def test_the_usual_produce_answer_takes_the_fast_path(version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No record errors, no message, no tags (200 partitions: a two-byte compact length): never the generic
+    decoder, so the send path keeps its speed."""
+    frame = _usual_answer(version)
+    expected = decode_response(PRODUCE.key, version, frame)
+
+    def no_fallback(*args: Any) -> Any:
+        raise AssertionError("the usual answer fell back to the generic decoder")
+
+    monkeypatch.setattr(produce, "decode_response", no_fallback)
+    assert decode_produce_response(version, frame) == expected
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 10])
+def test_a_truncated_produce_answer_raises_protocol_error(version: int) -> None:
+    frame = _usual_answer(version, partitions=3)
+    for end in range(len(frame)):
+        with pytest.raises(ProtocolError):
+            decode_produce_response(version, frame[:end])
 
 
 # --- the facts: our descriptions against the message files kafka-python ships (read at test time, not copied) -----
@@ -142,7 +168,10 @@ def test_descriptions_match_the_message_facts(key: int) -> None:
 
 KAFKA_PYTHON = ["ApiVersions", "Metadata", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
                 "OffsetFetch", "DescribeGroups", "ListGroups", "DeleteGroups", "DeleteTopics", "DeleteRecords",
-                "DescribeConfigs", "IncrementalAlterConfigs", "DescribeCluster", "OffsetForLeaderEpoch"]
+                "DescribeConfigs", "IncrementalAlterConfigs", "DescribeCluster", "OffsetForLeaderEpoch",
+                # the producer's
+                "Produce", "Fetch", "ListOffsets", "FindCoordinator", "SaslHandshake", "CreateTopics", "InitProducerId",
+                "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "SaslAuthenticate"]
 _BY_NAME = {a.name: a for a in APIS.values()}
 
 
@@ -151,14 +180,21 @@ def _kafka_python_class(name: str) -> Any:
     import kafka.protocol.admin.configs
     import kafka.protocol.admin.groups
     import kafka.protocol.admin.topics
+    import kafka.protocol.consumer.fetch
     import kafka.protocol.consumer.group
     import kafka.protocol.consumer.offsets
     import kafka.protocol.metadata.api_versions
+    import kafka.protocol.metadata.find_coordinator
     import kafka.protocol.metadata.metadata
+    import kafka.protocol.producer.produce
+    import kafka.protocol.producer.transaction
+    import kafka.protocol.sasl
 
     for module in (kafka.protocol.admin.cluster, kafka.protocol.admin.configs, kafka.protocol.admin.groups,
-                   kafka.protocol.admin.topics, kafka.protocol.consumer.group, kafka.protocol.consumer.offsets,
-                   kafka.protocol.metadata.api_versions, kafka.protocol.metadata.metadata):
+                   kafka.protocol.admin.topics, kafka.protocol.consumer.fetch, kafka.protocol.consumer.group,
+                   kafka.protocol.consumer.offsets, kafka.protocol.metadata.api_versions,
+                   kafka.protocol.metadata.find_coordinator, kafka.protocol.metadata.metadata,
+                   kafka.protocol.producer.produce, kafka.protocol.producer.transaction, kafka.protocol.sasl):
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(name)
@@ -170,15 +206,20 @@ _KAFKA_PYTHON_NAMES = {"generation_id": "generation_id_or_member_epoch",
                        "topic_authorized_operations": "authorized_operations"}
 
 
-def _kbuild(data_class: Any, version: int, values: dict[str, Any]) -> Any:
+def _kbuild(data_class: Any, version: int, values: dict[str, Any], fields: tuple[Field, ...]) -> Any:
+    """kafka-python's message from our value; only the fields present at this version (kafka-python refuses a
+    struct built at a version its struct does not exist in)."""
     kwargs = {}
-    for our_name, value in values.items():
-        name = our_name if our_name in data_class.fields else _KAFKA_PYTHON_NAMES[our_name]
+    for our in fields:
+        if not our.present(version):
+            continue
+        value = values[our.name]
+        name = our.name if our.name in data_class.fields else _KAFKA_PYTHON_NAMES[our.name]
         f = data_class.fields[name]
         if f.is_struct_array() and value is not None:
-            value = [_kbuild(f.data_class, version, item) for item in value]
+            value = [_kbuild(f.data_class, version, item, our.fields) for item in value]
         elif f.is_struct() and value is not None:
-            value = _kbuild(f.data_class, version, value)
+            value = _kbuild(f.data_class, version, value, our.fields)
         elif name.endswith("authorized_operations") and type(value) is int:  # kafka-python takes a set of bits
             value = None if value == -(2**31) else {b for b in range(32) if value >> b & 1}
         kwargs[name] = value
@@ -193,7 +234,7 @@ def test_generic_bytes_equal_kafka_python(case: tuple[int, int, bool], data: st.
     described = APIS[key]
     value = data.draw(message_values(described, version, response))
     cls = _kafka_python_class(described.name + ("Response" if response else "Request"))
-    message = _kbuild(cls, version, value)
+    message = _kbuild(cls, version, value, described.response if response else described.request)
     if response:
         message.with_header(correlation_id=5)
         assert bytes(message.encode(header=True, framed=True)) == encode_response(key, version, 5, value)

@@ -207,8 +207,8 @@ def test_injected_produce_errors_retriable_ones_retried_others_fail_only_their_r
         mock_cluster: MockCluster) -> None:
     """The mock answers Produce requests with the errors pushed to it: retriable ones are retried until the record is
     written once; a non-retriable one fails that record with its Kafka error name and the next record goes through."""
-    from cykafka.adapters.kafka_protocol import ERROR_CODES
     from cykafka.errors import BrokerResponseError
+    from cykafka.protocol.error_codes import ERROR_CODES
 
     topic = "rel-errors"
     mock_cluster.create_topic(topic, leaders=[2])

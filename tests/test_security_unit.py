@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import scramp
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.adapters.security import (
@@ -27,6 +26,8 @@ from cykafka.config import ProducerConfig
 from cykafka.errors import AuthenticationError, ConfigError
 from cykafka.ports import Ports
 from cykafka.producer import Producer
+from cykafka.protocol import Request
+from cykafka.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 
 # --- SCRAM: RFC test vectors ---------------------------------------------------------------------------------------
 
@@ -128,7 +129,9 @@ def test_oauthbearer_extensions_and_server_error() -> None:
     assert mech.evaluate(b'{"status":"invalid_token"}') == b"\x01"
     session = SaslSession(mech, "node 0")
     with pytest.raises(AuthenticationError, match="invalid_token") as info:
-        session.on_response(kp.SaslAuthenticateResponse(58, "token rejected"))
+        session.on_response({"error_code": 0, "mechanisms": ["OAUTHBEARER"]})
+        session.on_response({"error_code": 58, "error_message": "token rejected", "auth_bytes": b"",
+                             "session_lifetime_ms": 0})
     assert "token rejected" in str(info.value) and not info.value.retriable
 
 
@@ -155,15 +158,17 @@ def test_oauth_cb_exception_is_authentication_error() -> None:
 
 def test_session_maps_handshake_and_authenticate_errors() -> None:
     session = SaslSession(PlainMechanism("alice", "hunter2"), "node 1 (h:1)")
-    assert session.handshake_request() == kp.SaslHandshakeRequest("PLAIN")
+    assert session.handshake_request() == Request(SASL_HANDSHAKE.key, {"mechanism": "PLAIN"})
     with pytest.raises(AuthenticationError, match=r"UNSUPPORTED_SASL_MECHANISM.*enabled: SCRAM-SHA-512"):
-        session.on_response(kp.SaslHandshakeResponse(33, ("SCRAM-SHA-512",)))
-    request = session.on_response(kp.SaslHandshakeResponse(0, ("PLAIN",)))
-    assert isinstance(request, kp.SaslAuthenticateRequest) and "hunter2" not in repr(request)
+        session.on_response({"error_code": 33, "mechanisms": ["SCRAM-SHA-512"]})
+    request = session.on_response({"error_code": 0, "mechanisms": ["PLAIN"]})
+    assert request is not None and request.api_key == SASL_AUTHENTICATE.key and "hunter2" not in repr(request)
     with pytest.raises(AuthenticationError, match="Invalid username or password") as info:
-        session.on_response(kp.SaslAuthenticateResponse(58, "Invalid username or password"))
+        session.on_response({"error_code": 58, "error_message": "Invalid username or password", "auth_bytes": b"",
+                             "session_lifetime_ms": 0})
     assert info.value.code == 58 and "hunter2" not in str(info.value)
-    assert session.on_response(kp.SaslAuthenticateResponse(0, None, b"", 3_600_000)) is None
+    assert session.on_response({"error_code": 0, "error_message": None, "auth_bytes": b"",
+                                "session_lifetime_ms": 3_600_000}) is None
     assert session.session_lifetime_ms == 3_600_000
 
 
@@ -217,17 +222,17 @@ def test_unloadable_ca_file_names_the_key(tmp_path: Path) -> None:
     ca.write_text("not a certificate")
     cfg = ProducerConfig.parse({**BASE, "security.protocol": "SSL", "ssl.ca.location": str(ca)})
     with pytest.raises(ConfigError, match=r"ssl.ca.location"):
-        build_ssl_context(cfg)
+        build_ssl_context(cfg.security_settings())
     with pytest.raises(ConfigError, match=r"ssl.ca.location"):
         Producer(BASE, security_protocol="SSL", ssl_ca_location=str(ca), ports=Ports(start_sender=False))
 
 
 def test_hostname_verification_switches() -> None:
-    on = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL"}))
+    on = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL"}).security_settings())
     assert on.check_hostname
     for extra in ({"ssl.endpoint.identification.algorithm": ""}, {"ssl.endpoint.identification.algorithm": "none"},
                   {"ssl.check.hostname": False}):
-        ctx = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL", **extra}))
+        ctx = build_ssl_context(ProducerConfig.parse({**BASE, "security.protocol": "SSL", **extra}).security_settings())
         assert not ctx.check_hostname
 
 
@@ -237,7 +242,7 @@ def test_secrets_hidden_from_repr_and_errors(tmp_path: Path) -> None:
     cfg = ProducerConfig.parse({**BASE, "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                                 "sasl.username": "alice", "sasl.password": "hunter2-secret",
                                 "ssl.certificate.location": str(cert), "ssl.key.password": "keypass-secret"})
-    text = repr(cfg) + str(cfg)
+    text = repr(cfg) + str(cfg) + repr(cfg.connection_settings())  # the adapters' settings hide them too
     assert "hunter2-secret" not in text and "keypass-secret" not in text
     assert "sasl_password='[hidden]'" in text and "sasl_username='alice'" in text
     assert "sasl_oauthbearer_config=''" in text  # empty: nothing to hide
@@ -245,7 +250,7 @@ def test_secrets_hidden_from_repr_and_errors(tmp_path: Path) -> None:
         ProducerConfig.parse({**BASE, "security.protocol": "SASL_SSL", "sasl.password": b"hunter2-secret"})
     assert "hunter2" not in str(info.value)
     with pytest.raises(ConfigError) as info:
-        build_ssl_context(cfg)
+        build_ssl_context(cfg.security_settings())
     assert "keypass-secret" not in str(info.value) and "ssl.key.password" in str(info.value)
 
 
@@ -253,9 +258,9 @@ def test_oauth_cb_as_keyword_and_security_factory() -> None:
     cfg = ProducerConfig.parse(BASE, security_protocol="sasl_plaintext", sasl_mechanism="oauthbearer",
                                oauth_cb=lambda _: ("t", time.time() + 60))
     assert cfg.sasl_mechanism == "OAUTHBEARER" and callable(cfg.oauth_cb)
-    session = Security(cfg).sasl_session("node 0")
+    session = Security(cfg.security_settings()).sasl_session("node 0")
     assert isinstance(session.mechanism, OAuthBearerMechanism)
-    assert Security(cfg).ssl_context is None
+    assert Security(cfg.security_settings()).ssl_context is None
     assert ProducerConfig.parse({**BASE, "sasl.mechanisms": "PLAIN", "security.protocol": "SASL_SSL",
                                  "sasl.username": "u", "sasl.password": ""}).sasl_mechanism == "PLAIN"
 

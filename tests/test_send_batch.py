@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from fakes import fake_producer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.broker import EmbeddedBroker
 from cykafka.core import partition_for_key
-from cykafka.ports import Ports
 from cykafka.verify import read_back
 
 T = "columns"
@@ -48,8 +48,7 @@ def producer(cluster: FakeCluster) -> Iterator[Producer]:
 
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
-    return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, "batch.size": 2048,
-                     **config}, ports=Ports(transport=cluster))
+    return fake_producer(cluster, **{"linger.ms": 1, "max.block.ms": 2000, "batch.size": 2048, **config})
 
 
 def stored(cluster: FakeCluster, topic: str = T) -> dict[bytes | None, tuple[int, Any]]:

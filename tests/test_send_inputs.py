@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from fakes import fake_producer
 
 from cykafka import (
     InvalidRecordError,
@@ -38,8 +39,7 @@ def cluster() -> FakeCluster:
 
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
-    return Producer({"bootstrap.servers": "fake:1", "linger.ms": 1, "max.block.ms": 2000, **config},
-                    ports=Ports(transport=cluster))
+    return fake_producer(cluster, **{"linger.ms": 1, "max.block.ms": 2000, **config})
 
 
 @pytest.fixture

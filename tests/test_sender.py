@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -10,38 +9,45 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from fakes import fake_producer
 
 from cykafka import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock, SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
-from cykafka.ports import ClusterSnapshot, MetadataSource, Ports
+from cykafka.ports import ClusterSnapshot, MetadataSource
 from cykafka.producer import Producer
+from cykafka.protocol import APIS, ProduceRequest, Request
+from cykafka.protocol.apis import METADATA
 
 TOPIC = "t"
 
 
-def make(clock: Any = None, cluster_class: type[FakeCluster] = FakeCluster,
+OLDEST = {key: described.valid[0] for key, described in APIS.items()}
+
+
+@pytest.fixture(params=[None, {}, OLDEST], ids=["dicts", "wire", "wire-oldest"])
+def wire(request: pytest.FixtureRequest) -> dict[int, int] | None:
+    """The fake cluster answering with dict bodies (None), or in wire mode: every request and answer as bytes
+    through the real codec (the Produce hot path included) at our highest versions ({}) or our oldest."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def make(clock: Any = None, cluster_class: type[FakeCluster] = FakeCluster, wire: dict[int, int] | None = None,
          **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
     clock = clock or ManualClock()
-    cluster = cluster_class(clock, num_brokers=3)
+    cluster = cluster_class(clock, num_brokers=3, wire=wire is not None, versions=wire)
     cluster.create_topic(TOPIC, 4)
-    settings = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 100,
-                "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000, "request.timeout.ms": 30000}
-    settings.update(config)
-    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock,
-                                              start_sender=isinstance(clock, SystemClock)))
-    if isinstance(clock, SystemClock):
-        producer.partitions_for(TOPIC)  # the sender thread fetches it
-        return producer, cluster, clock
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    for _ in range(4):  # connect, fetch metadata
-        producer.sender.run_once()
-    return producer, cluster, clock
+    settings = {"linger.ms": 5, "retry.backoff.ms": 100, "retry.backoff.max.ms": 100, "delivery.timeout.ms": 120000,
+                "request.timeout.ms": 30000, **config}
+    return fake_producer(cluster, clock, topic=TOPIC, **settings), cluster, clock
 
 
-def produce_requests(cluster: FakeCluster) -> list[tuple[int, kp.ProduceRequest]]:
-    return [(n, r) for n, r in cluster.requests if isinstance(r, kp.ProduceRequest)]
+def produce_requests(cluster: FakeCluster) -> list[tuple[int, ProduceRequest]]:
+    return [(n, r) for n, r in cluster.requests if isinstance(r, ProduceRequest)]
+
+
+def metadata_requests(cluster: FakeCluster) -> int:
+    return sum(isinstance(r, Request) and r.api_key == METADATA.key for _, r in cluster.requests)
 
 
 def run(producer: Producer, times: int = 3) -> None:
@@ -49,8 +55,8 @@ def run(producer: Producer, times: int = 3) -> None:
         producer.sender.run_once()
 
 
-def test_linger_holds_a_batch_until_it_expires() -> None:
-    producer, cluster, clock = make()
+def test_linger_holds_a_batch_until_it_expires(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     future = producer.send(TOPIC, b"v", partition=1)
     run(producer)
     assert produce_requests(cluster) == []
@@ -65,16 +71,16 @@ def test_linger_holds_a_batch_until_it_expires() -> None:
     assert cluster.log(TOPIC, 1)[0].value == b"v"
 
 
-def test_full_batch_goes_before_linger() -> None:
-    producer, cluster, _ = make(**{"batch.size": 1024, "linger.ms": 10000})
+def test_full_batch_goes_before_linger(wire: dict[int, int] | None) -> None:
+    producer, cluster, _ = make(**{"batch.size": 1024, "linger.ms": 10000}, wire=wire)
     futures = [producer.send(TOPIC, b"x" * 100, partition=0) for _ in range(20)]
     run(producer)
     assert produce_requests(cluster), "a full batch must not wait for linger.ms"
     assert futures[0].done()
 
 
-def test_retriable_error_is_retried_after_backoff() -> None:
-    producer, cluster, clock = make()
+def test_retriable_error_is_retried_after_backoff(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     cluster.inject_error(7, topic=TOPIC, partition=2)  # REQUEST_TIMED_OUT
     future = producer.send(TOPIC, b"v", partition=2)
     clock.advance(5)
@@ -91,8 +97,8 @@ def test_retriable_error_is_retried_after_backoff() -> None:
     assert producer.metrics()["record-retry-total"] == 1
 
 
-def test_non_retriable_error_fails_the_records() -> None:
-    producer, cluster, clock = make()
+def test_non_retriable_error_fails_the_records(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     cluster.inject_error(87, topic=TOPIC, partition=0)  # INVALID_RECORD
     errors: list[Any] = []
     future = producer.send(TOPIC, b"v", partition=0, on_delivery=lambda err, md: errors.append(err))
@@ -104,15 +110,15 @@ def test_non_retriable_error_fails_the_records() -> None:
     assert type(errors[0]) is type(info.value) and str(errors[0]) == str(info.value)  # result() raises a copy
 
 
-def test_not_leader_refreshes_metadata_then_succeeds() -> None:
-    producer, cluster, clock = make()
+def test_not_leader_refreshes_metadata_then_succeeds(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     cluster.move_leader(TOPIC, 1, 0)  # the producer's snapshot still names node 1
     future = producer.send(TOPIC, b"v", partition=1)
-    metadata_before = sum(isinstance(r, kp.MetadataRequest) for _, r in cluster.requests)
+    metadata_before = metadata_requests(cluster)
     for _ in range(10):
         clock.advance(60)
         run(producer)
-    assert sum(isinstance(r, kp.MetadataRequest) for _, r in cluster.requests) > metadata_before
+    assert metadata_requests(cluster) > metadata_before
     assert future.result(0).offset == 0
     assert produce_requests(cluster)[-1][0] == 0
 
@@ -145,8 +151,8 @@ def test_delivery_timeout_fails_queued_batches() -> None:
     assert producer.metrics()["buffer-available-bytes"] == producer.config.buffer_memory
 
 
-def test_delivery_timeout_fails_in_flight_batches_and_ignores_the_late_answer() -> None:
-    producer, cluster, clock = make()
+def test_delivery_timeout_fails_in_flight_batches_and_ignores_the_late_answer(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     cluster.delay_ms[0] = 200_000
     future = producer.send(TOPIC, b"v", partition=0)
     clock.advance(5)
@@ -162,8 +168,8 @@ def test_delivery_timeout_fails_in_flight_batches_and_ignores_the_late_answer() 
         future.result(0)
 
 
-def test_disconnect_mid_request_retries_without_loss_or_duplicate() -> None:
-    producer, cluster, clock = make()
+def test_disconnect_mid_request_retries_without_loss_or_duplicate(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     cluster.delay_ms[1] = 10
     future = producer.send(TOPIC, b"v", partition=1)
     clock.advance(5)
@@ -177,8 +183,8 @@ def test_disconnect_mid_request_retries_without_loss_or_duplicate() -> None:
     assert len(cluster.log(TOPIC, 1)) == 1
 
 
-def test_message_too_large_splits_the_batch() -> None:
-    producer, cluster, clock = make(**{"compression.type": "lz4", "batch.size": 16384})
+def test_message_too_large_splits_the_batch(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(**{"compression.type": "lz4", "batch.size": 16384}, wire=wire)
     cluster.max_message_bytes = 20000
     for _ in range(20):  # teach the ratio estimator that this topic compresses very well
         for _ in range(50):
@@ -226,15 +232,15 @@ class LogAppendTimeCluster(FakeCluster):
     """Topics with message.timestamp.type=LogAppendTime: the broker answers with the time it appended the batch."""
 
     def _append(self, node_id: int, topic: str, index: int, records: Any,
-                transactional_id: str | None = None) -> kp.ProducePartitionResponse:
+                transactional_id: str | None = None) -> dict[str, Any]:
         answer = super()._append(node_id, topic, index, records, transactional_id)
-        if answer.error_code != 0:
+        if answer["error_code"] != 0:
             return answer
-        return dataclasses.replace(answer, log_append_time_ms=self.clock.wall_ms())
+        return {**answer, "log_append_time_ms": self.clock.wall_ms()}
 
 
-def test_log_append_time_from_the_broker_becomes_the_records_timestamp() -> None:
-    producer, _, clock = make(cluster_class=LogAppendTimeCluster)
+def test_log_append_time_from_the_broker_becomes_the_records_timestamp(wire: dict[int, int] | None) -> None:
+    producer, _, clock = make(cluster_class=LogAppendTimeCluster, wire=wire)
     seen: list[Any] = []
     future = producer.send(TOPIC, b"v", partition=0, timestamp_ms=1000, on_delivery=lambda err, md: seen.append(md))
     clock.advance(5)

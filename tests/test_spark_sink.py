@@ -26,7 +26,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cykafka.adapters import spark as sink
+from cykafka import spark as sink
 from cykafka.broker import EmbeddedBroker
 from cykafka.core import partition_for_key
 from cykafka.errors import ConfigError, KafkaTimeoutError

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fakes import fake_cluster, fake_producer
 
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.errors import (
@@ -20,8 +20,15 @@ from cykafka.errors import (
     TransactionStateError,
     UnsupportedVersionError,
 )
-from cykafka.ports import Ports
 from cykafka.producer import Producer
+from cykafka.protocol import API_NAMES, APIS, Api, ProduceRequest, Request, TransportRequest
+from cykafka.protocol.apis import (
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
+    TXN_OFFSET_COMMIT,
+)
 from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
 TOPIC = "t"
@@ -29,20 +36,14 @@ INVALID_RECORD = 87
 
 
 def make(cluster: FakeCluster | None = None, clock: ManualClock | None = None, transactional_id: str = "tx-1",
-         **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
+         wire: dict[int, int] | None = None, **config: Any) -> tuple[Producer, FakeCluster, ManualClock]:
+    """wire: None for dict bodies, else the fake cluster's wire mode at these versions ({}: our highest)."""
     clock = clock or ManualClock()
-    if cluster is None:
-        cluster = FakeCluster(clock, num_brokers=3)
-        cluster.create_topic(TOPIC, 4)
-    settings: dict[str, Any] = {"bootstrap.servers": "fake:9092", "linger.ms": 5, "retry.backoff.ms": 20,
-                                "retry.backoff.max.ms": 20}
+    cluster = cluster or fake_cluster(clock, TOPIC, wire=wire)
+    settings: dict[str, Any] = {"linger.ms": 5, "retry.backoff.ms": 20, "retry.backoff.max.ms": 20, **config}
     if transactional_id:
         settings["transactional.id"] = transactional_id
-    settings.update(config)
-    producer = Producer(settings, ports=Ports(transport=cluster, clock=clock, start_sender=False))
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    run(producer, clock, 4)
-    return producer, cluster, clock
+    return fake_producer(cluster, clock, topic=TOPIC, step_ms=5, **settings), cluster, clock
 
 
 def run(producer: Producer, clock: ManualClock, loops: int = 1) -> None:
@@ -73,6 +74,16 @@ def requests(cluster: FakeCluster) -> list[Any]:
     return [r for _, r in cluster.requests]
 
 
+def kinds(cluster: FakeCluster) -> list[str]:
+    """The API name of every request the cluster got, in order."""
+    return [API_NAMES[r.api_key] for r in requests(cluster)]
+
+
+def bodies(cluster: FakeCluster, described: Api) -> list[dict[str, Any]]:
+    """The bodies of one API's requests, in order."""
+    return [dict(r.body) for r in requests(cluster) if isinstance(r, Request) and r.api_key == described.key]
+
+
 def visible(cluster: FakeCluster, partition: int) -> list[bytes | None]:
     return [r.value for r in cluster.read_committed(TOPIC, partition)]
 
@@ -81,17 +92,19 @@ def test_init_transactions_finds_the_coordinator_and_takes_an_id_for_the_transac
     producer, cluster, clock = make()
     assert state(producer) == "UNINITIALIZED"
     initialized(producer, clock)
-    kinds = [type(r).__name__ for r in requests(cluster)]
-    assert kinds.index("FindCoordinatorRequest") < kinds.index("InitProducerIdRequest")
-    (init,) = [r for r in requests(cluster) if isinstance(r, kp.InitProducerIdRequest)]
-    assert init.transactional_id == "tx-1" and init.transaction_timeout_ms == 60000
+    sent = kinds(cluster)
+    assert sent.index("FindCoordinator") < sent.index("InitProducerId")
+    (init,) = bodies(cluster, INIT_PRODUCER_ID)
+    assert init["transactional_id"] == "tx-1" and init["transaction_timeout_ms"] == 60000
     info = producer.transaction_state()
     assert info.transactional_id == "tx-1" and info.producer_epoch == 0 and not info.in_transaction
     assert cluster.transactions["tx-1"].producer_id == info.producer_id
 
 
-def test_commit_makes_every_partition_visible_at_once() -> None:
-    producer, cluster, clock = make()
+@pytest.mark.parametrize("wire", [None, {}, {key: described.valid[0] for key, described in APIS.items()}],
+                         ids=["dicts", "wire", "wire-oldest"])
+def test_commit_makes_every_partition_visible_at_once(wire: dict[int, int] | None) -> None:
+    producer, cluster, clock = make(wire=wire)
     initialized(producer, clock)
     producer.begin_transaction()
     futures = [producer.send(TOPIC, b"v%d" % i, partition=i % 3) for i in range(9)]
@@ -106,13 +119,12 @@ def test_commit_makes_every_partition_visible_at_once() -> None:
     # every partition was added before its first batch went out
     added: set[tuple[str, int]] = set()
     for request in requests(cluster):
-        if isinstance(request, kp.AddPartitionsToTxnRequest):
-            added.update((t, p) for t, ps in request.topics for p in ps)
-        if isinstance(request, kp.ProduceRequest):
+        if isinstance(request, Request) and request.api_key == ADD_PARTITIONS_TO_TXN.key:
+            added.update((t["name"], p) for t in request.body["v3_and_below_topics"] for p in t["partitions"])
+        if isinstance(request, ProduceRequest):
             assert request.transactional_id == "tx-1"
             assert all((t, p) in added for t, parts in request.topics for p, _ in parts)
-    end = [r for r in requests(cluster) if isinstance(r, kp.EndTxnRequest)]
-    assert [e.committed for e in end] == [True]
+    assert [e["committed"] for e in bodies(cluster, END_TXN)] == [True]
     assert cluster.produce_errors == {}
 
 
@@ -124,8 +136,8 @@ def test_commit_sends_what_is_still_queued_before_ending_the_transaction() -> No
     producer.commit_transaction()  # the sender flushes first: linger.ms does not hold it
     run_until(producer, clock, lambda: state(producer) == "READY")
     assert all(f.done() for f in futures) and visible(cluster, 1) == [b"late-0", b"late-1", b"late-2"]
-    kinds = [type(r).__name__ for r in requests(cluster)]
-    assert kinds.index("EndTxnRequest") > max(i for i, k in enumerate(kinds) if k == "ProduceRequest")
+    sent = kinds(cluster)
+    assert sent.index("EndTxn") > max(i for i, k in enumerate(sent) if k == "Produce")
 
 
 def test_abort_hides_the_records_and_the_next_transaction_goes_on() -> None:
@@ -155,7 +167,7 @@ def test_abort_fails_records_not_yet_sent() -> None:
     with pytest.raises(TransactionAbortableError, match="aborted"):
         queued.result(0)
     assert cluster.log(TOPIC, 2) == []
-    assert not any(isinstance(r, kp.EndTxnRequest) for r in requests(cluster)), "nothing was added: no EndTxn"
+    assert not bodies(cluster, END_TXN), "nothing was added: no EndTxn"
 
 
 def test_an_empty_transaction_needs_no_end_txn() -> None:
@@ -164,7 +176,7 @@ def test_an_empty_transaction_needs_no_end_txn() -> None:
     producer.begin_transaction()
     producer.commit_transaction()
     run_until(producer, clock, lambda: state(producer) == "READY")
-    assert not any(isinstance(r, kp.EndTxnRequest) for r in requests(cluster))
+    assert not bodies(cluster, END_TXN)
 
 
 def test_offsets_are_committed_for_the_group_only_with_the_transaction() -> None:
@@ -183,9 +195,9 @@ def test_offsets_are_committed_for_the_group_only_with_the_transaction() -> None
     producer.commit_transaction()
     run_until(producer, clock, lambda: state(producer) == "READY")
     assert cluster.group_offsets["readers"] == {(TOPIC, 0): 12, (TOPIC, 1): 7}
-    commits = [(n, r) for n, r in cluster.requests if isinstance(r, kp.TxnOffsetCommitRequest)]
+    commits = [(n, r.body) for n, r in cluster.requests if r.api_key == TXN_OFFSET_COMMIT.key]
     assert {n for n, _ in commits} == {cluster.coordinator_for("readers")}, "to the group coordinator"
-    assert (commits[0][1].generation_id, commits[0][1].member_id) == (3, "m-1")
+    assert (commits[0][1]["generation_id"], commits[0][1]["member_id"]) == (3, "m-1")
 
 
 def test_a_second_producer_with_the_same_transactional_id_fences_the_first() -> None:
@@ -251,7 +263,7 @@ def test_a_failed_record_makes_the_transaction_abortable_then_the_producer_goes_
     producer.abort_transaction()
     run_until(producer, clock, lambda: state(producer) == "READY")
     assert producer.transaction_state().producer_epoch == epoch + 1, "the abort bumped the epoch (KIP-360)"
-    bumps = [r for r in requests(cluster) if isinstance(r, kp.InitProducerIdRequest) and r.producer_id >= 0]
+    bumps = [b for b in bodies(cluster, INIT_PRODUCER_ID) if b["producer_id"] >= 0]
     assert len(bumps) == 1  # refused (Tansu): a plain InitProducerId for the transactional.id bumps it instead
     producer.begin_transaction()
     good = producer.send(TOPIC, b"good", partition=2)
@@ -340,10 +352,10 @@ def test_a_lost_producer_id_mapping_is_abortable_and_the_abort_reinitializes() -
     with pytest.raises(TransactionAbortableError) as info:
         producer.commit_transaction()
     assert info.value.__cause__ is not None and getattr(info.value.__cause__, "code", None) == 49
-    ends = sum(isinstance(r, kp.EndTxnRequest) for r in requests(cluster))
+    ends = len(bodies(cluster, END_TXN))
     producer.abort_transaction()
     run_until(producer, clock, lambda: state(producer) == "READY")
-    assert sum(isinstance(r, kp.EndTxnRequest) for r in requests(cluster)) == ends, "no EndTxn: re-initialized"
+    assert len(bodies(cluster, END_TXN)) == ends, "no EndTxn: re-initialized"
     assert producer.transaction_state().producer_id != first_id
     producer.begin_transaction()
     producer.send(TOPIC, b"after", partition=0)
@@ -356,9 +368,9 @@ def test_a_lost_producer_id_mapping_is_abortable_and_the_abort_reinitializes() -
 class _NoTransactionApis(FakeCluster):
     """A broker that speaks no version of the transaction APIs we know."""
 
-    def send(self, node_id: int, request: object, now_ms: int, handler: Any = None,
+    def send(self, node_id: int, request: TransportRequest, now_ms: int, handler: Any = None,
              expect_response: bool = True) -> None:
-        if isinstance(request, kp.FindCoordinatorRequest):
+        if request.api_key == FIND_COORDINATOR.key:
             raise UnsupportedVersionError("broker supports no version of FindCoordinator that cykafka speaks")
         super().send(node_id, request, now_ms, handler, expect_response)
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cykafka import BatchResult, ConfigError, KafkaError, Producer, RecordFuture, RecordMetadata
-from cykafka.adapters import kafka_protocol as kp
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.ports import ClientResponse, Ports
+from cykafka.protocol import ProduceRequest
 
 HERE = Path(__file__).parent
 
@@ -156,7 +156,7 @@ class _OSErrorOnProduce(FakeCluster):
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         return [dataclasses.replace(r, response=None, error=OSError("socket gone"))  # type: ignore[arg-type]
-                if isinstance(r.request, kp.ProduceRequest) else r for r in super().poll(timeout_ms, now_ms)]
+                if isinstance(r.request, ProduceRequest) else r for r in super().poll(timeout_ms, now_ms)]
 
 
 def test_a_callback_only_ever_sees_a_kafka_error() -> None:

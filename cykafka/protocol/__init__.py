@@ -21,6 +21,14 @@ from cykafka.protocol.frames import (
     encode_request,
     encode_response,
 )
+from cykafka.protocol.produce import (
+    ProduceRequest,
+    TransportRequest,
+    decode_any_response,
+    decode_produce_response,
+    encode_any_request,
+    encode_produce_request,
+)
 from cykafka.protocol.schema import Api, F, Field, api
 
 __all__ = [
@@ -31,13 +39,19 @@ __all__ = [
     "Api",
     "F",
     "Field",
+    "ProduceRequest",
     "Request",
     "RequestHeader",
+    "TransportRequest",
     "api",
+    "decode_any_response",
     "decode_message",
+    "decode_produce_response",
     "decode_request",
     "decode_response",
+    "encode_any_request",
     "encode_message",
+    "encode_produce_request",
     "encode_request",
     "encode_response",
 ]

@@ -1,9 +1,10 @@
 """Every API cykafka speaks, described once (notation: cykafka.protocol.schema), written from the protocol's facts.
 
-Version ranges are the ones we implement, not every version Kafka defines. The APIs adapters/kafka_protocol.py speaks
-keep its ranges (its SUPPORTED_VERSIONS says why each stops where it does). The consumer and admin APIs stop before
-topic ids replace topic names (KIP-516: Fetch 13, OffsetCommit 9, DeleteTopics 6 is kept, it carries both) or before
-KIP-848's group fields, where noted.
+Version ranges are the ones we implement, not every version Kafka defines. The producer's APIs stop where the
+producer's behaviour is written for (Produce at 10: 11 may answer TRANSACTION_ABORTABLE; the transaction APIs before
+their TRANSACTION_ABORTABLE versions; AddPartitionsToTxn at 3: 4+ is broker-to-broker). The consumer and admin APIs
+stop before topic ids replace topic names (KIP-516: Fetch 13, OffsetCommit 9, DeleteTopics 6 is kept, it carries
+both) or before KIP-848's group fields, where noted.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _BROKER = (F("node_id", "int32"), F("host", "string"), F("port", "int32"), F("ra
 _LEADER_AND_EPOCH = (F("leader_id", "int32", default=-1), F("leader_epoch", "int32", default=-1))
 _PARTITION_ERRORS = (F("partition_index", "int32"), _ERROR)
 
-# --- the APIs adapters/kafka_protocol.py speaks today -------------------------------------------------------------
+# --- the APIs the producer speaks ------------------------------------------------------------------------------------
 
 PRODUCE = api(0, "Produce", "3-10", "9+", request=(
     F("transactional_id", "string", nullable=ALL, default=None),
@@ -85,6 +86,11 @@ FETCH = api(1, "Fetch", "4-12", "12+", request=(
             name="responses", topic="topic"),
 ))
 
+# ListOffsets' special timestamps: the offset of the next record, of the first, of the record with the max timestamp
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
 LIST_OFFSETS = api(2, "ListOffsets", "1-7", "6+", request=(
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
@@ -116,6 +122,9 @@ METADATA = api(3, "Metadata", "1-12", "9+", request=(
     F("cluster_authorized_operations", "int32", "8-10", default=INT32_MIN),
 ))
 
+COORDINATOR_GROUP = 0  # FindCoordinator key_type: a consumer group
+COORDINATOR_TRANSACTION = 1  # a transactional.id
+
 FIND_COORDINATOR = api(10, "FindCoordinator", "1-4", "3+", request=(
     F("key", "string", "0-3"),
     F("key_type", "int8"),
@@ -130,6 +139,16 @@ FIND_COORDINATOR = api(10, "FindCoordinator", "1-4", "3+", request=(
     F("coordinators", "[]", "4+", F("key", "string"), F("node_id", "int32"), F("host", "string"),
       F("port", "int32"), _ERROR, _ERROR_MESSAGE),
 ))
+
+
+
+def coordinators_of(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The coordinators a decoded FindCoordinator answer names: v4+'s `coordinators`, or (v1-3, whose body holds
+    one coordinator's fields) the body itself; an empty v4 answer names none."""
+    if answer["coordinators"] or not (answer["host"] or answer["error_code"]):
+        return list(answer["coordinators"])
+    return [answer]
+
 
 SASL_HANDSHAKE = api(17, "SaslHandshake", "0-1", "none", request=(
     F("mechanism", "string"),

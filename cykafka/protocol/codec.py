@@ -73,7 +73,7 @@ class Reader:
         return length
 
 
-def _uvarint(out: bytearray, value: int, max_value: int = 0xFFFFFFFF) -> None:
+def put_uvarint(out: bytearray, value: int, max_value: int = 0xFFFFFFFF) -> None:
     if not 0 <= value <= max_value:
         raise RequestEncodeError(f"varint value {value} out of range 0..{max_value}")
     while value >= 0x80:
@@ -82,9 +82,9 @@ def _uvarint(out: bytearray, value: int, max_value: int = 0xFFFFFFFF) -> None:
     out.append(value)
 
 
-def _put_length(out: bytearray, length: int, flexible: bool, int16_prefix: bool = False) -> None:
+def put_length(out: bytearray, length: int, flexible: bool, int16_prefix: bool = False) -> None:
     if flexible:
-        _uvarint(out, length + 1)
+        put_uvarint(out, length + 1)
     else:
         out += (_I16 if int16_prefix else _I32).pack(length)
 
@@ -113,7 +113,7 @@ def _primitive(type_: str, flexible: bool) -> tuple[Put, Get, int]:
         def put_varint(out: bytearray, v: int) -> None:
             if not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
                 raise RequestEncodeError(f"{type_} value {v} out of int{bits} range")
-            _uvarint(out, (v << 1) ^ (v >> (bits - 1)), (1 << bits) - 1)
+            put_uvarint(out, (v << 1) ^ (v >> (bits - 1)), (1 << bits) - 1)
 
         def get_varint(r: Reader) -> int:
             n = r.uvarint(5 if bits == 32 else 10)
@@ -130,7 +130,7 @@ def _primitive(type_: str, flexible: bool) -> tuple[Put, Get, int]:
             data = v.encode()
             if len(data) > _MAX_STRING_BYTES:
                 raise RequestEncodeError(f"string of {len(data)} bytes exceeds the 32767-byte limit")
-            _put_length(out, len(data), flexible, int16_prefix=True)
+            put_length(out, len(data), flexible, int16_prefix=True)
             out += data
 
         def get_string(r: Reader) -> str:
@@ -143,7 +143,7 @@ def _primitive(type_: str, flexible: bool) -> tuple[Put, Get, int]:
     # bytes, records
     def put_bytes(out: bytearray, v: Any) -> None:
         view = memoryview(v).cast("B")
-        _put_length(out, len(view), flexible)
+        put_length(out, len(view), flexible)
         out += view
 
     def get_bytes(r: Reader) -> bytes:
@@ -162,7 +162,7 @@ def _nullable(put: Put, get: Get, flexible: bool, int16_prefix: bool) -> tuple[P
     """Wraps a length-prefixed codec so None goes out as length -1 and length -1 comes back as None."""
     def put_nullable(out: bytearray, v: Any) -> None:
         if v is None:
-            _put_length(out, -1, flexible, int16_prefix)
+            put_length(out, -1, flexible, int16_prefix)
         else:
             put(out, v)
 
@@ -191,7 +191,7 @@ def _field(f: Field, version: int, flexible: bool) -> tuple[Put, Get, int]:
         item_bytes = max(item_bytes, 1)
 
         def put_array(out: bytearray, v: Any) -> None:
-            _put_length(out, len(v), flexible)
+            put_length(out, len(v), flexible)
             for item in v:
                 put_item(out, item)
 
@@ -239,10 +239,10 @@ def _struct(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Pu
                 raw = bytearray()
                 put(raw, value[name])
                 written.append((tag, raw))
-        _uvarint(out, len(written))
+        put_uvarint(out, len(written))
         for tag, raw in written:
-            _uvarint(out, tag)
-            _uvarint(out, len(raw))
+            put_uvarint(out, tag)
+            put_uvarint(out, len(raw))
             out += raw
 
     def get_struct(r: Reader) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from cykafka.errors import ProtocolError, RequestEncodeError, UnsupportedVersionError
@@ -29,11 +29,7 @@ class Request:
     transport picks the version (ApiVersions) and encodes it with `encode_request`; the answer is the decoded dict."""
 
     api_key: int
-    body: Mapping[str, Any]
-
-    @property
-    def API_KEY(self) -> int:  # the attribute transports read from every request type
-        return self.api_key
+    body: Mapping[str, Any] = field(repr=False)  # may hold credentials (SaslAuthenticate): never in a log line
 
 
 class RequestHeader(NamedTuple):

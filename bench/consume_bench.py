@@ -1,0 +1,290 @@
+"""Consumer benchmarks, side by side on one embedded broker: cykafka (`poll` and `poll_batch`), confluent-kafka (its
+defaults and its best setting, `fetch.queue.backoff.ms=1`), aiokafka and kafka-python, each in its own process (so
+its CPU time is its own), interleaved round by round, reading the same topic from its beginning.
+
+    python bench/consume_bench.py [--records N] [--slow-records M] [--rounds R] [--codec lz4|none|...]
+                                  [--clients cykafka,cykafka-batch,confluent,confluent-default,aiokafka,kafka-python]
+    python -m cProfile -o consume.prof bench/consume_bench.py --worker cykafka --bootstrap HOST:PORT --topic T ...
+
+The topic (--partitions partitions, keyed 10-byte keys, --value-bytes values, --codec) is written once per run by
+cykafka's producer. A worker (--worker CLIENT) assigns every partition, reads from the earliest offset until it has
+--records records, touching every value (its length, summed; poll_batch: Arrow's binary_length, summed), and prints
+records, elapsed_s, cpu_s (user+sys of the process), peak_rss_growth_mib and the settings it used. Every client reads
+with the same guarantee: CRCs checked (Java's check.crcs default; librdkafka's is off, so it is set on), no group, no
+commits, and up to CALL_RECORDS records per call (`consume(num_messages=)`, `getmany(max_records=)`,
+`poll(max_records=)`, `max.poll.records`). The clock starts when the worker has its assignment, before its first
+fetch. bench/run.py runs this file with --json and puts its tables in bench/results/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+# measure the installed package, not the source tree (see e2e_bench.py)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
+
+CALL_RECORDS = 10_000
+CLIENTS = ("cykafka", "cykafka-batch", "confluent", "confluent-default", "aiokafka", "kafka-python")
+SLOW = frozenset({"kafka-python"})  # read --slow-records only
+BASE = "confluent"  # ratios against confluent-kafka with its best setting
+# The one record of each client's settings, on top of bootstrap and "read from the earliest offset".
+SETTINGS: dict[str, dict[str, Any]] = {
+    "cykafka": {"check.crcs": True, "max.poll.records": CALL_RECORDS, "enable.auto.commit": False},
+    "cykafka-batch": {"check.crcs": True, "enable.auto.commit": False},
+    "confluent": {"check.crcs": True, "fetch.queue.backoff.ms": 1, "enable.auto.commit": False},
+    "confluent-default": {"check.crcs": True, "enable.auto.commit": False},
+    "aiokafka": {"check_crcs": True, "enable_auto_commit": False},
+    "kafka-python": {"check_crcs": True, "enable_auto_commit": False},
+}
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class Clock:
+    """Wall and CPU time of this process from start() on, and its RSS growth."""
+
+    def start(self) -> None:
+        self.rss_before = rss_bytes()
+        self.peak_rss = self.rss_before
+        self.rusage = resource.getrusage(resource.RUSAGE_SELF)
+        self.started = time.perf_counter()
+
+    def sample_rss(self) -> None:
+        self.peak_rss = max(self.peak_rss, rss_bytes())
+
+    def result(self, records: int) -> dict[str, Any]:
+        elapsed_s = time.perf_counter() - self.started
+        now = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_s = (now.ru_utime - self.rusage.ru_utime) + (now.ru_stime - self.rusage.ru_stime)
+        return {"records": records, "elapsed_s": elapsed_s, "cpu_s": cpu_s,
+                "peak_rss_growth_mib": (self.peak_rss - self.rss_before) / 2**20}
+
+
+# -- clients: each reads `records` records of `topic` (partitions 0..n-1) from the beginning -------------------------
+
+
+def run_cykafka(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock, batch: bool) -> int:
+    from cykafka import Consumer, TopicPartition
+
+    config = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+              **SETTINGS["cykafka-batch" if batch else "cykafka"]}
+    with Consumer(config) as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        clock.start()
+        seen = touched = 0
+        if batch:
+            import pyarrow.compute as pc
+
+            while seen < records:
+                got = consumer.poll_batch(1.0, max_records=CALL_RECORDS)
+                if got.num_rows:
+                    touched += pc.sum(pc.binary_length(got.column("value"))).as_py() or 0
+                    seen += got.num_rows
+                    clock.sample_rss()
+        else:
+            while seen < records:
+                got = consumer.poll(1.0)
+                for record in got:
+                    touched += len(record.value or b"")
+                seen += len(got)
+                if got:
+                    clock.sample_rss()
+        return seen
+
+
+def run_confluent(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock,
+                  settings: dict[str, Any]) -> int:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", **settings})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        clock.start()
+        seen = touched = 0
+        while seen < records:
+            got = consumer.consume(num_messages=CALL_RECORDS, timeout=1.0)
+            for message in got:
+                if message.error() is not None:
+                    raise RuntimeError(str(message.error()))
+                touched += len(message.value() or b"")
+            seen += len(got)
+            if got:
+                clock.sample_rss()
+        return seen
+    finally:
+        consumer.close()
+
+
+def run_aiokafka(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock) -> int:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def main() -> int:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                    **SETTINGS["aiokafka"])
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+            clock.start()
+            seen = touched = 0
+            while seen < records:
+                got = await consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS)
+                for messages in got.values():
+                    for message in messages:
+                        touched += len(message.value or b"")
+                    seen += len(messages)
+                if got:
+                    clock.sample_rss()
+            return seen
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(main())
+
+
+def run_kafka_python(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock) -> int:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", **SETTINGS["kafka-python"])
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        clock.start()
+        seen = touched = 0
+        while seen < records:
+            got = consumer.poll(timeout_ms=1000, max_records=CALL_RECORDS)
+            for messages in got.values():
+                for message in messages:
+                    touched += len(message.value or b"")
+                seen += len(messages)
+            if got:
+                clock.sample_rss()
+        return seen
+    finally:
+        consumer.close()
+
+
+RUNNERS: dict[str, Callable[[str, str, int, int, Clock], int]] = {
+    "cykafka": lambda b, t, p, n, c: run_cykafka(b, t, p, n, c, batch=False),
+    "cykafka-batch": lambda b, t, p, n, c: run_cykafka(b, t, p, n, c, batch=True),
+    "confluent": lambda b, t, p, n, c: run_confluent(b, t, p, n, c, SETTINGS["confluent"]),
+    "confluent-default": lambda b, t, p, n, c: run_confluent(b, t, p, n, c, SETTINGS["confluent-default"]),
+    "aiokafka": run_aiokafka,
+    "kafka-python": run_kafka_python,
+}
+
+
+def worker(args: argparse.Namespace) -> None:
+    clock = Clock()
+    seen = RUNNERS[args.worker](args.bootstrap, args.topic, args.partitions, args.records, clock)
+    print(json.dumps({"client": args.worker, **clock.result(seen), "settings": SETTINGS[args.worker]}))
+
+
+# -- driver --------------------------------------------------------------------------------------------------------
+
+
+def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes: int, codec: str) -> None:
+    """Writes the topic once: 10-byte keys spread over the partitions, value_bytes values, the codec."""
+    from cykafka import Admin, NewTopic, Producer
+
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, partitions)])[topic].result()
+    keys = [b"key-%06d" % i for i in range(1024)]
+    values = [(b"%08d" % i + b"v" * value_bytes)[:value_bytes] for i in range(1024)]
+    with Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5,
+                   "batch.size": 65536}) as producer:
+        for start in range(0, records, 10_000):
+            count = min(10_000, records - start)
+            producer.send_batch(topic, [values[i % 1024] for i in range(start, start + count)],
+                                [keys[i % 1024] for i in range(start, start + count)])
+        producer.flush()
+
+
+def measure(client: str, bootstrap: str, topic: str, partitions: int, records: int) -> dict[str, Any]:
+    command = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
+               "--topic", topic, "--partitions", str(partitions), "--records", str(records)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from cykafka.broker import EmbeddedBroker
+
+    clients = [c for c in args.clients.split(",") if c]
+    runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
+    with EmbeddedBroker() as broker:
+        topic = f"consume-{args.codec}"
+        fill(broker.bootstrap_servers, topic, args.partitions, args.records, args.value_bytes, args.codec)
+        for _ in range(args.rounds):
+            for client in clients:
+                count = args.slow_records if client in SLOW else args.records
+                runs[client].append(measure(client, broker.bootstrap_servers, topic, args.partitions, count))
+    return {"codec": args.codec, "records": args.records, "value_bytes": args.value_bytes,
+            "partitions": args.partitions, "runs": runs}
+
+
+def rates(result: dict[str, Any], client: str) -> tuple[float, float, float]:
+    """Median records/s, CPU µs per record and peak RSS growth (MiB) of a client's runs (nan when none worked)."""
+    good = [r for r in result["runs"][client] if "error" not in r and r["records"]]
+    if not good:
+        return float("nan"), float("nan"), float("nan")
+    return (statistics.median(r["records"] / r["elapsed_s"] for r in good),
+            statistics.median(r["cpu_s"] / r["records"] * 1e6 for r in good),
+            statistics.median(r["peak_rss_growth_mib"] for r in good))
+
+
+def table(result: dict[str, Any]) -> str:
+    base_rate, base_cpu, _ = rates(result, BASE) if BASE in result["runs"] else (float("nan"),) * 3
+    lines = [f"### Consume, {result['value_bytes']} B values, {result['codec']}, {result['partitions']} partitions, "
+             f"{result['records']:,} records", "",
+             "| client | records/s | vs confluent (tuned) | CPU µs/record | CPU vs confluent | peak RSS growth MiB |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for client, runs in result["runs"].items():
+        rate, cpu, rss = rates(result, client)
+        errors = "; ".join(r["error"] for r in runs if "error" in r)
+        lines.append(f"| {client} | {rate:,.0f} | {rate / base_rate:.2f}x | {cpu:.2f} | {cpu / base_cpu:.2f}x | "
+                     f"{rss:.0f} |" + (f" errors: {errors}" if errors else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", choices=CLIENTS, help="run one client (internal)")
+    parser.add_argument("--bootstrap", default="")
+    parser.add_argument("--topic", default="")
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--slow-records", type=int, default=200_000, help="records for kafka-python")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--codec", default="lz4")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--json", action="store_true", help="print the raw result as JSON (for bench/run.py)")
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    result = run(args)
+    print(json.dumps(result) if args.json else table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,673 @@
+"""A consumer's membership in a classic consumer group (Java's AbstractCoordinator + ConsumerCoordinator), sans-I/O:
+no sockets, no threads, no clock reads. Time comes in as `now_ms`; requests go out as decisions; answers come back as
+decoded dicts. Pure Python: it runs a few times per heartbeat interval, never per record.
+
+The shell's loop (one `GroupMember` per consumer):
+
+    member.subscribe(topics) / member.subscribe_pattern(regex)
+    while ...:
+        member.update_metadata(partition_counts, now_ms)   # when fresh; `wants_metadata`, `metadata_topics()` say when
+        for event in member.take_events():                 # revoked / assigned / lost: the rebalance listener, and
+            ...                                            #   commits of revoked partitions (commit_request)
+        while (out := member.next_request(now_ms)) is not None:
+            transport.send(out.node_id or least_loaded, out.request)   # coordinator: transport.update_nodes
+        ...on an answer: member.on_response(api_key, body, now_ms); on a disconnect/timeout: member.on_failure(...)
+        wait at most member.poll_timeout_ms(now_ms)
+    on each user poll(): member.poll(now_ms);   on close: member.close(now_ms), then send what next_request gives
+
+The flow (Java's): FindCoordinator(GROUP) -> JoinGroup (KIP-394: a first join with an empty member id is answered
+MEMBER_ID_REQUIRED with the id to use; we join again with it at once) -> the leader runs the assignor the group chose
+(`protocol_name`) over the members' subscriptions and the partition counts -> SyncGroup -> assignment -> Heartbeat
+every heartbeat.interval.ms (counted from the last one sent; retry.backoff.ms after a failed one).
+
+Errors (from the one error table): REBALANCE_IN_PROGRESS -> rejoin keeping the generation; UNKNOWN_MEMBER_ID and
+ILLEGAL_GENERATION -> forget the member id and generation and rejoin (what was owned is reported lost);
+NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a disconnect or no heartbeat answer within session.timeout.ms -> find the
+coordinator again; COORDINATOR_LOAD_IN_PROGRESS -> retry after retry.backoff.ms; FENCED_INSTANCE_ID -> fatal (every
+later `next_request` raises it); any other error -> raised once by the next `next_request`, as Java's poll() raises.
+
+Rebalance protocol (the highest all configured assignors support): EAGER revokes everything before joining;
+COOPERATIVE (KIP-429) keeps its partitions while rejoining, revokes only those the new assignment moves away, and
+rejoins at once when it revoked any so they can be handed over. Events come out in Java's listener order and only
+between requests: `next_request` sends no JoinGroup or LeaveGroup while events wait in `take_events()` or an
+OffsetCommit built here is unanswered, so a shell that commits on revoke commits before the group moves on.
+
+max.poll.interval.ms: if `poll()` was not called for longer while in the group, the member leaves (LeaveGroup unless
+static) and forgets its generation; it joins again at the next `poll()`, reporting its partitions lost. Static members
+(group.instance.id) send no LeaveGroup, on close neither (Java's rule: their partitions wait out the session).
+Metadata: when a pattern matches a new topic the subscription changes and the member rejoins; the leader also rejoins
+when a partition count of any topic in the group's subscription differs from the one it assigned with.
+
+Coordinator connection: as Java, the coordinator gets its own node id (2**31 - 1 - its broker id) so a JoinGroup
+the broker holds never delays fetches on the broker's ordinary connection; `coordinator` is that Node.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+from cykafka.core.assignors import (
+    ASSIGNORS,
+    TP,
+    Member,
+    RebalanceProtocol,
+    member_generation,
+    rebalance_protocol,
+    subscription_user_data,
+)
+from cykafka.errors import InvalidArgumentError, KafkaError, ProtocolError
+from cykafka.ports import Node
+from cykafka.protocol import apis
+from cykafka.protocol.consumer_protocol import (
+    PROTOCOL_TYPE,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.protocol.frames import Request
+
+COORDINATOR_NODE_BASE = 2**31 - 1  # the coordinator's connection id is this minus its broker id (Java)
+NO_GENERATION = -1
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # never matched by a pattern (Java)
+_RESET = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION})
+
+
+class MemberState(Enum):
+    """Java's MemberState."""
+
+    UNJOINED = "unjoined"  # not in the group (or left it)
+    PREPARING_REBALANCE = "preparing_rebalance"  # JoinGroup sent
+    COMPLETING_REBALANCE = "completing_rebalance"  # joined; SyncGroup to send or sent
+    STABLE = "stable"  # assignment received; heartbeating
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """The consumer config keys the group protocol reads (names as in Kafka, Java's defaults)."""
+
+    group_id: str
+    session_timeout_ms: int = 45_000  # session.timeout.ms
+    heartbeat_interval_ms: int = 3_000  # heartbeat.interval.ms
+    max_poll_interval_ms: int = 300_000  # max.poll.interval.ms (also JoinGroup's rebalance timeout)
+    group_instance_id: str | None = None  # group.instance.id: static membership
+    assignors: tuple[str, ...] = ("range", "cooperative-sticky")  # partition.assignment.strategy, preferred first
+    retry_backoff_ms: int = 100  # retry.backoff.ms
+    client_rack: str | None = None  # client.rack, sent in the subscription (v3)
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.assignors if a not in ASSIGNORS]
+        if not self.assignors or unknown:
+            raise InvalidArgumentError(f"partition.assignment.strategy: {unknown or 'empty'} not accepted; accepted: "
+                                       f"{', '.join(ASSIGNORS)} (one or more, preferred first)")
+
+
+class Outgoing(NamedTuple):
+    """A request to send: to `node_id` (the coordinator's connection id), or to any broker when node_id is None."""
+
+    node_id: int | None
+    request: Request
+
+
+class GroupEvent(NamedTuple):
+    """For the rebalance listener: kind "revoked", "assigned" or "lost", and the partitions, sorted."""
+
+    kind: str
+    partitions: tuple[TP, ...]
+
+
+class GroupMember:
+    """One consumer's group membership; see the module docstring for the loop and the rules."""
+
+    def __init__(self, settings: GroupSettings) -> None:
+        self.settings = settings
+        self.protocol = rebalance_protocol(settings.assignors)
+        self.state = MemberState.UNJOINED
+        self.member_id = ""
+        self.generation_id = NO_GENERATION
+        self.protocol_name: str | None = None
+        self.leader_id = ""
+        self.coordinator: Node | None = None
+        self.assignment: frozenset[TP] = frozenset()
+        self._topics: frozenset[str] = frozenset()
+        self._pattern: re.Pattern[str] | None = None
+        self._joined_topics: frozenset[str] | None = None  # the subscription the last JoinGroup carried
+        self._partition_counts: dict[str, int] = {}
+        self._metadata_updates = 0
+        self._events: list[GroupEvent] = []
+        self._in_flight: set[int] = set()  # group API keys awaiting an answer (one of each at most)
+        self._commits_in_flight = 0
+        self._find_after_ms = 0
+        self._join_after_ms = 0
+        self._heartbeat_due_ms = 0
+        self._last_heartbeat_ok_ms = 0
+        self._last_poll_ms: int | None = None
+        self._poll_expired = False  # left for max.poll.interval.ms: no rejoin before the next poll()
+        self._rejoin_reason: str | None = "initial join"
+        self._needs_join_prepare = True
+        self._sync_body: dict[str, Any] | None = None  # the SyncGroup to send
+        self._leader_waits_since = -1  # the metadata update count a waiting leader needs to exceed
+        self._leader_members: list[Member] = []
+        self._group_topics: frozenset[str] = frozenset()  # the leader's view of everyone's topics
+        self._assigned_with: dict[str, int] | None = None  # the leader's partition counts at assignment
+        self._closing = False
+        self._coordinator_wanted = False  # offsets asked for while the coordinator is unknown
+        self._close_pending = False  # closing: the LeaveGroup (if any) is still to go
+        self._reopen = False  # unsubscribe: a member again once it has left
+        self._leave_body: dict[str, Any] | None = None  # the LeaveGroup after max.poll.interval.ms
+        self._error: KafkaError | None = None  # raised once by next_request
+        self._fatal: KafkaError | None = None  # raised by every next_request
+
+    # -- the shell's inputs ------------------------------------------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Subscribe to these topics (replacing any earlier subscription); a change rejoins the group."""
+        self._pattern = None
+        self._set_topics(frozenset(topics))
+
+    def subscribe_pattern(self, pattern: str | re.Pattern[str]) -> None:
+        """Subscribe to every topic whose whole name matches (internal topics excepted), as metadata shows them."""
+        self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+        self._set_topics(self._matching(self._partition_counts))
+
+    @property
+    def subscription(self) -> frozenset[str]:
+        return self._topics
+
+    def _matching(self, topics: Iterable[str]) -> frozenset[str]:
+        assert self._pattern is not None
+        return frozenset(t for t in topics if t not in INTERNAL_TOPICS and self._pattern.fullmatch(t))
+
+    def _set_topics(self, topics: frozenset[str]) -> None:
+        if topics != self._topics:
+            self._topics = topics
+            if self._joined_topics is not None and topics != self._joined_topics:
+                self._request_rejoin("subscription changed")
+
+    def metadata_topics(self) -> frozenset[str] | None:
+        """Topics whose metadata the shell should keep fresh (None: every topic, for a pattern); the leader adds
+        every member's topics, as Java does."""
+        if self._pattern is not None:
+            return None
+        return self._topics | self._group_topics
+
+    @property
+    def wants_metadata(self) -> bool:
+        """True while the leader waits for a metadata update before it can assign."""
+        return self._leader_waits_since >= 0
+
+    def update_metadata(self, partition_counts: Mapping[str, int], now_ms: int) -> None:
+        """Fresh metadata: {topic: partition count} for the topics asked (absent: the topic does not exist)."""
+        self._partition_counts = dict(partition_counts)
+        self._metadata_updates += 1
+        if self._pattern is not None:
+            self._set_topics(self._matching(partition_counts))
+        if 0 <= self._leader_waits_since < self._metadata_updates and self._sync_body is not None:
+            self._assign()
+        if self._assigned_with is not None and self.state is MemberState.STABLE:
+            if {t: partition_counts.get(t, 0) for t in self._assigned_with} != self._assigned_with:
+                self._request_rejoin("partition counts of the group's topics changed")
+
+    def poll(self, now_ms: int) -> None:
+        """The user called poll(): restarts the max.poll.interval.ms timer; after leaving on it, rejoins."""
+        self._last_poll_ms = now_ms
+        if self._poll_expired:
+            self._poll_expired = False
+            self._request_rejoin("polled again after max.poll.interval.ms")
+
+    def take_events(self) -> list[GroupEvent]:
+        """The rebalance listener's events so far, oldest first (taking them lets a JoinGroup or LeaveGroup go)."""
+        events, self._events = self._events, []
+        return events
+
+    def close(self, now_ms: int) -> None:
+        """Leave the group (Java's onLeavePrepare, then maybeLeaveGroup): the owned partitions are revoked (lost if
+        the generation is gone); once those events are taken and the commits built so far answered, the generation
+        is dropped and a LeaveGroup (dynamic members with a known coordinator) comes out of next_request. The
+        generation stays valid until then, so the listener can still commit. `left` turns True once nothing more is
+        to be sent or awaited."""
+        if self._closing:
+            return
+        self._leave_prepare()
+        self._closing = self._close_pending = True
+
+    def unsubscribe(self, now_ms: int) -> None:
+        """Stop being a member (Java's unsubscribe): as close, and once the LeaveGroup is out the member can
+        subscribe again."""
+        self.close(now_ms)
+        self._reopen = True
+        self._topics = frozenset()
+        self._pattern = None
+
+    @property
+    def left(self) -> bool:
+        """Closing and nothing left to send or await (LeaveGroup answered or not needed, commits answered)."""
+        return self._closing and not self._close_pending and not self._in_flight and not self._commits_in_flight
+
+    # -- decisions ---------------------------------------------------------------------------------------------------
+
+    def next_request(self, now_ms: int) -> Outgoing | None:
+        """The next request to send now, or None; call again until None. Raises a fatal error (FENCED_INSTANCE_ID)
+        every time, and any other failure of the group protocol once."""
+        if self._fatal is not None:
+            raise self._fatal
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        self._check_timers(now_ms)
+        if self._close_pending:
+            if self._events or self._commits_in_flight:
+                return None
+            body = self._leave_request("the consumer is being closed") if self.coordinator is not None else None
+            self._close_pending = False
+            self._reset_generation()
+            self._closing = not self._reopen
+            self._reopen = False
+            if body is not None and self.coordinator is not None:
+                return self._send(self.coordinator.node_id, apis.LEAVE_GROUP.key, body)
+        if self._closing:
+            return None
+        if self.coordinator is None:
+            self._leave_body = None  # Java sends no LeaveGroup without a known coordinator
+            wanted = self._coordinator_wanted or self._subscribed()
+            if not wanted or apis.FIND_COORDINATOR.key in self._in_flight or now_ms < self._find_after_ms:
+                return None
+            gid = self.settings.group_id
+            return self._send(None, apis.FIND_COORDINATOR.key,
+                              {"key": gid, "key_type": apis.COORDINATOR_GROUP, "coordinator_keys": [gid]})
+        node = self.coordinator.node_id
+        gated = bool(self._events) or self._commits_in_flight > 0
+        if self._leave_body is not None:
+            if gated:
+                return None
+            body, self._leave_body = self._leave_body, None
+            return self._send(node, apis.LEAVE_GROUP.key, body)
+        if self._sync_body is not None and not self.wants_metadata:
+            body, self._sync_body = self._sync_body, None
+            return self._send(node, apis.SYNC_GROUP.key, body)
+        if self._wants_join(now_ms):
+            if self._needs_join_prepare:
+                self._join_prepare()
+            if not self._events and self._commits_in_flight == 0:
+                out = self._send(node, apis.JOIN_GROUP.key, self._join_body())
+                self._joined_topics = self._topics
+                self._rejoin_reason = None  # a rejoin asked for from now on takes another JoinGroup
+                return out
+        if self.state is MemberState.STABLE and apis.HEARTBEAT.key not in self._in_flight \
+                and now_ms >= self._heartbeat_due_ms:
+            self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
+            return self._send(node, apis.HEARTBEAT.key, self._member_fields())
+        return None
+
+    def poll_timeout_ms(self, now_ms: int) -> int:
+        """How long the shell may wait before the next call to next_request is due (0: now)."""
+        s = self.settings
+        if self._error is not None or self._fatal is not None or self._events \
+                or (self._close_pending and not self._commits_in_flight):
+            return 0
+        due = [now_ms + s.heartbeat_interval_ms]
+        if self._closing:
+            pass
+        elif self.coordinator is None:
+            if (self._coordinator_wanted or self._subscribed()) and apis.FIND_COORDINATOR.key not in self._in_flight:
+                due.append(self._find_after_ms)
+        elif (self._sync_body is not None and not self.wants_metadata) or self._leave_body is not None:
+            due.append(now_ms)
+        elif self._wants_join(max(now_ms, self._join_after_ms)) and not self._commits_in_flight:
+            due.append(self._join_after_ms)
+        if self.state is MemberState.STABLE and not self._closing and self.coordinator is not None:
+            if apis.HEARTBEAT.key not in self._in_flight:
+                due.append(self._heartbeat_due_ms)
+            due.append(self._last_heartbeat_ok_ms + s.session_timeout_ms + 1)
+            if self._last_poll_ms is not None:
+                due.append(self._last_poll_ms + s.max_poll_interval_ms + 1)
+        return max(0, min(due) - now_ms)
+
+    # -- offsets -----------------------------------------------------------------------------------------------------
+
+    def commit_request(self, offsets: Mapping[TP, int | tuple[int, str | None, int]]) -> Outgoing | None:
+        """OffsetCommit of {(topic, partition): offset or (offset, metadata, leader epoch)} with this member's
+        generation and id (manual assignment, not subscribed: generation -1 and no member id, as Java). None while the
+        coordinator is unknown; raises REBALANCE_IN_PROGRESS's error while a subscribed member is rebalancing (Java's
+        RebalanceInProgressException: the commit could not name a generation)."""
+        if self.coordinator is None:
+            self._coordinator_wanted = True
+            return None
+        subscribed = self._subscribed()
+        if subscribed and self.state is not MemberState.STABLE:
+            raise error_for(ErrorCode.REBALANCE_IN_PROGRESS, f"group {self.settings.group_id!r}: offset commit "
+                            "cannot be completed since the consumer is undergoing a rebalance")
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), value in sorted(offsets.items()):
+            offset, metadata, epoch = (value, None, -1) if isinstance(value, int) else value
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                                   "committed_leader_epoch": epoch, "committed_metadata": metadata})
+        body: dict[str, Any] = self._member_fields() if subscribed else {
+            "group_id": self.settings.group_id, "generation_id": NO_GENERATION, "member_id": "",
+            "group_instance_id": None}
+        body["topics"] = [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
+        self._commits_in_flight += 1
+        return Outgoing(self.coordinator.node_id, Request(apis.OFFSET_COMMIT.key, body))
+
+    def fetch_offsets_request(self, partitions: Iterable[TP]) -> Outgoing | None:
+        """OffsetFetch of the group's committed offsets for these partitions (require_stable, as Java); None while the
+        coordinator is unknown. Read the answer with `fetched_offsets`."""
+        if self.coordinator is None:
+            self._coordinator_wanted = True
+            return None
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(set(partitions)):
+            by_topic.setdefault(topic, []).append(partition)
+        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        gid = self.settings.group_id
+        body = {"group_id": gid, "topics": topics, "groups": [{"group_id": gid, "topics": topics}],
+                "require_stable": True}
+        return Outgoing(self.coordinator.node_id, Request(apis.OFFSET_FETCH.key, body))
+
+    # -- answers -----------------------------------------------------------------------------------------------------
+
+    def on_response(self, api_key: int, body: Mapping[str, Any], now_ms: int) -> None:
+        """A decoded answer to a request this member built (any of the group APIs, OffsetCommit, OffsetFetch)."""
+        self._in_flight.discard(api_key)
+        if api_key == apis.FIND_COORDINATOR.key:
+            self._on_find_coordinator(body, now_ms)
+        elif api_key == apis.JOIN_GROUP.key:
+            self._on_join(body, now_ms)
+        elif api_key == apis.SYNC_GROUP.key:
+            self._on_sync(body, now_ms)
+        elif api_key == apis.HEARTBEAT.key:
+            self._on_heartbeat(body, now_ms)
+        elif api_key == apis.OFFSET_COMMIT.key:
+            self._commits_in_flight = max(0, self._commits_in_flight - 1)
+            codes = {p["error_code"] for t in body["topics"] for p in t["partitions"]}
+            for code in codes:
+                self._group_error(code, "OffsetCommit", now_ms, fail=False)
+        elif api_key == apis.OFFSET_FETCH.key:
+            found = body["groups"][0] if body.get("groups") else body
+            self._group_error(found["error_code"], "OffsetFetch", now_ms, fail=False)
+        # LeaveGroup: nothing to do whatever the answer (Java logs it)
+
+    def on_failure(self, api_key: int, now_ms: int) -> None:
+        """A request this member built got no answer (disconnect, request timeout): find the coordinator again and
+        retry what was lost (a JoinGroup or SyncGroup after retry.backoff.ms)."""
+        self._in_flight.discard(api_key)
+        if api_key == apis.OFFSET_COMMIT.key:
+            self._commits_in_flight = max(0, self._commits_in_flight - 1)
+        if api_key == apis.FIND_COORDINATOR.key:
+            self._find_after_ms = now_ms + self.settings.retry_backoff_ms
+            return
+        if api_key in (apis.JOIN_GROUP.key, apis.SYNC_GROUP.key):
+            self._retry_join(now_ms, "the coordinator did not answer the " +
+                             ("JoinGroup" if api_key == apis.JOIN_GROUP.key else "SyncGroup"))
+        elif api_key == apis.HEARTBEAT.key:
+            self._heartbeat_due_ms = now_ms + self.settings.retry_backoff_ms
+        if api_key != apis.LEAVE_GROUP.key:
+            self._coordinator_unknown(now_ms)
+
+    # -- handlers ----------------------------------------------------------------------------------------------------
+
+    def _on_find_coordinator(self, body: Mapping[str, Any], now_ms: int) -> None:
+        found = body["coordinators"][0] if body.get("coordinators") else body
+        code = found["error_code"]
+        if code == ErrorCode.NONE:
+            self._coordinator_wanted = False
+            self.coordinator = Node(COORDINATOR_NODE_BASE - found["node_id"], found["host"], found["port"])
+            self._last_heartbeat_ok_ms = now_ms
+            return
+        self._find_after_ms = now_ms + self.settings.retry_backoff_ms
+        error = error_for(code, f"group {self.settings.group_id!r}: FindCoordinator: "
+                                f"{found.get('error_message') or ''}".rstrip(": "))
+        if not error.retriable:
+            self._error = error
+
+    def _on_join(self, body: Mapping[str, Any], now_ms: int) -> None:
+        code = body["error_code"]
+        if code == ErrorCode.NONE:
+            self.member_id, self.generation_id = body["member_id"], body["generation_id"]
+            self.protocol_name, self.leader_id = body["protocol_name"], body["leader"]
+            if self._closing:
+                return
+            self.state = MemberState.COMPLETING_REBALANCE
+            self._assigned_with, self._group_topics = None, frozenset()  # a leader's view, kept only by the leader
+            self._sync_body = {**self._member_fields(), "protocol_type": PROTOCOL_TYPE,
+                               "protocol_name": self.protocol_name, "assignments": []}
+            if self.leader_id == self.member_id:
+                try:
+                    self._leader_members = [self._member(m) for m in body["members"]]
+                except ProtocolError as e:
+                    self._error = ProtocolError(f"group {self.settings.group_id!r}: a member's subscription: {e}")
+                    self._retry_join(now_ms, "a member's subscription could not be read")
+                    return
+                self._group_topics = frozenset(t for m in self._leader_members for t in m.topics)
+                if self._group_topics - self._partition_counts.keys():
+                    self._leader_waits_since = self._metadata_updates  # assign after the next update
+                else:
+                    self._assign()
+            return
+        self.state = MemberState.UNJOINED
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = body["member_id"]
+            self._request_rejoin("the coordinator gave this member its id (KIP-394)")
+            return
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
+            self._request_rejoin("a rebalance is in progress")
+            return
+        self._group_error(code, "JoinGroup", now_ms, fail=True)
+
+    def _member(self, joined: Mapping[str, Any]) -> Member:
+        sub = decode_subscription(joined["metadata"])
+        return Member(joined["member_id"], frozenset(sub["topics"]), tuple(sub["owned_partitions"]),
+                      member_generation(sub), joined["group_instance_id"])
+
+    def _assign(self) -> None:
+        """The leader's assignment: the chosen assignor over the members and the current partition counts."""
+        assert self._sync_body is not None and self.protocol_name is not None
+        self._leader_waits_since = -1
+        assignor = ASSIGNORS.get(self.protocol_name)
+        if assignor is None:
+            self._error = KafkaError(f"group {self.settings.group_id!r} chose assignor {self.protocol_name!r}, "
+                                     f"which this member does not know ({', '.join(ASSIGNORS)})")
+            self._sync_body = None
+            self._request_rejoin("unknown assignor")
+            return
+        counts = {t: n for t, n in self._partition_counts.items() if t in self._group_topics}
+        assignment = assignor(self._leader_members, counts)
+        self._assigned_with = {t: counts.get(t, 0) for t in self._group_topics}
+        self._sync_body["assignments"] = [{"member_id": m, "assignment": encode_assignment(tps)}
+                                          for m, tps in sorted(assignment.items())]
+
+    def _on_sync(self, body: Mapping[str, Any], now_ms: int) -> None:
+        code = body["error_code"]
+        if self._closing:
+            return
+        if code != ErrorCode.NONE:
+            self.state = MemberState.UNJOINED
+            if code == ErrorCode.REBALANCE_IN_PROGRESS:
+                self._request_rejoin("a rebalance is in progress")
+            else:
+                self._group_error(code, "SyncGroup", now_ms, fail=True)
+            return
+        try:
+            assigned = frozenset(decode_assignment(body["assignment"])["assigned_partitions"])
+        except ProtocolError as e:
+            self._error = ProtocolError(f"group {self.settings.group_id!r}: the assignment: {e}")
+            self._retry_join(now_ms, "the assignment could not be read")
+            return
+        self.state = MemberState.STABLE
+        self._needs_join_prepare = True
+        self._last_heartbeat_ok_ms = now_ms
+        self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
+        if self._last_poll_ms is None:
+            self._last_poll_ms = now_ms
+        revoked = self.assignment - assigned
+        if revoked:
+            self._event("revoked", revoked)
+            self._request_rejoin("partitions were revoked; rejoining to hand them over (KIP-429)")
+        self._event("assigned", assigned - self.assignment, always=True)
+        self.assignment = assigned
+        if self._joined_topics != self._topics:
+            self._request_rejoin("subscription changed during the rebalance")
+
+    def _on_heartbeat(self, body: Mapping[str, Any], now_ms: int) -> None:
+        code = body["error_code"]
+        if code == ErrorCode.NONE:
+            self._last_heartbeat_ok_ms = now_ms
+            return
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
+            if self.state is MemberState.STABLE:
+                self._request_rejoin("the group is rebalancing")
+            return
+        self._heartbeat_due_ms = now_ms + self.settings.retry_backoff_ms
+        self._group_error(code, "Heartbeat", now_ms, fail=True)
+
+    def _group_error(self, code: int, what: str, now_ms: int, fail: bool) -> None:
+        """The shared reaction to a group-level error code (fail: an unknown code is raised)."""
+        if code == ErrorCode.NONE:
+            return
+        context = f"group {self.settings.group_id!r}: {what}"
+        if code == ErrorCode.FENCED_INSTANCE_ID:
+            self._fatal = error_for(code, f"{context}: group.instance.id {self.settings.group_instance_id!r} is "
+                                          "used by another member")
+        elif code in _RESET:
+            self._reset_generation()
+            self._request_rejoin(f"{what}: {ErrorCode(code).name}")
+        elif code == ErrorCode.REBALANCE_IN_PROGRESS:
+            if self.state is MemberState.STABLE:
+                self._request_rejoin(f"{what}: the group is rebalancing")
+        elif kinds_of(code) & ErrorKind.COORDINATOR_MOVED:
+            self._coordinator_unknown(now_ms)
+            if what in ("JoinGroup", "SyncGroup"):
+                self._retry_join(now_ms, f"{what}: the coordinator moved")
+        elif kinds_of(code) & ErrorKind.COORDINATOR_LOADING:
+            if what in ("JoinGroup", "SyncGroup"):
+                self._retry_join(now_ms, f"{what}: the coordinator is loading")
+        elif fail:
+            self._error = error_for(code, context)
+            if what in ("JoinGroup", "SyncGroup"):
+                self._retry_join(now_ms, f"{what} failed")
+
+    # -- internals ---------------------------------------------------------------------------------------------------
+
+    def _send(self, node_id: int | None, api_key: int, body: dict[str, Any]) -> Outgoing:
+        self._in_flight.add(api_key)
+        if api_key == apis.JOIN_GROUP.key:
+            self.state = MemberState.PREPARING_REBALANCE
+        return Outgoing(node_id, Request(api_key, body))
+
+    def _member_fields(self) -> dict[str, Any]:
+        return {"group_id": self.settings.group_id, "generation_id": self.generation_id,
+                "member_id": self.member_id, "group_instance_id": self.settings.group_instance_id}
+
+    def _join_body(self) -> dict[str, Any]:
+        s = self.settings
+        owned = sorted(self.assignment)
+        protocols = [{"name": name, "metadata": encode_subscription(
+            self._topics, subscription_user_data(name, self.generation_id), owned, self.generation_id,
+            s.client_rack)} for name in s.assignors]
+        return {"group_id": s.group_id, "session_timeout_ms": s.session_timeout_ms,
+                "rebalance_timeout_ms": s.max_poll_interval_ms, "member_id": self.member_id,
+                "group_instance_id": s.group_instance_id, "protocol_type": PROTOCOL_TYPE, "protocols": protocols,
+                "reason": self._rejoin_reason}
+
+    def _leave_request(self, reason: str) -> dict[str, Any] | None:
+        """A LeaveGroup body when Java would send one: a dynamic member that has a member id."""
+        if self.settings.group_instance_id is not None or not self.member_id:
+            return None
+        return {"group_id": self.settings.group_id, "member_id": self.member_id,
+                "members": [{"member_id": self.member_id, "group_instance_id": None, "reason": reason}]}
+
+    def _subscribed(self) -> bool:
+        return bool(self._topics) or self._pattern is not None
+
+    def _wants_join(self, now_ms: int) -> bool:
+        if self._poll_expired or not self._subscribed() or now_ms < self._join_after_ms:
+            return False
+        if self._in_flight & {apis.JOIN_GROUP.key, apis.SYNC_GROUP.key} or self._sync_body is not None:
+            return False
+        return self._rejoin_reason is not None or self.state is MemberState.UNJOINED
+
+    def _request_rejoin(self, reason: str) -> None:
+        if self._rejoin_reason is None:
+            self._rejoin_reason = reason
+
+    def _retry_join(self, now_ms: int, reason: str) -> None:
+        self.state = MemberState.UNJOINED
+        self._sync_body = None
+        self._leader_waits_since = -1
+        self._join_after_ms = now_ms + self.settings.retry_backoff_ms
+        self._request_rejoin(reason)
+
+    def _reset_generation(self) -> None:
+        self.member_id, self.generation_id = "", NO_GENERATION
+        self.state = MemberState.UNJOINED
+        self._needs_join_prepare = True  # what is still owned is reported lost before the next join
+        self._sync_body = None
+        self._leader_waits_since = -1
+        self._assigned_with = None
+        self._group_topics = frozenset()
+
+    def _coordinator_unknown(self, now_ms: int) -> None:
+        self.coordinator = None  # looked up again at once; retry.backoff.ms only after a failed lookup (Java)
+
+    def _event(self, kind: str, partitions: Iterable[TP], always: bool = False) -> None:
+        tps = tuple(sorted(partitions))
+        if tps or always:
+            self._events.append(GroupEvent(kind, tps))
+
+    def _join_prepare(self) -> None:
+        """Java's onJoinPrepare: lost after a reset generation; EAGER revokes all; COOPERATIVE revokes only the
+        partitions of topics no longer subscribed."""
+        self._needs_join_prepare = False
+        self._assigned_with = None
+        if self.generation_id == NO_GENERATION or not self.member_id:
+            self._event("lost", self.assignment)
+            self.assignment = frozenset()
+        elif self.protocol is RebalanceProtocol.EAGER:
+            self._event("revoked", self.assignment, always=True)
+            self.assignment = frozenset()
+        else:
+            gone = {tp for tp in self.assignment if tp[0] not in self._topics}
+            self._event("revoked", gone)
+            self.assignment = self.assignment - gone
+
+    def _leave_prepare(self) -> None:
+        """Java's onLeavePrepare: everything owned is revoked, or lost when the generation is gone."""
+        lost = self.generation_id == NO_GENERATION or not self.member_id
+        self._event("lost" if lost else "revoked", self.assignment)
+        self.assignment = frozenset()
+
+    def _check_timers(self, now_ms: int) -> None:
+        s = self.settings
+        if self.state is not MemberState.STABLE or self._closing:
+            return
+        if self._last_poll_ms is not None and now_ms - self._last_poll_ms > s.max_poll_interval_ms:
+            # Java's maybeLeaveGroup("consumer poll timeout has expired"): leave, forget the generation
+            self._leave_body = self._leave_request("consumer poll timeout has expired")
+            self._reset_generation()
+            self._poll_expired = True
+        elif self.coordinator is not None and now_ms - self._last_heartbeat_ok_ms > s.session_timeout_ms:
+            self._coordinator_unknown(now_ms)
+
+
+def commit_errors(body: Mapping[str, Any]) -> dict[TP, KafkaError | None]:
+    """An OffsetCommit answer per partition: None when committed, else the typed error."""
+    return {(t["name"], p["partition_index"]):
+            error_for(p["error_code"], f"commit {t['name']} [{p['partition_index']}]") if p["error_code"] else None
+            for t in body["topics"] for p in t["partitions"]}
+
+
+def fetched_offsets(body: Mapping[str, Any]) -> dict[TP, tuple[int, str | None, int] | KafkaError]:
+    """An OffsetFetch answer per partition: (offset, metadata, leader epoch) with offset -1 when none is committed, or
+    the typed error; a group-level error raises."""
+    found = body["groups"][0] if body.get("groups") else body
+    if found["error_code"]:
+        raise error_for(found["error_code"], "OffsetFetch")
+    return {(t["name"], p["partition_index"]):
+            error_for(p["error_code"], f"offset fetch {t['name']} [{p['partition_index']}]") if p["error_code"]
+            else (p["committed_offset"], p["metadata"], p["committed_leader_epoch"])
+            for t in found["topics"] for p in t["partitions"]}
