@@ -1,12 +1,28 @@
-"""Clock adapters: SystemClock (monotonic for deadlines, wall for timestamps) and ManualClock for tests."""
+"""Clock adapters: SystemClock (monotonic for deadlines, wall for timestamps) and ManualClock for tests; core_clock
+gives the compiled send path its C-level view of a Clock."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+from cykafka.core import CoreClock, PortClock, SystemCoreClock
+from cykafka.ports import Clock
+
+
+def core_clock(clock: Clock) -> CoreClock:
+    """The clock the compiled send path reads for `clock`: the clock's own C-level one if it has one
+    (SystemClock.core_clock), else its methods, called from C (PortClock)."""
+    own = getattr(clock, "core_clock", None)
+    return PortClock(clock) if own is None else own()
+
 
 class SystemClock:
+    def core_clock(self) -> CoreClock:
+        """This clock read in C (clock_gettime, the same values), no Python call per record. A subclass that
+        changes the time overrides this too."""
+        return SystemCoreClock()
+
     def monotonic_ms(self) -> int:
         return time.monotonic_ns() // 1_000_000
 

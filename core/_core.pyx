@@ -18,6 +18,7 @@ from cykafka.errors import (
 )
 
 include "checksum.pyx"
+include "clock.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
 include "lock.pyx"

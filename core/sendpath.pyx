@@ -2,8 +2,8 @@
 # (explicit, murmur2 of the key, or the built-in partitioner), the size check and the accumulator append, with no
 # Python-level call on the default path. Anything unusual (serializers, interceptors, a topic not in the metadata
 # snapshot yet, a full buffer pool, every error) goes to the subclass's Python `_send_slow`, which has the messages.
-# Time: with system_time, record timestamps are CLOCK_REALTIME and batch times CLOCK_MONOTONIC, read here in C (the
-# one place the core reads a clock, for the same values SystemClock gives); otherwise the injected Clock is called.
+# Time: from the CoreClock the composition root hands in (clock.pyx): SystemCoreClock reads clock_gettime in C, a
+# PortClock calls the Producer's Clock port.
 # send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
 # into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record; runs of
 # Arrow records into batches the call has open are appended with the GIL released (_append_run).
@@ -27,29 +27,12 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
 
 
-cdef extern from "<time.h>" nogil:
-    ctypedef long time_t
-    cdef struct timespec:
-        time_t tv_sec
-        long tv_nsec
-    int clock_gettime(int clock_id, timespec* tp)
-    int CLOCK_REALTIME
-    int CLOCK_MONOTONIC
-
-
-cdef inline int64_t _clock_ms(int clock_id) noexcept nogil:
-    cdef timespec ts
-    clock_gettime(clock_id, &ts)
-    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
-
-
 cdef class SendPath:
     cdef RecordAccumulator _accumulator
     cdef ProducerLock _lock             # taken from C; another lock type is called through acquire/release
     cdef object _acquire
     cdef object _release
-    cdef object _clock
-    cdef bint _system_time
+    cdef CoreClock _clock
     cdef object _wakeup
     cdef bint _wakeup_sent
     cdef bint _fast
@@ -62,15 +45,14 @@ cdef class SendPath:
     cdef object _last_infos
     cdef public bint _closed
 
-    def _init_send_path(self, RecordAccumulator accumulator, object lock, object clock, bint system_time,
-                        object wakeup, bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
+    def _init_send_path(self, RecordAccumulator accumulator, object lock, CoreClock clock not None, object wakeup,
+                        bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
                         TransactionManager transaction):
         self._accumulator = accumulator
         self._lock = lock if type(lock) is ProducerLock else None
         self._acquire = lock.acquire
         self._release = lock.release
         self._clock = clock
-        self._system_time = system_time
         self._wakeup = wakeup
         self._fast = fast
         self._ignore_keys = ignore_keys
@@ -111,11 +93,6 @@ cdef class SendPath:
         else:
             self._release()
         return 0
-
-    cdef inline int64_t _now_ms(self) except? -1:
-        if self._system_time:
-            return _clock_ms(CLOCK_MONOTONIC)
-        return self._clock.monotonic_ms()
 
     def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
              timestamp_ms: int | None = None, headers: object = None,
@@ -173,7 +150,7 @@ cdef class SendPath:
                                                                      and not callable(on_delivery)):
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if timestamp_ms is None:
-            ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
+            ts = self._clock.wall_ms()
         else:
             ts = -1
             overflow = 0
@@ -211,8 +188,8 @@ cdef class SendPath:
             future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, -1, None,
                                          self._snapshot)
             if future is None and accumulator._needs_now:
-                future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._now_ms(),
-                                             None, self._snapshot)
+                future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery,
+                                             self._clock.monotonic_ms(), None, self._snapshot)
         finally:
             self._give_lock()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
@@ -283,7 +260,7 @@ cdef class SendPath:
         if type(timestamps_ms) is int:
             fixed_ts = timestamps_ms
         else:  # None entries of a list get the current time too
-            fixed_ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
+            fixed_ts = self._clock.wall_ms()
             ts_list = timestamps_ms
         cdef int64_t now_ms = -1  # read when a record first starts a new batch
         cdef RecordBatchBuilder builder
@@ -364,7 +341,7 @@ cdef class SendPath:
                                 continue
                     batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
                     if batch is None and accumulator._needs_now:
-                        now_ms = self._now_ms()
+                        now_ms = self._clock.monotonic_ms()
                         batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
                     if batch is None:
                         return i, None, max(<int64_t>accumulator.batch_size_bytes, size_bytes)

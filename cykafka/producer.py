@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, overload
 
-from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.clock import SystemClock, core_clock
 from cykafka.adapters.compression import compressor_for
 from cykafka.config import ProducerConfig
 from cykafka.core import (
@@ -187,9 +187,9 @@ class Producer(SendPath):
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
-        self._init_send_path(self._accumulator, self._lock, self._clock, type(self._clock) is SystemClock,
-                             transport.wakeup, fast, cfg.partitioner_ignore_keys,
-                             min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot(),
+        self._init_send_path(self._accumulator, self._lock, core_clock(self._clock), transport.wakeup, fast,
+                             cfg.partitioner_ignore_keys, min(cfg.max_request_size, cfg.buffer_memory),
+                             metadata.snapshot(),
                              self._txn if cfg.transactional_id is not None else None)  # send() checks its state
         self._thread: SenderThread | None = None
         if self._start_sender:
