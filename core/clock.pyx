@@ -1,7 +1,8 @@
 # CoreClock: the C-level clock seam. The compiled send path reads time only through one of these, handed in by the
-# composition root (cykafka.adapters.clock.core_clock): monotonic_ms only when a record starts a batch, wall_ms for a
-# record without a timestamp. SystemCoreClock reads clock_gettime in C (the values
-# SystemClock gives, no Python call); PortClock calls any ports.Clock (ManualClock in tests).
+# composition root (cykafka.adapters.clock.core_clock): wall_ms for a record without a timestamp, and an append
+# monotonic_ms only when its record starts a batch. SystemCoreClock reads clock_gettime in C (the values SystemClock
+# gives, no Python call); PortClock calls any ports.Clock (ManualClock in tests); _FixedClock is a now_ms given as an
+# argument (RecordAccumulator.append).
 
 cimport cython
 from libc.stdint cimport int64_t
@@ -60,3 +61,21 @@ cdef class PortClock(CoreClock):
 
     cdef int64_t wall_ms(self) except? -1:
         return self.clock.wall_ms()
+
+
+@cython.final
+cdef class _FixedClock(CoreClock):
+    """now_ms as a clock (both readings)."""
+    cdef int64_t now_ms
+
+    cdef int64_t monotonic_ms(self) except? -1:
+        return self.now_ms
+
+    cdef int64_t wall_ms(self) except? -1:
+        return self.now_ms
+
+
+cdef inline _FixedClock _fixed_clock(int64_t now_ms):
+    cdef _FixedClock clock = _FixedClock.__new__(_FixedClock)
+    clock.now_ms = now_ms
+    return clock

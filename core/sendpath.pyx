@@ -181,20 +181,19 @@ cdef class SendPath:
                 return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if size_bytes > self._max_record_bytes:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
-        cdef RecordAccumulator accumulator = self._accumulator
-        cdef RecordFuture future
+        cdef AppendResult appended
+        cdef RecordFuture future = None
         self._take_lock()
-        try:  # the monotonic clock is read only when the record starts a new batch
-            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, -1, None,
-                                         self._snapshot)
-            if future is None and accumulator._needs_now:
-                future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery,
-                                             self._clock.monotonic_ms(), None, self._snapshot)
+        try:
+            appended = self._accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._clock,
+                                                 None, self._snapshot)
+            if appended.future != NULL:
+                future = <RecordFuture>appended.future  # our own reference before the lock goes
         finally:
             self._give_lock()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
             return self._append_blocking(topic, chosen, ts, key, value, headers, on_delivery)
-        if (accumulator._last_full or accumulator._last_new) and not self._wakeup_sent:
+        if (appended.batch_full or appended.new_batch) and not self._wakeup_sent:
             self._wakeup_sent = True
             self._wakeup()
         return future
@@ -238,6 +237,7 @@ cdef class SendPath:
         for memory, then calls again with the buffer it got); a given buffer no new batch took comes back. Records
         too large fail in `result`."""
         cdef RecordAccumulator accumulator = self._accumulator
+        cdef AppendResult appended
         cdef ProducerBatch batch
         cdef _Segment segment
         cdef _Parts parts
@@ -262,7 +262,6 @@ cdef class SendPath:
         else:  # None entries of a list get the current time too
             fixed_ts = self._clock.wall_ms()
             ts_list = timestamps_ms
-        cdef int64_t now_ms = -1  # read when a record first starts a new batch
         cdef RecordBatchBuilder builder
         cdef list open_batches = [None] * n_parts    # per partition: the batch this call last appended to
         cdef list open_segments = [None] * n_parts   # and this call's segment in it
@@ -339,17 +338,15 @@ cdef class SendPath:
                                 if runs:
                                     run.segments[chosen] = <PyObject*>segment
                                 continue
-                    batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
-                    if batch is None and accumulator._needs_now:
-                        now_ms = self._clock.monotonic_ms()
-                        batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
-                    if batch is None:
+                    appended = accumulator._append_record(topic, chosen, ts, &parts, self._clock, buffer,
+                                                          self._snapshot)
+                    if appended.batch == NULL:
                         return i, None, max(<int64_t>accumulator.batch_size_bytes, size_bytes)
-                    if accumulator._last_new:
+                    batch = <ProducerBatch>appended.batch
+                    if appended.new_batch:
                         buffer = None  # taken (or there was none)
-                        now_ms = -1  # the next new batch reads the clock again
                         wake = True
-                    elif accumulator._last_full:
+                    elif appended.batch_full:
                         wake = True
                     segment = batch._segment_for(result, batch.builder.record_count - 1)
                     segment._add(i)
