@@ -55,3 +55,26 @@ def test_the_system_core_clock_gives_system_clocks_values() -> None:
         assert monotonic_before_ms <= batch.created_ms <= monotonic_after_ms
         producer.flush()
         assert wall_before_ms <= future.result(0).timestamp_ms <= wall_after_ms
+
+
+class CountingClock(ManualClock):
+    def __init__(self) -> None:
+        super().__init__()
+        self.monotonic_reads = 0
+
+    def monotonic_ms(self) -> int:
+        self.monotonic_reads += 1
+        return super().monotonic_ms()
+
+
+def test_appends_read_the_monotonic_clock_once_per_new_batch() -> None:
+    clock = CountingClock()
+    producer = make(clock)
+    before = clock.monotonic_reads
+    for _ in range(10):
+        producer.send(TOPIC, b"v", partition=0)
+    assert clock.monotonic_reads - before == 1
+    before = clock.monotonic_reads
+    producer.send_batch(TOPIC, [b"v"] * 10, partitions=1)
+    assert clock.monotonic_reads - before == 2  # send_batch's max.block.ms deadline, the new batch
+    producer.close(0)
