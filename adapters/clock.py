@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from cykafka.core import CoreClock, PortClock, SystemCoreClock
 from cykafka.ports import Clock
@@ -32,6 +33,9 @@ class SystemClock:
     def sleep_ms(self, duration_ms: int) -> None:
         if duration_ms > 0:
             time.sleep(duration_ms / 1000)
+
+    def wait_ms(self, wait: Callable[[float], bool], timeout_ms: int) -> bool:
+        return wait(max(timeout_ms, 0) / 1000)
 
 
 class ManualClock:
@@ -61,3 +65,11 @@ class ManualClock:
 
     def sleep_ms(self, duration_ms: int) -> None:
         self.advance(max(duration_ms, 0))
+
+    def wait_ms(self, wait: Callable[[float], bool], timeout_ms: int) -> bool:
+        """No real waiting: unless wait(0) says it is over, the time moves timeout_ms on (as sleep_ms) and wait(0)
+        answers at the deadline."""
+        if wait(0):
+            return True
+        self.advance(max(timeout_ms, 0))
+        return wait(0)
