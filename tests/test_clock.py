@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 
+from fakes import fake_cluster, fake_producer
+
 from cykafka import BufferExhaustedError
 from cykafka.adapters.clock import ManualClock, SystemClock, core_clock
-from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.core import PortClock, SystemCoreClock
-from cykafka.ports import Ports
 from cykafka.producer import Producer
 
 TOPIC = "t"
@@ -18,14 +18,7 @@ TOPIC = "t"
 
 def make(clock: ManualClock, **config: object) -> Producer:
     """A producer on the fake cluster, its sender run by hand under `clock`, the topic's metadata known."""
-    cluster = FakeCluster(clock, num_brokers=1)
-    cluster.create_topic(TOPIC, 4)
-    producer = Producer({"bootstrap.servers": "fake:9092", **config},
-                        ports=Ports(transport=cluster, clock=clock, start_sender=False))
-    producer._metadata.add_topic(TOPIC, clock.monotonic_ms())
-    for _ in range(4):  # connect, fetch metadata
-        producer.sender.run_once()
-    return producer
+    return fake_producer(fake_cluster(clock, TOPIC, brokers=1), clock, topic=TOPIC, **config)
 
 
 def test_the_send_path_reads_the_clock_port() -> None:
@@ -47,11 +40,8 @@ def test_the_send_path_reads_the_clock_port() -> None:
 
 def test_the_system_core_clock_gives_system_clocks_values() -> None:
     system = SystemClock()
-    cluster = FakeCluster(system, num_brokers=1)
-    cluster.create_topic(TOPIC, 1)
-    with Producer({"bootstrap.servers": "fake:9092", "linger.ms": 60000, "delivery.timeout.ms": 120000},
-                  ports=Ports(transport=cluster)) as producer:
-        producer.partitions_for(TOPIC)
+    with fake_producer(fake_cluster(system, TOPIC, partitions=1, brokers=1), topic=TOPIC, **{"linger.ms": 60000}) \
+            as producer:
         wall_before_ms, monotonic_before_ms = system.wall_ms(), system.monotonic_ms()
         future = producer.send(TOPIC, b"v", partition=0)
         wall_after_ms, monotonic_after_ms = system.wall_ms(), system.monotonic_ms()
