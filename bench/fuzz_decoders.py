@@ -7,11 +7,10 @@ Seeds are real frames: Produce/Metadata/ApiVersions/InitProducerId responses as 
 (decoded as the transport does: Produce by the hand-written fast path, the rest by the generic codec), and record
 batches from our builder for every codec; the consumer's decoder (PartitionFetch: records() and arrow_into(),
 read_uncommitted and read_committed, CRCs checked or not) reads runs of them with transactional batches and
-commit/abort markers, and every Arrow batch it builds must pass pyarrow's full validation.
-Mutations: bit flips, byte overwrites, length fields set to huge or negative values, truncation, insertion,
-splicing. Every input must decode or raise the typed error (ProtocolError, CorruptRecordError); anything else, a hang
-(per-input time budget) or a big allocation (address space capped) fails the run. tests/test_fuzz.py runs a short
-version in the suite.
+commit/abort markers, and every Arrow batch it builds must pass pyarrow's full validation. Mutations: bit flips, byte
+overwrites, length fields set to huge or negative values, truncation, insertion, splicing. Every input must decode or
+raise the typed error (ProtocolError, CorruptRecordError); anything else, a hang (per-input time budget) or a big
+allocation (address space capped) fails the run. tests/test_fuzz.py runs a short version in the suite.
 """
 
 from __future__ import annotations

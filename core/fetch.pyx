@@ -561,7 +561,11 @@ cdef class PartitionFetch:
         self._release()
 
     cdef void _release(self) noexcept:
+        """Lets go of the data (and of a decompressed section): nothing is left to read."""
         self._release_plain()
+        self._in_batch = False
+        self._data = NULL
+        self.bytes_size = 0
         if self._has_view:
             PyBuffer_Release(&self._view)
             self._has_view = False

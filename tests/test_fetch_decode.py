@@ -214,6 +214,16 @@ def test_a_fetch_or_builder_in_use_refuses_a_second_caller() -> None:
     assert fresh.arrow_into(builder, 5) == 2 and fresh.done
 
 
+def test_a_failed_second_init_leaves_nothing_to_read() -> None:
+    part = fetch(batch(0, values(3)))
+    assert offsets(part.records(1)) == [0]
+    with pytest.raises(InvalidArgumentError):
+        part.__init__("t", 3, "not bytes", 0, check_crcs=True, decompress=None)  # type: ignore[misc, arg-type]
+    assert part.records(10) == [] and part.done and part.bytes_size == 0
+    bare = PartitionFetch.__new__(PartitionFetch)
+    assert bare.records(10) == [] and bare.done
+
+
 # ---- corruption ---------------------------------------------------------------------------------------------------
 
 def test_crc_mismatch_names_topic_partition_and_offset() -> None:
