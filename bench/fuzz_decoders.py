@@ -5,10 +5,12 @@
 
 Seeds are real frames: Produce/Metadata/ApiVersions/InitProducerId responses as the generic codec writes them
 (decoded as the transport does: Produce by the hand-written fast path, the rest by the generic codec), and record
-batches from our builder for every codec. Mutations: bit flips, byte overwrites, length fields set to huge or
-negative values, truncation, insertion, splicing. Every input must decode or raise the typed
-error (ProtocolError, CorruptRecordError); anything else, a hang (per-input time budget) or a big allocation
-(address space capped) fails the run. tests/test_fuzz.py runs a short version in the suite.
+batches from our builder for every codec; the consumer's decoder (PartitionFetch: records() and arrow_into(),
+read_uncommitted and read_committed, CRCs checked or not) reads runs of them with transactional batches and
+commit/abort markers, and every Arrow batch it builds must pass pyarrow's full validation. Mutations: bit flips, byte
+overwrites, length fields set to huge or negative values, truncation, insertion, splicing. Every input must decode or
+raise the typed error (ProtocolError, CorruptRecordError); anything else, a hang (per-input time budget) or a big
+allocation (address space capped) fails the run. tests/test_fuzz.py runs a short version in the suite.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 from cykafka.adapters.compression import compressor_for, decompress  # noqa: E402
-from cykafka.core import RecordBatchBuilder, decode_batches  # noqa: E402
+from cykafka.core import ArrowBatchBuilder, PartitionFetch, RecordBatchBuilder, crc32c, decode_batches  # noqa: E402
 from cykafka.errors import CorruptRecordError, ProtocolError  # noqa: E402
 from cykafka.protocol import SUPPORTED_VERSIONS, apis, decode_any_response, encode_response  # noqa: E402
 
@@ -81,6 +83,70 @@ def batch_seeds() -> list[bytes]:
     return seeds
 
 
+def _marker(offset: int, producer_id: int, commit: bool) -> bytes:
+    builder = RecordBatchBuilder(bytearray(128), 128, 0)
+    builder.try_append(1_700_000_000_000, struct.pack(">hh", 0, int(commit)), struct.pack(">hi", 0, 0), None)
+    raw = bytearray(builder.close(None, producer_id, 0, -1, True))
+    struct.pack_into(">q", raw, 0, offset)
+    struct.pack_into(">h", raw, 21, struct.unpack_from(">h", raw, 21)[0] | 0x20)  # control
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    return bytes(raw)
+
+
+def fetch_seeds() -> list[bytes]:
+    """Records sections of a Fetch answer: batches at rising offsets, transactional ones, markers, and a cut tail."""
+    seeds = []
+    for codec in ("none", "lz4", "zstd"):
+        compressor = compressor_for(codec)
+        parts, offset = [], 0
+        for n, producer_id in ((3, -1), (4, 7), (2, 8), (0, 7), (2, 8), (5, -1)):
+            if n == 0:
+                parts.append(_marker(offset, producer_id, commit=True))
+                offset += 1
+                continue
+            builder = RecordBatchBuilder(bytearray(4096), 4096, compressor.codec_id if compressor else 0)
+            for i in range(n):
+                builder.try_append(1_700_000_000_000 + i, b"k%d" % i if i % 2 else None, b"v" * (i * 5),
+                                   [("h", b"x"), ("\u00e9", None)] if i % 3 == 0 else None)
+            raw = bytearray(builder.close(compressor, producer_id, 0 if producer_id >= 0 else -1,
+                                          0 if producer_id >= 0 else -1, producer_id >= 0))
+            struct.pack_into(">q", raw, 0, offset)
+            parts.append(bytes(raw))
+            offset += n
+        parts.append(_marker(offset, 8, commit=False))
+        whole = b"".join(parts)
+        seeds += [whole, whole[:-30]]
+    return seeds
+
+
+def _partition_fetch(check_crcs: bool, read_committed: bool, aborted: list[tuple[int, int]] | None, arrow: bool,
+                     data: bytes) -> Any:
+    part = PartitionFetch("t", 0, data, 1, check_crcs=check_crcs, decompress=decompress,
+                          read_committed=read_committed, aborted_transactions=aborted,
+                          markers_after=[(99, 8, True), (100, 7, False)] if arrow else None)
+    part.transaction_markers()
+    if part.end_offset < 1:
+        raise AssertionError(f"end_offset {part.end_offset} is below the fetch offset")
+    builder = ArrowBatchBuilder() if arrow else None
+    for _ in range(100_000):  # every call hands out at least one record, or the data is done
+        got = part.arrow_into(builder, 64) if builder is not None else len(part.records(64))
+        if not got:
+            break
+    else:
+        raise AssertionError("PartitionFetch kept handing out records past its data")
+    if not part.done:
+        raise AssertionError("PartitionFetch handed out nothing but is not done")
+    if builder is not None and _pyarrow is not None:
+        builder.finish().validate(full=True)
+    return part
+
+
+try:
+    import pyarrow as _pyarrow
+except ImportError:  # pragma: no cover - the spark extra is missing: Arrow buffers are built but not validated
+    _pyarrow = None
+
+
 def mutate(data: bytes, rng: random.Random) -> bytes:
     buf = bytearray(data)
     for _ in range(rng.randint(1, 4)):
@@ -127,13 +193,17 @@ def _decode_batches(data: bytes) -> Any:
 def run(inputs: int, seed: int = 1) -> dict[str, int]:
     """Feeds `inputs` mutated frames and batches to the decoders; returns outcome counts."""
     rng = random.Random(seed)
-    responses, batches = response_seeds(), batch_seeds()
+    responses, batches, fetches = response_seeds(), batch_seeds(), fetch_seeds()
     counts = {"ok": 0, "typed": 0}
     for i in range(inputs):
         if i % 2:
             api_key, version, frame = responses[rng.randrange(len(responses))]
             data = mutate(frame, rng)
             outcome = check(decode_any_response, api_key, version, data)
+        elif i % 4 == 2:
+            data = mutate(fetches[rng.randrange(len(fetches))], rng)
+            aborted = rng.choice([None, [], [(8, 0)], [(7, 2), (8, 9)]])
+            outcome = check(_partition_fetch, rng.random() < 0.3, rng.random() < 0.5, aborted, i % 8 == 2, data)
         else:
             data = mutate(batches[rng.randrange(len(batches))], rng)
             if rng.random() < 0.2:
@@ -154,6 +224,9 @@ def fuzz_with_atheris(inputs: int) -> None:
         if data[0] & 1:
             api_key, version, _ = responses[data[0] % len(responses)]
             check(decode_any_response, api_key, version, data[1:])
+        elif data[0] & 2:
+            check(_partition_fetch, bool(data[0] & 4), bool(data[0] & 8), None if data[0] & 16 else [(8, 0)],
+                  bool(data[0] & 32), data[1:])
         else:
             check(_decode_batches, data[1:])
 

@@ -577,23 +577,54 @@ def estimate_size_upper_bound(object key, object value, object headers):
         _parts_release(&parts)
 
 
-cdef Py_ssize_t _checked_batch_length(const unsigned char* p, Py_ssize_t available_bytes) except -1:
-    """Validates a whole, uncorrupted batch header at p; its total size."""
+cdef enum:  # what _batch_size found wrong
+    _BATCH_SHORT = -1
+    _BATCH_LENGTH_SMALL = -2
+    _BATCH_LENGTH_OVERRUN = -3
+    _BATCH_MAGIC = -4
+    _BATCH_CRC = -5
+
+
+cdef inline Py_ssize_t _batch_size(const unsigned char* p, Py_ssize_t available_bytes, bint check_crc) noexcept nogil:
+    """Validates the batch header at p (and its CRC32C when check_crc); the batch's total size or a _BATCH_* code."""
     cdef int32_t batch_length
-    cdef uint32_t crc
     if available_bytes < _HEADER_BYTES:
-        raise CorruptRecordError(f"record batch of {available_bytes} bytes is shorter than its 61-byte header")
+        return _BATCH_SHORT
     batch_length = <int32_t>_get_be32(p + 8)
     if batch_length < _HEADER_BYTES - _LOG_OVERHEAD_BYTES:
-        raise CorruptRecordError(f"record batch length {batch_length} is smaller than the header")
+        return _BATCH_LENGTH_SMALL
     if batch_length > available_bytes - _LOG_OVERHEAD_BYTES:
-        raise CorruptRecordError(f"record batch length {batch_length} exceeds the {available_bytes} bytes given")
+        return _BATCH_LENGTH_OVERRUN
     if p[16] != 2:
-        raise CorruptRecordError(f"record batch magic {p[16]} is not 2")
-    crc = cyk_crc32c(0, p + _CRC_START, batch_length + _LOG_OVERHEAD_BYTES - _CRC_START, -1)
-    if crc != _get_be32(p + 17):
-        raise CorruptRecordError(f"record batch CRC32C {_get_be32(p + 17):#010x} does not match {crc:#010x}")
+        return _BATCH_MAGIC
+    if check_crc and cyk_crc32c(0, p + _CRC_START, batch_length + _LOG_OVERHEAD_BYTES - _CRC_START, -1) != \
+            _get_be32(p + 17):
+        return _BATCH_CRC
     return batch_length + _LOG_OVERHEAD_BYTES
+
+
+cdef str _batch_problem(Py_ssize_t code, const unsigned char* p, Py_ssize_t available_bytes):
+    """The message for a _BATCH_* code of the batch at p."""
+    cdef int32_t batch_length
+    if code == _BATCH_SHORT:
+        return f"record batch of {available_bytes} bytes is shorter than its 61-byte header"
+    batch_length = <int32_t>_get_be32(p + 8)
+    if code == _BATCH_LENGTH_SMALL:
+        return f"record batch length {batch_length} is smaller than the header"
+    if code == _BATCH_LENGTH_OVERRUN:
+        return f"record batch length {batch_length} exceeds the {available_bytes} bytes given"
+    if code == _BATCH_MAGIC:
+        return f"record batch magic {p[16]} is not 2"
+    crc = cyk_crc32c(0, p + _CRC_START, batch_length + _LOG_OVERHEAD_BYTES - _CRC_START, -1)
+    return f"record batch CRC32C {_get_be32(p + 17):#010x} does not match {crc:#010x}"
+
+
+cdef Py_ssize_t _checked_batch_length(const unsigned char* p, Py_ssize_t available_bytes) except -1:
+    """Validates a whole, uncorrupted batch header at p; its total size."""
+    cdef Py_ssize_t size_bytes = _batch_size(p, available_bytes, True)
+    if size_bytes < 0:
+        raise CorruptRecordError(_batch_problem(size_bytes, p, available_bytes))
+    return size_bytes
 
 
 def rewrite_producer_state(object batch, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
@@ -672,72 +703,174 @@ cdef inline object _corrupt(str what, int64_t offset):
     return CorruptRecordError(f"{what} (record at offset {offset})")
 
 
+# ---- shared readers (decode_batches here, PartitionFetch in fetch.pyx): no objects, no GIL -------------------------
+
+cdef struct _BatchHeader:
+    int64_t base_offset
+    int32_t batch_length
+    int32_t partition_leader_epoch
+    int magic
+    uint32_t crc
+    int attributes  # int16 on the wire, sign-extended
+    int32_t last_offset_delta
+    int64_t base_timestamp_ms
+    int64_t max_timestamp_ms
+    int64_t producer_id
+    int16_t producer_epoch
+    int32_t base_sequence
+    int32_t record_count
+
+
+cdef inline void _read_batch_header(const unsigned char* p, _BatchHeader* h) noexcept nogil:
+    """The 61 header bytes at p (the caller checked they are there)."""
+    h.base_offset = <int64_t>_get_be64(p)
+    h.batch_length = <int32_t>_get_be32(p + 8)
+    h.partition_leader_epoch = <int32_t>_get_be32(p + 12)
+    h.magic = p[16]
+    h.crc = _get_be32(p + 17)
+    h.attributes = <int16_t>_get_be16(p + 21)
+    h.last_offset_delta = <int32_t>_get_be32(p + 23)
+    h.base_timestamp_ms = <int64_t>_get_be64(p + 27)
+    h.max_timestamp_ms = <int64_t>_get_be64(p + 35)
+    h.producer_id = <int64_t>_get_be64(p + 43)
+    h.producer_epoch = <int16_t>_get_be16(p + 51)
+    h.base_sequence = <int32_t>_get_be32(p + 53)
+    h.record_count = <int32_t>_get_be32(p + 57)
+
+
+cdef enum:  # what _read_record_head / _read_bytes_field found wrong
+    _BAD_LENGTH_VARINT = -1
+    _BAD_LENGTH = -2
+    _BAD_TIMESTAMP_DELTA = -3
+    _BAD_OFFSET_DELTA = -4
+    _BAD_FIELD_VARINT = -1
+    _BAD_FIELD_NEGATIVE = -2
+    _BAD_FIELD_OVERRUN = -3
+
+
+cdef struct _RecordHead:
+    Py_ssize_t end  # end of the record
+    int64_t length
+    Py_ssize_t left_bytes  # bytes after the length varint (for messages)
+    int64_t timestamp_delta
+    int64_t offset_delta
+
+
+cdef inline Py_ssize_t _read_record_head(const unsigned char* p, Py_ssize_t pos, Py_ssize_t size_bytes,
+                                         _RecordHead* r) noexcept nogil:
+    """Length, attributes, timestamp and offset deltas of the record at p[pos:size_bytes]; the position of its key
+    length, or a _BAD_* code."""
+    pos = _get_zigzag(p, pos, size_bytes, 5, &r.length)
+    if pos < 0:
+        return _BAD_LENGTH_VARINT
+    r.left_bytes = size_bytes - pos
+    if r.length < 6 or r.length > size_bytes - pos:
+        return _BAD_LENGTH
+    r.end = pos + r.length
+    pos += 1  # attributes, unused
+    pos = _get_zigzag(p, pos, r.end, 10, &r.timestamp_delta)
+    if pos < 0:
+        return _BAD_TIMESTAMP_DELTA
+    pos = _get_zigzag(p, pos, r.end, 5, &r.offset_delta)
+    if pos < 0:
+        return _BAD_OFFSET_DELTA
+    return pos
+
+
+cdef inline Py_ssize_t _read_bytes_field(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
+                                         const unsigned char** data, int64_t* size_bytes) noexcept nogil:
+    """A length-prefixed field of p[pos:end]: data[0] and size_bytes[0] (-1: null); the position after it, or a
+    _BAD_FIELD_* code (then data[0] - p is where the field's bytes would start)."""
+    cdef Py_ssize_t at = _get_zigzag(p, pos, end, 5, size_bytes)
+    if at < 0:
+        return _BAD_FIELD_VARINT
+    data[0] = p + at
+    if size_bytes[0] < 0:
+        if size_bytes[0] != -1:
+            return _BAD_FIELD_NEGATIVE
+        return at
+    if size_bytes[0] > end - at:
+        return _BAD_FIELD_OVERRUN
+    return at + size_bytes[0]
+
+
+cdef object _field_problem(Py_ssize_t code, str what, int64_t size_bytes, Py_ssize_t left_bytes, int64_t offset):
+    if code == _BAD_FIELD_VARINT:
+        return _corrupt(f"malformed {what} length varint", offset)
+    if code == _BAD_FIELD_NEGATIVE:
+        return _corrupt(f"invalid {what} length {size_bytes}", offset)
+    return _corrupt(f"{what} length {size_bytes} exceeds the record's remaining {left_bytes} bytes", offset)
+
+
+cdef object _record_problem(Py_ssize_t code, int32_t index, _RecordHead* r, int64_t offset):
+    if code == _BAD_LENGTH_VARINT:
+        return _corrupt(f"malformed length varint of record {index}", offset)
+    if code == _BAD_LENGTH:
+        return _corrupt(f"record {index} length {r.length} is invalid for the {r.left_bytes} bytes left", offset)
+    if code == _BAD_TIMESTAMP_DELTA:
+        return _corrupt(f"malformed timestamp delta of record {index}", offset)
+    return _corrupt(f"malformed offset delta of record {index}", offset)
+
+
 cdef object _decode_bytes_field(const unsigned char* p, Py_ssize_t* pos, Py_ssize_t end, str what, int64_t offset):
     """bytes or None (length -1) from p[pos[0]:end]; advances pos[0]."""
+    cdef const unsigned char* data = p
     cdef int64_t size_bytes
-    cdef Py_ssize_t at = _get_zigzag(p, pos[0], end, 5, &size_bytes)
+    cdef Py_ssize_t at = _read_bytes_field(p, pos[0], end, &data, &size_bytes)
     if at < 0:
-        raise _corrupt(f"malformed {what} length varint", offset)
+        raise _field_problem(at, what, size_bytes, end - (data - p), offset)
+    pos[0] = at
     if size_bytes < 0:
-        if size_bytes != -1:
-            raise _corrupt(f"invalid {what} length {size_bytes}", offset)
-        pos[0] = at
         return None
-    if size_bytes > end - at:
-        raise _corrupt(f"{what} length {size_bytes} exceeds the record's remaining {end - at} bytes", offset)
-    pos[0] = at + size_bytes
-    return PyBytes_FromStringAndSize(<const char*>p + at, size_bytes)
+    return PyBytes_FromStringAndSize(<const char*>data, size_bytes)
+
+
+cdef list _decode_headers(const unsigned char* p, Py_ssize_t* pos, Py_ssize_t end, int32_t index, int64_t offset):
+    """A record's headers from p[pos[0]:end] as [(str, bytes | None)]; advances pos[0]."""
+    cdef int64_t header_count, key_len, h
+    cdef Py_ssize_t at = _get_zigzag(p, pos[0], end, 5, &header_count)
+    cdef list headers = []
+    if at < 0 or header_count < 0 or header_count > (end - at) // 2:
+        raise _corrupt(f"invalid header count of record {index}", offset)
+    for h in range(header_count):
+        at = _get_zigzag(p, at, end, 5, &key_len)
+        if at < 0 or key_len < 0 or key_len > end - at:
+            raise _corrupt(f"invalid header key length of record {index}", offset)
+        try:
+            header_key = PyUnicode_DecodeUTF8(<const char*>p + at, key_len, NULL)
+        except UnicodeDecodeError:
+            raise _corrupt(f"header key of record {index} is not UTF-8", offset) from None
+        at += key_len
+        headers.append((header_key, _decode_bytes_field(p, &at, end, "header value", offset)))
+    pos[0] = at
+    return headers
 
 
 cdef int _decode_records(DecodedBatch batch, const unsigned char* p, Py_ssize_t size_bytes, int32_t count) except -1:
-    cdef Py_ssize_t pos = 0, end
-    cdef int64_t length, timestamp_delta, offset_delta, header_count, key_len, h
+    cdef Py_ssize_t pos = 0
+    cdef _RecordHead r
     cdef int32_t i
     cdef int64_t offset = batch.base_offset
     cdef bint log_append = batch.timestamp_type == 1
     cdef DecodedRecord record
     cdef list records = batch.records
-    cdef list headers
     for i in range(count):
-        pos = _get_zigzag(p, pos, size_bytes, 5, &length)
+        pos = _read_record_head(p, pos, size_bytes, &r)
         if pos < 0:
-            raise _corrupt(f"malformed length varint of record {i}", offset)
-        if length < 6 or length > size_bytes - pos:
-            raise _corrupt(f"record {i} length {length} is invalid for the {size_bytes - pos} bytes left", offset)
-        end = pos + length
-        pos += 1  # attributes, unused
-        pos = _get_zigzag(p, pos, end, 10, &timestamp_delta)
-        if pos < 0:
-            raise _corrupt(f"malformed timestamp delta of record {i}", offset)
-        pos = _get_zigzag(p, pos, end, 5, &offset_delta)
-        if pos < 0:
-            raise _corrupt(f"malformed offset delta of record {i}", offset)
-        offset = <int64_t>(<uint64_t>batch.base_offset + <uint64_t>offset_delta)
+            raise _record_problem(pos, i, &r, offset)
+        offset = <int64_t>(<uint64_t>batch.base_offset + <uint64_t>r.offset_delta)
         record = DecodedRecord.__new__(DecodedRecord)
         record.offset = offset
         if log_append:
             record.timestamp_ms = batch.max_timestamp_ms
         else:
-            record.timestamp_ms = <int64_t>(<uint64_t>batch.base_timestamp_ms + <uint64_t>timestamp_delta)
-        record.key = _decode_bytes_field(p, &pos, end, "key", offset)
-        record.value = _decode_bytes_field(p, &pos, end, "value", offset)
-        pos = _get_zigzag(p, pos, end, 5, &header_count)
-        if pos < 0 or header_count < 0 or header_count > (end - pos) // 2:
-            raise _corrupt(f"invalid header count of record {i}", offset)
-        headers = []
-        for h in range(header_count):
-            pos = _get_zigzag(p, pos, end, 5, &key_len)
-            if pos < 0 or key_len < 0 or key_len > end - pos:
-                raise _corrupt(f"invalid header key length of record {i}", offset)
-            try:
-                header_key = PyUnicode_DecodeUTF8(<const char*>p + pos, key_len, NULL)
-            except UnicodeDecodeError:
-                raise _corrupt(f"header key of record {i} is not UTF-8", offset) from None
-            pos += key_len
-            headers.append((header_key, _decode_bytes_field(p, &pos, end, "header value", offset)))
-        if pos != end:
-            raise _corrupt(f"record {i} declares {length} bytes but its fields take {length - (end - pos)}", offset)
-        record.headers = headers
+            record.timestamp_ms = <int64_t>(<uint64_t>batch.base_timestamp_ms + <uint64_t>r.timestamp_delta)
+        record.key = _decode_bytes_field(p, &pos, r.end, "key", offset)
+        record.value = _decode_bytes_field(p, &pos, r.end, "value", offset)
+        record.headers = _decode_headers(p, &pos, r.end, i, offset)
+        if pos != r.end:
+            raise _corrupt(f"record {i} declares {r.length} bytes but its fields take {r.length - (r.end - pos)}",
+                           offset)
         records.append(record)
     if pos != size_bytes:
         raise CorruptRecordError(f"{size_bytes - pos} bytes left after the {count} records of the batch at offset "
@@ -758,6 +891,7 @@ def decode_batches(object data, object decompress=None, *, bint allow_partial=Fa
     cdef Py_ssize_t pos = 0, n = view.shape[0], size_bytes, remaining
     cdef int32_t batch_length, count
     cdef DecodedBatch batch
+    cdef _BatchHeader header
     batches = []
     while pos < n:
         p = &view[pos]
@@ -775,24 +909,25 @@ def decode_batches(object data, object decompress=None, *, bint allow_partial=Fa
             raise CorruptRecordError(
                 f"record batch at byte {pos} declares {batch_length} bytes but only {remaining - 12} follow")
         size_bytes = _checked_batch_length(p, remaining)
+        _read_batch_header(p, &header)
         batch = DecodedBatch.__new__(DecodedBatch)
-        batch.base_offset = <int64_t>_get_be64(p)
+        batch.base_offset = header.base_offset
         batch.batch_length = batch_length
-        batch.partition_leader_epoch = <int32_t>_get_be32(p + 12)
-        batch.magic = p[16]
-        batch.crc = _get_be32(p + 17)
-        batch.attributes = <int16_t>_get_be16(p + 21)
+        batch.partition_leader_epoch = header.partition_leader_epoch
+        batch.magic = header.magic
+        batch.crc = header.crc
+        batch.attributes = header.attributes
         batch.codec = batch.attributes & _ATTR_CODEC_MASK
         batch.timestamp_type = 1 if batch.attributes & _ATTR_LOG_APPEND_TIME else 0
         batch.is_transactional = (batch.attributes & _ATTR_TRANSACTIONAL) != 0
         batch.is_control = (batch.attributes & _ATTR_CONTROL) != 0
-        batch.last_offset_delta = <int32_t>_get_be32(p + 23)
-        batch.base_timestamp_ms = <int64_t>_get_be64(p + 27)
-        batch.max_timestamp_ms = <int64_t>_get_be64(p + 35)
-        batch.producer_id = <int64_t>_get_be64(p + 43)
-        batch.producer_epoch = <int16_t>_get_be16(p + 51)
-        batch.base_sequence = <int32_t>_get_be32(p + 53)
-        count = <int32_t>_get_be32(p + 57)
+        batch.last_offset_delta = header.last_offset_delta
+        batch.base_timestamp_ms = header.base_timestamp_ms
+        batch.max_timestamp_ms = header.max_timestamp_ms
+        batch.producer_id = header.producer_id
+        batch.producer_epoch = header.producer_epoch
+        batch.base_sequence = header.base_sequence
+        count = header.record_count
         batch.records = []
         if count < 0:
             raise CorruptRecordError(f"record batch at byte {pos} has a negative record count {count}")

@@ -105,6 +105,10 @@ class InvalidTopicError(KafkaError, ValueError):
     """The topic name breaks Kafka's rules (empty, '.', '..', over 249 chars, characters outside [a-zA-Z0-9._-])."""
 
 
+class MissingDependencyError(KafkaError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it (e.g. cykafka[spark])."""
+
+
 class InvalidArgumentError(KafkaError, ValueError):
     """An Admin call's argument is invalid; raised before anything is sent. The message names the argument."""
 

@@ -1,0 +1,1091 @@
+# The consumer's record decoder: one partition's records section of a Fetch answer, decoded lazily in offset order,
+# into ConsumerRecord objects (records()) or straight into Arrow column buffers (arrow_into(), no object per record).
+# Rules: the records section is referenced, never copied (a compressed batch is decompressed once, by the
+# decompress(codec, bytes-like) callable handed in); the readers of the wire format are the ones records.pyx
+# decodes with (_read_batch_header, _batch_size, _read_record_head, _read_bytes_field); anything malformed raises
+# CorruptRecordError naming topic, partition and offset; no I/O, no clock.
+#
+# Offsets: records below fetch_offset are skipped (a fetch answers whole batches), control batches are skipped, a
+# trailing partial batch is ignored (answers are cut at max.partition.fetch.bytes). next_offset is the position after
+# everything handed out or skipped: what the consumer fetches or commits next.
+#
+# read_committed (docs/consumer.md, "Decoding and read_committed"):
+# - the broker sent a non-empty aborted-transaction list: Java's algorithm (CompletedFetch): an aborted (producer,
+#   first offset) becomes active once a batch's last offset reaches first offset; a transactional batch of an active
+#   producer is dropped; that producer's ABORT marker ends it.
+# - no list, or an empty one (Tansu and librdkafka's mock cluster always send an empty one): decided from the markers
+#   in this data, then those of markers_after (a fetcher's look-ahead past it). A transactional batch is delivered
+#   when its producer's next marker after it is COMMIT, dropped when it is ABORT; with no marker yet, delivery stops
+#   at the batch (blocked_on_open_transaction: look ahead from end_offset, or re-fetch from next_offset later).
+# Control record (the one record of a control batch): key = version int16, type int16 (0 ABORT, 1 COMMIT).
+
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.list cimport PyList_Append
+from cpython.bytearray cimport PyByteArray_AS_STRING
+
+from importlib import import_module
+
+
+cdef enum:
+    _CONTROL_ABORT = 0
+    _CONTROL_COMMIT = 1
+    _NO_MARKER = 2  # a transaction with no marker in this data yet
+    _DELIVER = 0
+    _DROP = 1
+    _BLOCK = 2
+    _CRC_NOGIL_BYTES = 16384  # batches at least this big are checked with the GIL released
+
+
+@cython.final
+@cython.freelist(64)
+@cython.no_gc  # holds str, bytes, ints and a list of (str, bytes) tuples: not tracked, so the cyclic GC never walks
+# the records a caller keeps (that walk cost more than decoding). A cycle a caller builds through `headers` is not
+# collected.
+cdef class ConsumerRecord:
+    """One record read from Kafka. timestamp_type: 0 CreateTime, 1 LogAppendTime (then every record of the batch
+    carries the batch's max timestamp, as Java's consumer reports); leader_epoch is None when the batch has none."""
+
+    cdef readonly str topic
+    cdef readonly int32_t partition
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp_ms
+    cdef readonly int timestamp_type
+    cdef readonly object key
+    cdef readonly object value
+    cdef list _headers  # None: no headers (made [] on first access)
+    cdef int32_t _leader_epoch  # -1: none
+
+    def __init__(self, str topic not None, int32_t partition, int64_t offset, int64_t timestamp_ms,
+                 int timestamp_type=0, key=None, value=None, headers=None, leader_epoch=None):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp_ms = timestamp_ms
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self._headers = None if headers is None else list(headers)
+        self._leader_epoch = -1 if leader_epoch is None else leader_epoch
+
+    @property
+    def headers(self):
+        """[(str, bytes | None)] in the record's order."""
+        if self._headers is None:
+            self._headers = []
+        return self._headers
+
+    @property
+    def leader_epoch(self):
+        return None if self._leader_epoch < 0 else self._leader_epoch
+
+    def __repr__(self):
+        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+                f"timestamp_ms={self.timestamp_ms}, timestamp_type={self.timestamp_type}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r}, leader_epoch={self.leader_epoch!r})")
+
+    def __eq__(self, other):
+        if not isinstance(other, ConsumerRecord):
+            return NotImplemented
+        cdef ConsumerRecord that = <ConsumerRecord>other
+        return (self.offset == that.offset and self.partition == that.partition and self.topic == that.topic
+                and self.timestamp_ms == that.timestamp_ms and self.timestamp_type == that.timestamp_type
+                and self._leader_epoch == that._leader_epoch and self.key == that.key and self.value == that.value
+                and self.headers == that.headers)
+
+    __hash__ = None  # headers is a mutable list
+
+    def __reduce__(self):
+        return (ConsumerRecord, (self.topic, self.partition, self.offset, self.timestamp_ms, self.timestamp_type,
+                                 self.key, self.value, self._headers, self.leader_epoch))
+
+
+cdef inline Py_ssize_t _skip_headers(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
+                                     int64_t* header_count) noexcept nogil:
+    """Walks a record's headers section at p[pos:end] without decoding it; the position after it or -1."""
+    cdef int64_t i, size_bytes
+    cdef const unsigned char* data
+    pos = _get_zigzag(p, pos, end, 5, header_count)
+    if pos < 0 or header_count[0] < 0 or header_count[0] > (end - pos) // 2:
+        return -1
+    for i in range(header_count[0]):
+        pos = _get_zigzag(p, pos, end, 5, &size_bytes)
+        if pos < 0 or size_bytes < 0 or size_bytes > end - pos:
+            return -1
+        pos = _read_bytes_field(p, pos + size_bytes, end, &data, &size_bytes)
+        if pos < 0:
+            return -1
+    return pos
+
+
+cdef int _control_type(const unsigned char* section, Py_ssize_t size_bytes) noexcept nogil:
+    """ABORT or COMMIT from a control batch's first record; -1 for another control type, -2 when malformed."""
+    cdef _RecordHead r
+    cdef const unsigned char* key
+    cdef int64_t key_bytes
+    cdef Py_ssize_t pos = _read_record_head(section, 0, size_bytes, &r)
+    if pos < 0:
+        return -2
+    pos = _read_bytes_field(section, pos, r.end, &key, &key_bytes)
+    if pos < 0 or key_bytes < 4 or <int16_t>_get_be16(key) < 0:
+        return -2
+    cdef int16_t kind = <int16_t>_get_be16(key + 2)
+    if kind == _CONTROL_ABORT or kind == _CONTROL_COMMIT:
+        return kind
+    return -1
+
+
+# ---- Arrow: Spark's Kafka source columns, filled in C ---------------------------------------------------------------
+# Spark's Kafka source schema, as pyspark turns it into Arrow (every field nullable, as Spark declares it): key binary,
+# value binary, topic string, partition int32, offset int64, timestamp timestamp[us, tz=UTC], timestampType int32,
+# headers list<element: struct<key: string, value: binary>> (null for a record without headers, as Spark gives).
+# The builder fills plain malloc'd buffers while the GIL is released; finish() hands them to pyarrow without a copy.
+
+cdef extern from "stdlib.h" nogil:
+    void* realloc(void* ptr, size_t size)
+    void free(void* ptr)
+
+
+cdef extern from "Python.h":
+    int PyBuffer_FillInfo(Py_buffer* view, object exporter, void* buf, Py_ssize_t size_bytes, int readonly,
+                          int flags) except -1
+
+
+cdef struct _Buf:
+    unsigned char* data
+    Py_ssize_t size
+    Py_ssize_t capacity
+
+
+cdef int _buf_grow(_Buf* b, Py_ssize_t needed_bytes) noexcept nogil:
+    """0, or -1 when out of memory (b unchanged)."""
+    cdef Py_ssize_t capacity = b.capacity * 2
+    cdef unsigned char* grown
+    if capacity < needed_bytes:
+        capacity = needed_bytes
+    if capacity < 256:
+        capacity = 256
+    grown = <unsigned char*>realloc(b.data, capacity)
+    if grown == NULL:
+        return -1
+    b.data = grown
+    b.capacity = capacity
+    return 0
+
+
+cdef inline int _buf_reserve(_Buf* b, Py_ssize_t extra_bytes) noexcept nogil:
+    if b.size + extra_bytes <= b.capacity:
+        return 0
+    return _buf_grow(b, b.size + extra_bytes)
+
+
+cdef inline void _put_i32(_Buf* b, int32_t v) noexcept nogil:
+    (<int32_t*>(b.data + b.size))[0] = v
+    b.size += 4
+
+
+cdef inline void _put_i64(_Buf* b, int64_t v) noexcept nogil:
+    (<int64_t*>(b.data + b.size))[0] = v
+    b.size += 8
+
+
+cdef inline void _put_bit(_Buf* bitmap, Py_ssize_t row, bint valid) noexcept nogil:
+    """Row's validity bit (room for it reserved: one byte per 8 rows)."""
+    if row & 7 == 0:
+        bitmap.data[bitmap.size] = 0
+        bitmap.size += 1
+    if valid:
+        bitmap.data[row >> 3] |= <unsigned char>(1 << (row & 7))
+
+
+cdef inline void _put_span(_Buf* offsets, _Buf* data, const unsigned char* p, Py_ssize_t size_bytes) noexcept nogil:
+    """Appends p[:size_bytes] (room reserved) and its end offset."""
+    if size_bytes > 0:
+        memcpy(data.data + data.size, p, size_bytes)
+        data.size += size_bytes
+    _put_i32(offsets, <int32_t>data.size)
+
+
+cdef bint _utf8_valid(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """Well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF), as Arrow strings must be."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c
+    cdef int follow, k
+    cdef uint32_t cp
+    while i < n:
+        c = p[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            follow = 1
+            cp = c & 0x1F
+        elif 0xE0 <= c <= 0xEF:
+            follow = 2
+            cp = c & 0x0F
+        elif 0xF0 <= c <= 0xF4:
+            follow = 3
+            cp = c & 0x07
+        else:
+            return False
+        if i + follow >= n:
+            return False
+        for k in range(1, follow + 1):
+            if p[i + k] & 0xC0 != 0x80:
+                return False
+            cp = (cp << 6) | (p[i + k] & 0x3F)
+        if (follow == 2 and (cp < 0x800 or 0xD800 <= cp <= 0xDFFF)) or (follow == 3 and not 0x10000 <= cp <= 0x10FFFF):
+            return False
+        i += follow + 1
+    return True
+
+
+cdef enum:  # the buffers of _Columns.b
+    _KEY_VALID, _KEY_OFFSETS, _KEY_DATA
+    _VALUE_VALID, _VALUE_OFFSETS, _VALUE_DATA
+    _TOPIC_OFFSETS, _TOPIC_DATA
+    _PARTITION, _OFFSET, _TIMESTAMP, _TIMESTAMP_TYPE
+    _HEADERS_VALID, _HEADERS_OFFSETS
+    _HEADER_KEY_OFFSETS, _HEADER_KEY_DATA
+    _HEADER_VALUE_VALID, _HEADER_VALUE_OFFSETS, _HEADER_VALUE_DATA
+    _BUFFERS
+
+
+cdef struct _Columns:
+    Py_ssize_t rows
+    Py_ssize_t key_nulls
+    Py_ssize_t value_nulls
+    Py_ssize_t headers_nulls
+    Py_ssize_t header_entries
+    Py_ssize_t header_value_nulls
+    _Buf b[_BUFFERS]
+
+
+cdef enum:  # _append_row outcomes
+    _ROW_OK = 0
+    _ROW_NO_MEMORY = -1
+    _ROW_FULL = -2  # an int32 offset would overflow: finish() this builder and go on with another
+    _ROW_BAD_HEADER_KEY = -3
+    _ROW_BAD_HEADERS = -4
+
+
+cdef int _columns_start(_Columns* c) noexcept nogil:
+    """Empty columns (each offsets buffer holds its leading 0); -1 when out of memory."""
+    cdef _Buf* offsets[6]
+    cdef int i
+    offsets[0], offsets[1], offsets[2] = &c.b[_KEY_OFFSETS], &c.b[_VALUE_OFFSETS], &c.b[_TOPIC_OFFSETS]
+    offsets[3], offsets[4], offsets[5] = &c.b[_HEADERS_OFFSETS], &c.b[_HEADER_KEY_OFFSETS], &c.b[_HEADER_VALUE_OFFSETS]
+    for i in range(6):
+        if _buf_reserve(offsets[i], 4) < 0:
+            return -1
+        _put_i32(offsets[i], 0)
+    return 0
+
+
+cdef inline int _reserve_rows(_Columns* c, Py_ssize_t rows, bint include_headers) noexcept nogil:
+    """Room for `rows` more rows in every fixed-width column and bitmap."""
+    cdef Py_ssize_t bitmap_bytes = rows // 8 + 1
+    if (_buf_reserve(&c.b[_KEY_VALID], bitmap_bytes) or _buf_reserve(&c.b[_VALUE_VALID], bitmap_bytes)
+            or _buf_reserve(&c.b[_KEY_OFFSETS], 4 * rows) or _buf_reserve(&c.b[_VALUE_OFFSETS], 4 * rows)
+            or _buf_reserve(&c.b[_TOPIC_OFFSETS], 4 * rows) or _buf_reserve(&c.b[_PARTITION], 4 * rows)
+            or _buf_reserve(&c.b[_OFFSET], 8 * rows) or _buf_reserve(&c.b[_TIMESTAMP], 8 * rows)
+            or _buf_reserve(&c.b[_TIMESTAMP_TYPE], 4 * rows)):
+        return -1
+    if include_headers and (_buf_reserve(&c.b[_HEADERS_VALID], bitmap_bytes)
+                            or _buf_reserve(&c.b[_HEADERS_OFFSETS], 4 * rows)):
+        return -1
+    return 0
+
+
+cdef int _append_headers(_Columns* c, const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
+                         int64_t header_count) noexcept nogil:
+    """A record's headers section at p[pos:end] (walked by _skip_headers already) into the header columns."""
+    cdef int64_t i, size_bytes
+    cdef const unsigned char* data
+    cdef Py_ssize_t at = _get_zigzag(p, pos, end, 5, &size_bytes)  # the count, known
+    cdef Py_ssize_t scan = at
+    for i in range(header_count):  # keys are UTF-8: checked before anything is written
+        scan = _get_zigzag(p, scan, end, 5, &size_bytes)
+        if not _utf8_valid(p + scan, size_bytes):
+            return _ROW_BAD_HEADER_KEY
+        scan = _read_bytes_field(p, scan + size_bytes, end, &data, &size_bytes)
+    if (_buf_reserve(&c.b[_HEADER_KEY_OFFSETS], 4 * header_count) or _buf_reserve(&c.b[_HEADER_VALUE_OFFSETS], 4 * header_count)
+            or _buf_reserve(&c.b[_HEADER_VALUE_VALID], header_count // 8 + 1)
+            or _buf_reserve(&c.b[_HEADER_KEY_DATA], end - pos) or _buf_reserve(&c.b[_HEADER_VALUE_DATA], end - pos)):
+        return _ROW_NO_MEMORY
+    for i in range(header_count):
+        at = _get_zigzag(p, at, end, 5, &size_bytes)
+        _put_span(&c.b[_HEADER_KEY_OFFSETS], &c.b[_HEADER_KEY_DATA], p + at, size_bytes)
+        at = _read_bytes_field(p, at + size_bytes, end, &data, &size_bytes)
+        _put_bit(&c.b[_HEADER_VALUE_VALID], c.header_entries, size_bytes >= 0)
+        if size_bytes < 0:
+            c.header_value_nulls += 1
+            size_bytes = 0
+        _put_span(&c.b[_HEADER_VALUE_OFFSETS], &c.b[_HEADER_VALUE_DATA], data, size_bytes)
+        c.header_entries += 1
+    return _ROW_OK
+
+
+cdef void _columns_free(_Columns* c) noexcept nogil:
+    cdef _Buf* bufs = &c.b[_KEY_VALID]
+    cdef int i
+    for i in range(19):  # the _Buf members, in declaration order
+        free(bufs[i].data)
+        bufs[i].data = NULL
+        bufs[i].size = 0
+        bufs[i].capacity = 0
+    c.rows = c.key_nulls = c.value_nulls = c.headers_nulls = c.header_entries = c.header_value_nulls = 0
+
+
+@cython.final
+@cython.no_gc
+cdef class _ArrowMemory:
+    """A malloc'd buffer handed to pyarrow (pa.py_buffer keeps this alive; freed with it)."""
+
+    cdef unsigned char* data
+    cdef Py_ssize_t size_bytes
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.data, self.size_bytes, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        free(self.data)
+
+
+cdef object _arrow_schema = None
+
+
+cdef object _schema(object pa, bint include_headers):
+    global _arrow_schema
+    if _arrow_schema is None:
+        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        _arrow_schema = pa.schema([
+            pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+            pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+            pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
+            pa.field("headers", pa.list_(pa.field("element", header))),
+        ])
+    return _arrow_schema if include_headers else _arrow_schema.remove(7)
+
+
+@cython.final
+cdef class ArrowBatchBuilder:
+    """Collects records from PartitionFetch.arrow_into() as Arrow columns; finish() makes the pyarrow.RecordBatch
+    (Spark's Kafka source schema) and empties the builder. Needs pyarrow (the spark extra) only in finish()."""
+
+    cdef _Columns c
+    cdef readonly bint include_headers
+    cdef bint _busy  # an arrow_into is filling it, maybe without the GIL
+
+    def __cinit__(self, *args, **kwargs):
+        if _columns_start(&self.c) < 0:
+            raise MemoryError()
+
+    def __init__(self, bint include_headers=True):
+        self.include_headers = include_headers
+
+    def __dealloc__(self):
+        _columns_free(&self.c)
+
+    def __len__(self):
+        return self.c.rows
+
+    def __repr__(self):
+        return f"ArrowBatchBuilder(rows={self.c.rows}, include_headers={self.include_headers})"
+
+    cdef object _take(self, object pa, _Buf* b):
+        """b's memory as a pyarrow Buffer, without a copy; b is left empty."""
+        if b.data == NULL:  # never written: pyarrow wants an address even for no bytes
+            return pa.py_buffer(b"")
+        memory = _ArrowMemory.__new__(_ArrowMemory)
+        (<_ArrowMemory>memory).data = b.data
+        (<_ArrowMemory>memory).size_bytes = b.size
+        b.data = NULL
+        b.size = b.capacity = 0
+        return pa.py_buffer(memory)
+
+    cdef object _validity(self, object pa, _Buf* b, Py_ssize_t nulls):
+        return self._take(pa, b) if nulls else None
+
+    def finish(self):
+        """The collected rows as a pyarrow.RecordBatch (zero rows when empty); the builder starts over."""
+        try:
+            pa = import_module("pyarrow")  # importlib's rules (a None in sys.modules is missing), not Cython's
+        except ImportError:
+            raise MissingDependencyError(
+                "ArrowBatchBuilder.finish() needs pyarrow: pip install 'cykafka[spark]'") from None
+        cdef _Columns* c = &self.c
+        if self._busy:
+            raise KafkaError("the ArrowBatchBuilder is being filled by another thread: finish() it after arrow_into")
+        cdef Py_ssize_t n = c.rows
+        schema = _schema(pa, self.include_headers)
+        columns = [
+            pa.Array.from_buffers(pa.binary(), n, [self._validity(pa, &c.b[_KEY_VALID], c.key_nulls),
+                                                   self._take(pa, &c.b[_KEY_OFFSETS]), self._take(pa, &c.b[_KEY_DATA])],
+                                  c.key_nulls),
+            pa.Array.from_buffers(pa.binary(), n, [self._validity(pa, &c.b[_VALUE_VALID], c.value_nulls),
+                                                   self._take(pa, &c.b[_VALUE_OFFSETS]), self._take(pa, &c.b[_VALUE_DATA])],
+                                  c.value_nulls),
+            pa.Array.from_buffers(pa.string(), n, [None, self._take(pa, &c.b[_TOPIC_OFFSETS]),
+                                                   self._take(pa, &c.b[_TOPIC_DATA])]),
+            pa.Array.from_buffers(pa.int32(), n, [None, self._take(pa, &c.b[_PARTITION])]),
+            pa.Array.from_buffers(pa.int64(), n, [None, self._take(pa, &c.b[_OFFSET])]),
+            pa.Array.from_buffers(schema.field("timestamp").type, n, [None, self._take(pa, &c.b[_TIMESTAMP])]),
+            pa.Array.from_buffers(pa.int32(), n, [None, self._take(pa, &c.b[_TIMESTAMP_TYPE])]),
+        ]
+        if self.include_headers:
+            m = c.header_entries
+            entries = pa.StructArray.from_arrays(
+                [pa.Array.from_buffers(pa.string(), m, [None, self._take(pa, &c.b[_HEADER_KEY_OFFSETS]),
+                                                        self._take(pa, &c.b[_HEADER_KEY_DATA])]),
+                 pa.Array.from_buffers(pa.binary(), m, [
+                     self._validity(pa, &c.b[_HEADER_VALUE_VALID], c.header_value_nulls),
+                     self._take(pa, &c.b[_HEADER_VALUE_OFFSETS]), self._take(pa, &c.b[_HEADER_VALUE_DATA])],
+                     c.header_value_nulls)],
+                fields=list(schema.field("headers").type.value_type))
+            columns.append(pa.Array.from_buffers(
+                schema.field("headers").type, n,
+                [self._validity(pa, &c.b[_HEADERS_VALID], c.headers_nulls), self._take(pa, &c.b[_HEADERS_OFFSETS])],
+                c.headers_nulls, children=[entries]))
+        _columns_free(c)
+        if _columns_start(c) < 0:
+            raise MemoryError()
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+cdef enum:  # the part of a record _Fields.problem is about
+    _FIELD_HEAD
+    _FIELD_KEY
+    _FIELD_VALUE
+    _FIELD_HEADERS
+    _FIELD_HEADER_KEY
+
+
+cdef struct _Fields:
+    _RecordHead head
+    int64_t offset
+    const unsigned char* key
+    int64_t key_bytes  # -1: null
+    const unsigned char* value
+    int64_t value_bytes  # -1: null
+    Py_ssize_t headers_at  # the header count's position
+    int64_t header_count
+    int field  # which part is malformed, and
+    Py_ssize_t problem  # the reader's _BAD_* code
+
+
+@cython.final
+cdef class PartitionFetch:
+    """One partition's records section from one Fetch answer, decoded lazily in offset order (module comment)."""
+
+    cdef readonly str topic
+    cdef readonly int32_t partition
+    cdef readonly int64_t fetch_offset
+    cdef readonly int64_t next_offset
+    cdef readonly bint read_committed
+    cdef readonly bint check_crcs
+    cdef readonly bint blocked_on_open_transaction
+    cdef readonly Py_ssize_t bytes_size
+    cdef bytes _topic_utf8
+    cdef const unsigned char* _topic_utf8_ptr
+    cdef Py_ssize_t _topic_bytes
+    cdef object _decompress
+    cdef object _records
+    cdef Py_buffer _view
+    cdef bint _has_view
+    cdef const unsigned char* _data
+    cdef Py_ssize_t _pos  # the next batch's position in _data
+    cdef bint _ended  # no batch after _pos can be handed out (end of data, partial batch, or blocked)
+    # the batch being read
+    cdef bint _in_batch
+    cdef _BatchHeader _batch
+    cdef Py_buffer _plain_view  # the decompressed records section
+    cdef bint _has_plain_view
+    cdef const unsigned char* _section
+    cdef Py_ssize_t _section_bytes
+    cdef Py_ssize_t _record_pos
+    cdef int32_t _records_left
+    cdef int32_t _record_index
+    # read_committed
+    cdef bint _markers_decide  # no aborted list from the broker: markers decide (see the module comment)
+    cdef bint _scanned
+    cdef bint _walked
+    cdef bint _busy  # a call is under way (it may have released the GIL): another thread must not step in
+    cdef int64_t _end_offset
+    cdef list _markers_after  # [(offset, producer_id, commit)] past this data, from look-ahead fetches
+    cdef bytearray _decisions  # per batch in order: _DELIVER, _DROP or _BLOCK (markers decide)
+    cdef Py_ssize_t _batch_index
+    cdef list _aborted  # [(first_offset, producer_id)] sorted, consumed from _aborted_next
+    cdef Py_ssize_t _aborted_next
+    cdef set _aborting  # producers whose aborted transaction is under way
+
+    def __init__(self, str topic not None, int32_t partition, object records not None, int64_t fetch_offset, *,
+                 bint check_crcs, object decompress, bint read_committed=False, object aborted_transactions=None,
+                 object markers_after=None):
+        if decompress is not None and not callable(decompress):
+            raise InvalidArgumentError(
+                f"decompress must be a callable (codec_id, bytes-like) -> bytes-like or None, not "
+                f"{type(decompress).__name__}")
+        self._release()
+        try:
+            PyObject_GetBuffer(records, &self._view, PyBUF_SIMPLE)
+        except (TypeError, BufferError, ValueError) as e:
+            raise InvalidArgumentError(
+                f"records must be a contiguous bytes-like object (bytes, bytearray, memoryview), not "
+                f"{type(records).__name__}: {e}") from None
+        self._has_view = True
+        self._records = records
+        self._data = <const unsigned char*>self._view.buf
+        self.bytes_size = self._view.len
+        self.topic, self.partition, self._decompress = topic, partition, decompress
+        self._topic_utf8 = topic.encode("utf-8")
+        self._topic_utf8_ptr = <const unsigned char*>PyBytes_AS_STRING(self._topic_utf8)
+        self._topic_bytes = len(self._topic_utf8)
+        self.fetch_offset = self.next_offset = fetch_offset
+        self.check_crcs, self.read_committed = check_crcs, read_committed
+        # where the walk is (all zero/False again when __init__ runs twice)
+        self._pos = self._batch_index = self._aborted_next = 0
+        self._ended = self._in_batch = self._scanned = self.blocked_on_open_transaction = False
+        self._aborted = _aborted_list(aborted_transactions) if read_committed else []
+        self._aborting = set()
+        self._markers_decide = read_committed and not self._aborted
+        self._markers_after = _markers_list(markers_after)
+        self._end_offset = fetch_offset
+        self._walked = False
+
+    def __dealloc__(self):
+        self._release()
+
+    cdef void _release(self) noexcept:
+        """Lets go of the data (and of a decompressed section): nothing is left to read."""
+        self._release_plain()
+        self._in_batch = False
+        self._data = NULL
+        self.bytes_size = 0
+        if self._has_view:
+            PyBuffer_Release(&self._view)
+            self._has_view = False
+
+    cdef inline void _release_plain(self) noexcept:
+        if self._has_plain_view:
+            PyBuffer_Release(&self._plain_view)
+            self._has_plain_view = False
+
+    def __repr__(self):
+        return (f"PartitionFetch(topic={self.topic!r}, partition={self.partition}, fetch_offset={self.fetch_offset}, "
+                f"next_offset={self.next_offset}, bytes_size={self.bytes_size}, read_committed={self.read_committed}, "
+                f"blocked_on_open_transaction={self.blocked_on_open_transaction})")
+
+    cdef object _corrupt(self, str what, int64_t offset):
+        return CorruptRecordError(f"topic {self.topic!r} partition {self.partition} offset {offset}: {what}")
+
+    cdef object _wrapped(self, object error):
+        """A records.pyx reader's CorruptRecordError (its message names the offset) with topic and partition."""
+        return CorruptRecordError(f"topic {self.topic!r} partition {self.partition}: {error}")
+
+    @property
+    def done(self):
+        """True when nothing more can be handed out from this data (read to its end, its partial tail, or an open
+        transaction). Reads ahead over batches that hand out nothing, so it may raise CorruptRecordError."""
+        self._claim()
+        try:
+            return not self._ready()
+        finally:
+            self._busy = False
+
+    cdef int _claim(self) except -1:
+        if self._busy:
+            raise KafkaError(f"PartitionFetch of topic {self.topic!r} partition {self.partition} is in use by another "
+                             f"thread: use one from one thread at a time")
+        self._busy = True
+        return 0
+
+    # ---- batches --------------------------------------------------------------------------------------------------
+
+    cdef inline bint _ready(self) except -1:
+        """Positioned on a record to decode (of a batch that is handed out); False at the end."""
+        while True:
+            if self._in_batch:
+                if self._records_left > 0:
+                    return True
+                self._finish_batch()
+            if not self._enter_batch():
+                return False
+
+    cdef int _finish_batch(self) except -1:
+        cdef int64_t next_offset
+        if self._record_pos != self._section_bytes:
+            raise self._corrupt(f"{self._section_bytes - self._record_pos} bytes left after the "
+                                f"{self._batch.record_count} records of the batch", self._batch.base_offset)
+        next_offset = <int64_t>(<uint64_t>self._batch.base_offset + <uint64_t>self._batch.last_offset_delta) + 1
+        if next_offset > self.next_offset:
+            self.next_offset = next_offset
+        self._in_batch = False
+        self._release_plain()
+        return 0
+
+    cdef bint _enter_batch(self) except -1:
+        """Moves to the next batch that hands out records; False when there is none in this data."""
+        cdef const unsigned char* p
+        cdef Py_ssize_t remaining, size_bytes
+        cdef int32_t batch_length
+        cdef int64_t last_offset
+        cdef int decision, codec
+        if self.read_committed and not self._scanned:
+            self._scan()
+        while not self._ended:
+            remaining = self.bytes_size - self._pos
+            p = self._data + self._pos
+            if remaining < _LOG_OVERHEAD_BYTES:
+                self._ended = True
+                break
+            batch_length = <int32_t>_get_be32(p + 8)
+            if batch_length >= _HEADER_BYTES - _LOG_OVERHEAD_BYTES and batch_length > remaining - _LOG_OVERHEAD_BYTES:
+                self._ended = True  # a partial batch at the end: the answer was cut at max.partition.fetch.bytes
+                break
+            if self.check_crcs and remaining >= _CRC_NOGIL_BYTES:
+                with nogil:
+                    size_bytes = _batch_size(p, remaining, True)
+            else:
+                size_bytes = _batch_size(p, remaining, self.check_crcs)
+            if size_bytes < 0:
+                raise self._corrupt(_batch_problem(size_bytes, p, remaining), <int64_t>_get_be64(p))
+            _read_batch_header(p, &self._batch)
+            last_offset = <int64_t>(<uint64_t>self._batch.base_offset + <uint64_t>self._batch.last_offset_delta)
+            decision = self._decide(p, size_bytes) if self.read_committed else _DELIVER
+            if decision == _BLOCK:
+                self._ended = True
+                self.blocked_on_open_transaction = True
+                break
+            if (decision == _DROP or self._batch.attributes & _ATTR_CONTROL or last_offset < self.next_offset
+                    or self._batch.record_count == 0):
+                self._pos += size_bytes
+                self._batch_index += 1
+                if last_offset >= self.next_offset:
+                    self.next_offset = last_offset + 1
+                continue
+            if self._batch.record_count < 0:
+                raise self._corrupt(f"negative record count {self._batch.record_count}", self._batch.base_offset)
+            codec = self._batch.attributes & _ATTR_CODEC_MASK
+            if codec == 0:
+                self._section = p + _HEADER_BYTES
+                self._section_bytes = size_bytes - _HEADER_BYTES
+            else:
+                self._inflate(codec, self._pos + _HEADER_BYTES, self._pos + size_bytes)
+            if self._batch.record_count > self._section_bytes // 7:
+                self._release_plain()
+                raise self._corrupt(f"{self._batch.record_count} records claimed in {self._section_bytes} bytes",
+                                    self._batch.base_offset)
+            self._pos += size_bytes
+            self._batch_index += 1
+            self._record_pos = 0
+            self._record_index = 0
+            self._records_left = self._batch.record_count
+            self._in_batch = True
+            return True
+        return False
+
+    cdef int _inflate(self, int codec, Py_ssize_t start, Py_ssize_t end) except -1:
+        """Decompresses the records section _data[start:end] of the batch in _batch into _section."""
+        if codec > _MAX_CODEC:
+            raise self._corrupt(f"unknown codec {codec}", self._batch.base_offset)
+        if self._decompress is None:
+            raise self._corrupt(f"the batch is compressed (codec {codec}) and no decompress was given",
+                                self._batch.base_offset)
+        compressed = memoryview(self._records).cast("B")[start:end]
+        try:
+            plain = self._decompress(codec, compressed)
+            PyObject_GetBuffer(plain, &self._plain_view, PyBUF_SIMPLE)
+        except CorruptRecordError as e:
+            raise self._corrupt(str(e), self._batch.base_offset) from e
+        except Exception as e:
+            raise self._corrupt(f"the batch does not decompress (codec {codec}): {e!r}", self._batch.base_offset) from e
+        finally:
+            compressed.release()
+        self._has_plain_view = True
+        self._section = <const unsigned char*>self._plain_view.buf
+        self._section_bytes = self._plain_view.len
+        return 0
+
+    # ---- read_committed -------------------------------------------------------------------------------------------
+
+    cdef int _decide(self, const unsigned char* p, Py_ssize_t size_bytes) except -1:
+        """_DELIVER, _DROP or _BLOCK for the batch just read into _batch (every batch passes here, in order; again
+        after an error, so it changes nothing that a second pass would see differently)."""
+        cdef int64_t last_offset
+        cdef Py_ssize_t index
+        cdef tuple aborted
+        if self._markers_decide:
+            index = self._batch_index
+            if self._batch.attributes & _ATTR_CONTROL:
+                return _DROP
+            if self._batch.producer_id < 0 or not self._batch.attributes & _ATTR_TRANSACTIONAL:
+                return _DELIVER
+            if index >= len(self._decisions):  # cannot happen: _scan walked the same batches
+                return _BLOCK
+            return (<unsigned char*>PyByteArray_AS_STRING(self._decisions))[index]
+        if self._batch.producer_id < 0:
+            return _DELIVER
+        last_offset = <int64_t>(<uint64_t>self._batch.base_offset + <uint64_t>self._batch.last_offset_delta)
+        while self._aborted_next < len(self._aborted):
+            aborted = <tuple>self._aborted[self._aborted_next]
+            if <int64_t>aborted[0] > last_offset:
+                break
+            self._aborting.add(aborted[1])
+            self._aborted_next += 1
+        if self._batch.attributes & _ATTR_CONTROL:
+            if self._marker(p, size_bytes, &self._batch) == _CONTROL_ABORT:
+                self._aborting.discard(self._batch.producer_id)
+            return _DROP
+        if self._batch.attributes & _ATTR_TRANSACTIONAL and self._batch.producer_id in self._aborting:
+            return _DROP
+        return _DELIVER
+
+    cdef int _marker(self, const unsigned char* p, Py_ssize_t size_bytes, _BatchHeader* h) except -2:
+        """ABORT, COMMIT or -1 (another control type) for the control batch at p (its header h)."""
+        cdef int codec = h.attributes & _ATTR_CODEC_MASK
+        cdef Py_buffer view
+        cdef int kind
+        if codec == 0:
+            kind = _control_type(p + _HEADER_BYTES, size_bytes - _HEADER_BYTES)
+        else:
+            if codec > _MAX_CODEC or self._decompress is None:
+                raise self._corrupt(f"control batch of codec {codec} cannot be read", h.base_offset)
+            start = (p - self._data) + _HEADER_BYTES
+            compressed = memoryview(self._records).cast("B")[start:(p - self._data) + size_bytes]
+            try:
+                plain = self._decompress(codec, compressed)
+                PyObject_GetBuffer(plain, &view, PyBUF_SIMPLE)
+            except Exception as e:
+                raise self._corrupt(f"the control batch does not decompress (codec {codec}): {e!r}",
+                                    h.base_offset) from e
+            finally:
+                compressed.release()
+            kind = _control_type(<const unsigned char*>view.buf, view.len)
+            PyBuffer_Release(&view)
+        if kind == -2:
+            raise self._corrupt("malformed control record", h.base_offset)
+        return kind
+
+    cdef list _walk_markers(self):
+        """Every batch header of the data once, in order: [(producer_id, marker or -1, offset)], where marker is
+        ABORT or COMMIT for a transaction marker (its CRC checked when check_crcs). Sets end_offset."""
+        cdef const unsigned char* p
+        cdef Py_ssize_t pos = 0, remaining, size_bytes
+        cdef list walked = []
+        cdef int kind
+        cdef _BatchHeader h  # not _batch: the walk may come while a batch is being read
+        while True:
+            remaining = self.bytes_size - pos
+            p = self._data + pos
+            size_bytes = _batch_size(p, remaining, False)
+            if size_bytes < 0:
+                break  # the main walk stops or raises here too
+            _read_batch_header(p, &h)
+            kind = -1
+            if h.attributes & _ATTR_CONTROL and h.producer_id >= 0:
+                if self.check_crcs and _batch_size(p, remaining, True) < 0:
+                    raise self._corrupt(_batch_problem(_BATCH_CRC, p, remaining), h.base_offset)
+                kind = self._marker(p, size_bytes, &h)
+            walked.append((h.producer_id, kind, h.base_offset))
+            self._end_offset = max(self._end_offset,
+                                   <int64_t>(<uint64_t>h.base_offset + <uint64_t>h.last_offset_delta)
+                                   + 1)
+            pos += size_bytes
+        self._walked = True
+        return walked
+
+    cdef int _scan(self) except -1:
+        """Markers decide: each transactional batch is decided by its producer's next marker after it, in this data
+        or else in markers_after (COMMIT: deliver, ABORT: drop, none yet: block)."""
+        cdef dict next_marker = {}
+        cdef Py_ssize_t i
+        cdef int kind
+        self._scanned = True
+        if not self._markers_decide:
+            return 0
+        for offset, producer_id, commit in sorted(self._markers_after, reverse=True):
+            next_marker[producer_id] = _CONTROL_COMMIT if commit else _CONTROL_ABORT
+        walked = self._walk_markers()
+        decisions = bytearray(len(walked))
+        for i in range(len(walked) - 1, -1, -1):
+            producer_id, kind, _ = walked[i]
+            if kind >= 0:
+                next_marker[producer_id] = kind
+            else:
+                kind = next_marker.get(producer_id, _NO_MARKER)
+                decisions[i] = _DELIVER if kind == _CONTROL_COMMIT else _DROP if kind == _CONTROL_ABORT else _BLOCK
+        self._decisions = decisions
+        return 0
+
+    def transaction_markers(self):
+        """The transaction markers in this data, [(offset, producer_id, commit)] in offset order: what a fetcher
+        that looks ahead of a blocked partition passes on as markers_after. Reads batch headers only."""
+        self._claim()
+        try:
+            return [(offset, producer_id, kind == _CONTROL_COMMIT)
+                    for producer_id, kind, offset in self._walk_markers() if kind >= 0]
+        finally:
+            self._busy = False
+
+    @property
+    def end_offset(self):
+        """The offset after the last whole batch of the data (fetch_offset when there is none): where a look-ahead
+        fetch starts."""
+        if not self._walked:
+            self._claim()
+            try:
+                self._walk_markers()
+            finally:
+                self._busy = False
+        return self._end_offset
+
+    # ---- records ----------------------------------------------------------------------------------------------------
+
+    cdef inline int _parse(self, _Fields* f) noexcept nogil:
+        """The fields of the record at _record_pos of the current batch into f; -1 (with f.problem) if malformed."""
+        cdef const unsigned char* p = self._section
+        cdef Py_ssize_t pos = _read_record_head(p, self._record_pos, self._section_bytes, &f.head)
+        if pos < 0:
+            f.problem = pos
+            f.field = _FIELD_HEAD
+            return -1
+        f.offset = <int64_t>(<uint64_t>self._batch.base_offset + <uint64_t>f.head.offset_delta)
+        pos = _read_bytes_field(p, pos, f.head.end, &f.key, &f.key_bytes)
+        if pos < 0:
+            f.problem = pos
+            f.field = _FIELD_KEY
+            return -1
+        pos = _read_bytes_field(p, pos, f.head.end, &f.value, &f.value_bytes)
+        if pos < 0:
+            f.problem = pos
+            f.field = _FIELD_VALUE
+            return -1
+        f.headers_at = pos
+        if _skip_headers(p, pos, f.head.end, &f.header_count) != f.head.end:
+            f.field = _FIELD_HEADERS
+            return -1
+        return 0
+
+    cdef inline void _consumed(self, _Fields* f, bint handed_out) noexcept nogil:
+        """Moves past the record just parsed."""
+        self._record_pos = f.head.end
+        self._records_left -= 1
+        self._record_index += 1
+        if handed_out:
+            self.next_offset = f.offset + 1
+
+    cdef object _problem(self, _Fields* f):
+        """The CorruptRecordError for a record _parse refused (or one whose header key is not UTF-8)."""
+        cdef const unsigned char* p = self._section
+        if f.field == _FIELD_HEAD:
+            return self._wrapped(_record_problem(f.problem, self._record_index, &f.head, self._batch.base_offset))
+        if f.field == _FIELD_KEY:
+            return self._wrapped(_field_problem(f.problem, "key", f.key_bytes, f.head.end - (f.key - p), f.offset))
+        if f.field == _FIELD_VALUE:
+            return self._wrapped(_field_problem(f.problem, "value", f.value_bytes, f.head.end - (f.value - p),
+                                                f.offset))
+        if f.field == _FIELD_HEADER_KEY:
+            return self._corrupt(f"a header key of record {self._record_index} is not UTF-8", f.offset)
+        return self._corrupt(f"record {self._record_index} of the batch at offset {self._batch.base_offset} has "
+                             f"malformed headers or trailing bytes", f.offset)
+
+    def records(self, Py_ssize_t max_records):
+        """Up to max_records ConsumerRecords, in offset order; [] when done. A CorruptRecordError comes after the
+        records before it were handed out (the call that meets it returns those; the next one raises)."""
+        cdef list out = []
+        if max_records < 0:
+            raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        self._claim()
+        try:
+            self._records_into(out, max_records)
+        except CorruptRecordError:
+            if out:  # hand out what came before it; nothing after it was consumed, so the next call raises it again
+                return out
+            raise
+        finally:
+            self._busy = False
+        return out
+
+    cdef int _records_into(self, list out, Py_ssize_t max_records) except -1:
+        cdef Py_ssize_t taken = 0
+        cdef _Fields f
+        cdef ConsumerRecord record
+        cdef bint log_append
+        cdef Py_ssize_t headers_at
+        while taken < max_records and self._ready():
+            log_append = (self._batch.attributes & _ATTR_LOG_APPEND_TIME) != 0
+            while taken < max_records and self._records_left > 0:
+                if self._parse(&f) < 0:
+                    raise self._problem(&f)
+                if f.offset < self.next_offset:
+                    self._consumed(&f, False)
+                    continue
+                record = ConsumerRecord.__new__(ConsumerRecord)
+                record.topic = self.topic
+                record.partition = self.partition
+                record.offset = f.offset
+                if log_append:
+                    record.timestamp_ms = self._batch.max_timestamp_ms
+                    record.timestamp_type = 1
+                else:
+                    record.timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms
+                                                    + <uint64_t>f.head.timestamp_delta)
+                if f.key_bytes >= 0:
+                    record.key = PyBytes_FromStringAndSize(<const char*>f.key, f.key_bytes)
+                if f.value_bytes >= 0:
+                    record.value = PyBytes_FromStringAndSize(<const char*>f.value, f.value_bytes)
+                if f.header_count:
+                    headers_at = f.headers_at
+                    try:
+                        record._headers = _decode_headers(self._section, &headers_at, f.head.end,
+                                                          self._record_index, f.offset)
+                    except CorruptRecordError as e:
+                        raise self._wrapped(e) from None
+                record._leader_epoch = self._batch.partition_leader_epoch
+                PyList_Append(out, record)
+                self._consumed(&f, True)
+                taken += 1
+            if self._records_left == 0:
+                self._finish_batch()
+        return 0
+
+    # ---- Arrow ------------------------------------------------------------------------------------------------------
+
+    def arrow_into(self, ArrowBatchBuilder builder not None, Py_ssize_t max_records):
+        """Appends up to max_records records to builder's columns, in offset order, with the GIL released while a
+        batch is read; how many were appended (fewer than asked and not done: the builder is full, finish() it).
+        Errors come as in records(): after what came before them was appended."""
+        cdef Py_ssize_t appended = 0
+        if max_records < 0:
+            raise InvalidArgumentError(f"max_records must be >= 0, not {max_records}")
+        if builder._busy:
+            raise KafkaError("the ArrowBatchBuilder is in use by another thread: use one from one thread at a time")
+        self._claim()
+        builder._busy = True
+        try:
+            self._arrow_into(builder, max_records, &appended)
+        except CorruptRecordError:
+            if appended:
+                return appended
+            raise
+        finally:
+            self._busy = builder._busy = False
+        return appended
+
+    cdef int _arrow_into(self, ArrowBatchBuilder builder, Py_ssize_t max_records, Py_ssize_t* appended) except -1:
+        cdef _Fields f
+        cdef int status
+        while appended[0] < max_records and self._ready():
+            with nogil:
+                status = self._arrow_batch(&builder.c, max_records, builder.include_headers, appended, &f)
+            if status == _ROW_FULL:
+                return 0
+            if status == _ROW_NO_MEMORY:
+                raise MemoryError()
+            if status == _ROW_BAD_HEADER_KEY:
+                f.field = _FIELD_HEADER_KEY
+                raise self._problem(&f)
+            if status != _ROW_OK:
+                raise self._problem(&f)
+            if self._records_left == 0:
+                self._finish_batch()
+        return 0
+
+    cdef int _arrow_batch(self, _Columns* c, Py_ssize_t max_records, bint include_headers, Py_ssize_t* appended,
+                          _Fields* f) noexcept nogil:
+        """Appends the current batch's records (up to max_records in all) to c; a _ROW_* outcome, or _ROW_BAD_HEADERS
+        with f describing a malformed record."""
+        cdef bint log_append = (self._batch.attributes & _ATTR_LOG_APPEND_TIME) != 0
+        cdef int timestamp_type = 1 if log_append else 0
+        cdef Py_ssize_t rows = self._records_left
+        cdef Py_ssize_t row
+        cdef int64_t timestamp_ms
+        cdef int status
+        if rows > max_records - appended[0]:
+            rows = max_records - appended[0]
+        if _reserve_rows(c, rows, include_headers) < 0:
+            return _ROW_NO_MEMORY
+        while appended[0] < max_records and self._records_left > 0:
+            if self._parse(f) < 0:
+                return _ROW_BAD_HEADERS
+            if f.offset < self.next_offset:
+                self._consumed(f, False)
+                continue
+            if (c.b[_KEY_DATA].size + f.head.length > INT32_MAX or c.b[_VALUE_DATA].size + f.head.length > INT32_MAX
+                    or c.b[_TOPIC_DATA].size + self._topic_bytes > INT32_MAX
+                    or c.b[_HEADER_KEY_DATA].size + f.head.length > INT32_MAX
+                    or c.b[_HEADER_VALUE_DATA].size + f.head.length > INT32_MAX
+                    or c.header_entries + f.header_count > INT32_MAX or c.rows == INT32_MAX):
+                return _ROW_FULL
+            if (_buf_reserve(&c.b[_KEY_DATA], f.key_bytes) or _buf_reserve(&c.b[_VALUE_DATA], f.value_bytes)
+                    or _buf_reserve(&c.b[_TOPIC_DATA], self._topic_bytes)):
+                return _ROW_NO_MEMORY
+            if include_headers and f.header_count:
+                status = _append_headers(c, self._section, f.headers_at, f.head.end, f.header_count)
+                if status != _ROW_OK:
+                    return status
+            row = c.rows
+            _put_bit(&c.b[_KEY_VALID], row, f.key_bytes >= 0)
+            if f.key_bytes < 0:
+                c.key_nulls += 1
+                f.key_bytes = 0
+            _put_span(&c.b[_KEY_OFFSETS], &c.b[_KEY_DATA], f.key, f.key_bytes)
+            _put_bit(&c.b[_VALUE_VALID], row, f.value_bytes >= 0)
+            if f.value_bytes < 0:
+                c.value_nulls += 1
+                f.value_bytes = 0
+            _put_span(&c.b[_VALUE_OFFSETS], &c.b[_VALUE_DATA], f.value, f.value_bytes)
+            _put_span(&c.b[_TOPIC_OFFSETS], &c.b[_TOPIC_DATA], self._topic_utf8_ptr, self._topic_bytes)
+            _put_i32(&c.b[_PARTITION], self.partition)
+            _put_i64(&c.b[_OFFSET], f.offset)
+            if log_append:
+                timestamp_ms = self._batch.max_timestamp_ms
+            else:
+                timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms + <uint64_t>f.head.timestamp_delta)
+            _put_i64(&c.b[_TIMESTAMP], <int64_t>(<uint64_t>timestamp_ms * 1000))
+            _put_i32(&c.b[_TIMESTAMP_TYPE], timestamp_type)
+            if include_headers:
+                _put_bit(&c.b[_HEADERS_VALID], row, f.header_count > 0)
+                if f.header_count == 0:
+                    c.headers_nulls += 1
+                _put_i32(&c.b[_HEADERS_OFFSETS], <int32_t>c.header_entries)
+            c.rows += 1
+            self._consumed(f, True)
+            appended[0] += 1
+        return _ROW_OK
+
+
+cdef list _markers_list(object markers):
+    """[(offset, producer_id, commit)] from transaction_markers() answers."""
+    if markers is None:
+        return []
+    try:
+        return [(int(offset), int(producer_id), bool(commit)) for offset, producer_id, commit in markers]
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(
+            f"markers_after must be a list of (offset, producer_id, commit) from transaction_markers(): {e}") from None
+
+
+cdef list _aborted_list(object aborted_transactions):
+    """[(first_offset, producer_id)] sorted by first offset, from the broker's (producer_id, first_offset) pairs or
+    the protocol codec's {"producer_id", "first_offset"} dicts."""
+    if aborted_transactions is None:
+        return []
+    out = []
+    try:
+        for item in aborted_transactions:
+            if isinstance(item, dict):
+                producer_id, first_offset = item["producer_id"], item["first_offset"]
+            else:
+                producer_id, first_offset = item
+            out.append((int(first_offset), int(producer_id)))
+    except (TypeError, ValueError, KeyError) as e:
+        raise InvalidArgumentError(
+            f"aborted_transactions must be a list of (producer_id, first_offset) pairs or None: {e}") from None
+    out.sort()
+    return out
