@@ -502,7 +502,7 @@ class SendPath:
                       timestamps_ms: int | list[int] | None, headers: list[Any] | None, result: BatchResult,
                       start: int, stop: int, buffer: bytearray | None) -> tuple[int, bytearray | None, int]: ...
     # the subclass (cykafka.Producer) implements _send_slow and _append_blocking, which send() calls
-# transactions.pyx
+# transaction_manager.pyx
 class TransactionState(IntEnum):
     UNINITIALIZED = 0
     INITIALIZING = 1

@@ -22,7 +22,8 @@ from cykafka.errors import (
 
 # Two layers in one module (included in dependency order, not by layer):
 # - the pure core, under the rules above: checksum, partitioner, pool, records, fetch (the consumer's record decoder),
-#   batchresult, accumulator, transactions;
+#   batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
+#   cykafka/transactions.py);
 # - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
 #   lock (the producer lock), columns (send_batch's inputs), clock (SystemCoreClock reads clock_gettime, PortClock
 #   calls the Clock port).
@@ -38,4 +39,4 @@ include "batchresult.pyx"
 include "accumulator.pyx"
 include "columns.pyx"
 include "sendpath.pyx"
-include "transactions.pyx"
+include "transaction_manager.pyx"
