@@ -15,6 +15,7 @@ from cykafka.errors import (
     KafkaTimeoutError,
     MissingDependencyError,
     NetworkError,
+    NoOffsetForPartitionError,
     ProducerClosedError,
     ProducerFencedError,
     ProtocolError,
@@ -38,8 +39,10 @@ from cykafka.admin import (  # isort: skip
     NewTopic,
     Result,
     TopicDescription,
-    TopicPartition,
 )
+from cykafka.ports import TopicPartition  # isort: skip
+from cykafka.consumer import Consumer  # isort: skip
+from cykafka.core import ConsumerRecord  # isort: skip
 
 __version__ = "0.1.0"
 
@@ -55,7 +58,9 @@ __all__ = [
     "ConfigEntry",
     "ConfigError",
     "ConfigResource",
+    "Consumer",
     "ConsumerGroupMetadata",
+    "ConsumerRecord",
     "CorruptRecordError",
     "InvalidArgumentError",
     "InvalidRecordError",
@@ -66,6 +71,7 @@ __all__ = [
     "MissingDependencyError",
     "NetworkError",
     "NewTopic",
+    "NoOffsetForPartitionError",
     "OffsetAndMetadata",
     "Producer",
     "ProducerClosedError",

@@ -28,7 +28,7 @@ from cykafka.errors import (
     KafkaTimeoutError,
     UnsupportedVersionError,
 )
-from cykafka.ports import Clock, Node, PartitionInfo
+from cykafka.ports import Clock, Node, PartitionInfo, TopicPartition, by_topic, checked_partitions
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, error_for
@@ -77,11 +77,6 @@ class NewTopic:
     num_partitions: int = -1
     replication_factor: int = 1
     config: Mapping[str, str] | None = None
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,15 +159,6 @@ def _checked_names(names: object, what: str) -> list[str]:
         twice = sorted(n for n in set(out) if out.count(n) > 1)
         raise InvalidArgumentError(f"{what} name the same item twice: {twice}")
     return out
-
-
-def _by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], Any],
-              partitions: str = "partitions") -> list[dict[str, Any]]:
-    """The topic -> partitions nesting of a request body."""
-    topics: dict[str, list[Any]] = defaultdict(list)
-    for tp in tps:
-        topics[tp.topic].append(item(tp))
-    return [{"name": name, partitions: items} for name, items in topics.items()]
 
 
 class Admin:
@@ -540,20 +526,11 @@ class Admin:
                                                            f"it out")))
         return results
 
-    @staticmethod
-    def _checked_partitions(partitions: Iterable[object], call: str) -> list[TopicPartition]:
-        out = [TopicPartition(*tp) if isinstance(tp, tuple) and len(tp) == 2 else tp for tp in partitions]
-        for tp in out:
-            if not (isinstance(tp, TopicPartition) and isinstance(tp.topic, str) and isinstance(tp.partition, int)
-                    and tp.partition >= 0):
-                raise InvalidArgumentError(f"{call} takes TopicPartition(topic, partition) keys, got {tp!r}")
-        return out  # type: ignore[return-value]
-
     def list_offsets(self, specs: Mapping[TopicPartition, str | int], *, isolation_level: str = "read_uncommitted",
                      timeout_ms: int | None = None) -> dict[TopicPartition, Result[ListOffsetsResultInfo]]:
         """Offsets by spec (ListOffsets, at each leader): "earliest", "latest", "max_timestamp" or a timestamp in ms
         (the first offset whose timestamp is >= it; offset -1 if none). {TopicPartition: Result}."""
-        tps = self._checked_partitions(specs, "list_offsets")
+        tps = checked_partitions(specs, "list_offsets")
         timestamps: dict[TopicPartition, int] = {}
         for tp, spec in zip(tps, specs.values(), strict=True):
             ts = _OFFSET_SPECS.get(spec) if isinstance(spec, str) else spec
@@ -568,7 +545,7 @@ class Admin:
 
         def ask(node: int, group: list[TopicPartition]) -> dict[TopicPartition, Result[Any]]:
             body = {"isolation_level": int(isolation_level == "read_committed"),
-                    "topics": _by_topic(group, lambda tp: {"partition_index": tp.partition,
+                    "topics": by_topic(group, lambda tp: {"partition_index": tp.partition,
                                                            "timestamp": timestamps[tp]})}
             _, answer = self._request(api.LIST_OFFSETS.key, body, deadline_ms, node)
             return self._partition_items(answer["topics"], group, lambda p: ListOffsetsResultInfo(
@@ -580,7 +557,7 @@ class Admin:
                        timeout_ms: int | None = None) -> dict[TopicPartition, Result[DeletedRecords]]:
         """Deletes the records before each offset (DeleteRecords, at each leader; -1: up to the high watermark):
         {TopicPartition: Result of DeletedRecords(low_watermark)}."""
-        tps = self._checked_partitions(before, "delete_records")
+        tps = checked_partitions(before, "delete_records")
         offsets = dict(zip(tps, before.values(), strict=True))
         for tp, offset in offsets.items():
             if not isinstance(offset, int) or isinstance(offset, bool) or offset < -1:
@@ -589,7 +566,7 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def ask(node: int, group: list[TopicPartition]) -> dict[TopicPartition, Result[Any]]:
-            body = {"topics": _by_topic(group, lambda tp: {"partition_index": tp.partition, "offset": offsets[tp]}),
+            body = {"topics": by_topic(group, lambda tp: {"partition_index": tp.partition, "offset": offsets[tp]}),
                     "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())}
             _, answer = self._request(api.DELETE_RECORDS.key, body, deadline_ms, node)
             return self._partition_items(answer["topics"], group, lambda p: DeletedRecords(p["low_watermark"]))
@@ -692,9 +669,9 @@ class Admin:
         """A group's committed offsets (OffsetFetch at its coordinator): every partition it committed, or the
         given ones (offset -1: none committed). {TopicPartition: Result}; a group-level error raises."""
         (group,) = _checked_names([group_id], "list_consumer_group_offsets' group_id")
-        tps = None if partitions is None else self._checked_partitions(partitions, "list_consumer_group_offsets")
+        tps = None if partitions is None else checked_partitions(partitions, "list_consumer_group_offsets")
         deadline_ms = self._deadline(timeout_ms)
-        topics = None if tps is None else _by_topic(tps, lambda tp: tp.partition, "partition_indexes")
+        topics = None if tps is None else by_topic(tps, lambda tp: tp.partition, "partition_indexes")
 
         def fetch() -> dict[TopicPartition, Result[OffsetAndMetadata]]:
             node = self._coordinator(group, deadline_ms)

@@ -1,4 +1,5 @@
 """The `cykafka` command: `cykafka produce TOPIC` sends stdin or a file, one record per line (like `kcat -P`);
+`cykafka consume TOPIC` prints a topic's records, one per line or per -f format (like `kcat -C`);
 `cykafka topics create|list|describe|delete` administers topics (cykafka.Admin);
 `cykafka broker` runs the embedded dev broker; `cykafka demo` runs the Spark demo pipeline (`--plain`: the producer
 alone). Exit codes: 0 ok, 1 a record failed (or the demo found a mismatch), 2 a usage or config error."""
@@ -22,7 +23,8 @@ from cykafka.broker import EmbeddedBroker
 from cykafka.errors import BatchDeliveryError, KafkaError
 
 if TYPE_CHECKING:
-    from cykafka.core import BatchResult
+    from cykafka.consumer import Consumer
+    from cykafka.core import BatchResult, ConsumerRecord
     from cykafka.producer import Producer
 
 READ_CHUNK_BYTES = 1 << 20  # one read, one send_batch: a pipe hands over at most its buffer (64 KiB) per read
@@ -246,6 +248,152 @@ def _produce(args: argparse.Namespace) -> int:
     return EXIT_FAILED if tally.failed else 0
 
 
+# --- cykafka consume ------------------------------------------------------------------------------------------------
+
+_FORMAT_FIELDS = "kstpoThSK%"  # kcat -f: key, value, topic, partition, offset, timestamp, headers, sizes, literal %
+
+
+def parse_format(text: str) -> list[bytes | str]:
+    """A -f format as literal bytes and one-letter fields (backslash escapes decoded)."""
+    data = unescape(text, "-f/--format")
+    parts: list[bytes | str] = []
+    literal = bytearray()
+    i = 0
+    while i < len(data):
+        if data[i:i + 1] != b"%":
+            literal += data[i:i + 1]
+            i += 1
+            continue
+        field_name = data[i + 1:i + 2].decode("latin-1")
+        if not field_name or field_name not in _FORMAT_FIELDS:
+            raise UsageError(f"-f/--format: unknown field %{field_name} (accepted: "
+                             f"{', '.join('%' + f for f in _FORMAT_FIELDS)})")
+        if field_name == "%":
+            literal += b"%"
+        else:
+            if literal:
+                parts.append(bytes(literal))
+                literal.clear()
+            parts.append(field_name)
+        i += 2
+    if literal:
+        parts.append(bytes(literal))
+    return parts
+
+
+def format_record(record: ConsumerRecord, parts: list[bytes | str]) -> bytes:
+    out = bytearray()
+    for part in parts:
+        if isinstance(part, bytes):
+            out += part
+        elif part == "s":
+            out += record.value or b""
+        elif part == "k":
+            out += record.key or b""
+        elif part == "S":
+            out += str(-1 if record.value is None else len(record.value)).encode()
+        elif part == "K":
+            out += str(-1 if record.key is None else len(record.key)).encode()
+        elif part == "h":
+            out += b",".join(name.encode() + b"=" + (value or b"") for name, value in record.headers)
+        else:
+            out += str({"t": record.topic, "p": record.partition, "o": record.offset,
+                        "T": record.timestamp_ms}[part]).encode()
+    return bytes(out)
+
+
+def parse_offset(text: str | None) -> str | int:
+    """-o: beginning, end, stored (the group's committed offset, else the start), N, or -N (N before the end)."""
+    if text is None or text in ("beginning", "end", "stored"):
+        return text or "stored"
+    if text.lstrip("-").isdigit() and text.count("-") <= 1:
+        return int(text)
+    raise UsageError(f"-o/--offset takes beginning, end, stored, an offset N or -N (N before the end), got {text!r}")
+
+
+def _start_offsets(consumer: Consumer, tps: list[cykafka.TopicPartition], offset: str | int) -> None:
+    if offset == "beginning":
+        consumer.seek_to_beginning(tps)
+    elif offset == "end":
+        consumer.seek_to_end(tps)
+    elif isinstance(offset, int) and offset >= 0:
+        for tp in tps:
+            consumer.seek(tp, offset)
+    elif isinstance(offset, int):
+        firsts, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+        for tp in tps:
+            consumer.seek(tp, max(firsts[tp], ends[tp] + offset))
+
+
+@dataclass
+class ConsumeTally:
+    records: int = 0
+    payload_bytes: int = 0
+    next_offsets: dict[cykafka.TopicPartition, int] = field(default_factory=dict)  # after the last printed record
+
+
+def consume(consumer: Consumer, topic: str, out: IO[bytes], parts: list[bytes | str], *,
+            partition: int | None = None, offset: str | int = "stored", count: int | None = None,
+            exit_at_end: bool = False, progress: Any = None) -> ConsumeTally:
+    """Prints every record of topic (or of one partition) from offset on, formatted; stops after count records, at
+    the end of every partition (exit_at_end: the end offsets when it started), or on Ctrl-C."""
+    tally = ConsumeTally()
+    partitions = consumer.partitions_for(topic)
+    if partition is not None and partition not in {p.partition for p in partitions}:
+        raise UsageError(f"-p/--partition {partition}: {topic!r} has partitions 0..{len(partitions) - 1}")
+    tps = [cykafka.TopicPartition(topic, p.partition) for p in partitions if partition in (None, p.partition)]
+    consumer.assign(tps)
+    _start_offsets(consumer, tps, offset)
+    ends = consumer.end_offsets(tps) if exit_at_end else {}
+    try:
+        while count is None or tally.records < count:
+            if exit_at_end and all(consumer.position(tp) >= end for tp, end in ends.items()):
+                break
+            records = consumer.poll(0.5)
+            if count is not None:
+                records = records[:count - tally.records]
+            out.write(b"".join(format_record(record, parts) for record in records))
+            out.flush()
+            for record in records:
+                tally.next_offsets[cykafka.TopicPartition(record.topic, record.partition)] = record.offset + 1
+            tally.records += len(records)
+            tally.payload_bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+            if progress is not None and records:
+                progress.update(len(records))
+    except KeyboardInterrupt:  # Ctrl-C ends the run: what was printed is committed (-G) and summed up
+        pass
+    finally:
+        if progress is not None:
+            progress.close()
+    return tally
+
+
+def _consume(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    config = _client_config(args)
+    parts = parse_format(args.format)
+    if args.count is not None and args.count < 0:
+        raise UsageError(f"-c/--count must be >= 0, got {args.count}")
+    offset = parse_offset(args.offset)
+    if args.group is not None:
+        config["group.id"] = args.group
+        config.setdefault("enable.auto.commit", False)  # what was printed is committed at the end, not what came
+    config.setdefault("auto.offset.reset", "earliest")  # kcat's default: from the beginning
+    from cykafka.consumer import Consumer
+
+    show_progress = not args.quiet and sys.stderr.isatty()
+    out = sys.stdout.buffer
+    with Consumer(config) as consumer:
+        tally = consume(consumer, args.topic, out, parts, partition=args.partition, offset=offset,
+                        count=args.count, exit_at_end=args.exit, progress=_progress(show_progress))
+        if args.group is not None and tally.next_offsets:
+            consumer.commit(tally.next_offsets)
+    elapsed_s = time.perf_counter() - started
+    print(f"cykafka consume: {tally.records} records, {tally.payload_bytes} bytes, {elapsed_s:.2f} s "
+          f"({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) <- {args.topic}", file=sys.stderr)
+    return 0
+
+
 # --- cykafka topics -------------------------------------------------------------------------------------------------
 
 
@@ -311,6 +459,30 @@ def build_parser() -> argparse.ArgumentParser:
                              help="any producer config key (repeatable), e.g. -X linger.ms=20 -X compression.type=lz4")
     produce_cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     produce_cmd.set_defaults(func=_produce)
+    consume_cmd = sub.add_parser(
+        "consume", help="print a topic's records, one per line (like kcat -C)",
+        description="Print the records of TOPIC (every partition, or -p) to stdout, each as the -f format "
+                    "(default: the value and a newline). -o picks where to start, -c stops after COUNT records, "
+                    "-e at the end of every partition, Ctrl-C any time. With -G the group's committed offsets are "
+                    "the start (-o stored, the default) and the positions are committed at the end. Prints a "
+                    "progress bar on a terminal and a summary line on stderr. Exit code 1 on an error, 2 on a usage "
+                    "or config error.")
+    consume_cmd.add_argument("topic", metavar="TOPIC")
+    _add_client_options(consume_cmd, "consumer")
+    consume_cmd.add_argument("-o", "--offset", default=None,
+                             help="beginning, end, stored, an offset N, or -N: N before the end (default: stored "
+                                  "with -G, else beginning)")
+    consume_cmd.add_argument("-p", "--partition", type=int, default=None, help="only this partition")
+    consume_cmd.add_argument("-c", "--count", type=int, default=None, help="exit after COUNT records")
+    consume_cmd.add_argument("-e", "--exit", action="store_true",
+                             help="exit at the end of every partition (its end when consuming started)")
+    consume_cmd.add_argument("-G", "--group", default=None, help="group.id: start from and commit its offsets")
+    consume_cmd.add_argument("-f", "--format", default="%s\\n",
+                             help="output format: %%k key, %%s value, %%t topic, %%p partition, %%o offset, "
+                                  "%%T timestamp (ms), %%h headers (n=v,...), %%S / %%K value / key size, %%%% a %%; "
+                                  "backslash escapes (default: %%s\\n)")
+    consume_cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    consume_cmd.set_defaults(func=_consume)
     topics = sub.add_parser("topics", help="create, list, describe or delete topics (cykafka.Admin)",
                             description="Topic administration through cykafka.Admin. Per-topic failures are "
                                         "printed on stderr; exit code 1 when any topic failed, 2 on a usage or "

@@ -1,7 +1,9 @@
-"""Producer configuration: Kafka's own keys, Java's defaults, validation that names the key and the accepted values.
+"""Client configuration: Kafka's own keys, Java's defaults, validation that names the key and the accepted values.
 
-`ProducerConfig.parse(dict, **kwargs)` accepts dotted Kafka keys (`linger.ms`) and underscore kwargs (`linger_ms=5`);
-unknown keys and invalid values raise ConfigError at construction. Differences from Java's defaults: docs/config.md.
+One table of keys (VALIDATORS) for every client; PRODUCER_KEYS, CONSUMER_KEYS and ADMIN_KEYS say which client takes
+which. `ProducerConfig.parse(dict, **kwargs)` (ConsumerConfig's, AdminConfig's too) accepts dotted Kafka keys
+(`linger.ms`) and underscore kwargs (`linger_ms=5`); unknown keys, other clients' keys and invalid values raise
+ConfigError at construction. Differences from Java's defaults: docs/config.md.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from cykafka import ports  # codec names, level bounds (record-format facts) and the adapters' settings values
 from cykafka.errors import DOCS_URL, ConfigError
@@ -193,6 +195,27 @@ def _interceptors(key: str, value: object) -> tuple[Any, ...]:
     return items
 
 
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
+_JAVA_ASSIGNORS = {"RangeAssignor": "range", "RoundRobinAssignor": "roundrobin",
+                   "CooperativeStickyAssignor": "cooperative-sticky"}  # Java's class names (simple or qualified)
+
+
+def _assignors(key: str, value: object) -> tuple[str, ...]:
+    """A list (or comma-separated string) of assignor names, in preference order; Java's class names too."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items:
+        raise ConfigError(f"{key} must be a non-empty list (or comma-separated string) of {', '.join(ASSIGNORS)}; "
+                          f"got {value!r}")
+    names = []
+    for item in items:
+        text = str(item).strip()
+        name = _JAVA_ASSIGNORS.get(text.rpartition(".")[2], text.lower())
+        if name not in ASSIGNORS:
+            raise ConfigError(f"{key} entries must be one of {', '.join(ASSIGNORS)}; got {item!r}")
+        names.append(name)
+    return tuple(dict.fromkeys(names))
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerConfig:
     """Validated producer settings; attribute names are the Kafka keys with dots as underscores."""
@@ -252,22 +275,10 @@ class ProducerConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
-        if config is not None and not isinstance(config, Mapping):
-            raise ConfigError(f"the producer config must be a mapping of Kafka keys to values (a dict such as "
-                              f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
-        merged: dict[str, object] = {}
-        spelled: dict[str, str] = {}  # canonical key -> as the user wrote it
-        given = [*(config or {}).items(), *((key.replace("_", "."), value) for key, value in kwargs.items())]
-        for key, value in given:
-            canonical = _canonical(key)
-            if spelled.setdefault(canonical, key) != key:
-                raise ConfigError(f"{spelled[canonical]} and {key} are both given; they are the same key "
-                                  f"({canonical}): give one")
-            merged[canonical] = value
+        merged, spelled = _given(config, kwargs, PRODUCER_KEYS, "producer")
         values: dict[str, object] = {}
         for key, value in merged.items():
-            label = key if spelled[key] == key else f"{spelled[key]} (cykafka's {key})"
-            values[key.replace(".", "_")] = VALIDATORS[key](label, value)
+            values[key.replace(".", "_")] = VALIDATORS[key](_label(key, spelled), value)
         if "bootstrap_servers" not in values:
             raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
         cfg = cls(**values, user_keys=frozenset(merged))  # type: ignore[arg-type]
@@ -415,15 +426,43 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "sasl.password": _secret,
     "sasl.oauthbearer.config": lambda k, v: "" if v is None else str(v),
     "oauth_cb": _callable_or_none,
+    # the consumer's (Java's ConsumerConfig) and Admin's own keys
+    "default.api.timeout.ms": _int32(0),
+    "group.id": _protocol_str(nullable=True),
+    "group.instance.id": _protocol_str(nullable=True),
+    "auto.offset.reset": _choice("earliest", "latest", "none"),
+    "enable.auto.commit": _bool,
+    "auto.commit.interval.ms": _int32(0),
+    "isolation.level": _choice("read_uncommitted", "read_committed"),
+    "fetch.min.bytes": _int32(0),
+    "fetch.max.wait.ms": _int32(0),
+    "fetch.max.bytes": _int32(0),
+    "max.partition.fetch.bytes": _int32(0),
+    "max.poll.records": _int32(1),
+    "session.timeout.ms": _int32(1),
+    "heartbeat.interval.ms": _int32(1),
+    "max.poll.interval.ms": _int32(1),
+    "partition.assignment.strategy": _assignors,
+    "check.crcs": _bool,
 }
 
-# hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
+# keys only the consumer takes; PRODUCER_KEYS: the others but Admin's and the consumer's default.api.timeout.ms
+CONSUMER_ONLY_KEYS = frozenset({
+    "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms",
+    "isolation.level", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes",
+    "max.poll.records", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
+    "partition.assignment.strategy", "check.crcs",
+})
+PRODUCER_KEYS = frozenset(VALIDATORS) - CONSUMER_ONLY_KEYS - {"default.api.timeout.ms"}
+
+
 def _pick(settings: type[T], config: object, **given: object) -> T:
     """A settings value made of the config's attributes of the same names (ports' settings name them alike)."""
     names = [f.name for f in dataclasses.fields(settings) if f.name not in given]  # type: ignore[arg-type]
     return settings(**{name: getattr(config, name) for name in names}, **given)
 
 
+# hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
 _SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password", "sasl_oauthbearer_config"})
 # keys that only mean something with SSL / SASL: set with another security.protocol, they are a mistake
 _SSL_MATERIAL_KEYS = frozenset({"ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
@@ -510,19 +549,44 @@ NOT_ALIASES = {
 }
 
 
-def _canonical(key: object) -> str:
+def _given(config: object, kwargs: Mapping[str, object], accepted: frozenset[str],
+           client: str) -> tuple[dict[str, object], dict[str, str]]:
+    """({canonical key: value}, {canonical key: as the user wrote it}) of a config dict plus underscore kwargs."""
+    if config is not None and not isinstance(config, Mapping):
+        raise ConfigError(f"the {client} config must be a mapping of Kafka keys to values (a dict such as "
+                          f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
+    merged: dict[str, object] = {}
+    spelled: dict[str, str] = {}
+    for key, value in [*(config or {}).items(), *((k.replace("_", "."), v) for k, v in kwargs.items())]:
+        canonical = _canonical(key, accepted, client)
+        if spelled.setdefault(canonical, key) != key:
+            raise ConfigError(f"{spelled[canonical]} and {key} are both given; they are the same key "
+                              f"({canonical}): give one")
+        merged[canonical] = value
+    return merged, spelled
+
+
+def _label(key: str, spelled: Mapping[str, str]) -> str:
+    return key if spelled[key] == key else f"{spelled[key]} (cykafka's {key})"
+
+
+def _canonical(key: object, accepted: frozenset[str] | None = None, client: str = "") -> str:
+    """The table's name for key (aliases resolved); accepted: the keys this client takes (None: every key)."""
     if not isinstance(key, str):
         raise ConfigError(f"config keys must be str (Kafka's dotted names such as 'linger.ms'), got {key!r}")
     key = ALIASES.get(key, key)
-    if key not in VALIDATORS:
+    keys = VALIDATORS if accepted is None else accepted
+    if key not in keys:
         instead = NOT_ALIASES.get(key.replace("_", "."))
         if instead is not None:
             raise ConfigError(f"unknown config key {key!r} (another client's): {instead}. Accepted keys: see "
                               f"{DOCS_URL}config.md; other clients' keys: {DOCS_URL}migrating.md")
         # typos only: a hint must not point at a key that merely shares a word (batch.num.messages is no batch.size)
-        close = difflib.get_close_matches(key, [*VALIDATORS, *ALIASES], n=3, cutoff=0.8)
+        close = difflib.get_close_matches(key, [*keys, *(a for a, k in ALIASES.items() if k in keys)], n=3,
+                                          cutoff=0.8)
         hint = f"; did you mean {' or '.join(close)}" if close else ""
-        raise ConfigError(f"unknown config key {key!r}{hint}. Accepted keys: see {DOCS_URL}config.md")
+        what = f"config key {key!r} is not a {client} key" if key in VALIDATORS else f"unknown config key {key!r}"
+        raise ConfigError(f"{what}{hint}. Accepted keys: see {DOCS_URL}config.md")
     return key
 
 
@@ -549,7 +613,8 @@ class AdminConfig:
             raise ConfigError(f"the admin config must be a mapping of Kafka keys to values (a dict such as "
                               f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
         given = {**(config or {}), **{key.replace("_", "."): value for key, value in kwargs.items()}}
-        timeout_ms = _int32(0)("default.api.timeout.ms", given.pop("default.api.timeout.ms", 60000))
+        timeout_ms = cast(int, VALIDATORS["default.api.timeout.ms"]("default.api.timeout.ms",
+                                                                    given.pop("default.api.timeout.ms", 60000)))
         for key in given:
             if _canonical(key) not in ADMIN_KEYS:
                 raise ConfigError(f"config key {key!r} is not an Admin key; Admin takes default.api.timeout.ms, "
@@ -557,4 +622,77 @@ class AdminConfig:
                                   f" and the ssl.* and sasl.* keys")
         # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
         checked = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
-        return cls(int(timeout_ms), checked.retry_backoff_ms, checked.connection_settings())
+        return cls(timeout_ms, checked.retry_backoff_ms, checked.connection_settings())
+
+
+# The consumer's keys: its own, Admin's (the connection's and default.api.timeout.ms), and the producer's connection
+# and metadata keys that Java's consumer has too.
+CONSUMER_KEYS = CONSUMER_ONLY_KEYS | ADMIN_KEYS | {
+    "default.api.timeout.ms", "retry.backoff.max.ms", "metadata.max.age.ms", "allow.auto.create.topics",
+    "send.buffer.bytes", "receive.buffer.bytes", "connections.max.idle.ms",
+}
+CONSUMER_RECEIVE_BUFFER_BYTES = 65536  # Java's consumer default (the producer's is 32768)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    """Validated consumer settings (Java's ConsumerConfig keys and defaults); the narrow settings the transport and
+    the metadata adapter take, and retry.backoff.ms."""
+
+    connection: ports.ConnectionSettings
+    metadata: ports.MetadataSettings
+    retry_backoff_ms: int = 100
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    auto_offset_reset: str = "latest"
+    enable_auto_commit: bool = False  # Java's default true applies with a group.id (parse resolves it)
+    auto_commit_interval_ms: int = 5000
+    isolation_level: str = "read_uncommitted"
+    fetch_min_bytes: int = 1
+    fetch_max_wait_ms: int = 500
+    fetch_max_bytes: int = 52428800
+    max_partition_fetch_bytes: int = 1048576
+    max_poll_records: int = 500
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
+    check_crcs: bool = True
+    default_api_timeout_ms: int = 60000
+
+    @classmethod
+    def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:
+        merged, spelled = _given(config, kwargs, CONSUMER_KEYS, "consumer")
+        own: dict[str, object] = {}
+        connection: dict[str, object] = {}
+        for key, value in merged.items():
+            if key in CONSUMER_ONLY_KEYS or key == "default.api.timeout.ms":
+                own[key.replace(".", "_")] = VALIDATORS[key](_label(key, spelled), value)
+            else:
+                connection[spelled[key]] = value
+        if "receive.buffer.bytes" not in merged:
+            connection["receive.buffer.bytes"] = CONSUMER_RECEIVE_BUFFER_BYTES
+        # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
+        checked = ProducerConfig.parse({**connection, "delivery.timeout.ms": INT32_MAX})
+        if own.get("group_id") is None:
+            if own.get("enable_auto_commit") is True:
+                raise ConfigError("enable.auto.commit=true needs a group.id (the offsets are the group's); set "
+                                  "group.id or leave enable.auto.commit unset")
+            if own.get("group_instance_id") is not None:
+                raise ConfigError("group.instance.id needs a group.id")
+        else:
+            own.setdefault("enable_auto_commit", True)
+        cfg = cls(checked.connection_settings(), checked.metadata_settings(), checked.retry_backoff_ms,
+                  **own)  # type: ignore[arg-type]
+        if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
+            raise ConfigError(f"heartbeat.interval.ms ({cfg.heartbeat_interval_ms}) must be lower than "
+                              f"session.timeout.ms ({cfg.session_timeout_ms})")
+        if checked.request_timeout_ms <= cfg.fetch_max_wait_ms:
+            raise ConfigError(f"request.timeout.ms ({checked.request_timeout_ms}) must be greater than "
+                              f"fetch.max.wait.ms ({cfg.fetch_max_wait_ms}): a fetch waits up to fetch.max.wait.ms "
+                              f"at the broker")
+        return cfg
+
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == "read_committed"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # where messages send the reader: the docs of the project's home (docs/development.md, "The project's address"); the
 # same address is pyproject's Documentation URL. Files under it: DOCS_URL + "config.md".
 DOCS_URL = "https://github.com/cykafka/cykafka/blob/main/docs/"
@@ -146,3 +148,12 @@ class TransactionFatalError(KafkaError):
 class ProducerFencedError(TransactionFatalError):
     """A newer producer with the same transactional.id (a higher epoch) exists: this one is fenced (PRODUCER_FENCED
     or INVALID_PRODUCER_EPOCH) and can only be closed."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A consumer has no position for partitions and auto.offset.reset is none (no committed offset, or it fell
+    out of range): seek() them. `partitions` lists them."""
+
+    def __init__(self, message: str = "", *, partitions: Sequence[tuple[str, int]] = ()) -> None:
+        super().__init__(message)
+        self.partitions = list(partitions)

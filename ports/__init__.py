@@ -6,10 +6,12 @@ snapshot per sender loop). Times are integers in milliseconds and their names sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
+from cykafka.errors import InvalidArgumentError
 from cykafka.protocol import TransportRequest
 from cykafka.protocol.error_codes import ErrorCode
 
@@ -64,6 +66,36 @@ class Clock(Protocol):
         """Blocks in `wait(timeout_s)` (an Event's or Condition's wait: True once what it waits for happened) for at
         most timeout_ms of this clock's time; returns wait's answer."""
         ...
+
+
+class TopicPartition(NamedTuple):
+    """A topic's partition (`cykafka.TopicPartition`): what Admin and Consumer calls take and return."""
+
+    topic: str
+    partition: int
+
+
+def checked_partitions(partitions: Iterable[object], call: str) -> list[TopicPartition]:
+    """partitions as TopicPartitions ((topic, partition) tuples taken too), else InvalidArgumentError naming call."""
+    if isinstance(partitions, str | bytes) or not isinstance(partitions, Iterable):
+        raise InvalidArgumentError(f"{call} takes an iterable of TopicPartition(topic, partition), got "
+                                   f"{type(partitions).__name__}")
+    out = [TopicPartition(*tp) if isinstance(tp, tuple) and len(tp) == 2 else tp for tp in partitions]
+    for tp in out:
+        if not (isinstance(tp, TopicPartition) and isinstance(tp.topic, str) and tp.topic
+                and isinstance(tp.partition, int) and not isinstance(tp.partition, bool) and tp.partition >= 0):
+            raise InvalidArgumentError(f"{call} takes TopicPartition(topic, partition) keys (a non-empty topic, a "
+                                       f"partition >= 0), got {tp!r}")
+    return out  # type: ignore[return-value]
+
+
+def by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], Any], partitions: str = "partitions",
+             topic: str = "name") -> list[dict[str, Any]]:
+    """The topic -> partitions nesting of a request body: [{topic: name, partitions: [item(tp), ...]}, ...]."""
+    topics: dict[str, list[Any]] = defaultdict(list)
+    for tp in tps:
+        topics[tp.topic].append(item(tp))
+    return [{topic: name, partitions: items} for name, items in topics.items()]
 
 
 @dataclass(frozen=True, slots=True)

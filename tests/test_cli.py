@@ -129,12 +129,13 @@ def test_config_error_points_at_the_docs_url() -> None:
     assert "see https://github.com/cykafka/cykafka/blob/main/docs/config.md" in out.stderr
 
 
-def test_progress_bar_with_rate_on_a_terminal(broker: EmbeddedBroker) -> None:
+def _on_a_terminal(args: list[str], stdin: bytes | None = None) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Runs cykafka with stderr on a 100-column terminal: (the process, what the terminal showed)."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns: room for the bar
     try:
-        out = subprocess.run([CYKAFKA, "produce", _topic(), "-b", broker.bootstrap_servers], input=b"1\n2\n3\n",
-                             stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        out = subprocess.run([CYKAFKA, *args], input=stdin, stdout=subprocess.PIPE, stderr=follower, timeout=120,
+                             stdin=subprocess.DEVNULL if stdin is None else None)
         os.close(follower)
         follower = -1
         shown = b""
@@ -144,6 +145,11 @@ def test_progress_bar_with_rate_on_a_terminal(broker: EmbeddedBroker) -> None:
         os.close(leader)
         if follower >= 0:
             os.close(follower)
+    return out, shown
+
+
+def test_progress_bar_with_rate_on_a_terminal(broker: EmbeddedBroker) -> None:
+    out, shown = _on_a_terminal(["produce", _topic(), "-b", broker.bootstrap_servers], b"1\n2\n3\n")
     assert out.returncode == 0
     assert b"records/s" in shown.replace(b"records/s) ->", b"")  # tqdm's rate, not just the summary's
     assert b"3 records" in shown
@@ -178,3 +184,82 @@ def test_unsent_records_are_counted_once() -> None:
     assert out.returncode == 1
     assert "record 2: no key delimiter" in out.stderr and "records 1-3 not sent" in out.stderr
     assert "3 records" in out.stderr and " 3 errors" in out.stderr, out.stderr
+
+
+# --- cykafka consume (like kcat -C) ----------------------------------------------------------------------------------
+
+def _consume(broker: EmbeddedBroker, topic: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([CYKAFKA, "consume", topic, "-b", broker.bootstrap_servers, *args], capture_output=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+def _filled(broker: EmbeddedBroker) -> str:
+    """A topic with records 0..4 in partition 0 and 5..9 in partition 1: key k<i>, value v<i>, header n=<i>."""
+    topic = _topic()
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for i in range(10):
+        producer.produce(topic, b"v%d" % i, b"k%d" % i, partition=i // 5, headers=[("n", b"%d" % i)],
+                         timestamp=1_700_000_000_000 + i)
+    assert producer.flush(30) == 0
+    return topic
+
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+
+def test_consume_prints_every_record_in_the_format_and_exits_at_the_end(broker: EmbeddedBroker) -> None:
+    topic = _filled(broker)
+    out = _consume(broker, topic, "-e", "-f", "%t %p %o %T %k=%s %h %K/%S\\n")
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.decode().splitlines()) == sorted(
+        f"{topic} {i // 5} {i % 5} {1_700_000_000_000 + i} k{i}=v{i} n={i} 2/2" for i in range(10))
+    assert b"10 records, 40 bytes" in out.stderr and b"Traceback" not in out.stderr
+
+
+def test_consume_offsets_partition_and_count(broker: EmbeddedBroker) -> None:
+    topic = _filled(broker)
+    assert _consume(broker, topic, "-p", "1", "-o", "-2", "-e").stdout.splitlines() == [b"v8", b"v9"]
+    assert _consume(broker, topic, "-p", "0", "-o", "3", "-e").stdout.splitlines() == [b"v3", b"v4"]
+    assert _consume(broker, topic, "-o", "end", "-e").stdout == b""
+    assert len(_consume(broker, topic, "-o", "beginning", "-c", "3").stdout.splitlines()) == 3
+
+
+def test_consume_with_a_group_commits_and_starts_there(broker: EmbeddedBroker) -> None:
+    topic, group = _filled(broker), _topic()
+    first = _consume(broker, topic, "-G", group, "-p", "0", "-c", "2")
+    assert first.returncode == 0 and first.stdout.splitlines() == [b"v0", b"v1"], first.stderr
+    other = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    try:
+        committed = other.committed([confluent_kafka.TopicPartition(topic, 0)], timeout=20)
+    finally:
+        other.close()
+    assert [tp.offset for tp in committed] == [2]
+    assert _consume(broker, topic, "-G", group, "-p", "0", "-e").stdout.splitlines() == [b"v2", b"v3", b"v4"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-f", "%x"], "-f/--format: unknown field %x"),
+    (["-o", "soon"], "-o/--offset takes beginning, end, stored"),
+    (["-X", "linger.ms=5"], "config key 'linger.ms' is not a consumer key"),
+    (["-c", "-1"], "-c/--count must be >= 0"),
+])
+def test_consume_bad_arguments_are_one_clean_line(args: list[str], message: str) -> None:
+    out = subprocess.run([CYKAFKA, "consume", "t", "-b", "127.0.0.1:1", "-X", "default.api.timeout.ms=2000", *args],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("cykafka consume: error: ") and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_consume_from_an_unreachable_broker_fails_with_exit_1() -> None:
+    out = subprocess.run([CYKAFKA, "consume", "t", "-b", "127.0.0.1:1", "-X", "default.api.timeout.ms=500", "-e"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith("cykafka consume: error: ") and "Traceback" not in out.stderr
+
+
+def test_consume_progress_bar_on_a_terminal(broker: EmbeddedBroker) -> None:
+    out, shown = _on_a_terminal(["consume", _filled(broker), "-b", broker.bootstrap_servers, "-e"])
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 10
+    assert b"records/s" in shown.replace(b"records/s) <-", b"")  # tqdm's rate, not just the summary's
+    assert b"10 records" in shown

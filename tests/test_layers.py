@@ -1,7 +1,8 @@
 """The dependency rules of the layout (docs/architecture.md), checked on the sources: cykafka.errors is a leaf, the
-ports, the config, the Sender, the transactional requests and the protocol import no adapter (codec names and level
-bounds are record-format facts in cykafka.ports), the protocol imports nothing but the errors, adapters take narrow
-settings (never a client's config), and only the composition roots import adapters."""
+ports, the config, the Sender, the transactional requests, the consumer's fetcher, network loop and offset requests
+and the protocol import no adapter (codec names and level bounds are record-format facts in cykafka.ports), the
+protocol imports nothing but the errors, adapters take narrow settings (never a client's config), and only the
+composition roots import adapters."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ PROTOCOL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/protocol").
 
 
 @pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py",
-                                    "cykafka/sender.py", "cykafka/transactions.py", *PROTOCOL])
+                                    "cykafka/sender.py", "cykafka/transactions.py", "cykafka/fetcher.py",
+                                    "cykafka/consumer_network.py", "cykafka/group_offsets.py", *PROTOCOL])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
     assert not {name for name in imported if name.startswith("cykafka.adapters")}, imported
@@ -47,8 +49,8 @@ def test_errors_is_a_leaf() -> None:
 
 
 # The composition roots: they build adapters from a config and wire them to the core (docs/architecture.md).
-COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/spark.py", "cykafka/broker.py",
-                     "cykafka/cli.py"}
+COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/consumer.py", "cykafka/spark.py",
+                     "cykafka/broker.py", "cykafka/cli.py"}
 _ADAPTER_MAY_IMPORT = ("cykafka.adapters", "cykafka.ports", "cykafka.errors", "cykafka.protocol", "cykafka.core")
 
 

@@ -22,7 +22,7 @@ from cykafka.protocol import ProduceRequest
 HERE = Path(__file__).parent
 
 USER_PROGRAM = """
-    from cykafka import Admin, KafkaError, Producer, RecordMetadata
+    from cykafka import Admin, Consumer, ConsumerRecord, KafkaError, Producer, RecordMetadata, TopicPartition
 
 
     def on_delivery(err: KafkaError | None, md: RecordMetadata | None) -> None:
@@ -44,6 +44,10 @@ USER_PROGRAM = """
         print(delivered, failures)
         with Admin(**config) as admin:
             print(admin.list_topics())
+        with Consumer(**config) as consumer:
+            consumer.assign([TopicPartition("t", 0)])
+            records: list[ConsumerRecord] = consumer.poll(1.0)
+            print([(r.offset, r.key, r.value, r.headers) for r in records], consumer.position(TopicPartition("t", 0)))
 """
 
 WRONG_PROGRAM = """

@@ -1,0 +1,785 @@
+"""The public Consumer (Java's KafkaConsumer, assign mode) and its composition root: config -> transport, metadata,
+Fetcher, the caller's calls and the network thread that drives them (cykafka/consumer_network.py).
+
+The network thread owns the transport and keeps one Fetch in flight per broker (cykafka/fetcher.py); the caller's
+thread decodes what came back, lazily, in poll(). Everything else (positions to resolve, offsets, commits) runs on the
+caller's thread as requests handed to the network thread (`Calls`), waited for up to the call's deadline; a request
+still out when poll's timeout ends is picked up by the next poll, so poll(0) in a loop makes progress. Commit
+callbacks run on the caller's thread inside poll() and commit(), never on the network thread.
+
+Not thread-safe (as Java's): one thread uses a Consumer at a time; close() may come from another. Decisions where Java
+or the issue was silent, and Tansu's quirks: docs/consumer.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.compression import decompress
+from cykafka.admin import ListOffsetsResultInfo
+from cykafka.config import ConsumerConfig
+from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread, stop_unclosed
+from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
+from cykafka.errors import (
+    ConfigError,
+    InvalidArgumentError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+)
+from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, fetch_request
+from cykafka.group_offsets import (
+    find_coordinator_request,
+    offset_commit_errors,
+    offset_commit_request,
+    offset_fetch_answer,
+    offset_fetch_request,
+)
+from cykafka.ports import Clock, Node, PartitionInfo, Ports, TopicPartition, by_topic, checked_partitions
+from cykafka.protocol import Request
+from cykafka.protocol import apis as api
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.serialization import validate_topic
+from cykafka.transactions import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    import pyarrow
+
+T = TypeVar("T")
+log = logging.getLogger("cykafka")
+_client_ids = itertools.count(1)
+_EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
+_COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+_WAIT_SLICE_S = 0.1  # a waiting poll looks at positions to resolve at least this often
+CommitCallback = Callable[[KafkaError | None, dict[TopicPartition, OffsetAndMetadata]], None]
+
+
+@dataclass(slots=True, eq=False)
+class _AsyncCommit:
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    callback: CommitCallback | None
+    call: Call | None = None
+    finding_coordinator: bool = False
+
+
+class Consumer:
+    """A Kafka consumer with Java's semantics, in assign mode: `Consumer({"bootstrap.servers": ..., "group.id": ...})`,
+    then `assign([TopicPartition("t", 0)])` and `poll(timeout)`; config keys: docs/config.md."""
+
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: Ports, **kwargs: object) -> None: ...
+
+    @overload
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None: ...
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: object = None,
+                 **kwargs: object) -> None:
+        """config: Kafka consumer config keys, as a dict and/or keyword arguments with underscores; positional-only,
+        so `Consumer(**config)` type-checks. ports: tests only, the adapters to use (cykafka.ports.Ports;
+        start_sender=False: no network thread, the caller's waits run `consumer.network.run_once()`)."""
+        if ports is None:
+            ports = Ports()
+        if not isinstance(ports, Ports):
+            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
+                              f"{type(ports).__name__}")
+        cfg = ConsumerConfig.parse(config, **kwargs)
+        if not cfg.connection.client_id:
+            cfg = dataclasses.replace(cfg, connection=dataclasses.replace(
+                cfg.connection, client_id=f"cykafka-consumer-{next(_client_ids)}"))
+        self.config = cfg
+        conn = cfg.connection
+        self._clock: Clock = ports.clock or SystemClock()
+        self._closed = False
+        transport = ports.transport
+        self._owns_transport = transport is None
+        if transport is None:
+            from cykafka.adapters.socket_transport import SocketTransport
+
+            transport = SocketTransport(conn, clock_ms=self._clock.monotonic_ms)
+        metadata = ports.metadata
+        if metadata is None:
+            from cykafka.adapters.broker_metadata import BrokerMetadata
+
+            metadata = BrokerMetadata(cfg.metadata, transport)
+        self._transport, self._metadata = transport, metadata
+        self._subscription = Subscription()
+        self._calls = Calls(transport, cfg.retry_backoff_ms)
+        self._fetcher = Fetcher(cfg, self._subscription, transport, metadata, decompress)
+        self.network = ConsumerNetwork(transport, metadata, self._clock, [self._calls, self._fetcher],
+                                       conn.request_timeout_ms)
+        self._outstanding: dict[tuple[int, int | None, str], Call] = {}
+        # (generation id, member id) commits carry: Java's assign mode (-1, ""); the group membership, a request
+        # source of the network thread like the Fetcher, sets them once it joins
+        self.generation: tuple[int, str] = (-1, "")
+        self._coordinator: int | None = None
+        self._async_commits: list[_AsyncCommit] = []
+        self._next_auto_commit_ms = self._clock.monotonic_ms() + cfg.auto_commit_interval_ms
+        self._thread: NetworkThread | None = None
+        if ports.start_sender:
+            self._thread = NetworkThread(self.network, name=f"cykafka-consumer-{conn.client_id}")
+            self._thread.start()
+        # the thread holds no reference to this Consumer: dropped unclosed, it is finalized and its thread stopped
+        self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
+                                           transport if self._owns_transport else None)
+
+    # -- assignment ---------------------------------------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Reads exactly these partitions (replacing the assignment). A partition kept keeps its position; a new
+        one starts at its committed offset (with a group.id), else where auto.offset.reset says."""
+        self._check_open()
+        tps = checked_partitions(partitions, "assign")
+        now_ms = self._clock.monotonic_ms()
+        sub = self._subscription
+        with sub.lock:
+            kept = {tp: sub.states[tp] for tp in tps if tp in sub.states}
+            sub.states = {tp: kept.get(tp) or PartitionState(self.config.max_partition_fetch_bytes) for tp in tps}
+            for item in [b for b in sub.buffer if b.tp not in sub.states]:
+                sub.release(item)
+        for topic in {tp.topic for tp in tps}:
+            self._metadata.add_topic(topic, now_ms)
+        self._transport.wakeup()
+
+    def assignment(self) -> set[TopicPartition]:
+        with self._subscription.lock:
+            return set(self._subscription.states)
+
+    def unassign(self) -> None:
+        """Reads nothing any more (Java's unsubscribe() in assign mode); fetched data is dropped."""
+        self.assign([])
+
+    unsubscribe = unassign
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
+        """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds."""
+        validate_topic(topic)
+        deadline_ms = self._deadline(timeout, "timeout")
+        while True:
+            parts = self._metadata.snapshot().partitions.get(topic)
+            if parts:
+                return list(parts)
+            self._metadata.add_topic(topic, self._clock.monotonic_ms())
+            self._metadata.request_update()
+            self._transport.wakeup()
+            if self._clock.monotonic_ms() >= deadline_ms:
+                raise KafkaTimeoutError(f"partitions_for({topic!r}): no metadata for the topic before the timeout")
+            self._backoff(deadline_ms)
+
+    # -- positions ----------------------------------------------------------------------------------------------
+
+    def _state(self, tp: object, call: str) -> PartitionState:
+        (checked,) = checked_partitions([tp], call)
+        state = self._subscription.states.get(checked)
+        if state is None:
+            raise InvalidArgumentError(f"{call}: {checked} is not assigned to this consumer (assign() it first)")
+        return state
+
+    def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
+        """The next poll returns partition's records from offset on."""
+        self._check_open()
+        value = offset.offset if isinstance(offset, OffsetAndMetadata) else offset
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArgumentError(f"seek: offset must be an int >= 0 (or an OffsetAndMetadata), got {offset!r}")
+        with self._subscription.lock:
+            self._state(partition, "seek").seek(value)
+        self._transport.wakeup()
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Moves to the first offset of each partition (default: every assigned one), resolved on the next poll."""
+        self._seek_to(partitions, "earliest", "seek_to_beginning")
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Moves past the last record of each partition (default: every assigned one): the high watermark, the last
+        stable offset with read_committed; resolved on the next poll."""
+        self._seek_to(partitions, "latest", "seek_to_end")
+
+    def _seek_to(self, partitions: Iterable[TopicPartition] | None, reset: str, call: str) -> None:
+        self._check_open()
+        with self._subscription.lock:
+            tps = list(self._subscription.states) if partitions is None else checked_partitions(partitions, call)
+            for tp in tps:
+                self._state(tp, call).seek(None, reset)
+
+    def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
+        """The offset of the next record poll returns for partition, resolved now if unknown (committed offset,
+        else auto.offset.reset) within timeout seconds (default default.api.timeout.ms)."""
+        self._check_open()
+        with self._subscription.lock:
+            state = self._state(partition, "position")
+        deadline_ms = self._deadline(timeout, "timeout")
+        while True:
+            self._resolve_positions(deadline_ms)
+            if state.position is not None:
+                return state.position
+            if self._clock.monotonic_ms() >= deadline_ms:
+                raise KafkaTimeoutError(f"position({partition}): not known before the timeout")
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stops fetching and returning these partitions (positions are kept) until resume()."""
+        self._set_paused(partitions, True, "pause")
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._set_paused(partitions, False, "resume")
+
+    def paused(self) -> set[TopicPartition]:
+        with self._subscription.lock:
+            return {tp for tp, state in self._subscription.states.items() if state.paused}
+
+    def _set_paused(self, partitions: Iterable[TopicPartition], paused: bool, call: str) -> None:
+        self._check_open()
+        tps = checked_partitions(partitions, call)
+        with self._subscription.lock:
+            for tp in tps:
+                self._state(tp, call).paused = paused
+        self._transport.wakeup()
+
+    # -- offsets ------------------------------------------------------------------------------------------------
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition],
+                          timeout: float | None = None) -> dict[TopicPartition, int]:
+        """The first offset of each partition (ListOffsets, earliest)."""
+        tps = checked_partitions(partitions, "beginning_offsets")
+        found = self._list_offsets(dict.fromkeys(tps, _EARLIEST), self._deadline(timeout, "timeout"))
+        return {tp: info.offset for tp, info in found.items()}
+
+    def end_offsets(self, partitions: Iterable[TopicPartition],
+                    timeout: float | None = None) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition: the high watermark (the last stable offset with
+        read_committed), from a Fetch answer (docs/consumer.md: why not ListOffsets latest)."""
+        tps = checked_partitions(partitions, "end_offsets")
+        return self._end_offsets(tps, self._deadline(timeout, "timeout"))
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None,
+                          ) -> dict[TopicPartition, ListOffsetsResultInfo | None]:
+        """For each partition, the first offset whose record timestamp is >= the given one (ms), with that record's
+        timestamp and leader epoch; None when no record is that recent."""
+        tps = checked_partitions(timestamps, "offsets_for_times")
+        for tp in tps:
+            ts = timestamps[tp]
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise InvalidArgumentError(f"offsets_for_times: the timestamp of {tp} must be an int >= 0 (ms), got "
+                                           f"{ts!r}")
+        found = self._list_offsets({tp: timestamps[tp] for tp in tps}, self._deadline(timeout, "timeout"))
+        return {tp: info if info.offset >= 0 else None for tp, info in found.items()}
+
+    def committed(self, partitions: Iterable[TopicPartition],
+                  timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets (OffsetFetch at its coordinator); None where none is committed."""
+        group_id = self._group("committed")
+        tps = checked_partitions(partitions, "committed")
+        deadline_ms = self._deadline(timeout, "timeout")
+        while True:
+            node = self._find_coordinator(deadline_ms)
+            _, answer = self._ask(node, offset_fetch_request(group_id, tps, require_stable=True), deadline_ms)
+            error, found = offset_fetch_answer(group_id, answer)
+            if error is None:
+                failed = [e for e in found.values() if isinstance(e, KafkaError)]
+                if failed:
+                    raise failed[0]
+                return {tp: found.get(tp) for tp in tps}  # type: ignore[misc]
+            self._retry_or_raise(error, deadline_ms)
+
+    def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+               timeout: float | None = None) -> None:
+        """Commits offsets for the group (default: every position; an offset is the next record to read), waiting
+        for the answer; pending commit_async callbacks run first."""
+        group_id = self._group("commit")
+        positions = self._offsets_to_commit(offsets, "commit")
+        deadline_ms = self._deadline(timeout, "timeout")
+        self._run_async_commits()
+        if not positions:
+            return
+        while True:
+            node = self._find_coordinator(deadline_ms)
+            request = self._commit_request(group_id, positions)
+            _, answer = self._ask(node, request, deadline_ms)
+            errors = offset_commit_errors(answer)
+            if not errors:
+                return
+            self._retry_or_raise(next(iter(errors.values())), deadline_ms)
+
+    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+                     callback: CommitCallback | None = None) -> None:
+        """Commits without waiting; callback(error, offsets) runs on this thread inside a later poll() or commit()
+        (a raising callback is logged). Not retried (Java's commitAsync)."""
+        self._group("commit_async")
+        if callback is not None and not callable(callback):
+            raise InvalidArgumentError(f"commit_async: callback must be callable, got {type(callback).__name__}")
+        positions = self._offsets_to_commit(offsets, "commit_async")
+        if positions:
+            self._async_commits.append(_AsyncCommit(positions, callback))
+            self._run_async_commits()
+
+    def _offsets_to_commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None,
+                           call: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        self._check_open()
+        if offsets is None:
+            with self._subscription.lock:
+                return {tp: OffsetAndMetadata(s.position) for tp, s in self._subscription.states.items()
+                        if s.position is not None}
+        if not isinstance(offsets, Mapping):
+            raise InvalidArgumentError(f"{call}: offsets must be a mapping of TopicPartition to an offset or "
+                                       f"OffsetAndMetadata, got {type(offsets).__name__}")
+        out = {}
+        for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True):
+            om = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
+            if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
+                raise InvalidArgumentError(f"{call}: the offset of {tp} must be an int >= 0, got {offset!r}")
+            out[tp] = om
+        return out
+
+    def _commit_request(self, group_id: str, offsets: dict[TopicPartition, OffsetAndMetadata]) -> Request:
+        generation_id, member_id = self.generation
+        return offset_commit_request(group_id, offsets, generation_id=generation_id, member_id=member_id,
+                                     group_instance_id=self.config.group_instance_id)
+
+    def _run_async_commits(self) -> None:
+        """Steps every pending commit_async; finished ones run their callbacks here, on the caller's thread."""
+        for job in list(self._async_commits):
+            call = job.call
+            if call is None:
+                group_id = self._group("commit_async")
+                if self._coordinator is None:
+                    job.call, job.finding_coordinator = self._submit(find_coordinator_request(group_id), None), True
+                else:
+                    request = self._commit_request(group_id, job.offsets)
+                    job.call, job.finding_coordinator = self._submit(request, self._coordinator), False
+                continue
+            if not call.done.is_set():
+                continue
+            error = call.error
+            if error is None and call.response is not None:
+                if job.finding_coordinator:
+                    error = self._coordinator_from(call.response)
+                    if error is None:
+                        job.call = None
+                        continue
+                else:
+                    error = next(iter(offset_commit_errors(call.response).values()), None)
+            if error is not None and (error.code in _COORDINATOR_MOVED or (error.retriable and error.code is None)):
+                self._coordinator = None  # moved, or the connection to it failed: find it again next time
+            self._async_commits.remove(job)
+            if job.callback is not None:
+                try:
+                    job.callback(error, job.offsets)
+                except BaseException:  # a user's callback never ends the caller's poll
+                    log.exception("commit_async callback raised; ignored")
+
+    def _maybe_auto_commit(self) -> None:
+        if not self.config.enable_auto_commit:
+            return
+        now_ms = self._clock.monotonic_ms()
+        if now_ms >= self._next_auto_commit_ms:
+            self._next_auto_commit_ms = now_ms + self.config.auto_commit_interval_ms
+            self.commit_async(callback=_log_auto_commit)
+
+    # -- poll ---------------------------------------------------------------------------------------------------
+
+    def poll(self, timeout: float) -> list[ConsumerRecord]:
+        """The next records of the assigned partitions, at most max.poll.records; waits up to timeout seconds for
+        some, returns [] when none came. Raises a partition's error (e.g. NoOffsetForPartitionError)."""
+        self._check_open()
+        records: list[ConsumerRecord] = []
+
+        def take(fetch: PartitionFetch, limit: int) -> int:
+            got = fetch.records(limit)
+            records.extend(got)
+            return len(got)
+
+        self._poll(timeout, self.config.max_poll_records, take)
+        return records
+
+    def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
+        """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
+        timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time."""
+        self._check_open()
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                        or max_records < 1):
+            raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
+                                       f"{max_records!r}")
+        builder = ArrowBatchBuilder(include_headers=True)
+        self._poll(timeout, max_records or self.config.max_poll_records,
+                   lambda fetch, limit: fetch.arrow_into(builder, limit))
+        return builder.finish()
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Every record, as poll returns them, until close()."""
+        while not self._closed:
+            yield from self.poll(1.0)
+
+    def _poll(self, timeout: float, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
+        deadline_ms = self._deadline(timeout, "timeout", default=None)
+        self._run_async_commits()
+        self._maybe_auto_commit()
+        sub = self._subscription
+        while True:
+            try:
+                self._resolve_positions(deadline_ms)
+            except KafkaTimeoutError:
+                pass  # the requests stay out: a later poll picks up their answers
+            if self._drain(limit, take):
+                return
+            remaining_ms = deadline_ms - self._clock.monotonic_ms()
+            if remaining_ms <= 0 or self._closed:
+                return
+            if self._thread is None:
+                self.network.run_once()
+                continue
+            with sub.lock:
+                if not self._consumable():
+                    sub.data_ready.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
+
+    def _consumable(self) -> Buffered | None:
+        """With the lock held: the first buffered fetch poll may return (stale ones are dropped on the way)."""
+        sub = self._subscription
+        held: set[TopicPartition] = set()  # paused, or waiting for a transaction's marker: offsets go in order
+        for item in list(sub.buffer):
+            state = sub.states.get(item.tp)
+            if state is None or state.epoch != item.epoch:
+                sub.release(item)
+            elif item.tp in held or item.waiting or state.paused:
+                held.add(item.tp)
+            else:
+                return item
+        return None
+
+    def _drain(self, limit: int, take: Callable[[PartitionFetch, int], int]) -> int:
+        """Takes up to limit records from the buffer; returns how many. A partition's error (or corrupt data) is
+        raised by a call that took nothing yet: records already taken are returned first, never lost."""
+        sub, taken = self._subscription, 0
+        while taken < limit:
+            with sub.lock:
+                if not taken:
+                    self._raise_partition_error()
+                item = self._consumable()
+                if item is None:
+                    break
+            try:
+                got = take(item.fetch, limit - taken)  # decoded without the lock: only this thread touches it
+            except KafkaError:
+                if taken:
+                    break  # the next poll meets it again, first
+                raise
+            taken += got
+            with sub.lock:
+                state = sub.states.get(item.tp)
+                if state is None or state.epoch != item.epoch:
+                    continue
+                fetch = item.fetch
+                state.position = fetch.next_offset
+                if fetch.blocked_on_open_transaction and self._look_ahead(item, state):
+                    continue
+                if fetch.blocked_on_open_transaction:  # the transaction is open: fetch it again later
+                    if fetch.bytes_size >= state.fetch_size_bytes:  # a full answer: the transaction may not fit
+                        state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
+                    state.seek(fetch.next_offset)
+                    state.not_before_ms = self._clock.monotonic_ms() + self.config.retry_backoff_ms
+                    sub.release(item)
+                elif fetch.done:
+                    state.fetch_size_bytes = self.config.max_partition_fetch_bytes  # grown for a transaction: back
+                    sub.release(item)
+                elif got:
+                    continue
+                else:
+                    break  # more data, none taken: the Arrow builder is full (2 GiB column), finish it first
+            self._transport.wakeup()  # room in the buffer, or a partition to fetch again
+        return taken
+
+    def _look_ahead(self, item: Buffered, state: PartitionState) -> bool:
+        """With the lock held, item blocked on a transaction whose marker is not in its data: decodes it again with
+        the markers of the partition's answers fetched past it (the fetcher runs ahead), or leaves it waiting for
+        more of them. False when no more can come (the transaction is open at the last stable offset, or the
+        broker's buffer room is used up): then it is fetched again later."""
+        sub = self._subscription
+        later = [b for b in sub.buffer if b.tp == item.tp and b.epoch == item.epoch and b is not item]
+        markers = [marker for b in later for marker in b.fetch.transaction_markers()]
+        if len(markers) > item.markers_seen:
+            item.fetch = self._fetcher.decoder(item.tp, item.records, item.fetch.next_offset,
+                                               item.aborted_transactions, markers)
+            item.markers_seen = len(markers)
+            return True
+        stable = state.last_stable_offset if state.last_stable_offset >= 0 else state.high_watermark
+        room_bytes = self.config.fetch_max_bytes - sub.buffered_bytes[item.node_id]
+        if state.fetch_offset is not None and state.fetch_offset < stable and room_bytes > 0:
+            item.waiting = True  # the next answer of this partition clears it
+            return True
+        return False
+
+    def _raise_partition_error(self) -> None:
+        for state in self._subscription.states.values():
+            if state.error is not None:
+                error, state.error = state.error, None
+                raise error
+
+    # -- resolving positions ------------------------------------------------------------------------------------
+
+    def _resolve_positions(self, deadline_ms: int) -> None:
+        """Positions of assigned partitions that have none: the committed offset (with a group.id), else
+        auto.offset.reset; seek_to_beginning/seek_to_end and OFFSET_OUT_OF_RANGE leave a reset to do here."""
+        sub = self._subscription
+        with sub.lock:
+            missing = {tp: (s.epoch, s.reset) for tp, s in sub.states.items() if s.position is None}
+        if not missing:
+            return
+        fresh = [tp for tp, (_, reset) in missing.items() if reset is None]
+        committed: Mapping[TopicPartition, OffsetAndMetadata | None] = {}
+        if fresh and self.config.group_id is not None:
+            committed = self.committed(fresh, max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
+        policy = self.config.auto_offset_reset
+        resets: dict[str, list[TopicPartition]] = defaultdict(list)
+        found: dict[TopicPartition, int] = {}
+        for tp, (_, reset) in missing.items():
+            om = committed.get(tp)
+            if om is not None:
+                found[tp] = om.offset
+            else:
+                resets[reset or policy].append(tp)
+        if resets["none"]:
+            with sub.lock:
+                for tp in resets["none"]:
+                    state = sub.states.get(tp)
+                    if state is not None and state.epoch == missing[tp][0]:
+                        state.reset = "none"
+            raise NoOffsetForPartitionError(
+                f"no offset to start from for {', '.join(f'{tp.topic} [{tp.partition}]' for tp in resets['none'])}: "
+                f"no committed offset (or it is out of range) and auto.offset.reset is none; seek() first",
+                partitions=resets["none"])
+        if resets["earliest"]:
+            earliest = self._list_offsets(dict.fromkeys(resets["earliest"], _EARLIEST), deadline_ms)
+            found.update((tp, info.offset) for tp, info in earliest.items())
+        if resets["latest"]:
+            found.update(self._end_offsets(resets["latest"], deadline_ms))
+        with sub.lock:
+            for tp, offset in found.items():
+                state = sub.states.get(tp)
+                if state is not None and state.epoch == missing[tp][0]:
+                    state.seek(offset)
+        self._transport.wakeup()
+
+    def _list_offsets(self, timestamps: Mapping[TopicPartition, int],
+                      deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo]:
+        """ListOffsets at each partition's leader."""
+        def request(tps: list[TopicPartition]) -> Request:
+            return Request(api.LIST_OFFSETS.key, {
+                "replica_id": -1, "isolation_level": int(self.config.read_committed),
+                "topics": by_topic(tps, lambda tp: {"partition_index": tp.partition, "current_leader_epoch": -1,
+                                                    "timestamp": timestamps[tp]})})
+
+        return self._per_leader(list(timestamps), deadline_ms, request, ("topics", "name"), lambda p: (
+            ListOffsetsResultInfo(p["offset"], p["timestamp"], p["leader_epoch"])), "listing offsets of")
+
+    def _end_offsets(self, tps: list[TopicPartition], deadline_ms: int) -> dict[TopicPartition, int]:
+        """High watermarks (last stable offsets with read_committed) from a Fetch at the offset ListOffsets latest
+        gives: Kafka's is the high watermark, Tansu's the last batch's first offset + 1; both are in range, and the
+        Fetch answer carries the true watermarks (docs/consumer.md)."""
+        starts = {tp: info.offset for tp, info in
+                  self._list_offsets(dict.fromkeys(tps, _LATEST), deadline_ms).items()}
+        read_committed = self.config.read_committed
+
+        def request(group: list[TopicPartition]) -> Request:  # Tansu answers max_wait_ms=0 with no partitions
+            return fetch_request({tp: (starts[tp], 1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
+                                 read_committed=read_committed)
+
+        def end(p: dict[str, Any]) -> int:
+            stable = p["last_stable_offset"]
+            return int(stable if read_committed and stable >= 0 else p["high_watermark"])
+
+        return self._per_leader(tps, deadline_ms, request, ("responses", "topic"), end, "reading the end offset of")
+
+    def _per_leader(self, tps: list[TopicPartition], deadline_ms: int,
+                    request: Callable[[list[TopicPartition]], Request], keys: tuple[str, str],
+                    value: Callable[[dict[str, Any]], T], what: str) -> dict[TopicPartition, T]:
+        """One request per leader for its partitions; keys: the answer's topics list and topic name keys. A stale
+        leader's partitions are asked again after a metadata refresh, until deadline_ms."""
+        out: dict[TopicPartition, T] = {}
+        pending = set(tps)
+        while pending:
+            for node, group in self._leaders(pending, deadline_ms).items():
+                _, answer = self._ask(node, request(group), deadline_ms)
+                for t in answer[keys[0]]:
+                    for p in t["partitions"]:
+                        tp = TopicPartition(t[keys[1]], p["partition_index"])
+                        if tp not in pending:
+                            continue
+                        if p["error_code"]:
+                            self._retry_or_raise(error_for(p["error_code"], f"{what} {tp.topic} [{tp.partition}]"),
+                                                 deadline_ms, sleep=False)
+                            continue
+                        out[tp] = value(p)
+                        pending.discard(tp)
+            if pending:
+                self._backoff(deadline_ms)
+        return out
+
+    # -- requests from the caller's thread ----------------------------------------------------------------------
+
+    def _submit(self, request: Request, node_id: int | None) -> Call:
+        call = Call(request, node_id, self._clock.monotonic_ms() + self.config.connection.request_timeout_ms)
+        self._calls.submit(call)
+        return call
+
+    def _ask(self, node_id: int | None, request: Request, deadline_ms: int) -> tuple[int, dict[str, Any]]:
+        """(node, answer) of request to node_id (None: the least loaded), sent again after retry.backoff.ms on a
+        retriable failure until deadline_ms. A request still out at the deadline is kept: the same request asked
+        again (the next poll) waits for it instead of sending another."""
+        key = (request.api_key, node_id, repr(request.body))
+        while True:
+            call = self._outstanding.get(key)
+            if call is None:
+                call = self._outstanding[key] = self._submit(request, node_id)
+            self._wait(call, deadline_ms)
+            if not call.done.is_set():
+                raise KafkaTimeoutError(f"{api.API_NAMES[request.api_key]}: no answer before the deadline" + (
+                    f" ({problem})" if (problem := getattr(self._transport, "connection_problem", lambda: None)())
+                    else ""))
+            del self._outstanding[key]
+            if call.error is None and call.response is not None:
+                return call.answered_by, call.response
+            error = call.error or KafkaError(f"{api.API_NAMES[request.api_key]}: no answer")
+            self._retry_or_raise(error, deadline_ms)
+
+    def _wait(self, call: Call, deadline_ms: int) -> None:
+        while not call.done.is_set() and not self._closed:
+            remaining_ms = deadline_ms - self._clock.monotonic_ms()
+            if remaining_ms <= 0:
+                return
+            if self._thread is None:
+                self.network.run_once()
+            else:
+                call.done.wait(remaining_ms / 1000)
+
+    def _retry_or_raise(self, error: KafkaError, deadline_ms: int, sleep: bool = True) -> None:
+        """Raises error unless it is retriable and the deadline leaves time; refreshes what it says is stale."""
+        code = getattr(error, "code", None)
+        if code in _COORDINATOR_MOVED:
+            self._coordinator = None
+        if kinds_of(code) & ErrorKind.STALE_METADATA:
+            self._metadata.request_update()
+        if not error.retriable or self._clock.monotonic_ms() >= deadline_ms:
+            raise error
+        if sleep:
+            self._backoff(deadline_ms)
+
+    def _backoff(self, deadline_ms: int) -> None:
+        now_ms = self._clock.monotonic_ms()
+        if now_ms >= deadline_ms:
+            raise KafkaTimeoutError("no answer before the deadline")
+        if self._thread is None:
+            self.network.run_once()
+        else:
+            self._clock.sleep_ms(min(self.config.retry_backoff_ms, deadline_ms - now_ms))
+
+    def _leaders(self, tps: Iterable[TopicPartition], deadline_ms: int) -> dict[int, list[TopicPartition]]:
+        """The partitions by leader node, waiting for metadata that names them until deadline_ms."""
+        wanted = list(tps)
+        while True:
+            snapshot = self._metadata.snapshot()
+            routes: dict[int, list[TopicPartition]] = defaultdict(list)
+            unknown: list[TopicPartition] = []
+            for tp in wanted:
+                leader = snapshot.leader(tp.topic, tp.partition)
+                (routes[leader] if leader >= 0 else unknown).append(tp)
+            if not unknown:
+                return dict(routes)
+            now_ms = self._clock.monotonic_ms()
+            for topic in {tp.topic for tp in unknown}:
+                self._metadata.add_topic(topic, now_ms)
+            self._metadata.request_update()
+            self._transport.wakeup()
+            if now_ms >= deadline_ms:
+                raise KafkaTimeoutError(f"no leader known for {', '.join(map(str, unknown))} before the deadline "
+                                        f"(the topic or partition may not exist)")
+            self._backoff(deadline_ms)
+
+    def _group(self, call: str) -> str:
+        if self.config.group_id is None:
+            raise InvalidArgumentError(f"{call} needs a group.id in the consumer's config (the offsets are a "
+                                       f"group's)")
+        return self.config.group_id
+
+    def _find_coordinator(self, deadline_ms: int) -> int:
+        while self._coordinator is None:
+            _, answer = self._ask(None, find_coordinator_request(self._group("commit")), deadline_ms)
+            error = self._coordinator_from(answer)
+            if error is not None:
+                self._retry_or_raise(error, deadline_ms)
+        return self._coordinator
+
+    def _coordinator_from(self, answer: Mapping[str, Any]) -> KafkaError | None:
+        found = answer["coordinators"][0] if answer.get("coordinators") else answer
+        if found["error_code"]:
+            return error_for(found["error_code"], f"finding the coordinator of group {self.config.group_id!r}")
+        node = Node(found["node_id"], found["host"], found["port"])
+        if self.network.extra_nodes.get(node.node_id) != node:
+            self.network.extra_nodes = {**self.network.extra_nodes, node.node_id: node}
+        self._coordinator = node.node_id
+        return None
+
+    def _deadline(self, timeout: float | None, name: str, default: int | None = -1) -> int:
+        if timeout is None and default is not None:
+            return self._clock.monotonic_ms() + self.config.default_api_timeout_ms
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+            raise InvalidArgumentError(f"{name} must be a number of seconds >= 0"
+                                       f"{' or None (default.api.timeout.ms)' if default is not None else ''}, got "
+                                       f"{timeout!r}")
+        return self._clock.monotonic_ms() + int(timeout * 1000)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaError("the consumer is closed")
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Commits the positions (enable.auto.commit), waits for pending commit_async, stops the network thread
+        and closes the connections, all within timeout seconds."""
+        if self._closed:
+            return
+        deadline_ms = self._deadline(timeout, "timeout")
+        self._finalizer.detach()
+        try:
+            if self.config.enable_auto_commit:
+                try:
+                    self.commit(timeout=max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
+                except KafkaError as e:
+                    log.warning("the consumer's last auto commit failed on close: %s", e)
+            while self._async_commits and self._clock.monotonic_ms() < deadline_ms:
+                self._run_async_commits()
+                if self._async_commits:
+                    self._backoff(deadline_ms)
+        except KafkaTimeoutError:
+            pass
+        finally:
+            self._closed = True
+            self.network.running = False
+            self._transport.wakeup()
+            with self._subscription.lock:
+                self._subscription.data_ready.notify_all()
+            thread = self._thread
+            if thread is not None:
+                thread.join(max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
+            if self._owns_transport and (thread is None or not thread.is_alive()):
+                self._transport.close(0.0)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _log_auto_commit(error: KafkaError | None, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    if error is not None:
+        log.warning("auto commit of %d offset(s) failed: %s", len(offsets), error)
+

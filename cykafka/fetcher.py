@@ -1,0 +1,234 @@
+"""The Fetcher: the consumer's Fetch requests, a request source of the network thread (cykafka/consumer_network.py).
+
+Shared with the caller's thread under one lock (`Subscription.lock`, with a condition the caller waits on):
+- per assigned partition a `PartitionState`: `position` (the next offset poll returns), `fetch_offset` (the next
+  offset to fetch: past the position while fetched data waits in the buffer), `epoch` (bumped by every seek or
+  reset: fetched data and answers of an older epoch are dropped), pause flag, backoff, watermarks, pending reset;
+- the buffer of fetched, not yet consumed data: one `Buffered` per partition per answer, in arrival order, each a
+  `PartitionFetch` (the compiled decoder, cykafka.core) the caller decodes lazily in poll.
+
+Sending: one Fetch in flight per broker, for every fetchable partition it leads (position known, not paused, no
+backoff), asking for at most fetch.max.bytes minus what that broker's data already holds in the buffer: buffered data
+stays within about fetch.max.bytes per broker, and the next Fetch goes out while the caller works on the last answer
+(the fetch offset runs ahead of the position; no fixed pause). Answers: data -> the buffer; OFFSET_OUT_OF_RANGE -> the
+position is reset (auto.offset.reset, resolved by the caller's next poll); stale leaders -> metadata refresh and retry
+after retry.backoff.ms; a lost connection -> retry after retry.backoff.ms.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cykafka.config import ConsumerConfig
+from cykafka.core import PartitionFetch
+from cykafka.errors import KafkaError
+from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transport, by_topic
+from cykafka.protocol import Request
+from cykafka.protocol import apis as api
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+log = logging.getLogger("cykafka")
+
+def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int]], *, max_wait_ms: int, min_bytes: int,
+                  max_bytes: int, read_committed: bool) -> Request:
+    """A Fetch for {partition: (fetch offset, partition_max_bytes)}, no fetch session (KIP-227 not used yet)."""
+    return Request(api.FETCH.key, {
+        "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
+        "isolation_level": int(read_committed), "session_id": 0, "session_epoch": -1,
+        "topics": by_topic(partitions, lambda tp: {
+            "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": partitions[tp][0],
+            "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": partitions[tp][1]},
+            topic="topic"),
+        "forgotten_topics_data": [], "rack_id": ""})
+
+
+@dataclass(slots=True)
+class PartitionState:
+    fetch_size_bytes: int  # max.partition.fetch.bytes, grown when a batch does not fit
+    position: int | None = None
+    fetch_offset: int | None = None
+    epoch: int = 0
+    reset: str | None = None  # "earliest" / "latest": the caller resolves it on its next poll
+    paused: bool = False
+    in_flight: bool = False
+    not_before_ms: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    error: KafkaError | None = None  # raised by the caller's next poll
+
+    def seek(self, offset: int | None, reset: str | None = None) -> None:
+        """A new position (None: unknown, `reset` says how to find it); fetched data of the old one is dropped."""
+        self.position = self.fetch_offset = offset
+        self.reset = reset
+        self.epoch += 1
+        self.not_before_ms = 0
+
+
+@dataclass(slots=True, eq=False)
+class Buffered:
+    tp: TopicPartition
+    epoch: int
+    fetch: PartitionFetch
+    node_id: int
+    size_bytes: int
+    records: bytes  # kept to decode again with the markers found past it (read_committed look-ahead)
+    aborted_transactions: Any
+    markers_seen: int = 0  # look-ahead markers the fetch was built with
+    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out
+
+
+class Subscription:
+    """The assigned partitions' states and the fetched data, shared by the caller and the network thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.data_ready = threading.Condition(self.lock)
+        self.states: dict[TopicPartition, PartitionState] = {}
+        self.buffer: deque[Buffered] = deque()
+        self.buffered_bytes: dict[int, int] = defaultdict(int)  # node id -> bytes of its answers in the buffer
+
+    def release(self, item: Buffered) -> None:
+        """Called with the lock held: item leaves the buffer (consumed or stale)."""
+        self.buffer.remove(item)
+        self.buffered_bytes[item.node_id] -= item.size_bytes
+
+
+class Fetcher:
+    """Sends Fetch requests for the assigned partitions and files their answers; runs on the network thread."""
+
+    def __init__(self, config: ConsumerConfig, subscription: Subscription, transport: Transport,
+                 metadata: MetadataSource, decompress: Callable[[int, memoryview], Buffer]) -> None:
+        self.config = config
+        self.decompress = decompress  # codec id, compressed bytes -> bytes: the composition root's codecs
+        self.subscription = subscription
+        self.transport = transport
+        self.metadata = metadata
+        self._nodes_in_flight: set[int] = set()
+        self._retry_backoff_ms = config.retry_backoff_ms
+
+    def send_ready(self, now_ms: int) -> int:
+        sub, snapshot = self.subscription, self.metadata.snapshot()
+        delay_ms = 2**31
+        by_node: dict[int, dict[TopicPartition, PartitionState]] = defaultdict(dict)
+        with sub.lock:
+            for tp, state in sub.states.items():
+                if state.fetch_offset is None or state.paused or state.in_flight or state.error is not None:
+                    continue
+                if now_ms < state.not_before_ms:
+                    delay_ms = min(delay_ms, state.not_before_ms - now_ms)
+                    continue
+                leader = snapshot.leader(tp.topic, tp.partition)
+                self.metadata.add_topic(tp.topic, now_ms)
+                if leader < 0:
+                    self.metadata.request_update()
+                    state.not_before_ms = now_ms + self._retry_backoff_ms
+                    continue
+                by_node[leader][tp] = state
+            for node_id, states in by_node.items():
+                room_bytes = self.config.fetch_max_bytes - sub.buffered_bytes[node_id]
+                if node_id in self._nodes_in_flight or room_bytes <= 0:
+                    continue  # an answer or the caller's consuming frees it
+                if not self.transport.ready(node_id, now_ms):
+                    delay_ms = min(delay_ms, max(1, self.transport.connection_delay_ms(node_id, now_ms)))
+                    continue
+                sent = {tp: (state.epoch, state.fetch_offset) for tp, state in states.items()}
+                request = fetch_request({tp: (state.fetch_offset, state.fetch_size_bytes)  # type: ignore[misc]
+                                         for tp, state in states.items()},
+                                        max_wait_ms=self.config.fetch_max_wait_ms,
+                                        min_bytes=self.config.fetch_min_bytes, max_bytes=room_bytes,
+                                        read_committed=self.config.read_committed)
+                try:
+                    self.transport.send(node_id, request, now_ms,
+                                        handler=lambda r, s=sent: self._on_answer(r, s))  # type: ignore[misc]
+                except KafkaError as e:
+                    log.debug("fetch to node %s not sent: %s", node_id, e)
+                    continue
+                self._nodes_in_flight.add(node_id)
+                for state in states.values():
+                    state.in_flight = True
+        return delay_ms
+
+    def _on_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]]) -> None:
+        sub, now_ms = self.subscription, response.received_ms
+        self._nodes_in_flight.discard(response.node_id)
+        body = response.response if isinstance(response.response, dict) else None
+        with sub.lock:
+            for tp in sent:
+                state = sub.states.get(tp)
+                if state is not None:
+                    state.in_flight = False
+            if response.error is not None or body is None or body.get("error_code"):
+                log.debug("fetch from node %s failed: %s", response.node_id,
+                          response.error or error_for(body["error_code"] if body else ErrorCode.UNKNOWN_SERVER_ERROR))
+                self.metadata.request_update()
+                for tp in sent:
+                    state = sub.states.get(tp)
+                    if state is not None:
+                        state.not_before_ms = now_ms + self._retry_backoff_ms
+                return
+            for topic in body["responses"]:
+                for p in topic["partitions"]:
+                    tp = TopicPartition(topic["topic"], p["partition_index"])
+                    state = sub.states.get(tp)
+                    if state is None or tp not in sent or sent[tp] != (state.epoch, state.fetch_offset):
+                        continue  # unassigned, sought or reset since it was sent
+                    self._file(tp, state, p, response.node_id, now_ms)
+            sub.data_ready.notify_all()
+
+    def decoder(self, tp: TopicPartition, records: bytes, fetch_offset: int, aborted_transactions: Any,
+                markers_after: list[tuple[int, int, bool]] | None = None) -> PartitionFetch:
+        """The compiled decoder of one partition's records from a Fetch answer."""
+        return PartitionFetch(tp.topic, tp.partition, records, fetch_offset, check_crcs=self.config.check_crcs,
+                              decompress=self.decompress, read_committed=self.config.read_committed,
+                              aborted_transactions=aborted_transactions, markers_after=markers_after)
+
+    def _file(self, tp: TopicPartition, state: PartitionState, p: dict[str, Any], node_id: int, now_ms: int) -> None:
+        """One partition's answer, with the lock held."""
+        code = p["error_code"]
+        if code == ErrorCode.NONE:
+            state.high_watermark, state.log_start_offset = p["high_watermark"], p["log_start_offset"]
+            state.last_stable_offset = p["last_stable_offset"]
+            records = p["records"]
+            if not records:
+                return
+            fetch_offset = state.fetch_offset
+            assert fetch_offset is not None
+            aborted = p["aborted_transactions"]  # None or [] (Tansu, the mock cluster): the markers decide
+            fetch = self.decoder(tp, records, fetch_offset, aborted)
+            try:
+                end = fetch.end_offset  # the offset after the last whole batch: read from batch headers only
+            except KafkaError as e:  # a corrupt marker batch (its CRC is checked here): poll raises it
+                state.error = e
+                return
+            if end <= fetch_offset:  # no complete batch: one larger than partition_max_bytes (pre-KIP-74 brokers)
+                state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
+                return
+            sub = self.subscription
+            for item in sub.buffer:
+                if item.tp == tp:
+                    item.waiting = False  # a blocked answer of this partition may find its marker here
+            sub.buffer.append(Buffered(tp, state.epoch, fetch, node_id, len(records), records, aborted))
+            sub.buffered_bytes[node_id] += len(records)
+            state.fetch_offset = end
+            return
+        error = error_for(code, f"fetching {tp.topic} [{tp.partition}] at offset {state.fetch_offset}")
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            policy = self.config.auto_offset_reset
+            log.info("%s; resetting the position (auto.offset.reset=%s)", error, policy)
+            state.seek(None, policy)
+        elif kinds_of(code) & ErrorKind.STALE_METADATA:
+            self.metadata.request_update()
+            state.not_before_ms = now_ms + self._retry_backoff_ms
+        elif error.retriable:
+            state.not_before_ms = now_ms + self._retry_backoff_ms
+        else:
+            state.error = error
