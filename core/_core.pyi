@@ -5,12 +5,24 @@ from typing import Any, Generic, Protocol, Self, TypeVar, final
 from typing_extensions import Buffer
 
 from cykafka.errors import KafkaError
-from cykafka.ports import ClusterSnapshot, Compressor
+from cykafka.ports import Clock, ClusterSnapshot, Compressor
 
 _W = TypeVar("_W")
 
 def crc32c(data: Buffer, crc: int = 0, force: int = -1) -> int: ...
 def crc32c_hardware() -> bool: ...
+
+# clock.pyx: the clock the compiled core reads (methods callable from C only)
+class CoreClock: ...
+
+@final
+class SystemCoreClock(CoreClock): ...
+
+@final
+class PortClock(CoreClock):
+    @property
+    def clock(self) -> Clock: ...
+    def __init__(self, clock: Clock) -> None: ...
 
 # partitioner.pyx
 def murmur2(data: Buffer) -> int:
@@ -473,9 +485,9 @@ def checked_headers(headers: Any) -> tuple[tuple[str, Buffer | None], ...] | Non
 
 class SendPath:
     _closed: bool
-    def _init_send_path(self, accumulator: RecordAccumulator, lock: Any, clock: Any, system_time: bool,
-                        wakeup: Callable[[], None], fast: bool, ignore_keys: bool, max_record_bytes: int,
-                        snapshot: ClusterSnapshot, transaction: TransactionManager | None) -> None: ...
+    def _init_send_path(self, accumulator: RecordAccumulator, lock: Any, clock: CoreClock, wakeup: Callable[[], None],
+                        fast: bool, ignore_keys: bool, max_record_bytes: int, snapshot: ClusterSnapshot,
+                        transaction: TransactionManager | None) -> None: ...
     def _sender_loop_started(self, snapshot: ClusterSnapshot) -> None: ...
     def _sender_waits_for_responses(self) -> None: ...
     def _wake_sender(self) -> None: ...
@@ -490,7 +502,7 @@ class SendPath:
                       timestamps_ms: int | list[int] | None, headers: list[Any] | None, result: BatchResult,
                       start: int, stop: int, buffer: bytearray | None) -> tuple[int, bytearray | None, int]: ...
     # the subclass (cykafka.Producer) implements _send_slow and _append_blocking, which send() calls
-# transactions.pyx
+# transaction_manager.pyx
 class TransactionState(IntEnum):
     UNINITIALIZED = 0
     INITIALIZING = 1

@@ -1,5 +1,6 @@
 # The compiled core: one extension module built from the included .pyx files (asyncpg/uvloop idiom).
-# Rules: no I/O, no clock reads (time arrives as now_ms), no codec imports (a Compressor is passed in), no threads.
+# Rules: no I/O, no clock reads (time arrives as now_ms, or through a CoreClock it is handed), no codec imports (a
+# Compressor is passed in), no threads.
 from cykafka.errors import (
     AuthenticationError,
     BatchDeliveryError,
@@ -19,7 +20,15 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 
+# Two layers in one module (included in dependency order, not by layer):
+# - the pure core, under the rules above: checksum, partitioner, pool, records, batchresult, accumulator,
+#   transaction_manager (the state table and sequences; its requests are cykafka/transactions.py);
+# - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
+#   lock (the producer lock), columns (send_batch's inputs), clock (SystemCoreClock reads clock_gettime, PortClock
+#   calls the Clock port).
+# The shell calls the core; the core reaches the shell only through the CoreClock (clock.pyx) an append is handed.
 include "checksum.pyx"
+include "clock.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
 include "lock.pyx"
@@ -29,4 +38,4 @@ include "batchresult.pyx"
 include "accumulator.pyx"
 include "columns.pyx"
 include "sendpath.pyx"
-include "transactions.pyx"
+include "transaction_manager.pyx"

@@ -1,6 +1,7 @@
 # RecordAccumulator, ProducerBatch, RecordFuture, RecordMetadata: Kafka's producer queue between send() and the Sender.
 # Rules (Java's RecordAccumulator semantics, our own code):
-# - the caller holds the producer lock around every call; time arrives as now_ms; metadata as a ClusterSnapshot value;
+# - the caller holds the producer lock around every call; time arrives as now_ms, or for an append as a CoreClock
+#   read only when the record starts a batch; metadata as a ClusterSnapshot value;
 # - one Compressor call per batch, at drain, when the batch is closed;
 # - decisions are returned (ready nodes + next check delay, drained batches, expired batches); the caller acts;
 # - callbacks never run here: completion marks futures and returns; the caller signals waiters and runs callbacks.
@@ -419,6 +420,16 @@ cdef class ReadyResult:
         return iter((self.ready_nodes, self.next_ready_check_delay_ms, self.unknown_leader_topics))
 
 
+cdef struct AppendResult:
+    # What one append did. The objects are borrowed (the partition's deque holds the batch, the batch its futures):
+    # valid while the caller holds the producer lock.
+    PyObject* batch             # the batch that took the record; NULL: a new one was needed and the pool had no buffer
+    PyObject* future            # the record's RecordFuture (_append: send()'s records), else NULL
+    int partition               # the record's partition (the built-in partitioner's choice for partition < 0)
+    bint new_batch              # the record started a batch (taking the buffer given, if any)
+    bint batch_full             # the partition has a full batch now: the sender has something to send
+
+
 @cython.final
 cdef class RecordAccumulator:
     """Per-partition deques of batches; ready/drain policy; expiry; retry re-enqueue; split; flush/close state."""
@@ -445,11 +456,7 @@ cdef class RecordAccumulator:
     cdef bint _adaptive
     cdef int64_t _availability_timeout_ms
     cdef dict _node_stats         # node id -> NodeLatencyStats (partitioner.availability.timeout.ms)
-    cdef bint _last_full          # what the last _append decided
-    cdef bint _last_new
-    cdef int _last_partition
     cdef TransactionManager _txn  # idempotence/transactions: sequences at drain, drain gating, retry order
-    cdef bint _needs_now          # the last _append_record needed a new batch but was given no now_ms
     cdef str _cached_topic        # _deque's last topic and its {partition: deque}
     cdef dict _cached_parts
 
@@ -518,37 +525,44 @@ cdef class RecordAccumulator:
         partition < 0: the topic's built-in sticky partitioner chooses, from `snapshot`.
         Returns (future, batch_is_full, new_batch_created, partition), or None when a new buffer is needed and the
         pool had none: the caller waits for memory (max.block.ms), then calls again passing the buffer it obtained."""
-        future = self._append(topic, partition, timestamp_ms, key, value, headers, callback, now_ms, buffer,
-                              snapshot)
-        if future is None:
+        cdef AppendResult result = self._append(topic, partition, timestamp_ms, key, value, headers, callback,
+                                                _fixed_clock(now_ms), buffer, snapshot)
+        if result.batch == NULL:
             return None
-        return (future, self._last_full, self._last_new, self._last_partition)
+        return (<object>result.future, result.batch_full, result.new_batch, result.partition)
 
-    cdef RecordFuture _append(self, str topic, int partition, int64_t timestamp_ms, object key, object value,
-                              object headers, object callback, int64_t now_ms, bytearray buffer, object snapshot):
-        """append() without the result tuple: batch_is_full, new_batch_created and the partition are left in
-        _last_full, _last_new, _last_partition (the compiled send path reads them)."""
+    cdef AppendResult _append(self, str topic, int partition, int64_t timestamp_ms, object key, object value,
+                              object headers, object callback, CoreClock clock, bytearray buffer,
+                              object snapshot) except *:
+        """_append_record for send()'s key, value and headers objects; the result's future is the record's."""
         cdef _Parts parts
-        cdef ProducerBatch batch
+        cdef AppendResult result
+        cdef RecordFuture future
         if headers is not None:
             headers = _headers_tuple(headers)
         _parts_init(&parts)
         try:
             _parts_acquire(&parts, key, value, headers)
-            batch = self._append_record(topic, partition, timestamp_ms, &parts, now_ms, buffer, snapshot)
+            result = self._append_record(topic, partition, timestamp_ms, &parts, clock, buffer, snapshot)
         finally:
             _parts_release(&parts)
-        if batch is None:
-            return None
-        return batch._add_future(batch.builder.record_count - 1, timestamp_ms, parts.key.size_bytes,
-                                 parts.value.size_bytes, callback)
+        if result.batch != NULL:
+            future = (<ProducerBatch>result.batch)._add_future(
+                (<ProducerBatch>result.batch).builder.record_count - 1, timestamp_ms, parts.key.size_bytes,
+                parts.value.size_bytes, callback)
+            result.future = <PyObject*>future  # the batch holds it
+        return result
 
-    cdef ProducerBatch _append_record(self, str topic, int partition, int64_t timestamp_ms, _Parts* parts,
-                                      int64_t now_ms, bytearray buffer, object snapshot):
+    cdef AppendResult _append_record(self, str topic, int partition, int64_t timestamp_ms, _Parts* parts,
+                                     CoreClock clock, bytearray buffer, object snapshot) except *:
         """Appends one record (its borrowed spans) to the partition's last open batch, else to a new batch from
-        `buffer` or the pool. Returns the batch (the record is its builder's last), or None when the pool had no
-        buffer, or when a new batch is needed and now_ms < 0 (_needs_now is then set: call again with the time).
-        partition < 0: the built-in partitioner chooses. Sets _last_full, _last_new, _last_partition."""
+        `buffer` or the pool, created at clock.monotonic_ms() (read only then); the record is the batch's
+        builder's last. partition < 0: the built-in partitioner chooses."""
+        cdef AppendResult result
+        result.batch = NULL
+        result.future = NULL
+        result.new_batch = False
+        result.batch_full = False
         if self.closed:
             raise ProducerClosedError("the producer is closed: send() after close()")
         cdef _TopicPartitioning tp = None
@@ -573,29 +587,27 @@ cdef class RecordAccumulator:
                         if tp is not None:
                             tp.partitioner.update_partition_info(info, builder._estimated() - size_before,
                                                                  builder._full(), tp.available, tp.num_partitions)
-                        self._last_full = len(dq) > 1 or builder._full()
-                        self._last_new = False
-                        self._last_partition = partition
-                        return last
+                        result.batch = <PyObject*>last
+                        result.partition = partition
+                        result.batch_full = len(dq) > 1 or builder._full()
+                        return result
             # no batch of the partition takes the record: all are full (Java's partitionChanged), so a switch the
             # partitioner held back for an open batch happens now and the record goes to the next partition
             if tp is None or not tp.partitioner.update_partition_info(info, 0, True, tp.available,
                                                                       tp.num_partitions):
                 break
-        if now_ms < 0:  # the caller reads the clock only when a batch is made: ask again with it
-            self._needs_now = True
-            return None
-        self._needs_now = False
+        result.partition = partition
+        cdef int64_t created_ms = clock.monotonic_ms()  # before the pool: a clock that raises leaks no buffer
         cdef int64_t size_bytes = max(<int64_t>self.batch_size_bytes,
                                       <int64_t>(_HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes))
         if buffer is None:
             buffer = self.pool.try_allocate(size_bytes)
             if buffer is None:
-                return None
+                return result
         size_bytes = len(buffer)
         builder = RecordBatchBuilder(buffer, size_bytes, self.codec, self._ratios.get(topic, 1.0))
-        cdef ProducerBatch batch = ProducerBatch(topic, partition, builder, now_ms, self.completion_factory, buffer,
-                                                 size_bytes)
+        cdef ProducerBatch batch = ProducerBatch(topic, partition, builder, created_ms, self.completion_factory,
+                                                 buffer, size_bytes)
         if not builder._append(timestamp_ms, parts, True):
             # the builder always takes the first record of a buffer sized by the upper bound
             raise AssertionError("a new batch refused its first record")
@@ -604,10 +616,10 @@ cdef class RecordAccumulator:
         if tp is not None:
             tp.partitioner.update_partition_info(info, builder._estimated(), builder._full(), tp.available,
                                                  tp.num_partitions)
-        self._last_full = len(dq) > 1 or builder._full()
-        self._last_new = True
-        self._last_partition = partition
-        return batch
+        result.batch = <PyObject*>batch
+        result.new_batch = True
+        result.batch_full = len(dq) > 1 or builder._full()
+        return result
 
     def allocation_size(self, key, value, headers):
         """Bytes a new batch for this record takes from the pool."""

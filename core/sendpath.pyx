@@ -2,8 +2,8 @@
 # (explicit, murmur2 of the key, or the built-in partitioner), the size check and the accumulator append, with no
 # Python-level call on the default path. Anything unusual (serializers, interceptors, a topic not in the metadata
 # snapshot yet, a full buffer pool, every error) goes to the subclass's Python `_send_slow`, which has the messages.
-# Time: with system_time, record timestamps are CLOCK_REALTIME and batch times CLOCK_MONOTONIC, read here in C (the
-# one place the core reads a clock, for the same values SystemClock gives); otherwise the injected Clock is called.
+# Time: from the CoreClock the composition root hands in (clock.pyx): SystemCoreClock reads clock_gettime in C, a
+# PortClock calls the Producer's Clock port.
 # send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
 # into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record; runs of
 # Arrow records into batches the call has open are appended with the GIL released (_append_run).
@@ -27,29 +27,12 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object text)
 
 
-cdef extern from "<time.h>" nogil:
-    ctypedef long time_t
-    cdef struct timespec:
-        time_t tv_sec
-        long tv_nsec
-    int clock_gettime(int clock_id, timespec* tp)
-    int CLOCK_REALTIME
-    int CLOCK_MONOTONIC
-
-
-cdef inline int64_t _clock_ms(int clock_id) noexcept nogil:
-    cdef timespec ts
-    clock_gettime(clock_id, &ts)
-    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
-
-
 cdef class SendPath:
     cdef RecordAccumulator _accumulator
     cdef ProducerLock _lock             # taken from C; another lock type is called through acquire/release
     cdef object _acquire
     cdef object _release
-    cdef object _clock
-    cdef bint _system_time
+    cdef CoreClock _clock
     cdef object _wakeup
     cdef bint _wakeup_sent
     cdef bint _fast
@@ -62,15 +45,14 @@ cdef class SendPath:
     cdef object _last_infos
     cdef public bint _closed
 
-    def _init_send_path(self, RecordAccumulator accumulator, object lock, object clock, bint system_time,
-                        object wakeup, bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
+    def _init_send_path(self, RecordAccumulator accumulator, object lock, CoreClock clock not None, object wakeup,
+                        bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
                         TransactionManager transaction):
         self._accumulator = accumulator
         self._lock = lock if type(lock) is ProducerLock else None
         self._acquire = lock.acquire
         self._release = lock.release
         self._clock = clock
-        self._system_time = system_time
         self._wakeup = wakeup
         self._fast = fast
         self._ignore_keys = ignore_keys
@@ -111,11 +93,6 @@ cdef class SendPath:
         else:
             self._release()
         return 0
-
-    cdef inline int64_t _now_ms(self) except? -1:
-        if self._system_time:
-            return _clock_ms(CLOCK_MONOTONIC)
-        return self._clock.monotonic_ms()
 
     def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
              timestamp_ms: int | None = None, headers: object = None,
@@ -173,7 +150,7 @@ cdef class SendPath:
                                                                      and not callable(on_delivery)):
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if timestamp_ms is None:
-            ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
+            ts = self._clock.wall_ms()
         else:
             ts = -1
             overflow = 0
@@ -204,20 +181,19 @@ cdef class SendPath:
                 return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         if size_bytes > self._max_record_bytes:
             return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
-        cdef RecordAccumulator accumulator = self._accumulator
-        cdef RecordFuture future
+        cdef AppendResult appended
+        cdef RecordFuture future = None
         self._take_lock()
-        try:  # the monotonic clock is read only when the record starts a new batch
-            future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, -1, None,
-                                         self._snapshot)
-            if future is None and accumulator._needs_now:
-                future = accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._now_ms(),
-                                             None, self._snapshot)
+        try:
+            appended = self._accumulator._append(topic, chosen, ts, key, value, headers, on_delivery, self._clock,
+                                                 None, self._snapshot)
+            if appended.future != NULL:
+                future = <RecordFuture>appended.future  # our own reference before the lock goes
         finally:
             self._give_lock()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
             return self._append_blocking(topic, chosen, ts, key, value, headers, on_delivery)
-        if (accumulator._last_full or accumulator._last_new) and not self._wakeup_sent:
+        if (appended.batch_full or appended.new_batch) and not self._wakeup_sent:
             self._wakeup_sent = True
             self._wakeup()
         return future
@@ -261,6 +237,7 @@ cdef class SendPath:
         for memory, then calls again with the buffer it got); a given buffer no new batch took comes back. Records
         too large fail in `result`."""
         cdef RecordAccumulator accumulator = self._accumulator
+        cdef AppendResult appended
         cdef ProducerBatch batch
         cdef _Segment segment
         cdef _Parts parts
@@ -283,9 +260,8 @@ cdef class SendPath:
         if type(timestamps_ms) is int:
             fixed_ts = timestamps_ms
         else:  # None entries of a list get the current time too
-            fixed_ts = _clock_ms(CLOCK_REALTIME) if self._system_time else self._clock.wall_ms()
+            fixed_ts = self._clock.wall_ms()
             ts_list = timestamps_ms
-        cdef int64_t now_ms = -1  # read when a record first starts a new batch
         cdef RecordBatchBuilder builder
         cdef list open_batches = [None] * n_parts    # per partition: the batch this call last appended to
         cdef list open_segments = [None] * n_parts   # and this call's segment in it
@@ -362,17 +338,15 @@ cdef class SendPath:
                                 if runs:
                                     run.segments[chosen] = <PyObject*>segment
                                 continue
-                    batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
-                    if batch is None and accumulator._needs_now:
-                        now_ms = self._now_ms()
-                        batch = accumulator._append_record(topic, chosen, ts, &parts, now_ms, buffer, self._snapshot)
-                    if batch is None:
+                    appended = accumulator._append_record(topic, chosen, ts, &parts, self._clock, buffer,
+                                                          self._snapshot)
+                    if appended.batch == NULL:
                         return i, None, max(<int64_t>accumulator.batch_size_bytes, size_bytes)
-                    if accumulator._last_new:
+                    batch = <ProducerBatch>appended.batch
+                    if appended.new_batch:
                         buffer = None  # taken (or there was none)
-                        now_ms = -1  # the next new batch reads the clock again
                         wake = True
-                    elif accumulator._last_full:
+                    elif appended.batch_full:
                         wake = True
                     segment = batch._segment_for(result, batch.builder.record_count - 1)
                     segment._add(i)

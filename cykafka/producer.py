@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, overload
 
-from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.clock import SystemClock, core_clock
 from cykafka.adapters.compression import compressor_for
 from cykafka.config import ProducerConfig
 from cykafka.core import (
@@ -187,9 +187,9 @@ class Producer(SendPath):
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
-        self._init_send_path(self._accumulator, self._lock, self._clock, type(self._clock) is SystemClock,
-                             transport.wakeup, fast, cfg.partitioner_ignore_keys,
-                             min(cfg.max_request_size, cfg.buffer_memory), metadata.snapshot(),
+        self._init_send_path(self._accumulator, self._lock, core_clock(self._clock), transport.wakeup, fast,
+                             cfg.partitioner_ignore_keys, min(cfg.max_request_size, cfg.buffer_memory),
+                             metadata.snapshot(),
                              self._txn if cfg.transactional_id is not None else None)  # send() checks its state
         self._thread: SenderThread | None = None
         if self._start_sender:
@@ -420,7 +420,7 @@ class Producer(SendPath):
         raises BufferExhaustedError."""
         waiter = threading.Condition(self._lock)  # type: ignore[arg-type]  # ProducerLock is threading.Lock-like
         self._pool.enqueue_waiter(waiter)
-        started_ns = time.monotonic_ns()
+        started_ns = time.monotonic_ns()  # measures the wait for the metric (ns); the Clock port decides the deadline
         try:
             while True:
                 buffer = self._pool.try_allocate(size_bytes, waiter)
@@ -433,7 +433,7 @@ class Producer(SendPath):
                         f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
                         f"{self._pool.available_memory_bytes} bytes; the record was not queued")
                 self._wake_sender()  # once per sender loop: its ready() then sends everything queued
-                waiter.wait(min(remaining_ms, 100) / 1000)
+                self._clock.wait_ms(waiter.wait, min(remaining_ms, 100))
         finally:
             self._pool.remove_waiter(waiter)
             self._metrics.record_buffer_wait(time.monotonic_ns() - started_ns)
@@ -513,13 +513,16 @@ class Producer(SendPath):
             self._accumulator.begin_flush()
             batches = list(self._accumulator.incomplete)
         self._transport.wakeup()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
         try:
             for batch in batches:
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 completion = batch.waitable()
-                if completion is not None:
-                    completion.wait(remaining)
+                if completion is None:
+                    continue
+                if deadline_ms is None:
+                    completion.wait()
+                else:
+                    self._clock.wait_ms(completion.wait, deadline_ms - self._clock.monotonic_ms())
         finally:
             with self._lock:
                 self._accumulator.end_flush()
@@ -538,23 +541,38 @@ class Producer(SendPath):
             self._accumulator.close()
         self.sender.running = False
         self._transport.wakeup()
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
         if self._thread is not None:
             # the last tenth of the timeout (at most 250 ms) is kept for failing what is left
-            abort_reserve_s = 0.0 if timeout is None else min(0.1 * max(timeout, 0.0), 0.25)
-            self._thread.join(None if deadline is None else max(0.0, deadline - abort_reserve_s - time.monotonic()))
+            reserve_ms = 0 if timeout is None else min(_timeout_ms(timeout) // 10, 250)
+            self._join_sender(None if deadline_ms is None else deadline_ms - reserve_ms)
             if self._thread.is_alive():
                 self.sender.force_close = True
                 self._transport.wakeup()
-                self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                self._join_sender(deadline_ms)
         if self._thread is None or not self._thread.is_alive():
             self.sender.abort_all(ProducerClosedError("the producer was closed before the record was delivered"))
-            linger_s = 2.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            linger_s = 2.0 if deadline_ms is None else max(0, deadline_ms - self._clock.monotonic_ms()) / 1000
             self._transport.close(linger_s)
         for interceptor in self._interceptors:
             close = getattr(interceptor, "close", None)
             if close is not None:
                 close()
+
+    def _join_sender(self, deadline_ms: int | None) -> None:
+        """Waits for the sender thread to end, until deadline_ms on the Clock port (None: no limit)."""
+        thread = self._thread
+        if thread is None:
+            return
+        if deadline_ms is None:
+            thread.join()
+            return
+
+        def joined(timeout_s: float) -> bool:
+            thread.join(timeout_s)
+            return not thread.is_alive()
+
+        self._clock.wait_ms(joined, deadline_ms - self._clock.monotonic_ms())
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
         """The partitions of `topic` by partition id, each a PartitionInfo (leader node id, -1 when unknown; leader
@@ -639,12 +657,12 @@ class Producer(SendPath):
         transaction failed (abort_transaction(), then try again), ProducerFencedError / TransactionFatalError if
         the producer can only be closed, KafkaTimeoutError after `timeout` s (call again to keep waiting)."""
         txn, requests = self._transactional()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
         if self._thread is not None and txn.state_name == "IN_TRANSACTION":
             self.flush(timeout)
         with self._lock:
             result = requests.begin_commit()
-        self._await(result, None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._await(result, None if deadline_ms is None else max(0, deadline_ms - self._clock.monotonic_ms()) / 1000)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Aborts the transaction: records not yet sent fail, records sent are never visible to read_committed
@@ -690,6 +708,11 @@ class Producer(SendPath):
         with self._lock:
             result = self._txn_requests.complete_external(transactional_id, producer_id, producer_epoch, commit)
         self._await(result, timeout)
+
+def _timeout_ms(timeout_s: float) -> int:
+    """A timeout argument in seconds as ms on the Clock port (a negative one is 0)."""
+    return max(0, round(timeout_s * 1000))
+
 
 def _is_int(value: object) -> bool:
     """An int as send() takes a partition or timestamp: int or a subclass, not a bool."""

@@ -53,13 +53,19 @@ class Compressor(Protocol):
 
 
 class Clock(Protocol):
-    """Time as the Sender and Producer see it. monotonic_ms for deadlines, wall_ms for record timestamps."""
+    """Time as the Sender and Producer see it. monotonic_ms for deadlines, wall_ms for record timestamps; the
+    Producer's waits (flush, close, max.block.ms) block through wait_ms, so this clock's time decides them."""
 
     def monotonic_ms(self) -> int: ...
 
     def wall_ms(self) -> int: ...
 
     def sleep_ms(self, duration_ms: int) -> None: ...
+
+    def wait_ms(self, wait: Callable[[float], bool], timeout_ms: int) -> bool:
+        """Blocks in `wait(timeout_s)` (an Event's or Condition's wait: True once what it waits for happened) for at
+        most timeout_ms of this clock's time; returns wait's answer."""
+        ...
 
 
 class TopicPartition(NamedTuple):
