@@ -51,11 +51,19 @@ try:
 except ImportError as e:  # pragma: no cover - the spark extra is missing
     raise ImportError("cykafka's Spark data source needs pyspark>=4.0 and pyarrow: pip install 'cykafka[spark]'") from e
 
-from cykafka.admin import Admin, TopicPartition
+from cykafka.admin import Admin
 from cykafka.config import ADMIN_KEYS, ProducerConfig
 from cykafka.consumer import Consumer
 from cykafka.core import BatchResult
-from cykafka.errors import BatchDeliveryError, ConfigError, InvalidTopicError, KafkaError, KafkaTimeoutError
+from cykafka.errors import (
+    BatchDeliveryError,
+    ConfigError,
+    InvalidTopicError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+)
+from cykafka.ports import TopicPartition
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
 from cykafka.spark_source import (
@@ -676,7 +684,7 @@ def _task_config(options: SourceOptions) -> ConfigKey:
 
 
 @dataclass(frozen=True, slots=True)
-class RangePartition(ds.InputPartition):  # type: ignore[misc]
+class RangePartition(ds.InputPartition):
     """One read task: a Kafka partition's offsets [start, end)."""
 
     range: OffsetRange
@@ -774,7 +782,7 @@ def read_range(options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatc
         while position < r.end:
             try:
                 batch = consumer.poll_batch(1.0, max_records=min(READ_BATCH_RECORDS, r.end - position))
-            except OffsetOutOfRangeError as e:
+            except NoOffsetForPartitionError as e:  # auto.offset.reset=none: the offset is out of range
                 if options.fail_on_data_loss:
                     raise KafkaError(f"records of {tp.topic}-{tp.partition} from offset {position} were deleted "
                                      f"before this task read them ({e}); set failOnDataLoss=false to skip them") from e
@@ -803,7 +811,7 @@ def read_range(options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatc
             CONSUMERS.release(config, consumer)
 
 
-class CykafkaReader(ds.DataSourceReader):  # type: ignore[misc]
+class CykafkaReader(ds.DataSourceReader):
     """Batch reads: the driver resolves each partition's [start, end) once; one task per range."""
 
     def __init__(self, options: SourceOptions) -> None:
@@ -820,7 +828,8 @@ class CykafkaReader(ds.DataSourceReader):  # type: ignore[misc]
             offsets.close()
         return _ranges(self.options, start, end)
 
-    def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
         return read_range(self.options, partition.range)
 
 
@@ -834,7 +843,7 @@ def _from_json(offsets: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition,
     return {TopicPartition(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
 
 
-class CykafkaStreamReader(ds.DataSourceStreamReader):  # type: ignore[misc]
+class CykafkaStreamReader(ds.DataSourceStreamReader):
     """Streaming reads: offsets live in Spark's checkpoint (Spark's JSON), so a restarted query resumes where it
     stopped; partitions that appear later are read from their earliest offset; maxOffsetsPerTrigger shares each
     micro-batch between partitions as Spark does; with cykafka.commit.group each committed micro-batch's end
@@ -887,7 +896,8 @@ class CykafkaStreamReader(ds.DataSourceStreamReader):  # type: ignore[misc]
             raise KafkaError(f"partitions {_names(gone)} are gone (topic deleted?); set failOnDataLoss=false to go on")
         return _ranges(self.options, self._lookups().checked({tp: begin[tp] for tp in until}), until)
 
-    def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
         return read_range(self.options, partition.range)
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
