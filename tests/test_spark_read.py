@@ -84,7 +84,7 @@ def test_offset_ranges_and_min_partitions(spark: Any, broker: EmbeddedBroker) ->
 def test_bad_options_fail_on_the_driver(spark: Any, broker: EmbeddedBroker) -> None:
     with pytest.raises(Exception, match="can't be latest for batch"):
         _load(spark, broker, subscribe="x", startingOffsets="latest").collect()
-    with pytest.raises(Exception, match="kafka.auto.offset.reset is not supported"):
+    with pytest.raises(Exception, match=r"kafka\.auto\.offset\.reset is not supported"):
         _load(spark, broker, subscribe="x", **{"kafka.auto.offset.reset": "earliest"}).collect()
 
 
@@ -111,3 +111,20 @@ def test_stream_resumes_from_its_checkpoint_with_no_gap_and_no_repeat(spark: Any
     run_once()  # restarted from the checkpoint: only the 300 new records
     values = sorted(r.value for r in read_back(broker.bootstrap_servers, sink))
     assert values == sorted(b"value-%d" % i for i in range(800))
+
+
+def test_the_demo_verification_finds_missing_duplicated_and_changed_records() -> None:
+    from cykafka.demo import verify_pipeline
+    from cykafka.verify import ReadRecord
+
+    a = [ReadRecord(0, i, b"k%d" % i, b"v%d" % i, [("seq", b"%d" % i)], 1) for i in range(3)]
+
+    def copy(record: ReadRecord, value: bytes | None = None) -> ReadRecord:
+        origin = b"A-%d-%d" % (record.partition, record.offset)
+        return ReadRecord(1, record.offset, record.key, value or (record.value or b"").upper(),
+                          [*record.headers, ("from", origin)], 1)
+
+    assert verify_pipeline(a, [copy(r) for r in a], "A") == []
+    assert verify_pipeline(a, [copy(a[0]), copy(a[1])], "A") == ["A record A-0-2 is missing from B"]
+    assert verify_pipeline(a, [copy(r) for r in a] + [copy(a[1])], "A") == ["A record A-0-1 is in B twice"]
+    assert verify_pipeline(a, [copy(a[0]), copy(a[1]), copy(a[2], b"other")], "A") == ["B's copy of A-0-2 differs"]
