@@ -513,12 +513,15 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--storage-url", default="memory://tansu/",
                         help="Tansu storage engine URL (default: memory://tansu/, lost at exit)")
     broker.set_defaults(func=_broker)
-    demo = sub.add_parser("demo", help="the demo pipeline: Spark -> cykafka -> embedded broker, read back, verify",
-                          description="Start the embedded broker and a local SparkSession, write a generated "
-                                      "DataFrame (keys, values, headers) through format('cykafka'), count it back "
-                                      "with confluent-kafka's consumer (check.crcs=true) and print a verified "
-                                      "summary. --plain: send through cykafka.Producer without Spark (needs the "
-                                      "broker extra). Exit code 1 on mismatch. Needs the spark and broker extras "
+    demo = sub.add_parser("demo", help="the demo pipeline: Spark writes topic A, reads it, transforms, writes "
+                                       "topic B through format('cykafka'); B verified against A",
+                          description="Start the embedded broker and a local SparkSession; write a generated "
+                                      "DataFrame (keys, values, headers) to topic A through format('cykafka'), read "
+                                      "A back through format('cykafka'), transform it (values upper-cased, a 'from' "
+                                      "header) and write it to topic B; then check B against A record by record with "
+                                      "confluent-kafka's consumer (check.crcs=true) and print rows/s per leg and a "
+                                      "verified summary. --plain: send through cykafka.Producer without Spark (needs "
+                                      "the broker extra). Exit code 1 on mismatch. Needs the spark and broker extras "
                                       "(scripts/demo.sh installs them).")
     demo.add_argument("--plain", action="store_true", help="the producer alone, no Spark")
     demo.add_argument("--records", type=int, default=None,

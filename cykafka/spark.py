@@ -43,6 +43,7 @@ try:
         IntegerType,
         LongType,
         StringType,
+        StructField,
         StructType,
         TimestampNTZType,
         TimestampType,
@@ -50,11 +51,32 @@ try:
 except ImportError as e:  # pragma: no cover - the spark extra is missing
     raise ImportError("cykafka's Spark data source needs pyspark>=4.0 and pyarrow: pip install 'cykafka[spark]'") from e
 
-from cykafka.config import ProducerConfig
+from cykafka.admin import Admin
+from cykafka.config import ADMIN_KEYS, ProducerConfig
+from cykafka.consumer import Consumer
 from cykafka.core import BatchResult
-from cykafka.errors import BatchDeliveryError, ConfigError, InvalidTopicError, KafkaError, KafkaTimeoutError
+from cykafka.errors import (
+    BatchDeliveryError,
+    ConfigError,
+    InvalidTopicError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+)
+from cykafka.ports import TopicPartition
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
+from cykafka.spark_source import (
+    EARLIEST,
+    LATEST,
+    Bound,
+    OffsetRange,
+    SourceOptions,
+    offset_ranges,
+    offsets_json,
+    parse_source_options,
+    rate_limited,
+)
 
 log = logging.getLogger("cykafka")
 
@@ -627,6 +649,271 @@ def _summary(messages: Sequence[ds.WriterCommitMessage | None]) -> str:
             f"{partitions} Kafka partitions; per topic: {per_topic}")
 
 
+# -- reads: offsets resolved on the driver, ranges read on the executors ------------------------------------------
+
+CONSUMERS: ClientCache[Consumer] = ClientCache(Consumer, "consumer", exclusive=True)
+READ_BATCH_RECORDS = 65_536  # rows per Arrow batch a read task yields
+_HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+
+def source_schema(include_headers: bool) -> StructType:
+    """Spark's Kafka source columns (every field nullable, as Spark declares them)."""
+    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+              StructField("partition", IntegerType()), StructField("offset", LongType()),
+              StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType())]
+    return StructType(fields + ([StructField("headers", _HEADERS_TYPE)] if include_headers else []))
+
+
+def _arrow_schema(include_headers: bool) -> pa.Schema:
+    """The Arrow schema read tasks yield: the same columns, every field nullable (the first batch's schema must
+    equal Spark's exactly)."""
+    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+              pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+              pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32())]
+    if include_headers:
+        fields.append(pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()),
+                                                              pa.field("value", pa.binary())]))))
+    return pa.schema(fields)
+
+
+def _task_config(options: SourceOptions) -> ConfigKey:
+    """A read task's consumer: the user's kafka.* keys, by assignment, nothing committed, and no position reset:
+    an offset out of range is reported (failOnDataLoss decides)."""
+    return tuple(sorted({**options.consumer_config_dict, "enable.auto.commit": "false",
+                         "auto.offset.reset": "none"}.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class RangePartition(ds.InputPartition):
+    """One read task: a Kafka partition's offsets [start, end)."""
+
+    range: OffsetRange
+
+
+class _Offsets:
+    """The driver's offset lookups for a read (one consumer, closed by close())."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.consumer = Consumer(dict(_task_config(options)))
+
+    def partitions(self) -> list[TopicPartition]:
+        subscription = self.options.subscription
+        if subscription.kind == "assign":
+            return list(subscription.partitions)
+        if subscription.kind == "subscribe":
+            topics: Iterable[str] = subscription.topics
+        else:
+            connection = {k: v for k, v in self.options.consumer_config if k in ADMIN_KEYS}
+            with Admin(connection) as admin:
+                topics = list(admin.list_topics())
+        counts = {t: len(self.consumer.partitions_for(t)) for t in topics}
+        return subscription.select({t: n for t, n in counts.items() if n})
+
+    def resolve(self, bound: Bound, partitions: list[TopicPartition], *, ending: bool) -> dict[TopicPartition, int]:
+        """Offsets of a bound for these partitions; -2/-1 in offsets JSON and timestamps with no offset resolved."""
+        earliest = self.consumer.beginning_offsets(partitions)
+        latest = self.consumer.end_offsets(partitions)
+        if bound.kind in ("earliest", "latest"):
+            return dict(earliest if bound.kind == "earliest" else latest)
+        if bound.kind == "offsets":
+            missing = [tp for tp in partitions if tp not in bound.offsets]
+            if missing:
+                raise ConfigError(f"the offsets JSON names no offset for {_names(missing)}; give every partition "
+                                  f"read (-2 earliest, -1 latest)")
+            return {tp: earliest[tp] if bound.offsets[tp] == EARLIEST else latest[tp] if bound.offsets[tp] == LATEST
+                    else bound.offsets[tp] for tp in partitions}
+        wanted = {tp: bound.timestamp_ms if bound.kind == "timestamp" else bound.offsets.get(tp) for tp in partitions}
+        if any(ts is None for ts in wanted.values()):
+            raise ConfigError(f"the timestamps JSON names no timestamp for "
+                              f"{_names([tp for tp, ts in wanted.items() if ts is None])}")
+        found = self.consumer.offsets_for_times({tp: int(ts) for tp, ts in wanted.items() if ts is not None})
+        result = {}
+        for tp in partitions:
+            hit = found.get(tp)
+            if hit is None and not ending and self.options.timestamp_strategy == "error":
+                raise KafkaError(f"no offset of {tp.topic}-{tp.partition} has a timestamp >= {wanted[tp]}; set "
+                                 f"startingOffsetsByTimestampStrategy=latest to start at the end instead")
+            result[tp] = latest[tp] if hit is None else hit.offset
+        return result
+
+    def checked(self, start: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Starts below a partition's earliest offset (records deleted): failOnDataLoss raises, else they move up."""
+        earliest = self.consumer.beginning_offsets(list(start))
+        lost = {tp: (offset, earliest[tp]) for tp, offset in start.items() if offset < earliest[tp]}
+        if lost and self.options.fail_on_data_loss:
+            raise KafkaError(f"records were deleted before they were read ({_lost(lost)}); set the option "
+                             f"failOnDataLoss=false to read what is left")
+        if lost:
+            log.warning("cykafka source: records deleted before they were read (%s)", _lost(lost))
+        return {tp: max(offset, earliest[tp]) for tp, offset in start.items()}
+
+    def close(self) -> None:
+        self.consumer.close(10)
+
+
+def _names(partitions: Iterable[TopicPartition]) -> str:
+    return ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions))
+
+
+def _lost(lost: Mapping[TopicPartition, tuple[int, int]]) -> str:
+    return ", ".join(f"{tp.topic}-{tp.partition}: wanted {a}, earliest {b}" for tp, (a, b) in sorted(lost.items()))
+
+
+def _ranges(options: SourceOptions, start: Mapping[TopicPartition, int],
+            end: Mapping[TopicPartition, int]) -> list[RangePartition]:
+    return [RangePartition(r) for r in offset_ranges(start, end, min_partitions=options.min_partitions,
+                                                     max_records_per_partition=options.max_records_per_partition)]
+
+
+def read_range(options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """A read task: the records of [start, end) of one partition as Arrow batches, from this worker's cached
+    consumer. Offsets with no record (transaction markers, aborted or compacted records) are skipped; records
+    deleted before the task reads them raise unless failOnDataLoss=false."""
+    config = _task_config(options)
+    consumer = CONSUMERS.acquire(config, DEFAULT_IDLE_TIMEOUT_MS)
+    schema = _arrow_schema(options.include_headers)
+    tp = TopicPartition(r.topic, r.partition)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, r.start)
+        position = r.start
+        stalled_since = time.monotonic()
+        while position < r.end:
+            try:
+                batch = consumer.poll_batch(1.0, max_records=min(READ_BATCH_RECORDS, r.end - position))
+            except NoOffsetForPartitionError as e:  # auto.offset.reset=none: the offset is out of range
+                if options.fail_on_data_loss:
+                    raise KafkaError(f"records of {tp.topic}-{tp.partition} from offset {position} were deleted "
+                                     f"before this task read them ({e}); set failOnDataLoss=false to skip them") from e
+                log.warning("cykafka source: %s-%d: records from %d deleted before they were read; skipping",
+                            tp.topic, tp.partition, position)
+                consumer.seek_to_beginning([tp])
+                continue
+            if batch.num_rows:
+                offsets = batch.column("offset")
+                keep = int(pc.sum(pc.less(offsets, r.end)).as_py() or 0)
+                if keep < batch.num_rows:
+                    batch = batch.slice(0, keep)
+                if keep:
+                    yield pa.RecordBatch.from_arrays(
+                        [batch.column(name) for name in schema.names], schema=schema)
+                    position = int(offsets[keep - 1].as_py()) + 1
+                    stalled_since = time.monotonic()
+            position = max(position, min(consumer.position(tp), r.end))  # markers and gaps count as read
+            if position < r.end and time.monotonic() - stalled_since > options.poll_timeout_ms / 1000:
+                raise KafkaTimeoutError(f"no record of {tp.topic}-{tp.partition} between offsets {position} and "
+                                        f"{r.end} arrived in kafkaConsumer.pollTimeoutMs={options.poll_timeout_ms}")
+    finally:
+        try:
+            consumer.unassign()
+        finally:
+            CONSUMERS.release(config, consumer)
+
+
+class CykafkaReader(ds.DataSourceReader):
+    """Batch reads: the driver resolves each partition's [start, end) once; one task per range."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[RangePartition]:
+        assert self.options.ending is not None
+        offsets = _Offsets(self.options)
+        try:
+            partitions = offsets.partitions()
+            start = offsets.checked(offsets.resolve(self.options.starting, partitions, ending=False))
+            end = offsets.resolve(self.options.ending, partitions, ending=True)
+        finally:
+            offsets.close()
+        return _ranges(self.options, start, end)
+
+    def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        return read_range(self.options, partition.range)
+
+
+def _as_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """Offsets as the checkpoint keeps them: Spark's offsets JSON as a dict."""
+    result: dict[str, dict[str, int]] = json.loads(offsets_json(offsets))
+    return result
+
+
+def _from_json(offsets: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition, int]:
+    return {TopicPartition(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
+
+
+class CykafkaStreamReader(ds.DataSourceStreamReader):
+    """Streaming reads: offsets live in Spark's checkpoint (Spark's JSON), so a restarted query resumes where it
+    stopped; partitions that appear later are read from their earliest offset; maxOffsetsPerTrigger shares each
+    micro-batch between partitions as Spark does; with cykafka.commit.group each committed micro-batch's end
+    offsets are committed to that consumer group (lag tools see the query)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._offsets: _Offsets | None = None
+        self._last_end: dict[TopicPartition, int] | None = None  # pyspark < 4.2 calls latestOffset() without start
+
+    def _lookups(self) -> _Offsets:
+        if self._offsets is None:
+            self._offsets = _Offsets(self.options)
+        return self._offsets
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        lookups = self._lookups()
+        start = lookups.resolve(self.options.starting, lookups.partitions(), ending=False)
+        self._last_end = start
+        return _as_json(start)
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.options.max_offsets_per_trigger is None:
+            return super().getDefaultReadLimit()
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        return ReadMaxRows(self.options.max_offsets_per_trigger)
+
+    def latestOffset(self, start: dict[str, dict[str, int]] | None = None,
+                     limit: Any = None) -> dict[str, dict[str, int]]:
+        lookups = self._lookups()
+        begin = _from_json(start) if start is not None else dict(self._last_end or {})
+        partitions = lookups.partitions()
+        new = [tp for tp in partitions if tp not in begin]
+        if new:  # a partition that appeared since: from its earliest offset, as Spark
+            begin.update(lookups.consumer.beginning_offsets(new))
+        latest = dict(lookups.consumer.end_offsets(partitions))
+        max_rows = getattr(limit, "maxRows", None) if limit is not None else self.options.max_offsets_per_trigger
+        end = rate_limited(begin, latest, int(max_rows)) if max_rows is not None else latest
+        self._last_end = end
+        return _as_json(end)
+
+    def partitions(self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]) -> Sequence[RangePartition]:
+        begin, until = _from_json(start), _from_json(end)
+        new = [tp for tp in until if tp not in begin]
+        if new:
+            begin.update(self._lookups().consumer.beginning_offsets(new))
+        gone = [tp for tp in begin if tp not in until]
+        if gone and self.options.fail_on_data_loss:
+            raise KafkaError(f"partitions {_names(gone)} are gone (topic deleted?); set failOnDataLoss=false to go on")
+        return _ranges(self.options, self._lookups().checked({tp: begin[tp] for tp in until}), until)
+
+    def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        return read_range(self.options, partition.range)
+
+    def commit(self, end: dict[str, dict[str, int]]) -> None:
+        group = self.options.commit_group
+        if group is None:
+            return
+        config = {**dict(_task_config(self.options)), "group.id": group}
+        with Consumer(config) as committer:
+            committer.commit({tp: offset for tp, offset in _from_json(end).items()})
+
+    def stop(self) -> None:
+        if self._offsets is not None:
+            self._offsets.close()
+            self._offsets = None
+
+
 # -- the Spark classes (pickled to executors; they hold only the plan) ---------------------------------------------
 
 
@@ -685,11 +972,21 @@ if _HAS_STREAM_ARROW_WRITER:
 
 
 class CykafkaDataSource(ds.DataSource):
-    """`df.write.format("cykafka")` and `df.writeStream.format("cykafka")`: Spark's Kafka sink columns and options."""
+    """`format("cykafka")`: reads and writes with the options and columns of Spark's Kafka source and sink, batch and
+    streaming."""
 
     @classmethod
     def name(cls) -> str:
         return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        return source_schema(_include_headers(self.options))
+
+    def reader(self, schema: StructType) -> ds.DataSourceReader:
+        return CykafkaReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> ds.DataSourceStreamReader:
+        return CykafkaStreamReader(parse_source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> ds.DataSourceWriter:
         if overwrite:
@@ -703,6 +1000,10 @@ class CykafkaDataSource(ds.DataSource):
             writer: ds.DataSourceStreamWriter = CykafkaStreamArrowWriter(plan)
             return writer
         return CykafkaStreamRowWriter(plan)
+
+
+def _include_headers(options: Mapping[str, str]) -> bool:
+    return any(k.lower() == "includeheaders" and str(v).strip().lower() == "true" for k, v in options.items())
 
 
 def register(spark: SparkSession) -> None:

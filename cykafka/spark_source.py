@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cykafka.admin import TopicPartition
 from cykafka.errors import ConfigError
+from cykafka.ports import TopicPartition
 
 log = logging.getLogger("cykafka")
 
