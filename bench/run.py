@@ -13,7 +13,9 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     BUSY_US µs after each send;
   overload                          a throttling proxy makes the broker ~10x slower than the client: peak RSS growth
                                     against buffer.memory (16 MiB here) + 64 MiB, and the longest blocking send;
-  encode                            bench/encode_bench.py (append + close, no I/O) against aiokafka's Cython builder.
+  encode                            bench/encode_bench.py (append + close, no I/O) against aiokafka's Cython builder;
+  consume                           bench/consume_bench.py: cykafka's Consumer (poll, poll_batch) against
+                                    confluent-kafka (tuned and default), aiokafka and kafka-python, lz4 and none.
 Each client runs in its own process (bench/e2e_bench.py's workers). Every (scenario, round) gets a fresh broker
 (Tansu's memory storage keeps every record). Ratios are the median of the per-round ratios (each round measures
 the clients back to back on one broker). runs.json keeps every worker's raw result. --profile runs the cykafka
@@ -36,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import consume_bench
 import e2e_bench as e2e
 from throttle import ThrottleProxy
 
@@ -230,6 +233,37 @@ def run_encode(records: int, rounds: int, codec: str) -> dict[str, float]:
     return rates
 
 
+def run_consume(records: int, rounds: int, codec: str) -> dict[str, Any]:
+    command = [sys.executable, os.path.join(HERE, "consume_bench.py"), "--records", str(records), "--slow-records",
+               str(max(1000, records // 10)), "--rounds", str(rounds), "--codec", codec, "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+# The consumer's targets (issue 16), against confluent-kafka with its best setting: (client, codec, records/s at
+# least, CPU per record at most)
+CONSUME_TARGETS = [("cykafka", "lz4", 1.5, 0.5), ("cykafka", "none", 1.5, 0.5),
+                   ("cykafka-batch", "lz4", 5.0, 0.15), ("cykafka-batch", "none", 2.0, 0.15)]
+
+
+def consume_targets(results: list[dict[str, Any]]) -> str:
+    if not results:
+        return ""
+    lines = ["| consumer target (vs confluent-kafka, fetch.queue.backoff.ms=1) | records/s | CPU/record | met |",
+             "|---|---:|---:|---|"]
+    for client, codec, min_rate, max_cpu in CONSUME_TARGETS:
+        for result in results:
+            if result["codec"] != codec or client not in result["runs"]:
+                continue
+            rate, cpu, _ = consume_bench.rates(result, client)
+            base_rate, base_cpu, _ = consume_bench.rates(result, consume_bench.BASE)
+            r, c = ratio(rate, base_rate), ratio(cpu, base_cpu)
+            lines.append(f"| {client}, {codec} | {r:.2f}x (>= {min_rate}x) | {c:.2f}x (<= {max_cpu}x) | "
+                         f"{'yes' if r >= min_rate and c <= max_cpu else 'NO'} |")
+    return "\n".join(lines) + "\n\n"
+
+
 # -- report ----------------------------------------------------------------------------------------------------------
 
 
@@ -395,7 +429,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
-    parser.add_argument("--only", default="", help="comma-separated scenario names (and/or 'encode')")
+    parser.add_argument("--only", default="", help="comma-separated scenario names (and/or 'encode', 'consume')")
     parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -416,15 +450,20 @@ def main() -> int:
     if not only or "encode" in only:
         for codec in ("none", "lz4"):
             encode[codec] = run_encode(max(10_000, int(1_000_000 * scale)), rounds, codec)
+    consume: list[dict[str, Any]] = []
+    if not only or "consume" in only:
+        for codec in ("lz4", "none"):
+            consume.append(run_consume(max(20_000, int(2_000_000 * scale)), rounds, codec))
     header = (f"## Results\n\nbench/run.py{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} "
               f"CPUs, Python {sys.version.split()[0]}, broker Tansu (embedded, memory storage), "
               f"{time.monotonic() - started:.0f} s\n\n")
     clients = [c for c in ALL_CLIENTS if any(c in s.clients for s in chosen)]
-    report = header + settings_table(clients) + "\n" + targets(chosen, encode) + "\n" + tables(chosen, encode, rounds)
+    report = (header + settings_table(clients) + "\n" + targets(chosen, encode) + "\n" + consume_targets(consume)
+              + tables(chosen, encode, rounds) + "".join("\n" + consume_bench.table(r) for r in consume))
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
-        json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode}, f, indent=1)
+        json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode, "consume": consume}, f, indent=1)
     if any(s.runs for s in chosen if s.mode == "throughput"):
         plot(chosen, os.path.join(args.out, "results.png"))
     print(report)

@@ -109,3 +109,21 @@ def test_workers_run_under_cprofile(run: Any, broker: EmbeddedBroker, tmp_path: 
         assert result["p99_ms"] >= result["p50_ms"] > 0
     if mode == "overload":
         assert "rss_growth_mib" in result
+
+
+def test_the_consumer_bench_runs_every_client_with_crcs_checked(tmp_path: object) -> None:
+    """bench/run.py --only consume: every consumer reads the topic with CRCs checked (librdkafka's default is off),
+    and the report carries the consumer targets and a table per codec."""
+    sys.path.insert(0, BENCH)
+    try:
+        import consume_bench
+    finally:
+        sys.path.remove(BENCH)
+    assert all(s.get("check.crcs", s.get("check_crcs")) is True for s in consume_bench.SETTINGS.values())
+    out = str(tmp_path)
+    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "consume", "--quick", "--scale", "0.1",
+            "--out", out]
+    subprocess.run(args, capture_output=True, text=True, timeout=600, check=True)
+    report = open(os.path.join(out, "results.md")).read()
+    assert "| cykafka-batch, lz4 |" in report and "### Consume, 100 B values, none" in report
+    assert "errors:" not in report  # every client read every record
