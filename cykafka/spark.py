@@ -75,7 +75,7 @@ from cykafka.spark_source import (
     offset_ranges,
     offsets_json,
     parse_source_options,
-    rate_limited,
+    trigger_end,
 )
 
 log = logging.getLogger("cykafka")
@@ -853,6 +853,8 @@ class CykafkaStreamReader(ds.DataSourceStreamReader):
         self.options = options
         self._offsets: _Offsets | None = None
         self._last_end: dict[TopicPartition, int] | None = None  # pyspark < 4.2 calls latestOffset() without start
+        self._now_s: Callable[[], float] = time.monotonic  # for maxTriggerDelay (a test swaps it)
+        self._last_batch_s = self._now_s()
 
     def _lookups(self) -> _Offsets:
         if self._offsets is None:
@@ -866,14 +868,20 @@ class CykafkaStreamReader(ds.DataSourceStreamReader):
         return _as_json(start)
 
     def getDefaultReadLimit(self) -> Any:
-        if self.options.max_offsets_per_trigger is None:
-            return super().getDefaultReadLimit()
-        from pyspark.sql.streaming.datasource import ReadMaxRows
+        """maxOffsetsPerTrigger as ReadMaxRows, else minOffsetsPerTrigger as ReadMinRows (pyspark has no composite
+        limit: with both, the minimum comes from the options)."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
-        return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, dict[str, int]] | None = None,
                      limit: Any = None) -> dict[str, dict[str, int]]:
+        """The next micro-batch's end. `limit` is the engine's (pyspark >= 4.2; before, no argument: the options
+        apply): ReadAllAvailable means no limit, whatever the options say."""
         lookups = self._lookups()
         begin = _from_json(start) if start is not None else dict(self._last_end or {})
         partitions = lookups.partitions()
@@ -881,8 +889,17 @@ class CykafkaStreamReader(ds.DataSourceStreamReader):
         if new:  # a partition that appeared since: from its earliest offset, as Spark
             begin.update(lookups.consumer.beginning_offsets(new))
         latest = dict(lookups.consumer.end_offsets(partitions))
-        max_rows = getattr(limit, "maxRows", None) if limit is not None else self.options.max_offsets_per_trigger
-        end = rate_limited(begin, latest, int(max_rows)) if max_rows is not None else latest
+        everything = type(limit).__name__ == "ReadAllAvailable"
+        max_rows = None if everything else getattr(limit, "max_rows", self.options.max_offsets_per_trigger)
+        min_rows = None if everything else getattr(limit, "min_rows", self.options.min_offsets_per_trigger)
+        now_s = self._now_s()
+        end = trigger_end(begin, latest, max_offsets=max_rows, min_offsets=min_rows,
+                          waited_ms=int((now_s - self._last_batch_s) * 1000),
+                          max_delay_ms=self.options.max_trigger_delay_ms)
+        if end is None:  # not enough new offsets yet: no new micro-batch
+            end = {tp: begin[tp] for tp in latest}
+        elif end != {tp: begin[tp] for tp in latest}:
+            self._last_batch_s = now_s
         self._last_end = end
         return _as_json(end)
 

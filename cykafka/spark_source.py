@@ -398,3 +398,15 @@ def rate_limited(start: Mapping[TopicPartition, int], latest: Mapping[TopicParti
         share = max_offsets * size / total
         ends[tp] = min(start[tp] + (math.ceil(share) if share < 1 else math.floor(share)), latest[tp])
     return ends
+
+
+def trigger_end(begin: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], *,
+                max_offsets: int | None, min_offsets: int | None, waited_ms: int,
+                max_delay_ms: int) -> dict[TopicPartition, int] | None:
+    """A micro-batch's end offsets under the per-trigger options, or None to wait: fewer than minOffsetsPerTrigger
+    new offsets and less than maxTriggerDelay since the last micro-batch (Spark's delay rule); maxOffsetsPerTrigger
+    then caps the batch (rate_limited). `begin` covers every partition of `latest`."""
+    if min_offsets is not None and waited_ms < max_delay_ms:
+        if sum(max(end - begin[tp], 0) for tp, end in latest.items()) < min_offsets:
+            return None
+    return rate_limited(begin, latest, max_offsets) if max_offsets is not None else dict(latest)

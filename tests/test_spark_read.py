@@ -128,3 +128,49 @@ def test_the_demo_verification_finds_missing_duplicated_and_changed_records() ->
     assert verify_pipeline(a, [copy(a[0]), copy(a[1])], "A") == ["A record A-0-2 is missing from B"]
     assert verify_pipeline(a, [copy(r) for r in a] + [copy(a[1])], "A") == ["A record A-0-1 is in B twice"]
     assert verify_pipeline(a, [copy(a[0]), copy(a[1]), copy(a[2], b"other")], "A") == ["B's copy of A-0-2 differs"]
+
+
+class _Lookups:
+    """The driver's offset lookups, stubbed: two partitions, latest offsets as the test sets them."""
+
+    def __init__(self) -> None:
+        from cykafka import TopicPartition
+
+        self.tps = [TopicPartition("t", 0), TopicPartition("t", 1)]
+        self.latest = {tp: 0 for tp in self.tps}
+        self.consumer = self
+
+    def partitions(self) -> list[Any]:
+        return self.tps
+
+    def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
+        return {tp: 0 for tp in tps}
+
+    def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
+        return {tp: self.latest[tp] for tp in tps}
+
+
+def test_stream_reader_applies_the_engines_read_limit_and_the_trigger_options() -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from cykafka.spark import CykafkaStreamReader
+    from cykafka.spark_source import parse_source_options
+
+    options = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+                                    "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "4",
+                                    "maxTriggerDelay": "1m"}, streaming=True)
+    reader = CykafkaStreamReader(options)
+    lookups = _Lookups()
+    reader._offsets = lookups  # type: ignore[assignment]
+    now = [100.0]
+    reader._now_s = lambda: now[0]
+    reader._last_batch_s = now[0]
+    start = {"t": {"0": 0, "1": 0}}
+    assert reader.getDefaultReadLimit() == ReadMaxRows(10)
+    lookups.latest = {lookups.tps[0]: 40, lookups.tps[1]: 60}
+    assert reader.latestOffset(start, ReadMaxRows(10)) == {"t": {"0": 4, "1": 6}}  # the engine's cap, by backlog
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 40, "1": 60}}  # no cap, whatever the options
+    lookups.latest = {lookups.tps[0]: 1, lookups.tps[1]: 2}
+    assert reader.latestOffset(start, ReadMaxRows(10)) == start  # 3 new offsets < minOffsetsPerTrigger 4: wait
+    now[0] += 61
+    assert reader.latestOffset(start, ReadMaxRows(10)) == {"t": {"0": 1, "1": 2}}  # maxTriggerDelay passed

@@ -182,3 +182,16 @@ def test_options_are_plain_picklable_data() -> None:
     o = stream(subscribe="t", startingOffsets='{"t": {"0": 1}}')
     assert pickle.loads(pickle.dumps(o)) == o
     json.dumps(o.consumer_config)  # what a task gets is plain strings
+
+
+def test_trigger_end_waits_for_min_offsets_until_the_delay_then_caps_at_max() -> None:
+    from cykafka.spark_source import trigger_end
+
+    begin = {tp("t", 0): 0, tp("t", 1): 0}
+    latest = {tp("t", 0): 3, tp("t", 1): 2}
+    assert trigger_end(begin, latest, max_offsets=None, min_offsets=10, waited_ms=1000, max_delay_ms=60_000) is None
+    assert trigger_end(begin, latest, max_offsets=None, min_offsets=10, waited_ms=60_000,
+                       max_delay_ms=60_000) == latest  # waited long enough: whatever there is
+    assert trigger_end(begin, latest, max_offsets=None, min_offsets=5, waited_ms=0, max_delay_ms=60_000) == latest
+    assert trigger_end(begin, latest, max_offsets=2, min_offsets=None, waited_ms=0,
+                       max_delay_ms=60_000) == {tp("t", 0): 1, tp("t", 1): 1}
