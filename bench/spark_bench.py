@@ -1,6 +1,11 @@
-"""Spark → Kafka side by side on one DataFrame and one embedded broker: format("cykafka") versus the usual
-hand-written sink, `foreachPartition` with a confluent-kafka Producer per partition; interleaved rounds, medians,
-every topic counted back by an independent consumer.
+"""Spark ↔ Kafka side by side on one embedded broker, interleaved rounds, medians.
+
+Writes, one DataFrame: format("cykafka") versus the usual hand-written sink, `foreachPartition` with a confluent-kafka
+Producer per partition; every topic counted back by an independent consumer.
+Reads, one topic: spark.read.format("cykafka") (Arrow batches from Consumer.poll_batch) versus the Python Data Source
+a user would write with confluent-kafka (one task per Kafka partition, a Consumer assigned to it, rows yielded as
+tuples); the same query over both (every value's length summed, so every row and value is read), and the row counts
+and sums must agree.
 
     python bench/spark_bench.py [--rows N] [--rounds R] [--partitions P] [--compression lz4]
 """
@@ -51,6 +56,75 @@ def confluent_partition_writer(bootstrap: str, topic: str, compression: str) -> 
     return write
 
 
+def confluent_source() -> Any:
+    """The Kafka reader a user writes with confluent-kafka and pyspark's Data Source API: partitions from the
+    watermarks, each task a Consumer assigned to its partition, rows as tuples (Spark's Kafka source columns)."""
+    import datetime
+
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Range(InputPartition):  # type: ignore[misc]
+        def __init__(self, partition: int, low: int, high: int) -> None:
+            self.partition, self.low, self.high = partition, low, high
+
+    class Reader(DataSourceReader):  # type: ignore[misc]
+        def __init__(self, options: dict[str, str]) -> None:
+            self.bootstrap, self.topic = options["kafka.bootstrap.servers"], options["subscribe"]
+
+        def partitions(self) -> list[Range]:
+            from confluent_kafka import Consumer, TopicPartition
+
+            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench"})
+            try:  # the high watermark from a Fetch (cached): Tansu answers ListOffsets "latest" wrongly
+                count = len(consumer.list_topics(self.topic, timeout=30).topics[self.topic].partitions)
+                ranges = []
+                for p in range(count):
+                    low, _ = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
+                    consumer.assign([TopicPartition(self.topic, p, low)])
+                    consumer.consume(num_messages=1, timeout=10)
+                    ranges.append(Range(p, low, consumer.get_watermark_offsets(TopicPartition(self.topic, p),
+                                                                               cached=True)[1]))
+                return ranges
+            finally:
+                consumer.close()
+
+        def read(self, partition: Range) -> Any:
+            from confluent_kafka import Consumer, TopicPartition
+
+            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench", "check.crcs": True,
+                                 "enable.auto.commit": False, "fetch.queue.backoff.ms": 1})
+            consumer.assign([TopicPartition(self.topic, partition.partition, partition.low)])
+            utc = datetime.UTC
+            try:
+                position = partition.low
+                while position < partition.high:
+                    for m in consumer.consume(num_messages=10_000, timeout=1.0):
+                        if m.error() is not None:
+                            raise RuntimeError(str(m.error()))
+                        if m.offset() >= partition.high:
+                            continue
+                        kind, ms = m.timestamp()
+                        position = m.offset() + 1
+                        yield (m.key(), m.value(), m.topic(), m.partition(), m.offset(),
+                               datetime.datetime.fromtimestamp(ms / 1000, utc), kind - 1)
+            finally:
+                consumer.close()
+
+    class ConfluentKafkaSource(DataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return "confluent_kafka_bench"
+
+        def schema(self) -> str:
+            return ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+                    "timestampType int")
+
+        def reader(self, schema: Any) -> Reader:
+            return Reader(self.options)
+
+    return ConfluentKafkaSource
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=500_000)
@@ -58,6 +132,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--compression", default="lz4")
     args = parser.parse_args()
+    from pyspark.sql import functions as sf
+
     from cykafka.spark import local_session
 
     os.chdir(tempfile.mkdtemp(prefix="cykafka-spark-bench-"))  # Spark's workers start in our cwd: not the source tree
@@ -88,6 +164,25 @@ def main() -> None:
                     write(topic)
                     seconds[name].append(time.perf_counter() - started)
                     topics[name].append(topic)
+            spark.dataSource.register(confluent_source())
+            read_topic = topics["format(\"cykafka\")"][0]
+
+            def read_with(source: str) -> Any:
+                frame = (spark.read.format(source).option("kafka.bootstrap.servers", broker.bootstrap_servers)
+                         .option("subscribe", read_topic).load())
+                return frame.agg(sf.count("*").alias("rows"), sf.sum(sf.length("value")).alias("bytes")).first()
+
+            readers = {"format(\"cykafka\")": "cykafka", "Data Source on confluent-kafka": "confluent_kafka_bench"}
+            for source in readers.values():  # warm up
+                read_with(source)
+            read_seconds: dict[str, list[float]] = {name: [] for name in readers}
+            read_answers: dict[str, set[tuple[int, int]]] = {name: set() for name in readers}
+            for _ in range(args.rounds):
+                for name, source in readers.items():
+                    started = time.perf_counter()
+                    answer = read_with(source)
+                    read_seconds[name].append(time.perf_counter() - started)
+                    read_answers[name].add((answer["rows"], answer["bytes"]))
         finally:
             spark.stop()
         counted = {name: [count_back(broker.bootstrap_servers, t).records for t in ts] for name, ts in topics.items()}
@@ -99,8 +194,18 @@ def main() -> None:
     print("|---|---:|---:|---|")
     for name in seconds:
         print(f"| {name} | {rate[name]:,.0f} | {rate[name] / rate[base]:.2f}x | {counted[name]} |")
+    read_rate = {name: statistics.median(args.rows / s for s in secs) for name, secs in read_seconds.items()}
+    read_base = "Data Source on confluent-kafka"
+    print(f"\n| reader ({args.rows:,} rows, {args.partitions} Kafka partitions) | rows/s | vs a Data Source on "
+          f"confluent-kafka | (rows, value bytes) read |")
+    print("|---|---:|---:|---|")
+    for name in read_seconds:
+        print(f"| {name} | {read_rate[name]:,.0f} | {read_rate[name] / read_rate[read_base]:.2f}x | "
+              f"{sorted(read_answers[name])} |")
     if any(c != args.rows for counts in counted.values() for c in counts):
         sys.exit("a writer lost or duplicated rows")
+    if len({answer for answers in read_answers.values() for answer in answers}) != 1:
+        sys.exit("the readers disagree on what the topic holds")
 
 
 if __name__ == "__main__":
