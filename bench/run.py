@@ -225,19 +225,21 @@ def paired(scenario: Scenario, client: str, key: str) -> float:
     return statistics.median(ratios) if ratios else math.nan
 
 
+def _run_json(script: str, records: int, slow_records: int, rounds: int, codec: str, timeout_s: int) -> Any:
+    """Runs a neighbour bench script with --json; its last stdout line, parsed."""
+    command = [sys.executable, os.path.join(HERE, script), "--records", str(records), "--slow-records",
+               str(slow_records), "--rounds", str(rounds), "--codec", codec, "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=timeout_s)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run_encode(records: int, rounds: int, codec: str) -> dict[str, float]:
-    command = [sys.executable, os.path.join(HERE, "encode_bench.py"), "--records", str(records), "--slow-records",
-               str(max(1000, records // 20)), "--rounds", str(rounds), "--codec", codec, "--json"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
-    rates: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    rates: dict[str, float] = _run_json("encode_bench.py", records, max(1000, records // 20), rounds, codec, 1800)
     return rates
 
 
 def run_consume(records: int, rounds: int, codec: str) -> dict[str, Any]:
-    command = [sys.executable, os.path.join(HERE, "consume_bench.py"), "--records", str(records), "--slow-records",
-               str(max(1000, records // 10)), "--rounds", str(rounds), "--codec", codec, "--json"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = _run_json("consume_bench.py", records, max(1000, records // 10), rounds, codec, 3600)
     return result
 
 
