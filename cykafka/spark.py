@@ -76,6 +76,7 @@ from cykafka.spark_source import (
     offsets_json,
     parse_source_options,
     trigger_end,
+    wants_headers,
 )
 
 log = logging.getLogger("cykafka")
@@ -711,30 +712,36 @@ class _Offsets:
         return subscription.select({t: n for t, n in counts.items() if n})
 
     def resolve(self, bound: Bound, partitions: list[TopicPartition], *, ending: bool) -> dict[TopicPartition, int]:
-        """Offsets of a bound for these partitions; -2/-1 in offsets JSON and timestamps with no offset resolved."""
-        earliest = self.consumer.beginning_offsets(partitions)
-        latest = self.consumer.end_offsets(partitions)
-        if bound.kind in ("earliest", "latest"):
-            return dict(earliest if bound.kind == "earliest" else latest)
+        """Offsets of a bound for these partitions; -2/-1 in offsets JSON and timestamps with no offset resolved.
+        Earliest and latest offsets are looked up only for the partitions that need them (latest costs a Fetch)."""
+        if bound.kind == "earliest":
+            return dict(self.consumer.beginning_offsets(partitions))
+        if bound.kind == "latest":
+            return dict(self.consumer.end_offsets(partitions))
         if bound.kind == "offsets":
             missing = [tp for tp in partitions if tp not in bound.offsets]
             if missing:
                 raise ConfigError(f"the offsets JSON names no offset for {_names(missing)}; give every partition "
                                   f"read (-2 earliest, -1 latest)")
-            return {tp: earliest[tp] if bound.offsets[tp] == EARLIEST else latest[tp] if bound.offsets[tp] == LATEST
-                    else bound.offsets[tp] for tp in partitions}
+            resolved = {tp: bound.offsets[tp] for tp in partitions}
+            for marker, lookup in ((EARLIEST, self.consumer.beginning_offsets), (LATEST, self.consumer.end_offsets)):
+                marked = [tp for tp, offset in resolved.items() if offset == marker]
+                if marked:
+                    resolved.update(lookup(marked))
+            return resolved
         wanted = {tp: bound.timestamp_ms if bound.kind == "timestamp" else bound.offsets.get(tp) for tp in partitions}
         if any(ts is None for ts in wanted.values()):
             raise ConfigError(f"the timestamps JSON names no timestamp for "
                               f"{_names([tp for tp, ts in wanted.items() if ts is None])}")
         found = self.consumer.offsets_for_times({tp: int(ts) for tp, ts in wanted.items() if ts is not None})
-        result = {}
-        for tp in partitions:
-            hit = found.get(tp)
-            if hit is None and not ending and self.options.timestamp_strategy == "error":
-                raise KafkaError(f"no offset of {tp.topic}-{tp.partition} has a timestamp >= {wanted[tp]}; set "
-                                 f"startingOffsetsByTimestampStrategy=latest to start at the end instead")
-            result[tp] = latest[tp] if hit is None else hit.offset
+        result = {tp: hit.offset for tp in partitions if (hit := found.get(tp)) is not None}
+        unmatched = [tp for tp in partitions if tp not in result]
+        if unmatched and not ending and self.options.timestamp_strategy == "error":
+            tp = unmatched[0]
+            raise KafkaError(f"no offset of {tp.topic}-{tp.partition} has a timestamp >= {wanted[tp]}; set "
+                             f"startingOffsetsByTimestampStrategy=latest to start at the end instead")
+        if unmatched:  # no record that late: the partition's end
+            result.update(self.consumer.end_offsets(unmatched))
         return result
 
     def checked(self, start: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -997,7 +1004,7 @@ class CykafkaDataSource(ds.DataSource):
         return SOURCE_NAME
 
     def schema(self) -> StructType:
-        return source_schema(_include_headers(self.options))
+        return source_schema(wants_headers(self.options))
 
     def reader(self, schema: StructType) -> ds.DataSourceReader:
         return CykafkaReader(parse_source_options(self.options, streaming=False))
@@ -1017,10 +1024,6 @@ class CykafkaDataSource(ds.DataSource):
             writer: ds.DataSourceStreamWriter = CykafkaStreamArrowWriter(plan)
             return writer
         return CykafkaStreamRowWriter(plan)
-
-
-def _include_headers(options: Mapping[str, str]) -> bool:
-    return any(k.lower() == "includeheaders" and str(v).strip().lower() == "true" for k, v in options.items())
 
 
 def register(spark: SparkSession) -> None:

@@ -165,6 +165,11 @@ def _boolean(options: Mapping[str, str], key: str, default: bool) -> bool:
     return text == "true"
 
 
+def wants_headers(options: Mapping[str, str]) -> bool:
+    """The includeHeaders option (case-insensitive key), for the schema Spark asks for before the reader exists."""
+    return _boolean({str(k).lower(): str(v) for k, v in options.items()}, "includeheaders", False)
+
+
 def duration_ms(key: str, text: str) -> int:
     """Spark's time strings ("15m", "30s", "500ms", "2h"; a bare number is ms)."""
     match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
@@ -269,7 +274,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         starting=starting,
         ending=ending,
         fail_on_data_loss=_boolean(lowered, "failondataloss", True),
-        include_headers=_boolean(lowered, "includeheaders", False),
+        include_headers=wants_headers(lowered),
         min_partitions=_positive(lowered, "minpartitions"),
         max_records_per_partition=_positive(lowered, "maxrecordsperpartition"),
         max_offsets_per_trigger=max_offsets,
