@@ -27,6 +27,14 @@ class BrokerMetadata:
         self._last_refresh_ms = -(2**62)
         self._last_attempt_ms: int | None = None
         self.version = 0
+        self._all_topics = False
+
+    def set_all_topics(self, on: bool) -> None:
+        """Every topic of the cluster in the snapshots (a pattern subscription), or only those added."""
+        if on != self._all_topics:
+            self._all_topics = on
+            self._update_requested = True
+            self._last_attempt_ms = None
 
     def snapshot(self) -> ClusterSnapshot:
         return self._snapshot
@@ -61,7 +69,7 @@ class BrokerMetadata:
             for topic in [t for t, used in self._topics.items() if used < idle_before_ms]:
                 del self._topics[topic]
             topics = sorted(self._topics)
-        request = Request(METADATA.key, {"topics": [{"name": t} for t in topics],
+        request = Request(METADATA.key, {"topics": None if self._all_topics else [{"name": t} for t in topics],
                                          "allow_auto_topic_creation": self.settings.allow_auto_create_topics})
         self._in_flight = True
         self._last_attempt_ms = now_ms

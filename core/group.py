@@ -140,6 +140,7 @@ class GroupMember:
         self._partition_counts: dict[str, int] = {}
         self._metadata_updates = 0
         self._events: list[GroupEvent] = []
+        self._events_held = False  # taken with hold, not yet handled: no JoinGroup or LeaveGroup
         self._in_flight: set[int] = set()  # group API keys awaiting an answer (one of each at most)
         self._commits_in_flight = 0
         self._find_after_ms = 0
@@ -220,10 +221,16 @@ class GroupMember:
             self._poll_expired = False
             self._request_rejoin("polled again after max.poll.interval.ms")
 
-    def take_events(self) -> list[GroupEvent]:
-        """The rebalance listener's events so far, oldest first (taking them lets a JoinGroup or LeaveGroup go)."""
+    def take_events(self, hold: bool = False) -> list[GroupEvent]:
+        """The rebalance listener's events so far, oldest first. Taking them lets a JoinGroup or LeaveGroup go; with
+        hold, not before `events_handled()` (Java runs the listener, and its commits, before the JoinGroup)."""
         events, self._events = self._events, []
+        self._events_held = hold and bool(events)
         return events
+
+    def events_handled(self) -> None:
+        """The events taken with hold are handled (listener run, its commits built): the group may move on."""
+        self._events_held = False
 
     def close(self, now_ms: int) -> None:
         """Leave the group (Java's onLeavePrepare, then maybeLeaveGroup): the owned partitions are revoked (lost if
@@ -261,7 +268,7 @@ class GroupMember:
             raise error
         self._check_timers(now_ms)
         if self._close_pending:
-            if self._events or self._commits_in_flight:
+            if self._gated:
                 return None
             body = self._leave_request("the consumer is being closed") if self.coordinator is not None else None
             self._close_pending = False
@@ -281,9 +288,8 @@ class GroupMember:
             return self._send(None, apis.FIND_COORDINATOR.key,
                               {"key": gid, "key_type": apis.COORDINATOR_GROUP, "coordinator_keys": [gid]})
         node = self.coordinator.node_id
-        gated = bool(self._events) or self._commits_in_flight > 0
         if self._leave_body is not None:
-            if gated:
+            if self._gated:
                 return None
             body, self._leave_body = self._leave_body, None
             return self._send(node, apis.LEAVE_GROUP.key, body)
@@ -293,7 +299,7 @@ class GroupMember:
         if self._wants_join(now_ms):
             if self._needs_join_prepare:
                 self._join_prepare()
-            if not self._events and self._commits_in_flight == 0:
+            if not self._gated:
                 out = self._send(node, apis.JOIN_GROUP.key, self._join_body())
                 self._joined_topics = self._topics
                 self._rejoin_reason = None  # a rejoin asked for from now on takes another JoinGroup
@@ -304,11 +310,12 @@ class GroupMember:
             return self._send(node, apis.HEARTBEAT.key, self._member_fields())
         return None
 
-    def poll_timeout_ms(self, now_ms: int) -> int:
-        """How long the shell may wait before the next call to next_request is due (0: now)."""
+    def poll_timeout_ms(self, now_ms: int, events_elsewhere: bool = False) -> int:
+        """How long the shell may wait before the next call to next_request is due (0: now). Waiting events make it 0,
+        unless events_elsewhere: another thread takes them (a network thread must not spin until it does)."""
         s = self.settings
-        if self._error is not None or self._fatal is not None or self._events \
-                or (self._close_pending and not self._commits_in_flight):
+        if self._error is not None or self._fatal is not None or (self._events and not events_elsewhere) \
+                or (self._close_pending and not self._gated):
             return 0
         due = [now_ms + s.heartbeat_interval_ms]
         if self._closing:
@@ -580,6 +587,11 @@ class GroupMember:
             return None
         return {"group_id": self.settings.group_id, "member_id": self.member_id,
                 "members": [{"member_id": self.member_id, "group_instance_id": None, "reason": reason}]}
+
+    @property
+    def _gated(self) -> bool:
+        """No JoinGroup or LeaveGroup now: listener events wait, or commits built here are unanswered."""
+        return bool(self._events) or self._events_held or self._commits_in_flight > 0
 
     def _subscribed(self) -> bool:
         return bool(self._topics) or self._pattern is not None

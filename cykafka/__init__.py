@@ -8,6 +8,7 @@ from cykafka.errors import (
     BufferExhaustedError,
     ConfigError,
     CorruptRecordError,
+    IllegalStateError,
     InvalidArgumentError,
     InvalidRecordError,
     InvalidTopicError,
@@ -41,7 +42,7 @@ from cykafka.admin import (  # isort: skip
     TopicDescription,
 )
 from cykafka.ports import TopicPartition  # isort: skip
-from cykafka.consumer import Consumer  # isort: skip
+from cykafka.consumer import Consumer, ConsumerRebalanceListener  # isort: skip
 from cykafka.core import ConsumerRecord  # isort: skip
 
 __version__ = "0.1.0"
@@ -60,8 +61,10 @@ __all__ = [
     "ConfigResource",
     "Consumer",
     "ConsumerGroupMetadata",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "CorruptRecordError",
+    "IllegalStateError",
     "InvalidArgumentError",
     "InvalidRecordError",
     "InvalidTopicError",

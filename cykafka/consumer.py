@@ -1,11 +1,12 @@
-"""The public Consumer (Java's KafkaConsumer, assign mode) and its composition root: config -> transport, metadata,
-Fetcher, the caller's calls and the network thread that drives them (cykafka/consumer_network.py).
+"""The public Consumer (Java's KafkaConsumer) and its composition root: config -> transport, metadata, Fetcher, the
+group's member, the caller's calls and the network thread that drives them (cykafka/consumer_network.py).
 
-The network thread owns the transport and keeps one Fetch in flight per broker (cykafka/fetcher.py); the caller's
-thread decodes what came back, lazily, in poll(). Everything else (positions to resolve, offsets, commits) runs on the
-caller's thread as requests handed to the network thread (`Calls`), waited for up to the call's deadline; a request
-still out when poll's timeout ends is picked up by the next poll, so poll(0) in a loop makes progress. Commit
-callbacks run on the caller's thread inside poll() and commit(), never on the network thread.
+The network thread owns the transport, keeps one Fetch in flight per broker (cykafka/fetcher.py) and runs the group
+protocol (cykafka/consumer_group.py: heartbeats go on while the caller works); the caller's thread decodes what came
+back, lazily, in poll(). Everything else (positions to resolve, offsets, commits) runs on the caller's thread as
+requests handed to the network thread, waited for up to the call's deadline; a request still out when poll's timeout
+ends is picked up by the next poll, so poll(0) in a loop makes progress. The rebalance listener and commit callbacks
+run on the caller's thread inside poll() (and commit(), unsubscribe(), close()), never on the network thread.
 
 Not thread-safe (as Java's): one thread uses a Consumer at a time; close() may come from another. Decisions where Java
 or the issue was silent, and Tansu's quirks: docs/consumer.md.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import re
+import threading
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,29 +30,25 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.admin import ListOffsetsResultInfo
 from cykafka.config import ConsumerConfig
+from cykafka.consumer_group import GroupCall, GroupDriver
 from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
+from cykafka.core.group import GroupMember, GroupSettings, Outgoing, commit_errors, fetched_offsets
 from cykafka.errors import (
     ConfigError,
+    IllegalStateError,
     InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
 from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, fetch_request
-from cykafka.group_offsets import (
-    find_coordinator_request,
-    offset_commit_errors,
-    offset_commit_request,
-    offset_fetch_answer,
-    offset_fetch_request,
-)
 from cykafka.ports import Clock, Node, PartitionInfo, Ports, TopicPartition, by_topic, checked_partitions
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.protocol.error_codes import ErrorKind, error_for, kinds_of
 from cykafka.serialization import validate_topic
-from cykafka.transactions import OffsetAndMetadata
+from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
     import pyarrow
@@ -58,23 +57,45 @@ T = TypeVar("T")
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
 _EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
-_COORDINATOR_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 _WAIT_SLICE_S = 0.1  # a waiting poll looks at positions to resolve at least this often
 CommitCallback = Callable[[KafkaError | None, dict[TopicPartition, OffsetAndMetadata]], None]
+
+
+class ConsumerRebalanceListener:
+    """Java's ConsumerRebalanceListener: subclass it (or pass any object with some of these methods) to
+    `Consumer.subscribe`. Each runs on the thread that calls poll(), inside poll() (also unsubscribe() and close()),
+    with the partitions as a set of TopicPartition; the consumer may be used from them (commit, seek, position)."""
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        """Before a rebalance takes these partitions away (all of them with an eager assignor, only those moving
+        with cooperative-sticky) and on unsubscribe/close; the group still holds the generation, so a commit here
+        counts. With enable.auto.commit the positions were committed just before."""
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        """After a rebalance, with the partitions newly assigned (maybe none); their positions are resolved later,
+        from the committed offsets (else auto.offset.reset), unless seek() sets them here."""
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        """The partitions are already someone else's (the session expired, the member was fenced): committing them
+        fails. Java's default, kept here: calls on_partitions_revoked."""
+        self.on_partitions_revoked(partitions)
+
+
+_LISTENER_CALLS = {"revoked": "on_partitions_revoked", "assigned": "on_partitions_assigned",
+                   "lost": "on_partitions_lost"}
 
 
 @dataclass(slots=True, eq=False)
 class _AsyncCommit:
     offsets: dict[TopicPartition, OffsetAndMetadata]
     callback: CommitCallback | None
-    call: Call | None = None
-    finding_coordinator: bool = False
+    call: GroupCall | None = None
 
 
 class Consumer:
-    """A Kafka consumer with Java's semantics, in assign mode: `Consumer({"bootstrap.servers": ..., "group.id": ...})`,
-    then `assign([TopicPartition("t", 0)])` and `poll(timeout)`; config keys: docs/config.md."""
+    """A Kafka consumer with Java's semantics: `Consumer({"bootstrap.servers": ..., "group.id": ...})`, then
+    `subscribe(["t"])` (the group shares the partitions) or `assign([TopicPartition("t", 0)])`, and `poll(timeout)`;
+    config keys: docs/config.md."""
 
     @overload
     def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: Ports, **kwargs: object) -> None: ...
@@ -117,11 +138,18 @@ class Consumer:
         self._fetcher = Fetcher(cfg, self._subscription, transport, metadata, decompress)
         self.network = ConsumerNetwork(transport, metadata, self._clock, [self._calls, self._fetcher],
                                        conn.request_timeout_ms)
+        self._group_driver: GroupDriver | None = None
+        if cfg.group_id is not None:
+            member = GroupMember(GroupSettings(
+                cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
+                cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms))
+            self._group_driver = GroupDriver(member, transport, metadata, self._clock,
+                                             *_group_hooks(self.network, self._subscription))
+            self.network.sources.insert(1, self._group_driver)
+        self._subscribed = False
+        self._listener: object = None
         self._outstanding: dict[tuple[int, int | None, str], Call] = {}
-        # (generation id, member id) commits carry: Java's assign mode (-1, ""); the group membership, a request
-        # source of the network thread like the Fetcher, sets them once it joins
-        self.generation: tuple[int, str] = (-1, "")
-        self._coordinator: int | None = None
+        self._outstanding_group: dict[tuple[str, tuple[TopicPartition, ...]], GroupCall] = {}
         self._async_commits: list[_AsyncCommit] = []
         self._next_auto_commit_ms = self._clock.monotonic_ms() + cfg.auto_commit_interval_ms
         self._thread: NetworkThread | None = None
@@ -135,10 +163,17 @@ class Consumer:
     # -- assignment ---------------------------------------------------------------------------------------------
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Reads exactly these partitions (replacing the assignment). A partition kept keeps its position; a new
-        one starts at its committed offset (with a group.id), else where auto.offset.reset says."""
+        """Reads exactly these partitions (replacing the assignment), outside any group rebalance. A partition kept
+        keeps its position; a new one starts at its committed offset (with a group.id), else where
+        auto.offset.reset says. Not while subscribed (IllegalStateError, as Java)."""
         self._check_open()
         tps = checked_partitions(partitions, "assign")
+        if self._subscribed:
+            raise IllegalStateError("assign: the consumer is subscribed to topics; unsubscribe() first (a consumer "
+                                    "either joins a group with subscribe() or picks its partitions with assign())")
+        self._set_assignment(tps)
+
+    def _set_assignment(self, tps: Iterable[TopicPartition]) -> None:
         now_ms = self._clock.monotonic_ms()
         sub = self._subscription
         with sub.lock:
@@ -151,14 +186,83 @@ class Consumer:
         self._transport.wakeup()
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads: assign()'s, or what the group gave it (empty until it joined)."""
         with self._subscription.lock:
             return set(self._subscription.states)
 
-    def unassign(self) -> None:
-        """Reads nothing any more (Java's unsubscribe() in assign mode); fetched data is dropped."""
-        self.assign([])
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str],
+                  listener: ConsumerRebalanceListener | object | None = None) -> None:
+        """Joins the group (group.id) reading these topics, or every topic whose whole name matches a compiled
+        pattern (`re.compile("orders-.*")`), sharing their partitions with the group's other members; the
+        partitions arrive in a later poll(). Replaces an earlier subscription; an empty list unsubscribes.
+        listener: a ConsumerRebalanceListener (or any object with some of its methods), called inside poll()."""
+        self._check_open()
+        self._group("subscribe")
+        if isinstance(topics, re.Pattern):
+            names: list[str] = []
+        elif isinstance(topics, str | bytes) or not isinstance(topics, Iterable):
+            raise InvalidArgumentError(f"subscribe: topics must be a list of topic names or a compiled re.Pattern, "
+                                       f"got {topics!r}" + (f" (for one topic: [{topics!r}])"
+                                                            if isinstance(topics, str) else ""))
+        else:
+            names = list(topics)
+            for name in names:
+                validate_topic(name)
+        if listener is not None and not any(callable(getattr(listener, name, None))
+                                            for name in _LISTENER_CALLS.values()):
+            raise InvalidArgumentError(f"subscribe: listener must have on_partitions_revoked, on_partitions_assigned "
+                                       f"or on_partitions_lost (a ConsumerRebalanceListener), got "
+                                       f"{type(listener).__name__}")
+        with self._subscription.lock:
+            assigned = bool(self._subscription.states)
+        if assigned and not self._subscribed:
+            raise IllegalStateError("subscribe: partitions were assigned with assign(); unassign() first (a "
+                                    "consumer either joins a group with subscribe() or picks its partitions)")
+        if not names and not isinstance(topics, re.Pattern):
+            self.unsubscribe()
+            return
+        driver = self._group_driver
+        assert driver is not None
+        with driver.lock:
+            if isinstance(topics, re.Pattern):
+                driver.member.subscribe_pattern(topics)
+            else:
+                driver.member.subscribe(names)
+        self._listener, self._subscribed = listener, True
+        self._transport.wakeup()
 
-    unsubscribe = unassign
+    def subscription(self) -> set[str]:
+        """The subscribed topics (for a pattern: those it matches now); empty when not subscribed."""
+        driver = self._group_driver
+        if driver is None or not self._subscribed:
+            return set()
+        with driver.lock:
+            return set(driver.member.subscription)
+
+    def unsubscribe(self) -> None:
+        """Reads nothing any more: leaves the group (its partitions are revoked first: listener, auto commit) or
+        drops assign()'s partitions; fetched data is dropped."""
+        self._check_open()
+        driver = self._group_driver
+        if self._subscribed and driver is not None:
+            with driver.lock:
+                driver.member.unsubscribe(self._clock.monotonic_ms())
+            self._subscribed = False
+            self._handle_group_events()
+            self._transport.wakeup()
+        self._set_assignment([])
+
+    unassign = unsubscribe
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id, for Producer.send_offsets_to_transaction (KIP-447 fencing)."""
+        group_id = self._group("group_metadata")
+        driver = self._group_driver
+        assert driver is not None
+        with driver.lock:
+            member = driver.member
+            return ConsumerGroupMetadata(group_id, member.generation_id, member.member_id,
+                                         self.config.group_instance_id)
 
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
         """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds."""
@@ -275,38 +379,42 @@ class Consumer:
     def committed(self, partitions: Iterable[TopicPartition],
                   timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch at its coordinator); None where none is committed."""
-        group_id = self._group("committed")
+        self._group("committed")
         tps = checked_partitions(partitions, "committed")
         deadline_ms = self._deadline(timeout, "timeout")
+        key = ("committed", tuple(sorted(set(tps))))
         while True:
-            node = self._find_coordinator(deadline_ms)
-            _, answer = self._ask(node, offset_fetch_request(group_id, tps, require_stable=True), deadline_ms)
-            error, found = offset_fetch_answer(group_id, answer)
-            if error is None:
-                failed = [e for e in found.values() if isinstance(e, KafkaError)]
-                if failed:
-                    raise failed[0]
-                return {tp: found.get(tp) for tp in tps}  # type: ignore[misc]
-            self._retry_or_raise(error, deadline_ms)
+            answer = self._ask_group(key, lambda member: member.fetch_offsets_request(tps), deadline_ms)
+            try:
+                found = fetched_offsets(answer)
+            except KafkaError as e:
+                self._retry_or_raise(e, deadline_ms)
+                continue
+            failed = [e for e in found.values() if isinstance(e, KafkaError)]
+            if not failed:
+                return {tp: OffsetAndMetadata(*value) if isinstance(value, tuple) and value[0] >= 0 else None
+                        for tp in tps for value in [found.get(tp)]}
+            self._retry_or_raise(failed[0], deadline_ms)
 
     def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                timeout: float | None = None) -> None:
         """Commits offsets for the group (default: every position; an offset is the next record to read), waiting
         for the answer; pending commit_async callbacks run first."""
-        group_id = self._group("commit")
+        self._group("commit")
         positions = self._offsets_to_commit(offsets, "commit")
         deadline_ms = self._deadline(timeout, "timeout")
         self._run_async_commits()
-        if not positions:
-            return
+        if positions:
+            self._commit_sync(positions, deadline_ms)
+
+    def _commit_sync(self, positions: dict[TopicPartition, OffsetAndMetadata], deadline_ms: int) -> None:
+        key = ("commit", tuple(sorted(positions.items())))
         while True:
-            node = self._find_coordinator(deadline_ms)
-            request = self._commit_request(group_id, positions)
-            _, answer = self._ask(node, request, deadline_ms)
-            errors = offset_commit_errors(answer)
+            answer = self._ask_group(key, _commit_builder(positions), deadline_ms)
+            errors = [e for e in commit_errors(answer).values() if e is not None]
             if not errors:
                 return
-            self._retry_or_raise(next(iter(errors.values())), deadline_ms)
+            self._retry_or_raise(errors[0], deadline_ms)
 
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
@@ -338,36 +446,21 @@ class Consumer:
             out[tp] = om
         return out
 
-    def _commit_request(self, group_id: str, offsets: dict[TopicPartition, OffsetAndMetadata]) -> Request:
-        generation_id, member_id = self.generation
-        return offset_commit_request(group_id, offsets, generation_id=generation_id, member_id=member_id,
-                                     group_instance_id=self.config.group_instance_id)
-
     def _run_async_commits(self) -> None:
         """Steps every pending commit_async; finished ones run their callbacks here, on the caller's thread."""
+        driver = self._group_driver
         for job in list(self._async_commits):
             call = job.call
             if call is None:
-                group_id = self._group("commit_async")
-                if self._coordinator is None:
-                    job.call, job.finding_coordinator = self._submit(find_coordinator_request(group_id), None), True
-                else:
-                    request = self._commit_request(group_id, job.offsets)
-                    job.call, job.finding_coordinator = self._submit(request, self._coordinator), False
+                assert driver is not None
+                job.call = driver.submit(_commit_builder(job.offsets),
+                                         self._clock.monotonic_ms() + self.config.default_api_timeout_ms)
                 continue
             if not call.done.is_set():
                 continue
             error = call.error
             if error is None and call.response is not None:
-                if job.finding_coordinator:
-                    error = self._coordinator_from(call.response)
-                    if error is None:
-                        job.call = None
-                        continue
-                else:
-                    error = next(iter(offset_commit_errors(call.response).values()), None)
-            if error is not None and (error.code in _COORDINATOR_MOVED or (error.retriable and error.code is None)):
-                self._coordinator = None  # moved, or the connection to it failed: find it again next time
+                error = next((e for e in commit_errors(call.response).values() if e is not None), None)
             self._async_commits.remove(job)
             if job.callback is not None:
                 try:
@@ -419,10 +512,15 @@ class Consumer:
 
     def _poll(self, timeout: float, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         deadline_ms = self._deadline(timeout, "timeout", default=None)
+        driver = self._group_driver
+        if driver is not None and self._subscribed:
+            with driver.lock:
+                driver.member.poll(self._clock.monotonic_ms())  # max.poll.interval.ms starts again
         self._run_async_commits()
         self._maybe_auto_commit()
         sub = self._subscription
         while True:
+            self._handle_group_events()
             try:
                 self._resolve_positions(deadline_ms)
             except KafkaTimeoutError:
@@ -438,6 +536,58 @@ class Consumer:
             with sub.lock:
                 if not self._consumable():
                     sub.data_ready.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
+
+    def _handle_group_events(self) -> None:
+        """The group's news on the caller's thread, in Java's order: revoked (auto commit first, then the listener,
+        then the partitions go), lost, assigned (partitions added, then the listener); the member sends no
+        JoinGroup or LeaveGroup before this returns. A failure of the group protocol, or a listener's, is raised
+        after every event was handled."""
+        driver = self._group_driver
+        if driver is None:
+            return
+        with driver.lock:
+            events = driver.member.take_events(hold=True)
+            error, driver.error = driver.error, None
+        try:
+            for kind, tps in events:
+                partitions = set(map(TopicPartition._make, tps))
+                with self._subscription.lock:
+                    owned = set(self._subscription.states)
+                if kind == "revoked" and self.config.enable_auto_commit and owned:
+                    try:
+                        self._commit_sync(self._offsets_to_commit(None, "commit"),
+                                          self._clock.monotonic_ms() + self.config.default_api_timeout_ms)
+                    except KafkaError as e:
+                        log.warning("auto commit before partitions were revoked failed: %s", e)
+                if kind == "assigned":
+                    self._set_assignment(owned | partitions)
+                error = self._call_listener(kind, partitions) or error
+                if kind != "assigned":
+                    self._set_assignment(owned - partitions)
+        finally:
+            if events:
+                with driver.lock:
+                    driver.member.events_handled()
+                self._transport.wakeup()
+        if error is not None:
+            raise error
+
+    def _call_listener(self, kind: str, partitions: set[TopicPartition]) -> KafkaError | None:
+        """Runs the listener's method for kind; what it raises comes back as a KafkaError for poll to raise."""
+        name = _LISTENER_CALLS[kind]
+        method = getattr(self._listener, name, None)
+        if method is None and kind == "lost":
+            method = getattr(self._listener, _LISTENER_CALLS["revoked"], None)
+        if method is None:
+            return None
+        try:
+            method(partitions)
+        except Exception as e:  # raised by poll once the rebalance is handled (Java's KafkaException)
+            log.exception("the rebalance listener's %s raised", name)
+            failure = KafkaError(f"the rebalance listener's {name} raised {e!r}")
+            failure.__cause__ = e
+            return failure
+        return None
 
     def _consumable(self) -> Buffered | None:
         """With the lock held: the first buffered fetch poll may return (stale ones are dropped on the way)."""
@@ -637,7 +787,7 @@ class Consumer:
             call = self._outstanding.get(key)
             if call is None:
                 call = self._outstanding[key] = self._submit(request, node_id)
-            self._wait(call, deadline_ms)
+            self._wait(call.done, deadline_ms)
             if not call.done.is_set():
                 raise KafkaTimeoutError(f"{api.API_NAMES[request.api_key]}: no answer before the deadline" + (
                     f" ({problem})" if (problem := getattr(self._transport, "connection_problem", lambda: None)())
@@ -648,21 +798,19 @@ class Consumer:
             error = call.error or KafkaError(f"{api.API_NAMES[request.api_key]}: no answer")
             self._retry_or_raise(error, deadline_ms)
 
-    def _wait(self, call: Call, deadline_ms: int) -> None:
-        while not call.done.is_set() and not self._closed:
+    def _wait(self, done: threading.Event, deadline_ms: int) -> None:
+        while not done.is_set() and not self._closed:
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
             if remaining_ms <= 0:
                 return
             if self._thread is None:
                 self.network.run_once()
             else:
-                call.done.wait(remaining_ms / 1000)
+                done.wait(remaining_ms / 1000)
 
     def _retry_or_raise(self, error: KafkaError, deadline_ms: int, sleep: bool = True) -> None:
         """Raises error unless it is retriable and the deadline leaves time; refreshes what it says is stale."""
         code = getattr(error, "code", None)
-        if code in _COORDINATOR_MOVED:
-            self._coordinator = None
         if kinds_of(code) & ErrorKind.STALE_METADATA:
             self._metadata.request_update()
         if not error.retriable or self._clock.monotonic_ms() >= deadline_ms:
@@ -707,23 +855,24 @@ class Consumer:
                                        f"group's)")
         return self.config.group_id
 
-    def _find_coordinator(self, deadline_ms: int) -> int:
-        while self._coordinator is None:
-            _, answer = self._ask(None, find_coordinator_request(self._group("commit")), deadline_ms)
-            error = self._coordinator_from(answer)
-            if error is not None:
-                self._retry_or_raise(error, deadline_ms)
-        return self._coordinator
-
-    def _coordinator_from(self, answer: Mapping[str, Any]) -> KafkaError | None:
-        found = answer["coordinators"][0] if answer.get("coordinators") else answer
-        if found["error_code"]:
-            return error_for(found["error_code"], f"finding the coordinator of group {self.config.group_id!r}")
-        node = Node(found["node_id"], found["host"], found["port"])
-        if self.network.extra_nodes.get(node.node_id) != node:
-            self.network.extra_nodes = {**self.network.extra_nodes, node.node_id: node}
-        self._coordinator = node.node_id
-        return None
+    def _ask_group(self, key: tuple[str, tuple[Any, ...]], build: Callable[[GroupMember], Outgoing | None],
+                   deadline_ms: int) -> dict[str, Any]:
+        """The answer to a request the group member builds (at its coordinator, with its generation), sent again
+        after a retriable failure until deadline_ms; a call still out at the deadline is kept under key, as _ask."""
+        driver = self._group_driver
+        assert driver is not None
+        while True:
+            call = self._outstanding_group.get(key)
+            if call is None:
+                call = self._outstanding_group[key] = driver.submit(build, deadline_ms)
+            self._wait(call.done, deadline_ms)
+            if not call.done.is_set():
+                raise KafkaTimeoutError(f"group {self.config.group_id!r}: no answer from its coordinator before the "
+                                        f"deadline")
+            del self._outstanding_group[key]
+            if call.error is None and call.response is not None:
+                return call.response
+            self._retry_or_raise(call.error or KafkaError("no answer from the group coordinator"), deadline_ms)
 
     def _deadline(self, timeout: float | None, name: str, default: int | None = -1) -> int:
         if timeout is None and default is not None:
@@ -741,14 +890,17 @@ class Consumer:
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
     def close(self, timeout: float = 30.0) -> None:
-        """Commits the positions (enable.auto.commit), waits for pending commit_async, stops the network thread
-        and closes the connections, all within timeout seconds."""
+        """Commits the positions (enable.auto.commit), leaves the group (the listener's on_partitions_revoked, then
+        LeaveGroup, unless static), waits for pending commit_async, stops the network thread and closes the
+        connections, all within timeout seconds."""
         if self._closed:
             return
         deadline_ms = self._deadline(timeout, "timeout")
         self._finalizer.detach()
         try:
-            if self.config.enable_auto_commit:
+            if self._subscribed:
+                self._leave_group(deadline_ms)
+            elif self.config.enable_auto_commit:
                 try:
                     self.commit(timeout=max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
                 except KafkaError as e:
@@ -771,12 +923,49 @@ class Consumer:
             if self._owns_transport and (thread is None or not thread.is_alive()):
                 self._transport.close(0.0)
 
+    def _leave_group(self, deadline_ms: int) -> None:
+        """close()'s part in group mode: revoked partitions handled here (auto commit, listener), then the member's
+        LeaveGroup, waited for until it is answered or deadline_ms."""
+        driver = self._group_driver
+        assert driver is not None
+        with driver.lock:
+            driver.member.close(self._clock.monotonic_ms())
+        self._transport.wakeup()
+        try:
+            self._handle_group_events()
+        except KafkaError as e:
+            log.warning("leaving group %r: %s", self.config.group_id, e)
+        while self._clock.monotonic_ms() < deadline_ms:
+            with driver.lock:
+                if driver.member.left:
+                    return
+            self._backoff(deadline_ms)
+
     def __enter__(self) -> Consumer:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Outgoing | None]:
+    return lambda member: member.commit_request(
+        {tp: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()})
+
+
+def _group_hooks(network: ConsumerNetwork, sub: Subscription,
+                 ) -> tuple[Callable[[Node | None], None], Callable[[], None]]:
+    """The group driver's hooks into the network (the coordinator's address) and the caller's wait (events or an
+    answer came): closures over those two only, so the network thread holds no reference to the Consumer."""
+    def set_coordinator(node: Node | None) -> None:
+        network.extra_nodes = {} if node is None else {node.node_id: node}
+
+    def wake_caller() -> None:
+        with sub.lock:
+            sub.data_ready.notify_all()
+
+    return set_coordinator, wake_caller
 
 
 def _log_auto_commit(error: KafkaError | None, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:

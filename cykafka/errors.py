@@ -150,6 +150,11 @@ class ProducerFencedError(TransactionFatalError):
     or INVALID_PRODUCER_EPOCH) and can only be closed."""
 
 
+class IllegalStateError(KafkaError, RuntimeError):
+    """A call the client's current state does not allow (Java's IllegalStateException), e.g. assign() on a
+    subscribed consumer; the message says what to do first."""
+
+
 class NoOffsetForPartitionError(KafkaError):
     """A consumer has no position for partitions and auto.offset.reset is none (no committed offset, or it fell
     out of range): seek() them. `partitions` lists them."""

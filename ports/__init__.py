@@ -189,6 +189,10 @@ class MetadataSource(Protocol):
 
     def add_topic(self, topic: str, now_ms: int) -> None: ...
 
+    def set_all_topics(self, on: bool) -> None:
+        """Snapshots of every topic of the cluster (a consumer's pattern subscription), or only of those added."""
+        ...
+
     def request_update(self) -> None: ...
 
     def maybe_update(self, now_ms: int) -> int:

@@ -31,7 +31,7 @@ PROTOCOL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/protocol").
 
 @pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py",
                                     "cykafka/sender.py", "cykafka/transactions.py", "cykafka/fetcher.py",
-                                    "cykafka/consumer_network.py", "cykafka/group_offsets.py", *PROTOCOL])
+                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py", *PROTOCOL])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
     assert not {name for name in imported if name.startswith("cykafka.adapters")}, imported

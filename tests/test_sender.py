@@ -313,6 +313,9 @@ class LateTopicMetadata:
     def add_topic(self, topic: str, now_ms: int) -> None:
         self.inner.add_topic(topic, now_ms)
 
+    def set_all_topics(self, on: bool) -> None:
+        self.inner.set_all_topics(on)
+
     def request_update(self) -> None:
         self.inner.request_update()
 
