@@ -226,32 +226,24 @@ def test_pause_forgets_a_partition_resume_and_seek_send_it_again() -> None:
     s.close()
 
 
-def test_an_evicted_session_is_answered_not_found_and_the_next_fetch_starts_over() -> None:
-    s = _Setup()
-    s.write(0, 3)
-    assert len(s.read(3)) == 3
-    session_id = s.session_id(0)
-    s.consumer._fetcher._retry_backoff_ms = 60_000  # not waited for: a lost session is no failure (read() fails)
-    s.cluster.evict_fetch_sessions(0)
-    s.write(0, 2)
-    assert s.read(2) == _expected(0, 3, 2)
-    # FETCH_SESSION_ID_NOT_FOUND: a full fetch without a session id, which opens a new one
-    assert s.fetches(0, 1)[:2] == [(session_id, 1, {0: 3}, []), (0, 0, {0: 3, 2: 0}, [])]
-    assert s.session_id(0) != session_id
-    s.close()
-
-
-def test_a_wrong_epoch_replaces_the_session() -> None:
+@pytest.mark.parametrize("lost", ["evicted", "wrong epoch"])
+def test_a_session_the_broker_lost_is_replaced_by_a_full_fetch_at_once(lost: str) -> None:
+    """FETCH_SESSION_ID_NOT_FOUND -> a full fetch without a session id; INVALID_FETCH_SESSION_EPOCH -> a full fetch
+    naming the old session, which the broker drops (Java: close it, attempt a new one). Both at once: waiting
+    retry.backoff.ms would fail read()."""
     s = _Setup()
     s.write(0, 3)
     assert len(s.read(3)) == 3
     old_id = s.session_id(0)
-    s.consumer._fetcher._retry_backoff_ms = 60_000  # not waited for: a lost session is no failure (read() fails)
-    s.cluster.sessions[0][old_id].epoch += 5  # the broker expects another epoch: INVALID_FETCH_SESSION_EPOCH
-    s.write(0, 1)
-    assert s.read(1) == _expected(0, 3, 1)
-    # the full fetch names the old session: the broker drops it and opens another (Java: close it, attempt a new one)
-    assert s.fetches(0, 1)[:2] == [(old_id, 1, {0: 3}, []), (old_id, 0, {0: 3, 2: 0}, [])]
+    s.consumer._fetcher._retry_backoff_ms = 60_000
+    if lost == "evicted":
+        s.cluster.evict_fetch_sessions(0)
+    else:
+        s.cluster.sessions[0][old_id].epoch += 5
+    s.write(0, 2)
+    assert s.read(2) == _expected(0, 3, 2)
+    full_id = 0 if lost == "evicted" else old_id
+    assert s.fetches(0, 1)[:2] == [(old_id, 1, {0: 3}, []), (full_id, 0, {0: 3, 2: 0}, [])]
     assert s.session_id(0) != old_id
     s.close()
 
