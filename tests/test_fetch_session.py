@@ -139,9 +139,9 @@ class _Setup:
     """A 2-broker fake cluster in wire mode, 4 partitions (0 and 2 led by node 0, 1 and 3 by node 1), a producer
     and a consumer run by hand under one ManualClock."""
 
-    def __init__(self, **cluster_options: Any) -> None:
+    def __init__(self, wire: dict[int, int] | None = None, **cluster_options: Any) -> None:
         self.clock = ManualClock(auto_tick_ms=1)
-        self.cluster = fake_cluster(self.clock, TOPIC, partitions=4, brokers=2, wire={}, **cluster_options)
+        self.cluster = fake_cluster(self.clock, TOPIC, partitions=4, brokers=2, wire=wire or {}, **cluster_options)
         self.producer: Producer = fake_producer(self.cluster, self.clock, topic=TOPIC, **{"linger.ms": 0})
         self.consumer = Consumer({"bootstrap.servers": "fake:9092", "max.poll.records": 1000},
                                  ports=Ports(transport=self.cluster, clock=self.clock, start_sender=False))
@@ -285,13 +285,16 @@ def test_close_sessions_sends_the_final_epoch_to_each_broker() -> None:
     s.close()
 
 
-def test_a_fake_broker_declining_sessions_gets_full_fetches() -> None:
-    s = _Setup(fetch_sessions=False)
+@pytest.mark.parametrize("setup", [{"fetch_sessions": False}, {"wire": {FETCH.key: 6}}], ids=["declined", "fetch-v6"])
+def test_a_fake_broker_without_sessions_gets_full_fetches(setup: dict[str, Any]) -> None:
+    """A broker declining sessions (session_id 0 answers), or one speaking Fetch v6 (no session fields on the wire)."""
+    s = _Setup(**setup)
     s.write(0, 2)
     assert s.read(2) == _expected(0, 0, 2)
     s.write(0, 2)
     assert s.read(2) == _expected(0, 2, 2)
     assert s.fetches(0)[:2] == [(0, 0, {0: 0, 2: 0}, []), (0, 0, {0: 2, 2: 0}, [])]
+    assert s.cluster.sessions[0] == {}
     s.close()
 
 
