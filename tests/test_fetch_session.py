@@ -153,10 +153,10 @@ class _Setup:
     def write(self, partition: int, count: int) -> None:
         futures = [self.producer.send(TOPIC, b"%d-%d" % (partition, self.written[partition] + i), partition=partition)
                    for i in range(count)]
-        for _ in range(20):
+        for _ in range(50):
             if all(f.done() for f in futures):
                 break
-            self.clock.advance(1)
+            self.clock.advance(10)  # past the producer's retry.backoff.ms when a leader moved
             self.producer.sender.run_once()
         assert [f.result(0).offset for f in futures] == list(range(self.written[partition],
                                                                    self.written[partition] + count))
@@ -223,6 +223,23 @@ def test_pause_forgets_a_partition_resume_and_seek_send_it_again() -> None:
     assert s.read(2) == _expected(2, 1, 2)  # from the sought offset, through the same session
     assert s.fetches(0, 2)[0] == (session_id, 2, {0: 3, 2: 1}, [])  # 2 added again, 0 moved on
     assert {f[0] for f in s.fetches(0, 1)} == {session_id} == set(s.cluster.sessions[0])
+    s.close()
+
+
+def test_a_moved_leader_takes_the_partition_from_one_session_to_the_other() -> None:
+    s = _Setup()
+    s.write(0, 2)
+    s.write(1, 1)
+    assert s.read(3) == _expected(0, 0, 2) + _expected(1, 0, 1)
+    ids = [s.session_id(0), s.session_id(1)]
+    seen = [len(s.fetches(n)) for n in (0, 1)]
+    s.cluster.move_leader(TOPIC, 0, 1)
+    s.write(0, 2)
+    assert s.read(2) == _expected(0, 2, 2)
+    # node 0 answers partition 0 NOT_LEADER_OR_FOLLOWER, then is told to forget it; node 1 adds it to its session
+    assert s.fetches(0, seen[0])[:2] == [(ids[0], 1, {0: 2}, []), (ids[0], 2, {}, [0])]
+    assert next(f for f in s.fetches(1, seen[1]) if 0 in f[2])[::2] == (ids[1], {0: 2})
+    assert (s.session_id(0), s.session_id(1)) == (ids[0], ids[1])
     s.close()
 
 
