@@ -172,6 +172,14 @@ class _Setup:
         assert len(got) == count, got
         return sorted(got)
 
+    def round(self, counts: dict[int, int]) -> None:
+        """Writes counts[p] records to each partition p, then reads exactly those."""
+        expected: list[tuple[int, int, bytes | None]] = []
+        for partition, count in counts.items():
+            expected += _expected(partition, self.written[partition], count)
+            self.write(partition, count)
+        assert self.read(len(expected)) == sorted(expected)
+
     def fetches(self, node_id: int, first: int = 0) -> list[tuple[int, int, dict[int, int], list[int]]]:
         return [_shape(b) for b in _fetches(self.cluster, node_id)[first:]]
 
@@ -190,16 +198,12 @@ def _expected(partition: int, first: int, count: int) -> list[tuple[int, int, by
 
 def test_the_consumer_fetches_incrementally_from_a_broker_offering_sessions() -> None:
     s = _Setup()
-    s.write(0, 5)
-    s.write(1, 3)
-    assert s.read(8) == _expected(0, 0, 5) + _expected(1, 0, 3)
+    s.round({0: 5, 1: 3})
     assert s.fetches(0) == [(0, 0, {0: 0, 2: 0}, [])]  # full: open a session
     assert s.fetches(1) == [(0, 0, {1: 0, 3: 0}, [])]
-    for first in (5, 9, 10):  # partition 0 moves on, 2 (empty) is implied: the broker keeps its offset
-        s.write(0, 4 if first == 5 else 1)
-        assert s.read(4 if first == 5 else 1) == _expected(0, first, 4 if first == 5 else 1)
-    s.write(2, 2)
-    assert s.read(2) == _expected(2, 0, 2)
+    for count in (4, 1, 1):  # partition 0 moves on, 2 (empty) is implied: the broker keeps its offset
+        s.round({0: count})
+    s.round({2: 2})
     session_id = s.session_id(0)
     assert s.fetches(0)[1:5] == [(session_id, 1, {0: 5}, []), (session_id, 2, {0: 9}, []),
                                  (session_id, 3, {0: 10}, []), (session_id, 4, {0: 11}, [])]
@@ -209,9 +213,7 @@ def test_the_consumer_fetches_incrementally_from_a_broker_offering_sessions() ->
 
 def test_pause_forgets_a_partition_resume_and_seek_send_it_again() -> None:
     s = _Setup()
-    s.write(0, 2)
-    s.write(2, 2)
-    assert s.read(4) == _expected(0, 0, 2) + _expected(2, 0, 2)
+    s.round({0: 2, 2: 2})
     session_id = s.session_id(0)
     s.consumer.pause([TopicPartition(TOPIC, 2)])
     s.write(0, 1)
@@ -228,14 +230,11 @@ def test_pause_forgets_a_partition_resume_and_seek_send_it_again() -> None:
 
 def test_a_moved_leader_takes_the_partition_from_one_session_to_the_other() -> None:
     s = _Setup()
-    s.write(0, 2)
-    s.write(1, 1)
-    assert s.read(3) == _expected(0, 0, 2) + _expected(1, 0, 1)
+    s.round({0: 2, 1: 1})
     ids = [s.session_id(0), s.session_id(1)]
     seen = [len(s.fetches(n)) for n in (0, 1)]
     s.cluster.move_leader(TOPIC, 0, 1)
-    s.write(0, 2)
-    assert s.read(2) == _expected(0, 2, 2)
+    s.round({0: 2})
     # node 0 answers partition 0 NOT_LEADER_OR_FOLLOWER, then is told to forget it; node 1 adds it to its session
     assert s.fetches(0, seen[0])[:2] == [(ids[0], 1, {0: 2}, []), (ids[0], 2, {}, [0])]
     assert next(f for f in s.fetches(1, seen[1]) if 0 in f[2])[::2] == (ids[1], {0: 2})
@@ -249,16 +248,14 @@ def test_a_session_the_broker_lost_is_replaced_by_a_full_fetch_at_once(lost: str
     naming the old session, which the broker drops (Java: close it, attempt a new one). Both at once: waiting
     retry.backoff.ms would fail read()."""
     s = _Setup()
-    s.write(0, 3)
-    assert len(s.read(3)) == 3
+    s.round({0: 3})
     old_id = s.session_id(0)
     s.consumer._fetcher._retry_backoff_ms = 60_000
     if lost == "evicted":
         s.cluster.evict_fetch_sessions(0)
     else:
         s.cluster.sessions[0][old_id].epoch += 5
-    s.write(0, 2)
-    assert s.read(2) == _expected(0, 3, 2)
+    s.round({0: 2})
     full_id = 0 if lost == "evicted" else old_id
     assert s.fetches(0, 1)[:2] == [(old_id, 1, {0: 3}, []), (full_id, 0, {0: 3, 2: 0}, [])]
     assert s.session_id(0) != old_id
@@ -267,28 +264,24 @@ def test_a_session_the_broker_lost_is_replaced_by_a_full_fetch_at_once(lost: str
 
 def test_a_lost_connection_replaces_the_session() -> None:
     s = _Setup()
-    s.write(0, 3)
-    assert len(s.read(3)) == 3
-    second_id = s.session_id(0)
+    s.round({0: 3})
+    session_id = s.session_id(0)
     s.cluster.delay_ms[0] = 10_000  # the next fetch stays in flight, and the connection drops under it
     before = len(s.fetches(0))
     for _ in range(5):
         s.consumer.network.run_once()
-    assert s.fetches(0, before) == [(second_id, 1, {0: 3}, [])]
+    assert s.fetches(0, before) == [(session_id, 1, {0: 3}, [])]
     s.cluster.disconnect(0)
     s.cluster.delay_ms[0] = 0
-    s.write(0, 2)
-    assert s.read(2) == _expected(0, 3, 2)
-    assert s.fetches(0, before + 1)[0] == (second_id, 0, {0: 3, 2: 0}, [])
-    assert s.session_id(0) != second_id
+    s.round({0: 2})
+    assert s.fetches(0, before + 1)[0] == (session_id, 0, {0: 3, 2: 0}, [])
+    assert s.session_id(0) != session_id
     s.close()
 
 
 def test_close_sessions_sends_the_final_epoch_to_each_broker() -> None:
     s = _Setup()
-    s.write(0, 1)
-    s.write(1, 1)
-    assert len(s.read(2)) == 2
+    s.round({0: 1, 1: 1})
     ids = [s.session_id(0), s.session_id(1)]
     fetcher = s.consumer._fetcher
     fetcher.close_sessions()
@@ -306,10 +299,8 @@ def test_close_sessions_sends_the_final_epoch_to_each_broker() -> None:
 def test_a_fake_broker_without_sessions_gets_full_fetches(setup: dict[str, Any]) -> None:
     """A broker declining sessions (session_id 0 answers), or one speaking Fetch v6 (no session fields on the wire)."""
     s = _Setup(**setup)
-    s.write(0, 2)
-    assert s.read(2) == _expected(0, 0, 2)
-    s.write(0, 2)
-    assert s.read(2) == _expected(0, 2, 2)
+    s.round({0: 2})
+    s.round({0: 2})
     assert s.fetches(0)[:2] == [(0, 0, {0: 0, 2: 0}, []), (0, 0, {0: 2, 2: 0}, [])]
     assert s.cluster.sessions[0] == {}
     s.close()
