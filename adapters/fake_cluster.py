@@ -10,10 +10,19 @@ OUT_OF_ORDER_SEQUENCE_NUMBER; a duplicate of one of the last 5 batches answers s
 Kafka does, or DUPLICATE_SEQUENCE_NUMBER as Tansu does) and runs transactions: InitProducerId, FindCoordinator,
 AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn with commit/abort markers, so tests can read the
 read_committed view of a partition and the committed group offsets.
+
+Fetch is answered from the produced batches (offsets assigned, CRCs kept; transaction markers are not served), with
+KIP-227 fetch sessions as a Kafka broker runs them (FetchManager): a full fetch (epoch 0) creates a session holding
+its partitions and their fetch offsets (and drops the one its session_id names); an incremental one (the session's
+expected epoch, then the next) adds and updates the partitions it lists, drops `forgotten_topics_data`, fetches every
+session partition from the offset last sent for it and answers only those with news (records, an error, changed
+watermarks); a wrong session id -> FETCH_SESSION_ID_NOT_FOUND, a wrong epoch -> INVALID_FETCH_SESSION_EPOCH; epoch -1
+closes the session. `fetch_sessions=False`: session_id 0 in every answer, as Tansu and librdkafka's mock cluster.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import zlib
 from collections import deque
@@ -40,6 +49,7 @@ from cykafka.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     END_TXN,
+    FETCH,
     FIND_COORDINATOR,
     INIT_PRODUCER_ID,
     METADATA,
@@ -124,6 +134,18 @@ class _Partition:
     batches: int = 0
     next_offset: int = 0
     producers: dict[int, _ProducerState] = field(default_factory=dict)
+    log_batches: list[tuple[int, bytes]] = field(default_factory=list)  # (last offset, the batch as Fetch serves it)
+
+
+@dataclass(slots=True)
+class FetchSessionState:
+    """A broker's fetch session (Kafka's FetchSession): per partition the last fetch offset and partition_max_bytes
+    sent, and the watermarks last answered (an incremental answer names a partition only when they change)."""
+
+    session_id: int
+    epoch: int  # the epoch the next incremental fetch must carry
+    partitions: dict[tuple[str, int], tuple[int, int]]
+    answered: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)
 
 
 def _partition_answer(index: int, error_code: int, base_offset: int, *, log_start_offset: int = -1,
@@ -140,7 +162,7 @@ class FakeCluster:
     def __init__(self, clock: Clock, num_brokers: int = 3, *, default_partitions: int = 4,
                  max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True,
                  duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True,
-                 wire: bool = False, versions: Mapping[int, int] | None = None) -> None:
+                 wire: bool = False, versions: Mapping[int, int] | None = None, fetch_sessions: bool = True) -> None:
         self.clock = clock
         self.nodes = {i: Node(i, f"fake-broker-{i}", 9092 + i) for i in range(num_brokers)}
         self.default_partitions = default_partitions
@@ -167,6 +189,9 @@ class FakeCluster:
         self.wire = wire  # every request and answer through the real codec as bytes
         self.versions: Mapping[int, int] = versions or {}  # wire mode: api key -> version (default: our highest)
         self._correlation_id = 0
+        self.fetch_sessions = fetch_sessions  # False: Fetch answers carry session_id 0 (Tansu)
+        self.sessions: dict[int, dict[int, FetchSessionState]] = {n: {} for n in self.nodes}  # node -> id -> session
+        self._session_ids = itertools.count(7001)
 
     # -- test controls -----------------------------------------------------------------------------------------
 
@@ -202,6 +227,11 @@ class FakeCluster:
             else:
                 keep.append(pending)
         self._pending = keep
+
+    def evict_fetch_sessions(self, node_id: int) -> None:
+        """The node forgets its fetch sessions (Kafka's session cache evicts them): the next incremental fetch there
+        is answered FETCH_SESSION_ID_NOT_FOUND."""
+        self.sessions[node_id].clear()
 
     def forget_producers(self, topic: str, partition: int) -> None:
         """The partition loses its producer state (retention): a producer's next non-zero sequence there is
@@ -476,8 +506,76 @@ class FakeCluster:
             topics.append({"name": topic["name"], "partition_responses": answers})
         return {"responses": topics, "throttle_time_ms": 0}
 
+    def _fetch(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Fetch with KIP-227 sessions, as Kafka's FetchManager runs them (the module docstring)."""
+        session_id, epoch = body.get("session_id", 0), body.get("session_epoch", -1)
+        sent = {(t["topic"], p["partition"]): (p["fetch_offset"], p["partition_max_bytes"])
+                for t in body["topics"] for p in t["partitions"]}
+        sessions = self.sessions[node_id]
+        session: FetchSessionState | None = None
+        if epoch in (0, -1):  # full: replaces (or closes) the session it names, without an error if unknown
+            sessions.pop(session_id, None)
+            partitions = sent
+            if epoch == 0 and self.fetch_sessions and sent:
+                session = FetchSessionState(next(self._session_ids), 1, dict(sent))
+                sessions[session.session_id] = session
+        else:
+            session = sessions.get(session_id)
+            if session is None or epoch != session.epoch:
+                code = _E.INVALID_FETCH_SESSION_EPOCH if session else _E.FETCH_SESSION_ID_NOT_FOUND
+                return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": []}
+            for t in body.get("forgotten_topics_data", ()):
+                for index in t["partitions"]:
+                    session.partitions.pop((t["topic"], index), None)
+                    session.answered.pop((t["topic"], index), None)
+            session.partitions.update(sent)
+            session.epoch = session.epoch + 1 if session.epoch < INT32_MAX else 1
+            partitions = session.partitions
+        room_bytes = body["max_bytes"]
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, index), (fetch_offset, max_bytes) in partitions.items():
+            answer = self._fetch_partition(node_id, topic, index, fetch_offset, min(max_bytes, room_bytes),
+                                           first=room_bytes == body["max_bytes"])
+            room_bytes -= len(answer["records"] or b"")
+            marks = (answer["high_watermark"], answer["last_stable_offset"], answer["log_start_offset"])
+            if session is not None:
+                news = answer["records"] or answer["error_code"] or session.answered.get((topic, index)) != marks
+                session.answered[(topic, index)] = marks
+                if epoch > 0 and not news:
+                    continue
+            by_topic.setdefault(topic, []).append(answer)
+        return {"throttle_time_ms": 0, "error_code": _E.NONE, "session_id": session.session_id if session else 0,
+                "responses": [{"topic": topic, "partitions": answers} for topic, answers in by_topic.items()]}
+
+    def _fetch_partition(self, node_id: int, topic: str, index: int, fetch_offset: int, max_bytes: int,
+                         first: bool) -> dict[str, Any]:
+        """One partition's Fetch answer: whole batches from the one holding fetch_offset, within max_bytes (the
+        first batch of the answer even when larger: KIP-74)."""
+        answer: dict[str, Any] = {"partition_index": index, "error_code": _E.NONE, "high_watermark": -1,
+                                  "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                                  "preferred_read_replica": -1, "records": None}
+        parts = self.topics.get(topic)
+        if parts is None or not 0 <= index < len(parts):
+            return {**answer, "error_code": _E.UNKNOWN_TOPIC_OR_PARTITION}
+        part = parts[index]
+        if part.leader != node_id:
+            return {**answer, "error_code": _E.NOT_LEADER_OR_FOLLOWER}
+        if not 0 <= fetch_offset <= part.next_offset:
+            return {**answer, "error_code": _E.OFFSET_OUT_OF_RANGE}
+        stable = next((r.offset for r in part.records if r.txn_state == "open"), part.next_offset)
+        records = bytearray()
+        for last_offset, raw in part.log_batches:
+            if last_offset < fetch_offset:
+                continue
+            if len(records) + len(raw) > max_bytes and (records or not first):
+                break
+            records += raw
+        return {**answer, "high_watermark": part.next_offset, "last_stable_offset": stable, "log_start_offset": 0,
+                "records": bytes(records)}
+
     _HANDLERS: dict[int, Callable[[FakeCluster, int, Mapping[str, Any]], dict[str, Any]]] = {
         PRODUCE.key: _produce,
+        FETCH.key: _fetch,
         METADATA.key: _metadata,
         FIND_COORDINATOR.key: _find_coordinator,
         INIT_PRODUCER_ID.key: _init_producer_id,
@@ -543,8 +641,13 @@ class FakeCluster:
             if code != _E.NONE:
                 return _partition_answer(index, code, -1, log_start_offset=0)
         base_offset = part.next_offset
+        pos = 0
         for batch in batches:
             batch_offset = part.next_offset
+            size_bytes = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")  # base offset, length, the rest
+            part.log_batches.append((batch_offset + len(batch.records) - 1,
+                                     batch_offset.to_bytes(8, "big") + data[pos + 8:pos + size_bytes]))
+            pos += size_bytes
             for i, record in enumerate(batch.records):
                 part.records.append(StoredRecord(
                     part.next_offset, record.timestamp_ms, record.key, record.value, list(record.headers),

@@ -13,6 +13,13 @@ stays within about fetch.max.bytes per broker, and the next Fetch goes out while
 (the fetch offset runs ahead of the position; no fixed pause). Answers: data -> the buffer; OFFSET_OUT_OF_RANGE -> the
 position is reset (auto.offset.reset, resolved by the caller's next poll); stale leaders -> metadata refresh and retry
 after retry.backoff.ms; a lost connection -> retry after retry.backoff.ms.
+
+Fetch sessions (KIP-227, core/fetch_session.py, Java's FetchSessionHandler): one `FetchSession` per broker. The first
+Fetch to a broker is full; when its answer opens a session the next ones list only partitions added or whose fetch
+offset or size changed, and forget those no longer fetched there (paused, moved, unassigned, in backoff); the answer
+names only partitions with news. A broker that lost the session (FETCH_SESSION_ID_NOT_FOUND,
+INVALID_FETCH_SESSION_EPOCH) gets a full fetch at once; a lost answer makes the next fetch full too.
+`close_sessions()` turns the Fetcher into closing the sessions (epoch -1), as Java's consumer does on close.
 """
 
 from __future__ import annotations
@@ -20,12 +27,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cykafka.config import ConsumerConfig
 from cykafka.core import PartitionFetch
+from cykafka.core.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, FetchPlan, FetchSession
 from cykafka.errors import KafkaError
 from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transport, by_topic
 from cykafka.protocol import Request
@@ -36,18 +44,22 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 log = logging.getLogger("cykafka")
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int]], *, max_wait_ms: int, min_bytes: int,
-                  max_bytes: int, read_committed: bool) -> Request:
-    """A Fetch for {partition: (fetch offset, partition_max_bytes)}, no fetch session (KIP-227 not used yet)."""
+                  max_bytes: int, read_committed: bool, session_id: int = INVALID_SESSION_ID,
+                  session_epoch: int = FINAL_EPOCH, forgotten: Iterable[TopicPartition] = ()) -> Request:
+    """A Fetch for {partition: (fetch offset, partition_max_bytes)}; by default outside any fetch session (KIP-227),
+    else in the session and epoch given, forgetting `forgotten` (core/fetch_session.py plans them)."""
     return Request(api.FETCH.key, {
         "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
-        "isolation_level": int(read_committed), "session_id": 0, "session_epoch": -1,
+        "isolation_level": int(read_committed), "session_id": session_id, "session_epoch": session_epoch,
         "topics": by_topic(partitions, lambda tp: {
             "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": partitions[tp][0],
             "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": partitions[tp][1]},
             topic="topic"),
-        "forgotten_topics_data": [], "rack_id": ""})
+        "forgotten_topics_data": by_topic(forgotten, lambda tp: tp.partition, topic="topic"),
+        "rack_id": ""})
 
 
 @dataclass(slots=True)
@@ -114,8 +126,47 @@ class Fetcher:
         self.metadata = metadata
         self._nodes_in_flight: set[int] = set()
         self._retry_backoff_ms = config.retry_backoff_ms
+        self.sessions: dict[int, FetchSession[TopicPartition, tuple[int, int]]] = defaultdict(FetchSession)
+        self._closing = False
+        self._closes_in_flight: set[int] = set()
+
+    def close_sessions(self) -> None:
+        """Stops fetching: the next send_ready sends every broker holding a session of ours the Fetch that closes it
+        (epoch -1, Java's close); a broker not ready then is skipped (its session expires there)."""
+        self._closing = True
+
+    @property
+    def sessions_closed(self) -> bool:
+        """After close_sessions: every closing Fetch was sent and answered (or failed)."""
+        return self._closing and not self._closes_in_flight and not any(
+            s.session_id != INVALID_SESSION_ID for s in self.sessions.values())
+
+    def _send_closes(self, now_ms: int) -> int:
+        for node_id, session in self.sessions.items():
+            plan = session.close()
+            if plan is None:
+                continue
+            if not self.transport.ready(node_id, now_ms):
+                log.debug("fetch session %s on node %s not closed: not connected", plan.session_id, node_id)
+                continue
+            try:
+                self.transport.send(node_id, self._request(plan, max_wait_ms=0, max_bytes=0), now_ms,
+                                    handler=lambda r: self._closes_in_flight.discard(r.node_id))
+            except KafkaError as e:
+                log.debug("fetch session %s on node %s not closed: %s", plan.session_id, node_id, e)
+                continue
+            self._closes_in_flight.add(node_id)
+        return 2**31
+
+    def _request(self, plan: FetchPlan[TopicPartition, tuple[int, int]], *, max_wait_ms: int,
+                 max_bytes: int) -> Request:
+        return fetch_request(plan.to_send, max_wait_ms=max_wait_ms, min_bytes=self.config.fetch_min_bytes,
+                             max_bytes=max_bytes, read_committed=self.config.read_committed,
+                             session_id=plan.session_id, session_epoch=plan.epoch, forgotten=plan.to_forget)
 
     def send_ready(self, now_ms: int) -> int:
+        if self._closing:
+            return self._send_closes(now_ms)
         sub, snapshot = self.subscription, self.metadata.snapshot()
         delay_ms = 2**31
         by_node: dict[int, dict[TopicPartition, PartitionState]] = defaultdict(dict)
@@ -141,40 +192,56 @@ class Fetcher:
                     delay_ms = min(delay_ms, max(1, self.transport.connection_delay_ms(node_id, now_ms)))
                     continue
                 sent = {tp: (state.epoch, state.fetch_offset) for tp, state in states.items()}
-                request = fetch_request({tp: (state.fetch_offset, state.fetch_size_bytes)  # type: ignore[misc]
-                                         for tp, state in states.items()},
-                                        max_wait_ms=self.config.fetch_max_wait_ms,
-                                        min_bytes=self.config.fetch_min_bytes, max_bytes=room_bytes,
-                                        read_committed=self.config.read_committed)
+                session = self.sessions[node_id]
+                plan = session.build({tp: (state.fetch_offset, state.fetch_size_bytes)  # type: ignore[misc]
+                                      for tp, state in states.items()})
+                request = self._request(plan, max_wait_ms=self.config.fetch_max_wait_ms, max_bytes=room_bytes)
                 try:
                     self.transport.send(node_id, request, now_ms,
-                                        handler=lambda r, s=sent: self._on_answer(r, s))  # type: ignore[misc]
+                                        handler=lambda r, s=sent, f=plan.full: self._on_answer(r, s, f))  # type: ignore[misc]
                 except KafkaError as e:
                     log.debug("fetch to node %s not sent: %s", node_id, e)
+                    session.handle_error()
                     continue
                 self._nodes_in_flight.add(node_id)
                 for state in states.values():
                     state.in_flight = True
         return delay_ms
 
-    def _on_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]]) -> None:
+    def _on_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]], full: bool) -> None:
+        """The answer to a Fetch of `sent` {partition: (its epoch, fetch offset) when sent}; full: a full fetch."""
         sub, now_ms = self.subscription, response.received_ms
         self._nodes_in_flight.discard(response.node_id)
         body = response.response if isinstance(response.response, dict) else None
+        session = self.sessions[response.node_id]
         with sub.lock:
             for tp in sent:
                 state = sub.states.get(tp)
                 if state is not None:
                     state.in_flight = False
-            if response.error is not None or body is None or body.get("error_code"):
-                log.debug("fetch from node %s failed: %s", response.node_id,
-                          response.error or error_for(body["error_code"] if body else ErrorCode.UNKNOWN_SERVER_ERROR))
+            if self._closing:
+                return
+            problem: KafkaError | str | None = response.error
+            if problem is not None or body is None:
+                session.handle_error()
+                problem = problem or "no answer"
+            elif not session.handle_response(
+                    code := body.get("error_code", ErrorCode.NONE), body.get("session_id", INVALID_SESSION_ID),
+                    (TopicPartition(t["topic"], p["partition_index"]) for t in body["responses"]
+                     for p in t["partitions"])):
+                if not full and code in _SESSION_ERRORS:  # the broker lost our session: at once a full fetch (Java)
+                    log.debug("fetch session of node %s lost: %s", response.node_id, error_for(code))
+                    return
+                problem = error_for(code) if code else "an answer naming partitions outside the fetch session"
+            if problem is not None:
+                log.debug("fetch from node %s failed: %s", response.node_id, problem)
                 self.metadata.request_update()
                 for tp in sent:
                     state = sub.states.get(tp)
                     if state is not None:
                         state.not_before_ms = now_ms + self._retry_backoff_ms
                 return
+            assert body is not None
             for topic in body["responses"]:
                 for p in topic["partitions"]:
                     tp = TopicPartition(topic["topic"], p["partition_index"])
