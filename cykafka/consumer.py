@@ -909,6 +909,10 @@ class Consumer:
                 self._run_async_commits()
                 if self._async_commits:
                     self._backoff(deadline_ms)
+            self._fetcher.close_sessions()  # Java's close: each broker's fetch session ends (KIP-227)
+            self._transport.wakeup()
+            while not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
+                self._backoff(deadline_ms)
         except KafkaTimeoutError:
             pass
         finally:

@@ -279,17 +279,12 @@ def test_a_lost_connection_replaces_the_session() -> None:
     s.close()
 
 
-def test_close_sessions_sends_the_final_epoch_to_each_broker() -> None:
+def test_consumer_close_sends_the_final_epoch_to_each_broker() -> None:
     s = _Setup()
     s.round({0: 1, 1: 1})
     ids = [s.session_id(0), s.session_id(1)]
-    fetcher = s.consumer._fetcher
-    fetcher.close_sessions()
-    for _ in range(10):
-        if fetcher.sessions_closed:
-            break
-        s.consumer.network.run_once()
-    assert fetcher.sessions_closed
+    s.consumer.close(5)
+    assert s.consumer._fetcher.sessions_closed
     assert [s.fetches(n)[-1] for n in (0, 1)] == [(ids[0], -1, {}, []), (ids[1], -1, {}, [])]
     assert s.cluster.sessions == {0: {}, 1: {}}
     s.close()
