@@ -76,6 +76,8 @@ class _Connection:
     unwritten_requests: deque[tuple[_Request, int]] = field(default_factory=deque)  # request, bytes left to write
     in_flight: deque[_Request] = field(default_factory=deque)
     incoming: bytearray = field(default_factory=bytearray)
+    large_frame: bytearray | None = None  # a frame over _READ_CHUNK_BYTES, received in place (no copies on the way)
+    large_frame_filled: int = 0
     # correlation ids of acks=0 produce requests: Kafka sends no response, some brokers (Tansu) do; skip those
     unanswered: deque[int] = field(default_factory=lambda: deque(maxlen=4096))
     api_versions: dict[int, int] = field(default_factory=dict)  # api key -> version we use
@@ -303,6 +305,7 @@ class SocketTransport:
         conn.state = _CONNECTING
         conn.connect_started_ms = now_ms
         conn.incoming.clear()
+        conn.large_frame = None
         try:
             sock.connect_ex(address)
         except OSError as e:
@@ -487,6 +490,7 @@ class SocketTransport:
         conn.unwritten_requests.clear()
         conn.outgoing.clear()
         conn.incoming.clear()
+        conn.large_frame = None
         conn.unanswered.clear()
         for req in failed:
             if not req.internal:
@@ -599,8 +603,13 @@ class SocketTransport:
         read_bytes = 0
         buffer = self._read_buffer
         while True:
+            large = conn.large_frame
             try:
-                size_bytes = sock.recv_into(buffer)
+                if large is not None:  # straight into the frame's own memory
+                    with memoryview(large) as view:
+                        size_bytes = sock.recv_into(view[conn.large_frame_filled:])
+                else:
+                    size_bytes = sock.recv_into(buffer)
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as e:
@@ -610,8 +619,20 @@ class SocketTransport:
                 self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
                                                             f"the connection"))
                 return
-            conn.incoming += buffer[:size_bytes]
             read_bytes += size_bytes
+            if large is not None:
+                conn.large_frame_filled += size_bytes
+                if conn.large_frame_filled == len(large):
+                    conn.large_frame = None
+                    try:
+                        self._on_frame(conn, bytes(large), now_ms)
+                    except ProtocolError as e:
+                        self._disconnect(conn, now_ms, e)
+                        return
+                    if conn.sock is None:
+                        return
+                continue
+            conn.incoming += buffer[:size_bytes]
             if conn.tls:  # a TLS recv returns one record; decrypted bytes in sock.pending() never wake select
                 if read_bytes >= _READ_CHUNK_BYTES and not sock.pending():  # type: ignore[attr-defined]
                     break
@@ -649,8 +670,14 @@ class SocketTransport:
                 if size < 4 or size > _MAX_FRAME_BYTES:
                     raise ProtocolError(f"response frame of {size} bytes from node {conn.node_id}")
                 if len(data) - offset - 4 < size:
+                    if size > _READ_CHUNK_BYTES:  # the rest is received in place (_read)
+                        conn.large_frame, conn.large_frame_filled = bytearray(size), len(data) - offset - 4
+                        with memoryview(data) as view:
+                            conn.large_frame[:conn.large_frame_filled] = view[offset + 4:]
+                        offset = len(data)
                     break
-                frame = bytes(data[offset + 4: offset + 4 + size])
+                with memoryview(data) as view:
+                    frame = bytes(view[offset + 4: offset + 4 + size])
                 offset += 4 + size
                 self._on_frame(conn, frame, now_ms)
                 if conn.sock is None:
