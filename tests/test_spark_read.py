@@ -249,7 +249,7 @@ def test_read_committed_batch_and_stream_read_no_aborted_or_open_records(spark: 
         options = parse_source_options({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
                                         "kafkaConsumer.pollTimeoutMs": "2000", **committed}, streaming=False)
         ends = _ends(broker, topic)
-        with pytest.raises(KafkaTimeoutError, match="past the last stable offset .*still open"):
+        with pytest.raises(KafkaTimeoutError, match=r"past the last stable offset .*still open"):
             list(read_range(options, OffsetRange(topic, 0, 0, ends[0])))
 
         writer.txn.commit_transaction(30)
