@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_consumer import _OneLeader, _ScriptedFetches
 
 from cykafka import TopicPartition
 from cykafka.errors import ConfigError
@@ -204,15 +205,13 @@ def test_trigger_end_waits_for_min_offsets_until_the_delay_then_caps_at_max() ->
 # timestamp is >= the one asked; -1 when none) and Fetch with the high watermark.
 
 
-class _TimeIndexedLog:
-    """A Transport with one broker (node 1) leading topic "t", whose partitions hold records with these
+class _TimeIndexedLog(_ScriptedFetches):
+    """test_consumer's one-broker Transport (node 1), whose partitions of topic "t" hold records with these
     timestamps (offset = index): answers ListOffsets (earliest, latest, by time) and Fetch (watermarks, no data)."""
 
-    disconnect_count = 0
-
     def __init__(self, timestamps_ms: dict[int, list[int]]) -> None:
+        super().__init__({})
         self.timestamps_ms = timestamps_ms
-        self._answered: list[Any] = []
 
     def _offset(self, partition: int, timestamp_ms: int) -> dict[str, Any]:
         log = self.timestamps_ms[partition]
@@ -226,43 +225,16 @@ class _TimeIndexedLog:
         from cykafka.protocol.apis import LIST_OFFSETS
 
         if request.api_key == LIST_OFFSETS.key:
-            topics = [{"name": t["name"], "partitions": [
+            body: dict[str, Any] = {"topics": [{"name": t["name"], "partitions": [
                 {"partition_index": p["partition_index"], "error_code": 0, "leader_epoch": 0,
                  **self._offset(p["partition_index"], p["timestamp"])} for p in t["partitions"]]}
-                for t in request.body["topics"]]
-            body: dict[str, Any] = {"topics": topics}
-        else:  # Fetch
+                for t in request.body["topics"]]}
+        else:  # Fetch: the high watermark, no records
             body = {"error_code": 0, "responses": [{"topic": t["topic"], "partitions": [
-                {"partition_index": p["partition"], "error_code": 0, "high_watermark": len(self.timestamps_ms[
-                    p["partition"]]), "last_stable_offset": -1, "log_start_offset": 0, "aborted_transactions": None,
+                {"partition_index": p["partition"], "error_code": 0, "last_stable_offset": -1, "log_start_offset": 0,
+                 "high_watermark": len(self.timestamps_ms[p["partition"]]), "aborted_transactions": None,
                  "records": b""} for p in t["partitions"]]} for t in request.body["topics"]]}
         self._answered.append(ClientResponse(node_id, request, handler, body, None, now_ms, now_ms))
-
-    def poll(self, timeout_ms: int, now_ms: int) -> list[Any]:
-        answered, self._answered = self._answered, []
-        return answered
-
-    def update_nodes(self, nodes: Any) -> None: ...
-    def ready(self, node_id: int, now_ms: int) -> bool: return True
-    def connection_delay_ms(self, node_id: int, now_ms: int) -> int: return 0
-    def in_flight_count(self, node_id: int | None = None) -> int: return 0
-    def least_loaded_node(self, now_ms: int) -> int | None: return 1
-    def authentication_error(self) -> None: return None
-    def wakeup(self) -> None: ...
-    def close(self, linger_s: float = 0.0) -> None: ...
-
-
-class _Leader:
-    def __init__(self, partitions: int) -> None:
-        from cykafka.ports import ClusterSnapshot, Node, PartitionInfo
-
-        self._snapshot = ClusterSnapshot({1: Node(1, "fake", 1)}, {"t": [PartitionInfo("t", i, 1)
-                                                                         for i in range(partitions)]})
-
-    def snapshot(self) -> Any: return self._snapshot
-    def add_topic(self, topic: str, now_ms: int) -> None: ...
-    def request_update(self) -> None: ...
-    def maybe_update(self, now_ms: int) -> int: return 60_000
 
 
 # t-0 holds a record every 10 ms from 1000, t-1 one every 25 ms from 1005
@@ -277,7 +249,7 @@ def _plan(**options: str) -> list[OffsetRange]:
     from cykafka.spark import _Offsets
 
     source = parse_source_options({**BOOT, "subscribe": "t", **options}, streaming=False)
-    ports = Ports(transport=_TimeIndexedLog(_LOG_MS), metadata=_Leader(2),  # type: ignore[arg-type]
+    ports = Ports(transport=_TimeIndexedLog(_LOG_MS), metadata=_OneLeader("t"),  # type: ignore[arg-type]
                   clock=ManualClock(auto_tick_ms=1), start_sender=False)
     lookups = _Offsets(source, Consumer({"bootstrap.servers": "fake:1"}, ports=ports))
     try:
