@@ -692,11 +692,11 @@ class RangePartition(ds.InputPartition):
 
 
 class _Offsets:
-    """The driver's offset lookups for a read (one consumer, closed by close())."""
+    """The driver's offset lookups for a read (one consumer, closed by close(); a test hands in its own)."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, consumer: Consumer | None = None) -> None:
         self.options = options
-        self.consumer = Consumer(dict(_task_config(options)))
+        self.consumer = consumer if consumer is not None else Consumer(dict(_task_config(options)))
 
     def partitions(self) -> list[TopicPartition]:
         subscription = self.options.subscription
@@ -755,6 +755,13 @@ class _Offsets:
             log.warning("cykafka source: records deleted before they were read (%s)", _lost(lost))
         return {tp: max(offset, earliest[tp]) for tp, offset in start.items()}
 
+    def batch_ranges(self) -> list[RangePartition]:
+        """A batch read's plan: each partition's [start, end) from the starting and ending options."""
+        assert self.options.ending is not None
+        partitions = self.partitions()
+        start = self.checked(self.resolve(self.options.starting, partitions, ending=False))
+        return _ranges(self.options, start, self.resolve(self.options.ending, partitions, ending=True))
+
     def close(self) -> None:
         self.consumer.close(10)
 
@@ -809,13 +816,29 @@ def read_range(options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatc
                     stalled_since = time.monotonic()
             position = max(position, min(consumer.position(tp), r.end))  # markers and gaps count as read
             if position < r.end and time.monotonic() - stalled_since > options.poll_timeout_ms / 1000:
-                raise KafkaTimeoutError(f"no record of {tp.topic}-{tp.partition} between offsets {position} and "
-                                        f"{r.end} arrived in kafkaConsumer.pollTimeoutMs={options.poll_timeout_ms}")
+                raise _stalled(consumer, options, tp, position, r.end)
     finally:
         try:
             consumer.unassign()
         finally:
             CONSUMERS.release(config, consumer)
+
+
+def _stalled(consumer: Consumer, options: SourceOptions, tp: TopicPartition, position: int,
+             end: int) -> KafkaTimeoutError:
+    """A task's range that got no further in kafkaConsumer.pollTimeoutMs. With read_committed, a range that ends
+    past the last stable offset waits for an open transaction (the driver's ends never pass it; offsets JSON
+    can): the error says so."""
+    waited = f"in kafkaConsumer.pollTimeoutMs={options.poll_timeout_ms}"
+    if consumer.config.read_committed:
+        stable = consumer.end_offsets([tp]).get(tp, end)
+        if stable <= position:
+            return KafkaTimeoutError(
+                f"{tp.topic}-{tp.partition}: offsets {position} to {end} are past the last stable offset {stable}: a "
+                f"transaction there is still open {waited} (kafka.isolation.level=read_committed reads only what is "
+                f"decided; end the range at the last stable offset, or raise kafkaConsumer.pollTimeoutMs)")
+    return KafkaTimeoutError(f"no record of {tp.topic}-{tp.partition} between offsets {position} and {end} arrived "
+                             f"{waited}")
 
 
 class CykafkaReader(ds.DataSourceReader):
@@ -825,15 +848,11 @@ class CykafkaReader(ds.DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[RangePartition]:
-        assert self.options.ending is not None
         offsets = _Offsets(self.options)
         try:
-            partitions = offsets.partitions()
-            start = offsets.checked(offsets.resolve(self.options.starting, partitions, ending=False))
-            end = offsets.resolve(self.options.ending, partitions, ending=True)
+            return offsets.batch_ranges()
         finally:
             offsets.close()
-        return _ranges(self.options, start, end)
 
     def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -850,15 +869,23 @@ def _from_json(offsets: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition,
     return {TopicPartition(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
 
 
-class CykafkaStreamReader(ds.DataSourceStreamReader):
+try:
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - pyspark < 4.2: availableNow runs one micro-batch of everything
+    SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
+
+
+class CykafkaStreamReader(ds.DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Streaming reads: offsets live in Spark's checkpoint (Spark's JSON), so a restarted query resumes where it
     stopped; partitions that appear later are read from their earliest offset; maxOffsetsPerTrigger shares each
     micro-batch between partitions as Spark does; with cykafka.commit.group each committed micro-batch's end
-    offsets are committed to that consumer group (lag tools see the query)."""
+    offsets are committed to that consumer group (lag tools see the query). trigger(availableNow=True) reads up to
+    the end offsets of the query's start in micro-batches under the same limits, then the query stops."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._offsets: _Offsets | None = None
+        self._target: dict[TopicPartition, int] | None = None  # availableNow: the ends at the query's start
         self._last_end: dict[TopicPartition, int] | None = None  # pyspark < 4.2 calls latestOffset() without start
         self._now_s: Callable[[], float] = time.monotonic  # for maxTriggerDelay (a test swaps it)
         self._last_batch_s = self._now_s()
@@ -885,20 +912,29 @@ class CykafkaStreamReader(ds.DataSourceStreamReader):
             return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
+    def prepareForTriggerAvailableNow(self) -> None:
+        """trigger(availableNow=True): the query's target is every partition's end offset now (the last stable
+        offset with read_committed); micro-batches stop there, records and partitions that come later wait for
+        the next run."""
+        lookups = self._lookups()
+        self._target = dict(lookups.consumer.end_offsets(lookups.partitions()))
+
     def latestOffset(self, start: dict[str, dict[str, int]] | None = None,
                      limit: Any = None) -> dict[str, dict[str, int]]:
         """The next micro-batch's end. `limit` is the engine's (pyspark >= 4.2; before, no argument: the options
-        apply): ReadAllAvailable means no limit, whatever the options say."""
+        apply): ReadAllAvailable means no limit, whatever the options say. Under availableNow the ends never pass
+        the target and minOffsetsPerTrigger never holds a micro-batch back (the query must reach its target)."""
         lookups = self._lookups()
         begin = _from_json(start) if start is not None else dict(self._last_end or {})
-        partitions = lookups.partitions()
+        partitions = list(self._target) if self._target is not None else lookups.partitions()
         new = [tp for tp in partitions if tp not in begin]
         if new:  # a partition that appeared since: from its earliest offset, as Spark
             begin.update(lookups.consumer.beginning_offsets(new))
-        latest = dict(lookups.consumer.end_offsets(partitions))
+        latest = dict(self._target) if self._target is not None else dict(lookups.consumer.end_offsets(partitions))
         everything = type(limit).__name__ == "ReadAllAvailable"
         max_rows = None if everything else getattr(limit, "max_rows", self.options.max_offsets_per_trigger)
-        min_rows = None if everything else getattr(limit, "min_rows", self.options.min_offsets_per_trigger)
+        min_rows = None if everything or self._target is not None else getattr(
+            limit, "min_rows", self.options.min_offsets_per_trigger)
         now_s = self._now_s()
         end = trigger_end(begin, latest, max_offsets=max_rows, min_offsets=min_rows,
                           waited_ms=int((now_s - self._last_batch_s) * 1000),

@@ -4,6 +4,9 @@ streaming query that resumes from its checkpoint with no gap and no repeat."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -88,36 +91,176 @@ def test_bad_options_fail_on_the_driver(spark: Any, broker: EmbeddedBroker) -> N
         _load(spark, broker, subscribe="x", **{"kafka.auto.offset.reset": "earliest"}).collect()
 
 
+def _available_now(spark: Any, broker: EmbeddedBroker, source: str, sink: str, checkpoint: str,
+                   **options: str) -> Any:
+    """One run of a stream -> stream query with trigger(availableNow=True), from the checkpoint; the ended query."""
+    reader = (spark.readStream.format("cykafka").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+              .option("subscribe", source).option("startingOffsets", "earliest"))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (reader.load().selectExpr("key", "value").writeStream.format("cykafka")
+             .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", sink)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    assert query.awaitTermination(180)
+    assert query.exception() is None
+    return query
+
+
+def _batch_sizes(query: Any) -> list[int]:
+    return [progress["numInputRows"] for progress in query.recentProgress if progress["numInputRows"]]
+
+
 def test_stream_resumes_from_its_checkpoint_with_no_gap_and_no_repeat(spark: Any, broker: EmbeddedBroker,
                                                                      tmp_path: Path) -> None:
+    """availableNow reads up to the query's start in micro-batches of maxOffsetsPerTrigger (not Spark's one-batch
+    fallback); then three stop/restart cycles while a producer thread writes, and a last run after it: the output
+    topic holds every input record exactly once."""
     source, sink = _topic(broker, 2), _topic(broker, 2)
     group = f"lag-{source}"
     _produce(broker, source, 500)
     checkpoint = str(tmp_path / "checkpoint")
+    options = {"maxOffsetsPerTrigger": "150", "cykafka.commit.group": group}
 
-    def run_once() -> None:
-        stream = (spark.readStream.format("cykafka")
-                  .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-                  .option("subscribe", source).option("startingOffsets", "earliest")
-                  .option("maxOffsetsPerTrigger", "150").option("cykafka.commit.group", group).load())
-        query = (stream.selectExpr("key", "value").writeStream.format("cykafka")
-                 .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", sink)
-                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-        assert query.awaitTermination(180)
-        assert query.exception() is None
-
-    run_once()
+    first = _available_now(spark, broker, source, sink, checkpoint, **options)
+    sizes = _batch_sizes(first)
+    assert sum(sizes) == 500 and len(sizes) >= 4 and max(sizes) <= 150, sizes  # several rate-limited batches
     assert len(read_back(broker.bootstrap_servers, sink)) == 500
-    first_ends = _ends(broker, source)
-    _produce(broker, source, 300, start=500)
-    run_once()  # restarted from the checkpoint: only the 300 new records
+
+    total, chunk = 1700, 100
+    writer_error: list[BaseException] = []
+
+    def write() -> None:  # the topic grows while the query stops and restarts
+        try:
+            for start in range(500, total, chunk):
+                _produce(broker, source, chunk, start=start)
+                time.sleep(0.3)
+        except BaseException as e:  # reported by the test thread
+            writer_error.append(e)
+
+    writer = threading.Thread(target=write, name="test-writer")
+    writer.start()
+    try:
+        for _ in range(3):  # stop (the run ends) and restart from the checkpoint, three times
+            _available_now(spark, broker, source, sink, checkpoint, **options)
+    finally:
+        writer.join(120)
+    assert not writer.is_alive() and not writer_error
+    _available_now(spark, broker, source, sink, checkpoint, **options)  # what came after the last restart
     values = sorted(r.value for r in read_back(broker.bootstrap_servers, sink))
-    assert values == sorted(b"value-%d" % i for i in range(800))
-    # cykafka.commit.group: Spark tells a source a micro-batch is done when it plans the next one (a restart
-    # included), so the group holds the first run's ends now: what lag tools read, one micro-batch behind
+    assert values == sorted(b"value-%d" % i for i in range(total))  # none lost, none repeated
+    # cykafka.commit.group: Spark tells a source a micro-batch is done when it plans the next one, so the group
+    # holds the ends of the last micro-batch but one (the checkpoint's offsets log): behind, never ahead
     with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         committed = admin.list_consumer_group_offsets(group)
-    assert {tp.partition: r.result().offset for tp, r in committed.items() if tp.topic == source} == first_ends
+    assert {tp.partition: r.result().offset for tp, r in committed.items() if tp.topic == source} == _logged_ends(
+        checkpoint, source, back=1)
+
+
+def _logged_ends(checkpoint: str, topic: str, back: int) -> dict[int, int]:
+    """The end offsets of the micro-batch `back` before the last, from the checkpoint's offsets log (its last
+    line: the source's offsets JSON)."""
+    logs = sorted((int(p.name), p) for p in (Path(checkpoint) / "offsets").iterdir() if p.name.isdigit())
+    ends = json.loads(logs[-1 - back][1].read_text().splitlines()[-1])[topic]
+    return {int(partition): offset for partition, offset in ends.items()}
+
+
+class _TransactionalWriter:
+    """Writes to partitions 0 and 1 of a topic: plain records interleaved with committed and aborted transactions
+    of a transactional producer; `visible` and `aborted` hold the values in each class."""
+
+    def __init__(self, broker: EmbeddedBroker, topic: str) -> None:
+        config = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5}
+        self.topic, self.plain = topic, Producer(config)
+        self.txn = Producer({**config, "transactional.id": f"txn-{topic}"})
+        self.txn.init_transactions(30)
+        self.visible: list[bytes] = []
+        self.aborted: list[bytes] = []
+        self.count = 0
+
+    def _send(self, producer: Producer, records: int) -> list[bytes]:
+        values = []
+        for _ in range(records):
+            values.append(b"value-%d" % self.count)
+            producer.send(self.topic, values[-1], partition=self.count % 2)
+            self.count += 1
+        producer.flush(30)
+        return values
+
+    def rounds(self, rounds: int) -> None:
+        for _ in range(rounds):
+            self.visible += self._send(self.plain, 20)
+            self.txn.begin_transaction()
+            self.visible += self._send(self.txn, 30)
+            self.txn.commit_transaction(30)
+            self.visible += self._send(self.plain, 5)
+            self.txn.begin_transaction()
+            self.aborted += self._send(self.txn, 30)  # written, then aborted
+            self.txn.abort_transaction(30)
+
+    def open_transaction(self, records: int) -> list[bytes]:
+        self.txn.begin_transaction()
+        return self._send(self.txn, records)
+
+    def close(self) -> None:
+        self.plain.close()
+        self.txn.close()
+
+
+def test_read_committed_batch_and_stream_read_no_aborted_or_open_records(spark: Any, broker: EmbeddedBroker,
+                                                                        tmp_path: Path) -> None:
+    """kafka.isolation.level=read_committed: batch and streaming reads return the committed and non-transactional
+    records, none aborted; the end offset is the last stable offset, so an open transaction and what follows it
+    wait for the next read; a range that ends inside the open transaction fails in pollTimeoutMs, naming it."""
+    from cykafka.errors import KafkaTimeoutError
+    from cykafka.spark import read_range
+    from cykafka.spark_source import OffsetRange, parse_source_options
+
+    topic = _topic(broker, 2)
+    committed = {"kafka.isolation.level": "read_committed"}
+    writer = _TransactionalWriter(broker, topic)
+    try:
+        writer.rounds(8)
+        before_open = list(writer.visible)
+        held = writer.open_transaction(40)
+        after_open = writer._send(writer.plain, 10)  # behind the open transaction: not stable yet
+        uncommitted = {r.value for r in _load(spark, broker, subscribe=topic).collect()}
+        assert set(writer.aborted) | set(held) | set(after_open) <= uncommitted  # all of them are in the log
+
+        rows = _load(spark, broker, subscribe=topic, **committed).collect()
+        assert sorted(r.value for r in rows) == sorted(before_open)
+
+        checkpoint = str(tmp_path / "checkpoint")
+
+        def stream() -> list[bytes]:  # one availableNow run from the checkpoint; the values of its micro-batches
+            values: list[bytes] = []
+            query = (spark.readStream.format("cykafka").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+                     .option("subscribe", topic).option("startingOffsets", "earliest")
+                     .option("maxOffsetsPerTrigger", "200").option("kafka.isolation.level", "read_committed")
+                     .load().writeStream.option("checkpointLocation", checkpoint)
+                     .foreachBatch(lambda df, _: values.extend(r.value for r in df.select("value").collect()))
+                     .trigger(availableNow=True).start())
+            assert query.awaitTermination(180)
+            assert query.exception() is None
+            return values
+
+        first = stream()
+        assert sorted(first) == sorted(before_open)
+
+        options = parse_source_options({"kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
+                                        "kafkaConsumer.pollTimeoutMs": "2000", **committed}, streaming=False)
+        ends = _ends(broker, topic)
+        with pytest.raises(KafkaTimeoutError, match=r"past the last stable offset .*still open"):
+            list(read_range(options, OffsetRange(topic, 0, 0, ends[0])))
+
+        writer.txn.commit_transaction(30)
+        writer.visible += held + after_open
+        writer.rounds(2)
+        second = stream()  # restarted from the checkpoint
+        assert sorted(first + second) == sorted(writer.visible)  # no repeat, no gap, nothing aborted
+        assert sorted(r.value for r in _load(spark, broker, subscribe=topic, **committed).collect()) == sorted(
+            writer.visible)
+    finally:
+        writer.close()
 
 
 def _ends(broker: EmbeddedBroker, topic: str) -> dict[int, int]:
@@ -188,3 +331,24 @@ def test_stream_reader_applies_the_engines_read_limit_and_the_trigger_options() 
     assert reader.latestOffset(start, ReadMaxRows(10)) == start  # 3 new offsets < minOffsetsPerTrigger 4: wait
     now[0] += 61
     assert reader.latestOffset(start, ReadMaxRows(10)) == {"t": {"0": 1, "1": 2}}  # maxTriggerDelay passed
+
+
+def test_available_now_reads_to_the_ends_at_the_query_start_in_limited_batches() -> None:
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    from cykafka.spark import CykafkaStreamReader
+    from cykafka.spark_source import parse_source_options
+
+    options = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+                                    "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "4"}, streaming=True)
+    reader = CykafkaStreamReader(options)
+    lookups = _Lookups()
+    reader._offsets = lookups  # type: ignore[assignment]
+    lookups.latest = {lookups.tps[0]: 8, lookups.tps[1]: 13}
+    reader.prepareForTriggerAvailableNow()
+    lookups.latest = {lookups.tps[0]: 100, lookups.tps[1]: 100}  # written after the query started: not read
+    ends = [{"t": {"0": 0, "1": 0}}]
+    for _ in range(4):
+        ends.append(reader.latestOffset(ends[-1], ReadMaxRows(10)))
+    # 10 offsets shared by backlog, then the last 3 although minOffsetsPerTrigger is 4, then no new micro-batch
+    assert [e["t"] for e in ends[1:]] == [{"0": 3, "1": 6}, {"0": 7, "1": 11}, {"0": 8, "1": 13}, {"0": 8, "1": 13}]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_consumer import _OneLeader, _ScriptedFetches
 
 from cykafka import TopicPartition
 from cykafka.errors import ConfigError
@@ -195,3 +196,88 @@ def test_trigger_end_waits_for_min_offsets_until_the_delay_then_caps_at_max() ->
     assert trigger_end(begin, latest, max_offsets=None, min_offsets=5, waited_ms=0, max_delay_ms=60_000) == latest
     assert trigger_end(begin, latest, max_offsets=2, min_offsets=None, waited_ms=0,
                        max_delay_ms=60_000) == {tp("t", 0): 1, tp("t", 1): 1}
+
+
+# -- timestamp bounds: the driver's offset resolution with a real Consumer ----------------------------------------
+# Neither broker the tests run can look offsets up by record timestamp: Tansu answers by its own append time, and
+# librdkafka's mock cluster answers -1 for every timestamp (docs/spark.md). So the driver's plan is checked with a
+# Consumer against a broker stand-in that answers ListOffsets as Kafka documents it (the first offset whose record
+# timestamp is >= the one asked; -1 when none) and Fetch with the high watermark.
+
+
+class _TimeIndexedLog(_ScriptedFetches):
+    """test_consumer's one-broker Transport (node 1), whose partitions of topic "t" hold records with these
+    timestamps (offset = index): answers ListOffsets (earliest, latest, by time) and Fetch (watermarks, no data)."""
+
+    def __init__(self, timestamps_ms: dict[int, list[int]]) -> None:
+        super().__init__({})
+        self.timestamps_ms = timestamps_ms
+
+    def _offset(self, partition: int, timestamp_ms: int) -> dict[str, Any]:
+        log = self.timestamps_ms[partition]
+        if timestamp_ms in (-1, -2):  # latest, earliest
+            return {"offset": len(log) if timestamp_ms == -1 else 0, "timestamp": -1}
+        found = next((offset for offset, ts in enumerate(log) if ts >= timestamp_ms), None)
+        return {"offset": -1, "timestamp": -1} if found is None else {"offset": found, "timestamp": log[found]}
+
+    def send(self, node_id: int, request: Any, now_ms: int, handler: Any = None, expect_response: bool = True) -> None:
+        from cykafka.ports import ClientResponse
+        from cykafka.protocol.apis import LIST_OFFSETS
+
+        if request.api_key == LIST_OFFSETS.key:
+            body: dict[str, Any] = {"topics": [{"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": 0, "leader_epoch": 0,
+                 **self._offset(p["partition_index"], p["timestamp"])} for p in t["partitions"]]}
+                for t in request.body["topics"]]}
+        else:  # Fetch: the high watermark, no records
+            body = {"error_code": 0, "responses": [{"topic": t["topic"], "partitions": [
+                {"partition_index": p["partition"], "error_code": 0, "last_stable_offset": -1, "log_start_offset": 0,
+                 "high_watermark": len(self.timestamps_ms[p["partition"]]), "aborted_transactions": None,
+                 "records": b""} for p in t["partitions"]]} for t in request.body["topics"]]}
+        self._answered.append(ClientResponse(node_id, request, handler, body, None, now_ms, now_ms))
+
+
+# t-0 holds a record every 10 ms from 1000, t-1 one every 25 ms from 1005
+_LOG_MS = {0: [1000 + 10 * i for i in range(10)], 1: [1005 + 25 * i for i in range(6)]}
+
+
+def _plan(**options: str) -> list[OffsetRange]:
+    pytest.importorskip("pyspark")
+    from cykafka import Consumer
+    from cykafka.adapters.clock import ManualClock
+    from cykafka.ports import Ports
+    from cykafka.spark import _Offsets
+
+    source = parse_source_options({**BOOT, "subscribe": "t", **options}, streaming=False)
+    ports = Ports(transport=_TimeIndexedLog(_LOG_MS), metadata=_OneLeader("t"),  # type: ignore[arg-type]
+                  clock=ManualClock(auto_tick_ms=1), start_sender=False)
+    lookups = _Offsets(source, Consumer({"bootstrap.servers": "fake:1"}, ports=ports))
+    try:
+        return [p.range for p in lookups.batch_ranges()]
+    finally:
+        lookups.close()
+
+
+def test_a_batch_read_bounded_by_timestamps_plans_the_offsets_of_those_times() -> None:
+    # the first record at or after each time: t-0 1025 -> offset 3 (1030), 1065 -> 7 (1070); t-1 1025 -> 1 (1030),
+    # 1065 -> 3 (1080)
+    assert _plan(startingTimestamp="1025", endingTimestamp="1065") == [OffsetRange("t", 0, 3, 7),
+                                                                        OffsetRange("t", 1, 1, 3)]
+    # per partition; an end later than every record is the partition's end (its high watermark)
+    assert _plan(startingOffsetsByTimestamp='{"t": {"0": 1000, "1": 1056}}',
+                 endingOffsetsByTimestamp='{"t": {"0": 1050, "1": 9999}}') == [OffsetRange("t", 0, 0, 5),
+                                                                              OffsetRange("t", 1, 3, 6)]
+    # a timestamp bound on one side, offsets on the other
+    assert _plan(startingTimestamp="1081", endingOffsets='{"t": {"0": 10, "1": 5}}') == [
+        OffsetRange("t", 0, 9, 10), OffsetRange("t", 1, 4, 5)]
+
+
+def test_a_start_later_than_every_record_fails_or_starts_at_the_end() -> None:
+    from cykafka.errors import KafkaError
+
+    # t-0's last record is at 1090; t-1 has 1105 (offset 4) and 1130
+    with pytest.raises(KafkaError, match=r"no offset of t-0 has a timestamp >= 1100; set "
+                                         r"startingOffsetsByTimestampStrategy=latest"):
+        _plan(startingTimestamp="1100")
+    assert _plan(startingTimestamp="1100", startingOffsetsByTimestampStrategy="latest") == [
+        OffsetRange("t", 1, 4, 6)]  # t-0 starts (and ends) at its end: nothing to read there
