@@ -127,6 +127,26 @@ cdef class BatchResult:
 
     # -- the caller's side ---------------------------------------------------------------------------------------
 
+    cdef object _waitable(self):
+        """The completion to wait on, made on first use; already set when the records were released."""
+        completion = self._completion
+        if completion is None and self._completion_factory is not None:
+            completion = self._completion_factory()
+            self._completion = completion
+        if completion is not None and self._released:
+            completion.set()
+        return completion
+
+    def __await__(self):
+        """`await result` in a coroutine: result() without blocking the event loop (the completion wakes the loop
+        from the sender thread). Cancelling the awaiting task only stops the wait; the records are sent."""
+        if not self._released:
+            completion = self._waitable()
+            if completion is None or not hasattr(completion, "__await__"):
+                raise KafkaError("this BatchResult cannot be awaited: it was made without an awaitable completion")
+            yield from completion.__await__()
+        return self.result(0)
+
     def done(self) -> bool:
         """True once every record is acknowledged or failed and its waiters may go (never blocks)."""
         return self._released
@@ -140,13 +160,8 @@ cdef class BatchResult:
         are still pending: call again to keep waiting).
         """
         if not self._released:
-            completion = self._completion
-            if completion is None and self._completion_factory is not None:
-                completion = self._completion_factory()
-                self._completion = completion
+            completion = self._waitable()
             if completion is not None:
-                if self._released:
-                    completion.set()
                 completion.wait(timeout)
             if not self._released:
                 raise KafkaTimeoutError(f"{self._pending} of {self.record_count} records not acknowledged within "
