@@ -149,17 +149,18 @@ def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
 
 def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
     from cykafka import Consumer, TopicPartition
+    from cykafka.aio import _poll_records
 
     async def main() -> int:
         with Consumer({"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest", "check.crcs": True,
                        "enable.auto.commit": False, "max.poll.records": CALL_RECORDS}) as consumer:
             consumer.assign([TopicPartition(args.topic, p) for p in range(args.partitions)])
 
-            async def getmany() -> dict[Any, list[Any]]:
-                records = consumer.poll(0)
-                if not records:
+            async def getmany() -> dict[Any, list[Any]]:  # AsyncConsumer.getmany's work, on the loop thread
+                by_partition = _poll_records(consumer, 0, CALL_RECORDS)
+                if not by_partition:
                     await asyncio.sleep(0.001)
-                return {None: records}
+                return by_partition
 
             return await consume(getmany, args.records, clock)
 

@@ -19,7 +19,6 @@ import concurrent.futures
 import inspect
 import threading
 import time
-from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -112,11 +111,17 @@ class _ClientThread:
     def __init__(self, name: str) -> None:
         self._name = name
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._last: concurrent.futures.Future[Any] | None = None
 
     def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=self._name)
-        return self._executor.submit(fn, *args, **kwargs)
+        future = self._last = self._executor.submit(fn, *args, **kwargs)
+        return future
+
+    def idle(self) -> bool:
+        """Nothing submitted is unfinished (one thread, in order: the last call done means all are)."""
+        return self._last is None or self._last.done()
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """fn(*args) on the thread. Cancelling the await: a call not started yet never runs; a running one ends
@@ -360,6 +365,9 @@ class AsyncConsumer:
         self._thread = _ClientThread(f"cykafka-aio-{self._consumer.config.connection.client_id}")
         # a poll whose await was cancelled, by kind ("records", "arrow"): the next call of that kind returns it
         self._held: dict[str, concurrent.futures.Future[Any]] = {}
+        # assign mode: a poll(0) may run on the loop thread while the consumer's thread is idle (in group mode a
+        # poll may run the rebalance listener, which must run on the loop while the polling thread waits)
+        self._poll_on_loop = True
 
     @property
     def consumer(self) -> Consumer:
@@ -383,12 +391,18 @@ class AsyncConsumer:
 
     # -- records ------------------------------------------------------------------------------------------------
 
-    async def _poll(self, kind: str, fn: Callable[..., T], *args: Any) -> T:
-        """fn(*args), a poll, on the consumer's thread. Cancelled while it runs: its result is held for the next
-        poll of the same kind, so no record is skipped."""
+    async def _poll(self, kind: str, fn: Callable[..., T], timeout_s: float, *args: Any) -> T:
+        """fn(timeout_s, *args), a poll. First fn(0) on the loop thread when the consumer's thread is idle (what is
+        buffered already, decoded in C: no thread hop); when that found nothing, fn(timeout_s) waits on the
+        consumer's thread. Cancelled while that runs: its result is held for the next poll of the same kind, so no
+        record is skipped."""
         future = self._held.pop(kind, None)
         if future is None:
-            future = self._thread.submit(fn, *args)
+            if self._poll_on_loop and self._thread.idle():
+                got = fn(0.0, *args)
+                if timeout_s <= 0 or len(got):  # type: ignore[arg-type]  # a dict or a pyarrow.RecordBatch
+                    return got
+            future = self._thread.submit(fn, timeout_s, *args)
         try:
             return await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
@@ -400,24 +414,20 @@ class AsyncConsumer:
                       ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Up to max_records (default max.poll.records) records, waiting up to timeout_ms for some, by partition
         (aiokafka's shape); {} when none came."""
-        records = await self._poll("records", _poll_records, self._consumer, timeout_ms / 1000,
-                                   max_records or self._consumer.config.max_poll_records)
-        by_partition: dict[TopicPartition, list[ConsumerRecord]] = defaultdict(list)
-        for record in records:
-            by_partition[TopicPartition(record.topic, record.partition)].append(record)
-        return dict(by_partition)
+        return await self._poll("records", self._poll_records, timeout_ms / 1000,
+                                max_records or self._consumer.config.max_poll_records)
 
     async def getone(self) -> ConsumerRecord:
         """The next record, awaited as long as it takes."""
         while True:
-            records = await self._poll("records", _poll_records, self._consumer, 1.0, 1)
-            if records:
+            for records in (await self._poll("records", self._poll_records, 1.0, 1)).values():
                 return records[0]
 
     async def poll(self, timeout: float) -> list[ConsumerRecord]:
         """Consumer.poll: up to max.poll.records records, waiting up to `timeout` s."""
-        return await self._poll("records", _poll_records, self._consumer, timeout,
-                                self._consumer.config.max_poll_records)
+        by_partition = await self._poll("records", self._poll_records, timeout,
+                                        self._consumer.config.max_poll_records)
+        return [record for records in by_partition.values() for record in records]
 
     async def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """Consumer.poll_batch: one pyarrow.RecordBatch (Spark's Kafka source schema), built in C."""
@@ -433,6 +443,9 @@ class AsyncConsumer:
             for record in await self.poll(1.0):
                 yield record
 
+    def _poll_records(self, timeout_s: float, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        return _poll_records(self._consumer, timeout_s, limit)
+
     # -- assignment, positions, offsets: the Consumer's calls on its thread ---------------------------------------
 
     async def subscribe(self, topics: Iterable[str] | re.Pattern[str],
@@ -440,6 +453,7 @@ class AsyncConsumer:
         """Consumer.subscribe (group mode). The listener's methods may be `async def`; they run on this loop while
         the consumer's thread (in the poll that rebalances) waits for them."""
         on_loop = None if listener is None else _ListenerOnLoop(listener, asyncio.get_running_loop())
+        self._poll_on_loop = False
         await self._thread.run(self._consumer.subscribe, topics,  # type: ignore[attr-defined]  # the lead's, coming
                                listener=on_loop)
 
@@ -494,18 +508,26 @@ class AsyncConsumer:
         return await self._thread.run(self._consumer.partitions_for, topic, timeout)
 
 
-def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> list[ConsumerRecord]:
-    """Consumer.poll with its own record limit (getmany's max_records, getone's 1): nothing is read ahead of what
-    is returned, so positions and commits stay what the caller has seen."""
+def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+    """Consumer.poll with its own record limit (getmany's max_records, getone's 1; nothing is read ahead of what is
+    returned, so positions and commits stay what the caller has seen), by partition: one dict step per run of a
+    partition's records, none per record."""
     consumer._check_open()
-    records: list[ConsumerRecord] = []
+    by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}
 
     def take(fetch: PartitionFetch, count: int) -> int:
         got = fetch.records(count)
-        records.extend(got)
+        if got:
+            first = got[0]
+            tp = TopicPartition(first.topic, first.partition)
+            records = by_partition.get(tp)
+            if records is None:
+                by_partition[tp] = got
+            else:
+                records.extend(got)
         return len(got)
 
     consumer._poll(timeout_s, limit, take)
-    return records
+    return by_partition
 
 
