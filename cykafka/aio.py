@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import threading
 import time
@@ -24,7 +25,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from cykafka.consumer import Consumer
+from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
 from cykafka.ports import PartitionInfo, TopicPartition
 from cykafka.producer import Producer
@@ -330,10 +331,16 @@ class AsyncRebalanceListener(Protocol):
 
 
 class _ListenerOnLoop:
-    """The listener Consumer calls on its polling thread: runs the user's methods on the loop and waits for them."""
+    """The listener Consumer calls on its polling thread: has the user's listener methods (so the Consumer's own
+    defaults apply to the missing ones), each running the user's on the loop while the polling thread waits."""
 
-    def __init__(self, listener: AsyncRebalanceListener, loop: asyncio.AbstractEventLoop) -> None:
-        self._listener, self._loop = listener, loop
+    def __init__(self, listener: object, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        for name in _LISTENER_METHODS:
+            method = getattr(listener, name, None)
+            inherited = getattr(type(listener), name, None) is getattr(ConsumerRebalanceListener, name)
+            if callable(method) and not inherited:  # an inherited default calls the others: the Consumer does that
+                setattr(self, name, functools.partial(self._call, method))
 
     def _call(self, method: Callable[[set[TopicPartition]], Any], partitions: set[TopicPartition]) -> None:
         async def run() -> None:
@@ -343,15 +350,15 @@ class _ListenerOnLoop:
 
         asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        self._call(self._listener.on_partitions_revoked, partitions)
+    @staticmethod
+    def wrap(listener: object, loop: asyncio.AbstractEventLoop) -> object:
+        """The wrapper, or the listener itself when it has no listener method (the Consumer names it then)."""
+        if listener is None or not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
+            return listener
+        return _ListenerOnLoop(listener, loop)
 
-    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self._call(self._listener.on_partitions_assigned, partitions)
 
-    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        # Java's default: partitions lost are handled as revoked
-        self._call(getattr(self._listener, "on_partitions_lost", self._listener.on_partitions_revoked), partitions)
+_LISTENER_METHODS = tuple(name for name in vars(ConsumerRebalanceListener) if name.startswith("on_"))
 
 
 class AsyncConsumer:
@@ -449,13 +456,18 @@ class AsyncConsumer:
     # -- assignment, positions, offsets: the Consumer's calls on its thread ---------------------------------------
 
     async def subscribe(self, topics: Iterable[str] | re.Pattern[str],
-                        listener: AsyncRebalanceListener | None = None) -> None:
-        """Consumer.subscribe (group mode). The listener's methods may be `async def`; they run on this loop while
-        the consumer's thread (in the poll that rebalances) waits for them."""
-        on_loop = None if listener is None else _ListenerOnLoop(listener, asyncio.get_running_loop())
+                        listener: AsyncRebalanceListener | object | None = None) -> None:
+        """Consumer.subscribe (group mode). The listener's methods (ConsumerRebalanceListener's) may be `async def`;
+        they run on this loop while the consumer's thread (in the poll that rebalances) waits for them."""
+        on_loop = _ListenerOnLoop.wrap(listener, asyncio.get_running_loop())
         self._poll_on_loop = False
-        await self._thread.run(self._consumer.subscribe, topics,  # type: ignore[attr-defined]  # the lead's, coming
-                               listener=on_loop)
+        await self._thread.run(self._consumer.subscribe, topics, listener=on_loop)
+
+    async def unsubscribe(self) -> None:
+        await self._thread.run(self._consumer.unsubscribe)
+
+    async def subscription(self) -> set[str]:
+        return await self._thread.run(self._consumer.subscription)
 
     async def assign(self, partitions: Iterable[TopicPartition]) -> None:
         await self._thread.run(self._consumer.assign, list(partitions))

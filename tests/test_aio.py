@@ -20,6 +20,7 @@ from cykafka import BufferExhaustedError, Consumer, KafkaTimeoutError, Producer,
 from cykafka.aio import AsyncConsumer, AsyncProducer
 from cykafka.broker import EmbeddedBroker
 from cykafka.completion import Completion
+from cykafka.consumer import ConsumerRebalanceListener
 
 POLLS = 120  # bounded read-back loops: 120 polls of at most 0.5 s
 
@@ -309,3 +310,39 @@ async def test_a_cancelled_getmany_skips_no_record(broker: EmbeddedBroker) -> No
             seen += (await consumer.getmany(timeout_ms=500)).get(tp, [])
         assert [r.value for r in seen] == [b"taken-by-the-cancelled-poll"]
         assert await consumer.position(tp) == 2
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for p in range(4):
+            await producer.send(topic, b"v%d" % p, partition=p)
+        assert await producer.flush(30) == 0
+    loop_thread = threading.get_ident()
+    calls: list[tuple[str, set[TopicPartition], bool]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+            await asyncio.sleep(0)  # a coroutine: awaited on the loop, the polling thread waits for it
+            calls.append(("assigned", partitions, threading.get_ident() == loop_thread))
+
+        def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+            calls.append(("revoked", partitions, threading.get_ident() == loop_thread))
+
+    tps = {TopicPartition(topic, p) for p in range(4)}
+    async with AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}",
+                              "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                              "auto.offset.reset": "earliest"}) as consumer:
+        await consumer.subscribe([topic], listener=Listener())
+        assert await consumer.subscription() == {topic}
+        got: list[Any] = []
+        async with _LagProbe().running() as probe:
+            for _ in range(POLLS):  # the join is held for session.timeout.ms / 2 by Tansu
+                if len(got) >= 4:
+                    break
+                got += [r for records in (await consumer.getmany(timeout_ms=500)).values() for r in records]
+        assert sorted(r.value for r in got) == [b"v0", b"v1", b"v2", b"v3"]
+        assert probe.max_lag_s < 0.2 and await consumer.assignment() == tps
+    assert calls == [("assigned", tps, True), ("revoked", tps, True)]  # revoked on close, on the loop too
