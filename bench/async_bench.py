@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -119,20 +118,6 @@ def run_produce_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clo
     return asyncio.run(main())
 
 
-async def consume(getmany: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int, clock: Clock) -> int:
-    clock.start()
-    seen = touched = 0
-    while seen < records:
-        got = await getmany()
-        for messages in got.values():
-            for message in messages:
-                touched += len(message.value or b"")
-            seen += len(messages)
-        if got:
-            clock.sample_rss()
-    return seen
-
-
 def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
     from cykafka import TopicPartition
     from cykafka.aio import AsyncConsumer
@@ -141,8 +126,8 @@ def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
         async with AsyncConsumer({"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest",
                                   "check.crcs": True, "enable.auto.commit": False}) as consumer:
             await consumer.assign([TopicPartition(args.topic, p) for p in range(args.partitions)])
-            return await consume(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records,
-                                 clock)
+            return await consume_bench.read_all(
+                lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records, clock)
 
     return clock.result(asyncio.run(main()))
 
@@ -162,26 +147,13 @@ def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any]
                     await asyncio.sleep(0.001)
                 return by_partition
 
-            return await consume(getmany, args.records, clock)
+            return await consume_bench.read_all(getmany, args.records, clock)
 
     return clock.result(asyncio.run(main()))
 
 
 def run_consume_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-
-    async def main() -> int:
-        consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap, auto_offset_reset="earliest", check_crcs=True,
-                                    enable_auto_commit=False)
-        await consumer.start()
-        try:
-            consumer.assign([TopicPartition(args.topic, p) for p in range(args.partitions)])
-            return await consume(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records,
-                                 clock)
-        finally:
-            await consumer.stop()
-
-    return clock.result(asyncio.run(main()))
+    return clock.result(consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock))
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Clock], dict[str, Any]]] = {
@@ -203,13 +175,10 @@ def settings_for(client: str) -> dict[str, Any]:
 
 def measure(client: str, args: argparse.Namespace, bootstrap: str, topic: str) -> dict[str, Any]:
     settings = settings_for(client)
-    command = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
-               "--topic", topic, "--partitions", str(args.partitions), "--records", str(args.records),
-               "--value-bytes", str(args.value_bytes), "--codec", args.codec, "--settings", json.dumps(settings)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-    if done.returncode != 0:
-        return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result = consume_bench.run_worker(client, [
+        os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap, "--topic", topic, "--partitions",
+        str(args.partitions), "--records", str(args.records), "--value-bytes", str(args.value_bytes), "--codec",
+        args.codec, "--settings", json.dumps(settings)])
     return {"client": client, **result, "settings": settings}
 
 
@@ -258,27 +227,13 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", choices=CLIENTS, help="run one client (internal)")
-    parser.add_argument("--bootstrap", default="")
-    parser.add_argument("--topic", default="")
+    parser = consume_bench.bench_parser(__doc__, CLIENTS, 1_000_000, "unused (bench/run.py passes it to each script)")
     parser.add_argument("--settings", default="{}", help="the producer's settings as JSON (internal)")
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--slow-records", type=int, default=0, help="unused (bench/run.py passes it to every script)")
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--codec", default="lz4")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clients", default=",".join(CLIENTS))
-    parser.add_argument("--json", action="store_true", help="print the raw result as JSON (for bench/run.py)")
-    args = parser.parse_args()
-    if args.worker:
-        print(json.dumps(RUNNERS[args.worker](args, json.loads(args.settings), Clock())))
-        return 0
-    result = run(args)
-    print(json.dumps(result) if args.json else table(result))
-    return 0
+    return consume_bench.dispatch(parser.parse_args(), worker, run, table)
+
+
+def worker(args: argparse.Namespace) -> None:
+    print(json.dumps(RUNNERS[args.worker](args, json.loads(args.settings), Clock())))
 
 
 if __name__ == "__main__":

@@ -326,13 +326,8 @@ cdef class ProducerBatch:
     cpdef object waitable(self):
         """The completion to wait on, made on first use (most batches are never waited on); already set when the
         batch was released."""
-        completion = self._completion
-        if completion is None and self._completion_factory is not None:
-            completion = self._completion_factory()
-            self._completion = completion
-        if completion is not None and self._released:
-            completion.set()
-        return completion
+        self._completion = _completion_for(self._completion, self._completion_factory, self._released)
+        return self._completion
 
     cpdef void release_waiters(self):
         """Called once the batch is final and its callbacks ran: wakes its waiters, and a split parent's once all

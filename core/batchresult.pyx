@@ -15,6 +15,16 @@ from libc.stdint cimport int32_t, uint32_t
 cdef class BatchResult
 
 
+cdef inline object _completion_for(object completion, object completion_factory, bint released):
+    """What a waiter waits on (a ProducerBatch's or a BatchResult's): `completion`, else a new one from the factory
+    (most are never waited on: made on first use; None without a factory); set already when released."""
+    if completion is None and completion_factory is not None:
+        completion = completion_factory()
+    if completion is not None and released:
+        completion.set()
+    return completion
+
+
 @cython.final
 cdef class _Segment:
     cdef BatchResult result
@@ -129,13 +139,8 @@ cdef class BatchResult:
 
     cdef object _waitable(self):
         """The completion to wait on, made on first use; already set when the records were released."""
-        completion = self._completion
-        if completion is None and self._completion_factory is not None:
-            completion = self._completion_factory()
-            self._completion = completion
-        if completion is not None and self._released:
-            completion.set()
-        return completion
+        self._completion = _completion_for(self._completion, self._completion_factory, self._released)
+        return self._completion
 
     def __await__(self):
         """`await result` in a coroutine: result() without blocking the event loop (the completion wakes the loop
