@@ -29,6 +29,7 @@ from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
 from cykafka.ports import PartitionInfo, TopicPartition
 from cykafka.producer import Producer
+from cykafka.serialization import validate_topic
 from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
@@ -181,7 +182,8 @@ class AsyncProducer:
             except _WouldBlock as blocked:
                 return await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
         # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way there
-        return await self._send_blocked(_NeedsMetadata(topic, partition), topic, value, key, partition, timestamp_ms,
+        validate_topic(topic)
+        return await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition, timestamp_ms,
                                         headers)
 
     async def _send_blocked(self, blocked: _WouldBlock, topic: str, value: object, key: object,

@@ -16,11 +16,22 @@ from typing import Any
 
 import pytest
 
-from cykafka import BufferExhaustedError, Consumer, KafkaTimeoutError, Producer, RecordMetadata, TopicPartition
+from cykafka import (
+    BufferExhaustedError,
+    Consumer,
+    InvalidTopicError,
+    KafkaTimeoutError,
+    Producer,
+    RecordMetadata,
+    TopicPartition,
+)
+from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.aio import AsyncConsumer, AsyncProducer
 from cykafka.broker import EmbeddedBroker
 from cykafka.completion import Completion
 from cykafka.consumer import ConsumerRebalanceListener
+from cykafka.ports import Ports
 
 POLLS = 120  # bounded read-back loops: 120 polls of at most 0.5 s
 
@@ -174,6 +185,24 @@ async def test_missing_metadata_is_awaited_and_times_out_as_the_sync_send() -> N
                 await producer.send(_topic(), b"v")
         assert probe.max_lag_s < 0.2 and probe.ticks > 20, (probe.max_lag_s, probe.ticks)
         await producer.stop(0)
+
+
+@pytest.mark.asyncio
+async def test_interceptors_see_each_record_once_when_the_send_awaits_metadata() -> None:
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 2)
+    seen: list[Any] = []
+
+    class Interceptor:
+        def on_send(self, record: Any) -> None:
+            seen.append(record.value)
+
+    async with AsyncProducer({"bootstrap.servers": "fake:9092", "interceptor.classes": [Interceptor()],
+                              "max.block.ms": 5000}, ports=Ports(transport=cluster)) as producer:
+        metadata = await producer.send_and_wait("t", b"v", partition=1)  # the topic is unknown until fetched
+        with pytest.raises(InvalidTopicError):
+            await producer.send(123, b"v")  # type: ignore[arg-type]
+    assert seen == [b"v"] and (metadata.topic, metadata.partition, metadata.offset) == ("t", 1, 0)
 
 
 @pytest.mark.broker
