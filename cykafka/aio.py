@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
+from cykafka.errors import KafkaError
 from cykafka.ports import PartitionInfo, TopicPartition
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
@@ -44,17 +45,24 @@ _METADATA_POLL_MS = 5  # as Producer._wait_on_metadata
 _MEMORY_RECHECK_MS = 100  # as Producer._wait_for_buffer: a waiter looks again at least this often
 
 
-class _WouldBlock(Exception):
-    """Raised by _LoopProducer on the loop's thread where the sync Producer would wait; never reaches the user."""
+class _WouldBlock(KafkaError):
+    """Raised by _LoopProducer on the loop's thread where the sync Producer would wait: AsyncProducer awaits instead.
+    Reaches the user only from the sync calls of `AsyncProducer.producer` made on the loop's thread."""
+
+    def __init__(self, waits_for: str) -> None:
+        super().__init__(f"the call would block the event loop waiting for {waits_for}: use AsyncProducer's "
+                         f"coroutines on the loop, or call the sync Producer from another thread")
 
 
 class _NeedsMetadata(_WouldBlock):
     def __init__(self, topic: str, partition: int | None) -> None:
+        super().__init__(f"the metadata of topic {topic!r}")
         self.topic, self.partition = topic, partition
 
 
 class _NeedsMemory(_WouldBlock):
     def __init__(self, args: tuple[Any, ...]) -> None:
+        super().__init__("buffer memory (buffer.memory)")
         self.args_to_append = args  # Producer._append's arguments: the record, prepared
 
 

@@ -20,6 +20,7 @@ from cykafka import (
     BufferExhaustedError,
     Consumer,
     InvalidTopicError,
+    KafkaError,
     KafkaTimeoutError,
     Producer,
     RecordMetadata,
@@ -200,9 +201,12 @@ async def test_interceptors_see_each_record_once_when_the_send_awaits_metadata()
     async with AsyncProducer({"bootstrap.servers": "fake:9092", "interceptor.classes": [Interceptor()],
                               "max.block.ms": 5000}, ports=Ports(transport=cluster)) as producer:
         metadata = await producer.send_and_wait("t", b"v", partition=1)  # the topic is unknown until fetched
+        assert seen == [b"v"]
         with pytest.raises(InvalidTopicError):
             await producer.send(123, b"v")  # type: ignore[arg-type]
-    assert seen == [b"v"] and (metadata.topic, metadata.partition, metadata.offset) == ("t", 1, 0)
+        with pytest.raises(KafkaError, match="would block the event loop waiting for the metadata of topic 'u'"):
+            producer.producer.send("u", b"u")  # the sync send, on the loop's thread
+    assert (metadata.topic, metadata.partition, metadata.offset) == ("t", 1, 0)
 
 
 @pytest.mark.broker
