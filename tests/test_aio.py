@@ -280,14 +280,15 @@ async def test_send_batch_flush_and_a_transaction(broker: EmbeddedBroker) -> Non
 async def test_async_consumer_reads_what_was_written_equal_to_the_sync_consumer(broker: EmbeddedBroker) -> None:
     topic = _topic()
     count = 300
+    written = [(i % 4, 1_700_000_000_000 + i, None if i % 5 == 0 else b"k%d" % i, None if i % 7 == 0 else b"v%d" % i,
+                [("h", b"x%d" % i), ("empty", None)] if i % 3 == 0 else []) for i in range(count)]
     async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
-        for i in range(count):
-            await producer.send(topic, None if i % 7 == 0 else b"v%d" % i, key=None if i % 5 == 0 else b"k%d" % i,
-                                partition=i % 4, timestamp_ms=1_700_000_000_000 + i,
-                                headers=[("h", b"x%d" % i), ("empty", None)] if i % 3 == 0 else None)
+        for partition, timestamp_ms, key, value, headers in written:
+            await producer.send(topic, value, key=key, partition=partition, timestamp_ms=timestamp_ms,
+                                headers=headers or None)
         assert await producer.flush(30) == 0
     expected = _rows(_read_back(broker.bootstrap_servers, topic, count))
-    assert len(expected) == count
+    assert sorted((p, ts, k, v, h) for _, p, _, ts, _, k, v, h in expected) == sorted(written)
     tps = [TopicPartition(topic, p) for p in range(4)]
     config = {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest",
               "max.poll.records": 50}
