@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 # measure the installed package, not the source tree (see e2e_bench.py)
@@ -139,21 +139,34 @@ def run_aiokafka(bootstrap: str, topic: str, partitions: int, records: int, cloc
         await consumer.start()
         try:
             consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-            clock.start()
-            seen = touched = 0
-            while seen < records:
-                got = await consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS)
-                for messages in got.values():
-                    for message in messages:
-                        touched += len(message.value or b"")
-                    seen += len(messages)
-                if got:
-                    clock.sample_rss()
-            return seen
+            return await read_all(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), records,
+                                  clock)
         finally:
             await consumer.stop()
 
     return asyncio.run(main())
+
+
+async def read_all(getmany: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int, clock: Clock) -> int:
+    """An asyncio consumer's loop (aiokafka's getmany shape): `records` records, every value touched."""
+    clock.start()
+    seen = 0
+    while seen < records:
+        got = await getmany()
+        seen += touch(got)
+        if got:
+            clock.sample_rss()
+    return seen
+
+
+def touch(by_partition: dict[Any, list[Any]]) -> int:
+    """The records of a getmany / poll answer ({partition: [records]}), each value touched (its length read)."""
+    seen = touched = 0
+    for messages in by_partition.values():
+        for message in messages:
+            touched += len(message.value or b"")
+        seen += len(messages)
+    return seen
 
 
 def run_kafka_python(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock) -> int:
@@ -163,13 +176,10 @@ def run_kafka_python(bootstrap: str, topic: str, partitions: int, records: int, 
     try:
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
         clock.start()
-        seen = touched = 0
+        seen = 0
         while seen < records:
             got = consumer.poll(timeout_ms=1000, max_records=CALL_RECORDS)
-            for messages in got.values():
-                for message in messages:
-                    touched += len(message.value or b"")
-                seen += len(messages)
+            seen += touch(got)
             if got:
                 clock.sample_rss()
         return seen
@@ -214,9 +224,13 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes:
 
 
 def measure(client: str, bootstrap: str, topic: str, partitions: int, records: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
-               "--topic", topic, "--partitions", str(partitions), "--records", str(records)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    return run_worker(client, [os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap, "--topic",
+                               topic, "--partitions", str(partitions), "--records", str(records)])
+
+
+def run_worker(client: str, arguments: list[str]) -> dict[str, Any]:
+    """A worker process (this Python, these arguments): its last stdout line parsed, or its error."""
+    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -263,27 +277,38 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def bench_parser(doc: str, clients: tuple[str, ...], records: int, slow_help: str) -> argparse.ArgumentParser:
+    """The command line of a bench script run by bench/run.py (this one and async_bench.py)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", choices=CLIENTS, help="run one client (internal)")
+    parser.add_argument("--worker", choices=clients, help="run one client (internal)")
     parser.add_argument("--bootstrap", default="")
     parser.add_argument("--topic", default="")
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--slow-records", type=int, default=200_000, help="records for kafka-python")
+    parser.add_argument("--records", type=int, default=records)
+    parser.add_argument("--slow-records", type=int, default=records // 10, help=slow_help)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--codec", default="lz4")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--clients", default=",".join(clients))
     parser.add_argument("--json", action="store_true", help="print the raw result as JSON (for bench/run.py)")
-    args = parser.parse_args()
+    return parser
+
+
+def dispatch(args: argparse.Namespace, worker: Callable[[argparse.Namespace], None],
+             run: Callable[[argparse.Namespace], dict[str, Any]], table: Callable[[dict[str, Any]], str]) -> int:
+    """A bench script's main once parsed: one worker (--worker), or every run and its table (--json: raw)."""
     if args.worker:
         worker(args)
         return 0
     result = run(args)
     print(json.dumps(result) if args.json else table(result))
     return 0
+
+
+def main() -> int:
+    return dispatch(bench_parser(__doc__, CLIENTS, 2_000_000, "records for kafka-python").parse_args(), worker, run,
+                    table)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     against buffer.memory (16 MiB here) + 64 MiB, and the longest blocking send;
   encode                            bench/encode_bench.py (append + close, no I/O) against aiokafka's Cython builder;
   consume                           bench/consume_bench.py: cykafka's Consumer (poll, poll_batch) against
-                                    confluent-kafka (tuned and default), aiokafka and kafka-python, lz4 and none.
+                                    confluent-kafka (tuned and default), aiokafka and kafka-python, lz4 and none;
+  async                             bench/async_bench.py: cykafka.aio's AsyncProducer and AsyncConsumer against
+                                    aiokafka's, lz4, and the event-loop lag while producing.
 Each client runs in its own process (bench/e2e_bench.py's workers). Every (scenario, round) gets a fresh broker
 (Tansu's memory storage keeps every record). Ratios are the median of the per-round ratios (each round measures
 the clients back to back on one broker). runs.json keeps every worker's raw result. --profile runs the cykafka
@@ -38,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import async_bench
 import consume_bench
 import e2e_bench as e2e
 from throttle import ThrottleProxy
@@ -238,6 +241,11 @@ def run_encode(records: int, rounds: int, codec: str) -> dict[str, float]:
     return rates
 
 
+def run_async(records: int, rounds: int, codec: str) -> dict[str, Any]:
+    result: dict[str, Any] = _run_json("async_bench.py", records, records, rounds, codec, 3600)
+    return result
+
+
 def run_consume(records: int, rounds: int, codec: str) -> dict[str, Any]:
     result: dict[str, Any] = _run_json("consume_bench.py", records, max(1000, records // 10), rounds, codec, 3600)
     return result
@@ -431,7 +439,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
-    parser.add_argument("--only", default="", help="comma-separated scenario names (and/or 'encode', 'consume')")
+    parser.add_argument("--only", default="",
+                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async')")
     parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -456,16 +465,21 @@ def main() -> int:
     if not only or "consume" in only:
         for codec in ("lz4", "none"):
             consume.append(run_consume(max(20_000, int(2_000_000 * scale)), rounds, codec))
+    asyncio_runs: list[dict[str, Any]] = []
+    if not only or "async" in only:
+        asyncio_runs.append(run_async(max(20_000, int(1_000_000 * scale)), rounds, "lz4"))
     header = (f"## Results\n\nbench/run.py{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} "
               f"CPUs, Python {sys.version.split()[0]}, broker Tansu (embedded, memory storage), "
               f"{time.monotonic() - started:.0f} s\n\n")
     clients = [c for c in ALL_CLIENTS if any(c in s.clients for s in chosen)]
     report = (header + settings_table(clients) + "\n" + targets(chosen, encode) + "\n" + consume_targets(consume)
-              + tables(chosen, encode, rounds) + "".join("\n" + consume_bench.table(r) for r in consume))
+              + tables(chosen, encode, rounds) + "".join("\n" + consume_bench.table(r) for r in consume)
+              + "".join("\n" + async_bench.table(r) for r in asyncio_runs))
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
-        json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode, "consume": consume}, f, indent=1)
+        json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode, "consume": consume,
+                   "async": asyncio_runs}, f, indent=1)
     if any(s.runs for s in chosen if s.mode == "throughput"):
         plot(chosen, os.path.join(args.out, "results.png"))
     print(report)

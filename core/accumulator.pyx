@@ -151,6 +151,18 @@ cdef class RecordFuture:
         self._wait(timeout)
         return self._error
 
+    def __await__(self):
+        """`await future` in a coroutine: result() without blocking the event loop (the batch's completion wakes
+        the loop from the sender thread). Cancelling the awaiting task only stops the wait; the record is sent."""
+        cdef ProducerBatch wait_batch
+        if not self._done:
+            wait_batch = self._wait_batch
+            completion = None if wait_batch is None else wait_batch.waitable()
+            if completion is None or not hasattr(completion, "__await__"):
+                raise KafkaError("this RecordFuture cannot be awaited: its producer gives no awaitable completion")
+            yield from completion.__await__()
+        return self.result(0)
+
     def __repr__(self):
         if not self._done:
             return f"<RecordFuture pending {self._topic}[{self._partition}]>"
@@ -314,13 +326,8 @@ cdef class ProducerBatch:
     cpdef object waitable(self):
         """The completion to wait on, made on first use (most batches are never waited on); already set when the
         batch was released."""
-        completion = self._completion
-        if completion is None and self._completion_factory is not None:
-            completion = self._completion_factory()
-            self._completion = completion
-        if completion is not None and self._released:
-            completion.set()
-        return completion
+        self._completion = _completion_for(self._completion, self._completion_factory, self._released)
+        return self._completion
 
     cpdef void release_waiters(self):
         """Called once the batch is final and its callbacks ran: wakes its waiters, and a split parent's once all

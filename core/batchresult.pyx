@@ -15,6 +15,16 @@ from libc.stdint cimport int32_t, uint32_t
 cdef class BatchResult
 
 
+cdef inline object _completion_for(object completion, object completion_factory, bint released):
+    """What a waiter waits on (a ProducerBatch's or a BatchResult's): `completion`, else a new one from the factory
+    (most are never waited on: made on first use; None without a factory); set already when released."""
+    if completion is None and completion_factory is not None:
+        completion = completion_factory()
+    if completion is not None and released:
+        completion.set()
+    return completion
+
+
 @cython.final
 cdef class _Segment:
     cdef BatchResult result
@@ -127,6 +137,21 @@ cdef class BatchResult:
 
     # -- the caller's side ---------------------------------------------------------------------------------------
 
+    cdef object _waitable(self):
+        """The completion to wait on, made on first use; already set when the records were released."""
+        self._completion = _completion_for(self._completion, self._completion_factory, self._released)
+        return self._completion
+
+    def __await__(self):
+        """`await result` in a coroutine: result() without blocking the event loop (the completion wakes the loop
+        from the sender thread). Cancelling the awaiting task only stops the wait; the records are sent."""
+        if not self._released:
+            completion = self._waitable()
+            if completion is None or not hasattr(completion, "__await__"):
+                raise KafkaError("this BatchResult cannot be awaited: it was made without an awaitable completion")
+            yield from completion.__await__()
+        return self.result(0)
+
     def done(self) -> bool:
         """True once every record is acknowledged or failed and its waiters may go (never blocks)."""
         return self._released
@@ -140,13 +165,8 @@ cdef class BatchResult:
         are still pending: call again to keep waiting).
         """
         if not self._released:
-            completion = self._completion
-            if completion is None and self._completion_factory is not None:
-                completion = self._completion_factory()
-                self._completion = completion
+            completion = self._waitable()
             if completion is not None:
-                if self._released:
-                    completion.set()
                 completion.wait(timeout)
             if not self._released:
                 raise KafkaTimeoutError(f"{self._pending} of {self.record_count} records not acknowledged within "

@@ -44,6 +44,7 @@ from cykafka.admin import (  # isort: skip
 from cykafka.ports import TopicPartition  # isort: skip
 from cykafka.consumer import Consumer, ConsumerRebalanceListener  # isort: skip
 from cykafka.core import ConsumerRecord  # isort: skip
+from cykafka import aio  # isort: skip  (AsyncProducer, AsyncConsumer: cykafka.aio)
 
 __version__ = "0.1.0"
 
@@ -94,4 +95,5 @@ __all__ = [
     "TransactionStateError",
     "UnsupportedVersionError",
     "__version__",
+    "aio",
 ]

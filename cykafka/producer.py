@@ -35,6 +35,7 @@ from typing import Any, overload
 
 from cykafka.adapters.clock import SystemClock, core_clock
 from cykafka.adapters.compression import compressor_for
+from cykafka.completion import Completion
 from cykafka.config import ProducerConfig
 from cykafka.core import (
     BatchResult,
@@ -152,12 +153,13 @@ class Producer(SendPath):
     def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
         """Pool, accumulator, transport, metadata, Sender and its thread: at construction and again after a fork."""
         cfg = self.config
-        self._pool: BufferPool[threading.Condition] = BufferPool(cfg.buffer_memory, cfg.batch_size)
+        self._pool: BufferPool[Any] = BufferPool(  # waiters: threading.Condition, cykafka.aio's loop waiters
+            cfg.buffer_memory, cfg.batch_size)
         self._accumulator = RecordAccumulator(
             cfg.batch_size, self._pool, codec=CODEC_NAMES[cfg.compression_type], compressor=self._compressor,
             linger_ms=cfg.linger_ms, retry_backoff_ms=cfg.retry_backoff_ms,
             retry_backoff_max_ms=cfg.retry_backoff_max_ms, delivery_timeout_ms=cfg.delivery_timeout_ms,
-            completion_factory=threading.Event,
+            completion_factory=Completion,
             adaptive_partitioning=cfg.partitioner_adaptive_partitioning_enable,
             partition_availability_timeout_ms=cfg.partitioner_availability_timeout_ms,
         )
@@ -300,7 +302,7 @@ class Producer(SendPath):
         num_partitions = self._wait_on_metadata(topic, partitions if type(partitions) is int else None, deadline_ms)
         partitions, timestamps_ms, headers = self._batch_check(count, num_partitions, partitions, timestamps_ms,
                                                                headers)
-        result = BatchResult(count, threading.Event)
+        result = BatchResult(count, Completion)
         if self._columnar_fast:
             self._send_batch_columns(topic, value_column, key_column, partitions, timestamps_ms, headers, result)
         else:
@@ -428,10 +430,7 @@ class Producer(SendPath):
                     break
                 remaining_ms = deadline_ms - self._clock.monotonic_ms()
                 if remaining_ms <= 0:
-                    raise BufferExhaustedError(
-                        f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} "
-                        f"ms): buffer.memory {self._pool.total_memory_bytes} bytes, available "
-                        f"{self._pool.available_memory_bytes} bytes; the record was not queued")
+                    raise self._buffer_exhausted(size_bytes)
                 self._wake_sender()  # once per sender loop: its ready() then sends everything queued
                 self._clock.wait_ms(waiter.wait, min(remaining_ms, 100))
         finally:
@@ -442,6 +441,12 @@ class Producer(SendPath):
             next_waiter.notify()
         return buffer
 
+    def _buffer_exhausted(self, size_bytes: int) -> BufferExhaustedError:
+        return BufferExhaustedError(
+            f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} ms): "
+            f"buffer.memory {self._pool.total_memory_bytes} bytes, available {self._pool.available_memory_bytes} "
+            f"bytes; the record was not queued")
+
     def _memory_freed(self, waiter: Any) -> None:
         with self._lock:
             waiter.notify()
@@ -449,35 +454,43 @@ class Producer(SendPath):
     def _wait_on_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
         """Partition count of `topic`, waiting for metadata up to max.block.ms (Java's waitOnMetadata)."""
         while True:
-            snapshot = self._metadata.snapshot()
-            count = snapshot.partition_count(topic)
+            count = self._metadata_or_request(topic, partition, deadline_ms)
             if count is not None:
-                self._sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
-            if count is not None and (partition is None or partition < count):
-                if partition is not None and partition < 0:
-                    raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
                 return count
-            if partition is not None and count is not None and not isinstance(partition, bool):
-                raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}] of "
-                                         f"topic {topic!r}")
-            if self._closed:
-                raise ProducerClosedError("the producer was closed while waiting for metadata")
-            auth_error = self._transport.authentication_error()
-            if auth_error is not None:
-                raise auth_error
-            now_ms = self._clock.monotonic_ms()
-            if now_ms >= deadline_ms:
-                servers = ",".join(self.config.bootstrap_servers)
-                problem = getattr(self._transport, "connection_problem", lambda: None)()
-                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
-                                        f"ms (max.block.ms); bootstrap.servers={servers}"
-                                        + (f"; {problem}" if problem else ""))
-            self._metadata.add_topic(topic, now_ms)
-            self._metadata.request_update()
-            self._transport.wakeup()
             if self._thread is None:  # driven by hand (tests): nothing will fetch it
                 raise KafkaTimeoutError(f"topic {topic!r} not present in metadata and no sender thread runs")
-            self._clock.sleep_ms(min(5, deadline_ms - now_ms))
+            self._clock.sleep_ms(min(5, deadline_ms - self._clock.monotonic_ms()))
+
+    def _metadata_or_request(self, topic: str, partition: int | None, deadline_ms: int) -> int | None:
+        """One look of _wait_on_metadata: the partition count, or None after asking the sender for the topic;
+        raises what the wait would (KafkaTimeoutError at deadline_ms)."""
+        snapshot = self._metadata.snapshot()
+        count = snapshot.partition_count(topic)
+        if count is not None:
+            self._sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
+        if count is not None and (partition is None or partition < count):
+            if partition is not None and partition < 0:
+                raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
+            return count
+        if partition is not None and count is not None and not isinstance(partition, bool):
+            raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}] of "
+                                     f"topic {topic!r}")
+        if self._closed:
+            raise ProducerClosedError("the producer was closed while waiting for metadata")
+        auth_error = self._transport.authentication_error()
+        if auth_error is not None:
+            raise auth_error
+        now_ms = self._clock.monotonic_ms()
+        if now_ms >= deadline_ms:
+            servers = ",".join(self.config.bootstrap_servers)
+            problem = getattr(self._transport, "connection_problem", lambda: None)()
+            raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
+                                    f"ms (max.block.ms); bootstrap.servers={servers}"
+                                    + (f"; {problem}" if problem else ""))
+        self._metadata.add_topic(topic, now_ms)
+        self._metadata.request_update()
+        self._transport.wakeup()
+        return None
 
     def _intercept(self, record: ProducerRecord) -> ProducerRecord:
         for interceptor in self._interceptors:
@@ -509,10 +522,7 @@ class Producer(SendPath):
         when `timeout` seconds pass first."""
         if self._thread is not None and threading.current_thread() is self._thread:
             raise KafkaError("flush() from a delivery callback or interceptor would deadlock the sender thread")
-        with self._lock:
-            self._accumulator.begin_flush()
-            batches = list(self._accumulator.incomplete)
-        self._transport.wakeup()
+        batches = self._begin_flush()
         deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
         try:
             for batch in batches:
@@ -524,8 +534,21 @@ class Producer(SendPath):
                 else:
                     self._clock.wait_ms(completion.wait, deadline_ms - self._clock.monotonic_ms())
         finally:
-            with self._lock:
-                self._accumulator.end_flush()
+            pending = self._end_flush(batches)
+        return pending
+
+    def _begin_flush(self) -> list[Any]:
+        """flush()'s start: the batches to wait for, sent now (linger ends for them)."""
+        with self._lock:
+            self._accumulator.begin_flush()
+            batches = list(self._accumulator.incomplete)
+        self._transport.wakeup()
+        return batches
+
+    def _end_flush(self, batches: list[Any]) -> int:
+        """flush()'s end, also after an error or a cancelled wait: linger applies again; records still pending."""
+        with self._lock:
+            self._accumulator.end_flush()
         return sum(b.record_count for b in batches if not b.is_done)
 
     def close(self, timeout: float | None = None) -> None:

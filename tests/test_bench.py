@@ -120,10 +120,23 @@ def test_the_consumer_bench_runs_every_client_with_crcs_checked(tmp_path: object
     finally:
         sys.path.remove(BENCH)
     assert all(s.get("check.crcs", s.get("check_crcs")) is True for s in consume_bench.SETTINGS.values())
-    out = str(tmp_path)
-    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "consume", "--quick", "--scale", "0.1",
-            "--out", out]
-    subprocess.run(args, capture_output=True, text=True, timeout=600, check=True)
-    report = open(os.path.join(out, "results.md")).read()
+    report = _run_only("consume", str(tmp_path))
     assert "| cykafka-batch, lz4 |" in report and "### Consume, 100 B values, none" in report
     assert "errors:" not in report  # every client read every record
+
+
+def test_the_async_bench_runs_every_client(tmp_path: object) -> None:
+    """bench/run.py --only async: cykafka.aio and aiokafka, producer and consumer, every record acknowledged or
+    read, the loop lag reported while producing, the ratios."""
+    report = _run_only("async", str(tmp_path))
+    assert "### asyncio, 100 B values, lz4" in report and "| produce-cykafka / produce-aiokafka |" in report
+    assert "| consume-cykafka / consume-aiokafka |" in report
+    assert "errors:" not in report and "nan" not in report
+
+
+def _run_only(scenario: str, out: str) -> str:
+    """bench/run.py --only scenario --quick, tiny: its report."""
+    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", scenario, "--quick", "--scale", "0.1",
+            "--out", out]
+    subprocess.run(args, capture_output=True, text=True, timeout=600, check=True)
+    return open(os.path.join(out, "results.md")).read()

@@ -1,0 +1,555 @@
+"""cykafka.aio: AsyncProducer and AsyncConsumer for asyncio, over the sync Producer and Consumer (the same core,
+sender and network threads; no second protocol implementation). Nothing here blocks the event loop:
+
+- AsyncProducer.send appends on the loop thread (the compiled send path) when it can. When the sync send would
+  block (the topic's metadata missing, buffer.memory full) its Producer raises instead (_LoopProducer, only on the
+  loop's thread) and the coroutine awaits: metadata is looked for every 5 ms (as the sync wait does), memory through
+  a waiter in the pool's FIFO queue that the sender thread wakes with loop.call_soon_threadsafe. Both share one
+  max.block.ms deadline and raise what the sync send raises (KafkaTimeoutError, BufferExhaustedError).
+- Acknowledgements: RecordFuture and BatchResult are awaitable (cykafka.completion wakes the loop).
+- send_batch, transactions and close, and every AsyncConsumer call, run on one thread per client, in call order
+  (the Consumer is single-threaded).
+Cancellation and the other decisions: docs/asyncio.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import inspect
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from cykafka.consumer import Consumer, ConsumerRebalanceListener
+from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
+from cykafka.errors import KafkaError
+from cykafka.ports import PartitionInfo, TopicPartition
+from cykafka.producer import Producer
+from cykafka.serialization import validate_topic
+from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
+
+if TYPE_CHECKING:
+    import re
+
+    import pyarrow
+
+__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener"]
+
+T = TypeVar("T")
+_METADATA_POLL_MS = 5  # as Producer._wait_on_metadata
+_MEMORY_RECHECK_MS = 100  # as Producer._wait_for_buffer: a waiter looks again at least this often
+
+
+class _WouldBlock(KafkaError):
+    """Raised by _LoopProducer on the loop's thread where the sync Producer would wait: AsyncProducer awaits instead.
+    Reaches the user only from the sync calls of `AsyncProducer.producer` made on the loop's thread."""
+
+    def __init__(self, waits_for: str) -> None:
+        super().__init__(f"the call would block the event loop waiting for {waits_for}: use AsyncProducer's "
+                         f"coroutines on the loop, or call the sync Producer from another thread")
+
+
+class _NeedsMetadata(_WouldBlock):
+    def __init__(self, topic: str, partition: int | None) -> None:
+        super().__init__(f"the metadata of topic {topic!r}")
+        self.topic, self.partition = topic, partition
+
+
+class _NeedsMemory(_WouldBlock):
+    def __init__(self, args: tuple[Any, ...]) -> None:
+        super().__init__("buffer memory (buffer.memory)")
+        self.args_to_append = args  # Producer._append's arguments: the record, prepared
+
+
+class _LoopProducer(Producer):
+    """The Producer an AsyncProducer drives: on `loop_thread` its two waits raise instead of blocking; on any other
+    thread (send_batch, transactions) it is the sync Producer."""
+
+    loop_thread: int | None = None
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
+        if threading.get_ident() != self.loop_thread:
+            return super()._wait_on_metadata(topic, partition, deadline_ms)
+        count = self._metadata_or_request(topic, partition, deadline_ms)
+        if count is None:
+            raise _NeedsMetadata(topic, partition)
+        return count
+
+    def _append_blocking(self, topic: str, partition: int, timestamp_ms: int, key_bytes: Any, value_bytes: Any,
+                         header_list: Any, on_delivery: Any, deadline_ms: int | None = None) -> RecordFuture:
+        if threading.get_ident() != self.loop_thread:
+            return super()._append_blocking(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
+                                            on_delivery, deadline_ms)
+        args = (topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
+        with self._lock:
+            result = self._append(args, None, self._metadata.snapshot())
+        if result is None:
+            raise _NeedsMemory(args)
+        return self._appended(result)
+
+    def _appended(self, result: tuple[RecordFuture, bool, bool, int]) -> RecordFuture:
+        future, batch_is_full, new_batch, _ = result
+        if batch_is_full or new_batch:
+            self._transport.wakeup()
+        return future
+
+
+class _LoopWaiter:
+    """A buffer-pool waiter (the pool calls notify() with the producer lock held, from any thread) for a coroutine."""
+
+    __slots__ = ("event", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.event = asyncio.Event()
+
+    def notify(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # the loop is closed: its coroutine waits no more
+            pass
+
+
+class _ClientThread:
+    """One thread per client running its blocking calls in call order."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._last: concurrent.futures.Future[Any] | None = None
+
+    def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=self._name)
+        future = self._last = self._executor.submit(fn, *args, **kwargs)
+        return future
+
+    def idle(self) -> bool:
+        """Nothing submitted is unfinished (one thread, in order: the last call done means all are)."""
+        return self._last is None or self._last.done()
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """fn(*args) on the thread. Cancelling the await: a call not started yet never runs; a running one ends
+        there (its result is dropped)."""
+        return await asyncio.wrap_future(self.submit(fn, *args, **kwargs))
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+
+class AsyncProducer:
+    """The Producer for asyncio: `async with AsyncProducer({"bootstrap.servers": ...}) as producer:` then
+    `await producer.send_and_wait(topic, value)`, or `future = await producer.send(...)` and `await future` later.
+    Config keys and record arguments as Producer's (docs/config.md). Bound to one event loop; docs/asyncio.md."""
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
+        self._producer = _LoopProducer(config, **kwargs)
+        self._thread = _ClientThread(f"cykafka-aio-{self._producer.config.client_id}")
+
+    @property
+    def producer(self) -> Producer:
+        """The sync Producer underneath (config, metrics(); its send() blocks, so not on the loop)."""
+        return self._producer
+
+    async def start(self) -> None:
+        """Optional (aiokafka's shape): the producer runs from construction."""
+        self._producer.loop_thread = threading.get_ident()
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Flushes (up to `timeout` s), then closes: records still pending then fail with ProducerClosedError."""
+        pending = await self.flush(timeout)
+        await self._thread.run(self._producer.close, 0 if pending else timeout)
+        self._thread.shutdown()
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    async def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
+                   timestamp_ms: int | None = None, headers: object = None) -> RecordFuture:
+        """Queues the record, waiting (not blocking) up to max.block.ms for its topic's metadata or for buffer
+        memory, and returns its RecordFuture: `await` it for the RecordMetadata (aiokafka's two awaits; one:
+        send_and_wait). Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued."""
+        producer = self._producer
+        producer.loop_thread = threading.get_ident()
+        if not producer._interceptors:
+            try:
+                return producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                     headers=headers)
+            except _WouldBlock as blocked:
+                return await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
+        # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way there
+        validate_topic(topic)
+        return await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition, timestamp_ms,
+                                        headers)
+
+    async def _send_blocked(self, blocked: _WouldBlock, topic: str, value: object, key: object,
+                            partition: int | None, timestamp_ms: int | None, headers: object) -> RecordFuture:
+        producer = self._producer
+        deadline_ms = producer._clock.monotonic_ms() + producer.config.max_block_ms
+        while isinstance(blocked, _NeedsMetadata):
+            await self._metadata(blocked.topic, blocked.partition, deadline_ms)
+            try:
+                return producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                     headers=headers)
+            except _WouldBlock as again:
+                blocked = again
+        assert isinstance(blocked, _NeedsMemory)
+        return await self._append_when_room(blocked.args_to_append, deadline_ms)
+
+    async def _metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
+        """The topic's partition count, awaited until deadline_ms (then KafkaTimeoutError, as the sync send)."""
+        producer = self._producer
+        while (count := producer._metadata_or_request(topic, partition, deadline_ms)) is None:
+            await asyncio.sleep(min(_METADATA_POLL_MS, max(0, deadline_ms - producer._clock.monotonic_ms())) / 1000)
+        return count
+
+    async def _append_when_room(self, args: tuple[Any, ...], deadline_ms: int) -> RecordFuture:
+        """Producer._wait_for_buffer for a coroutine: queued in the pool's FIFO with the sync senders, woken by the
+        sender thread (call_soon_threadsafe) when memory is freed; appends once a buffer is ours. Cancelled while
+        waiting: leaves the queue, nothing appended."""
+        producer, pool = self._producer, self._producer._pool
+        waiter = _LoopWaiter(asyncio.get_running_loop())
+        size_bytes = producer._accumulator.allocation_size(args[3], args[4], args[5])
+        started_ns = time.monotonic_ns()
+        with producer._lock:
+            pool.enqueue_waiter(waiter)
+        try:
+            while True:
+                waiter.event.clear()
+                with producer._lock:
+                    buffer = pool.try_allocate(size_bytes, waiter)
+                    if buffer is not None:
+                        result = producer._append(args, buffer, producer._metadata.snapshot())
+                        assert result is not None  # a buffer was given
+                        if not result[2]:  # another batch took the record: give the buffer back
+                            producer._give_back(buffer)
+                        return producer._appended(result)
+                remaining_ms = deadline_ms - producer._clock.monotonic_ms()
+                if remaining_ms <= 0:
+                    raise producer._buffer_exhausted(size_bytes)
+                producer._wake_sender()
+                try:
+                    async with asyncio.timeout(min(remaining_ms, _MEMORY_RECHECK_MS) / 1000):
+                        await waiter.event.wait()
+                except TimeoutError:
+                    pass
+        finally:
+            with producer._lock:
+                next_waiter = pool.remove_waiter(waiter)
+                if next_waiter is not None:
+                    next_waiter.notify()
+            producer._metrics.record_buffer_wait(time.monotonic_ns() - started_ns)
+
+    async def send_and_wait(self, topic: str, value: object = None, key: object = None, *,
+                            partition: int | None = None, timestamp_ms: int | None = None,
+                            headers: object = None) -> RecordMetadata:
+        """send(), then awaits the acknowledgement: the RecordMetadata, or the record's KafkaError raised."""
+        future = await self.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms, headers=headers)
+        return await future
+
+    async def send_batch(self, topic: str, values: Any, keys: Any = None, *, partitions: Any = None,
+                         timestamps_ms: Any = None, headers: Any = None) -> BatchResult:
+        """Producer.send_batch on the producer's thread (it may wait for memory between chunks); returns the
+        BatchResult once every record is queued or failed: `await` it for the outcome. Cancelling the first await
+        stops waiting only: the call runs to its end (its records are sent or fail in the BatchResult)."""
+        return await self._thread.run(self._producer.send_batch, topic, values, keys, partitions=partitions,
+                                      timestamps_ms=timestamps_ms, headers=headers)
+
+    async def flush(self, timeout: float | None = None) -> int:
+        """Sends everything queued now and awaits it; returns the records still pending (0: all done) when
+        `timeout` seconds pass first. Cancelled: stops waiting, the records are still sent."""
+        producer = self._producer
+        batches = producer._begin_flush()
+        try:
+            async with asyncio.timeout(timeout):
+                for batch in batches:
+                    completion = batch.waitable()
+                    if completion is not None:
+                        await completion
+        except TimeoutError:
+            pass
+        finally:
+            pending = producer._end_flush(batches)
+        return pending
+
+    async def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """Producer.partitions_for, the metadata wait awaited."""
+        producer = self._producer
+        await self._metadata(topic, None, producer._clock.monotonic_ms() + producer.config.max_block_ms)
+        return list(producer._metadata.snapshot().partitions[topic])
+
+    def metrics(self) -> dict[str, float]:
+        """Producer.metrics()."""
+        return self._producer.metrics()
+
+    # -- transactions: the sync calls on the producer's thread -------------------------------------------------
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Producer.init_transactions."""
+        await self._thread.run(self._producer.init_transactions, timeout)
+
+    async def begin_transaction(self) -> None:
+        """Producer.begin_transaction (no I/O; a coroutine for symmetry with commit and abort)."""
+        self._producer.begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
+                                          group_metadata: ConsumerGroupMetadata | str,
+                                          timeout: float | None = None) -> None:
+        """Producer.send_offsets_to_transaction."""
+        await self._thread.run(self._producer.send_offsets_to_transaction, offsets, group_metadata, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Producer.commit_transaction: flushes, then commits."""
+        await self.flush(timeout)
+        await self._thread.run(self._producer.commit_transaction, timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Producer.abort_transaction."""
+        await self._thread.run(self._producer.abort_transaction, timeout)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """`async with producer.transaction():` begins; commits at the end, aborts when the block raises."""
+        await self.begin_transaction()
+        try:
+            yield
+        except BaseException:
+            await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+
+class AsyncRebalanceListener(Protocol):
+    """What AsyncConsumer.subscribe(listener=...) takes: Consumer's rebalance listener, each method a plain function
+    or `async def`; all run on the event loop while the consumer's thread waits for them."""
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Awaitable[None] | None: ...
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Awaitable[None] | None: ...
+
+
+class _ListenerOnLoop:
+    """The listener Consumer calls on its polling thread: has the user's listener methods (so the Consumer's own
+    defaults apply to the missing ones), each running the user's on the loop while the polling thread waits."""
+
+    def __init__(self, listener: object, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        for name in _LISTENER_METHODS:
+            method = getattr(listener, name, None)
+            inherited = getattr(type(listener), name, None) is getattr(ConsumerRebalanceListener, name)
+            if callable(method) and not inherited:  # an inherited default calls the others: the Consumer does that
+                setattr(self, name, functools.partial(self._call, method))
+
+    def _call(self, method: Callable[[set[TopicPartition]], Any], partitions: set[TopicPartition]) -> None:
+        async def run() -> None:
+            outcome = method(partitions)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+        asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+
+    @staticmethod
+    def wrap(listener: object, loop: asyncio.AbstractEventLoop) -> object:
+        """The wrapper, or the listener itself when it has no listener method (the Consumer names it then)."""
+        if listener is None or not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
+            return listener
+        return _ListenerOnLoop(listener, loop)
+
+
+_LISTENER_METHODS = tuple(name for name in vars(ConsumerRebalanceListener) if name.startswith("on_"))
+
+
+class AsyncConsumer:
+    """The Consumer for asyncio: `async with AsyncConsumer({...}) as consumer:`, `await consumer.assign([...])` or
+    `consumer.subscribe([...])`, then `async for record in consumer` or `await consumer.getmany(...)`. Every call
+    that touches the Consumer runs on the consumer's own thread, in call order, so they are coroutines (aiokafka's
+    assign, seek and pause are not). Config keys as Consumer's; docs/asyncio.md."""
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
+        self._consumer = Consumer(config, **kwargs)
+        self._thread = _ClientThread(f"cykafka-aio-{self._consumer.config.connection.client_id}")
+        # a poll whose await was cancelled, by kind ("records", "arrow"): the next call of that kind returns it
+        self._held: dict[str, concurrent.futures.Future[Any]] = {}
+        # assign mode: a poll(0) may run on the loop thread while the consumer's thread is idle (in group mode a
+        # poll may run the rebalance listener, which must run on the loop while the polling thread waits)
+        self._poll_on_loop = True
+
+    @property
+    def consumer(self) -> Consumer:
+        """The sync Consumer underneath (not thread-safe: leave it to this AsyncConsumer's thread)."""
+        return self._consumer
+
+    async def start(self) -> None:
+        """Optional (aiokafka's shape): the consumer runs from construction."""
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """Consumer.close (commits with enable.auto.commit, leaves the group)."""
+        await self._thread.run(self._consumer.close, timeout)
+        self._thread.shutdown()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    # -- records ------------------------------------------------------------------------------------------------
+
+    async def _poll(self, kind: str, fn: Callable[..., T], timeout_s: float, *args: Any) -> T:
+        """fn(timeout_s, *args), a poll. First fn(0) on the loop thread when the consumer's thread is idle (what is
+        buffered already, decoded in C: no thread hop); when that found nothing, fn(timeout_s) waits on the
+        consumer's thread. Cancelled while that runs: its result is held for the next poll of the same kind, so no
+        record is skipped."""
+        future = self._held.pop(kind, None)
+        if future is None:
+            if self._poll_on_loop and self._thread.idle():
+                got = fn(0.0, *args)
+                if timeout_s <= 0 or len(got):  # type: ignore[arg-type]  # a dict or a pyarrow.RecordBatch
+                    return got
+            future = self._thread.submit(fn, timeout_s, *args)
+        try:
+            return await asyncio.shield(asyncio.wrap_future(future))
+        except asyncio.CancelledError:
+            if not future.cancel():  # it runs or ran: keep what it returns
+                self._held[kind] = future
+            raise
+
+    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None
+                      ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Up to max_records (default max.poll.records) records, waiting up to timeout_ms for some, by partition
+        (aiokafka's shape); {} when none came."""
+        return await self._poll("records", self._poll_records, timeout_ms / 1000,
+                                max_records or self._consumer.config.max_poll_records)
+
+    async def getone(self) -> ConsumerRecord:
+        """The next record, awaited as long as it takes."""
+        while True:
+            for records in (await self._poll("records", self._poll_records, 1.0, 1)).values():
+                return records[0]
+
+    async def poll(self, timeout: float) -> list[ConsumerRecord]:
+        """Consumer.poll: up to max.poll.records records, waiting up to `timeout` s."""
+        by_partition = await self._poll("records", self._poll_records, timeout,
+                                        self._consumer.config.max_poll_records)
+        return [record for records in by_partition.values() for record in records]
+
+    async def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
+        """Consumer.poll_batch: one pyarrow.RecordBatch (Spark's Kafka source schema), built in C."""
+        return await self._poll("arrow", self._consumer.poll_batch, timeout, max_records)
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self._records()
+
+    async def _records(self) -> AsyncIterator[ConsumerRecord]:
+        """Every record until stop(), as `for record in consumer` (commit() commits the positions after the last
+        poll, as Java's)."""
+        while not self._consumer._closed:
+            for record in await self.poll(1.0):
+                yield record
+
+    def _poll_records(self, timeout_s: float, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        return _poll_records(self._consumer, timeout_s, limit)
+
+    # -- assignment, positions, offsets: the Consumer's calls on its thread ---------------------------------------
+
+    async def subscribe(self, topics: Iterable[str] | re.Pattern[str],
+                        listener: AsyncRebalanceListener | object | None = None) -> None:
+        """Consumer.subscribe (group mode). The listener's methods (ConsumerRebalanceListener's) may be `async def`;
+        they run on this loop while the consumer's thread (in the poll that rebalances) waits for them."""
+        on_loop = _ListenerOnLoop.wrap(listener, asyncio.get_running_loop())
+        self._poll_on_loop = False
+        await self._thread.run(self._consumer.subscribe, topics, listener=on_loop)
+
+    async def unsubscribe(self) -> None:
+        await self._thread.run(self._consumer.unsubscribe)
+
+    async def subscription(self) -> set[str]:
+        return await self._thread.run(self._consumer.subscription)
+
+    async def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        await self._thread.run(self._consumer.assign, list(partitions))
+
+    async def assignment(self) -> set[TopicPartition]:
+        return await self._thread.run(self._consumer.assignment)
+
+    async def unassign(self) -> None:
+        await self._thread.run(self._consumer.unassign)
+
+    async def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
+        await self._thread.run(self._consumer.seek, partition, offset)
+
+    async def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        await self._thread.run(self._consumer.seek_to_beginning, partitions)
+
+    async def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        await self._thread.run(self._consumer.seek_to_end, partitions)
+
+    async def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        await self._thread.run(self._consumer.pause, list(partitions))
+
+    async def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        await self._thread.run(self._consumer.resume, list(partitions))
+
+    async def paused(self) -> set[TopicPartition]:
+        return await self._thread.run(self._consumer.paused)
+
+    async def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
+        return await self._thread.run(self._consumer.position, partition, timeout)
+
+    async def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None
+                        ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return await self._thread.run(self._consumer.committed, list(partitions), timeout)
+
+    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+                     timeout: float | None = None) -> None:
+        """Consumer.commit: the given offsets, or the positions after the last poll."""
+        await self._thread.run(self._consumer.commit, offsets, timeout)
+
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
+                                ) -> dict[TopicPartition, int]:
+        return await self._thread.run(self._consumer.beginning_offsets, list(partitions), timeout)
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition], timeout: float | None = None
+                          ) -> dict[TopicPartition, int]:
+        return await self._thread.run(self._consumer.end_offsets, list(partitions), timeout)
+
+    async def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
+        return await self._thread.run(self._consumer.partitions_for, topic, timeout)
+
+
+def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+    """Consumer.poll with its own record limit (getmany's max_records, getone's 1; nothing is read ahead of what is
+    returned, so positions and commits stay what the caller has seen), by partition: one dict step per run of a
+    partition's records, none per record."""
+    consumer._check_open()
+    by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}
+
+    def take(fetch: PartitionFetch, count: int) -> int:
+        got = fetch.records(count)
+        if got:
+            first = got[0]
+            tp = TopicPartition(first.topic, first.partition)
+            records = by_partition.get(tp)
+            if records is None:
+                by_partition[tp] = got
+            else:
+                records.extend(got)
+        return len(got)
+
+    consumer._poll(timeout_s, limit, take)
+    return by_partition
+
+

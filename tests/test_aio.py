@@ -1,0 +1,382 @@
+"""cykafka.aio (issue 19): awaitable RecordFuture / BatchResult, AsyncProducer waits that never block the loop (a
+loop-lag probe while the buffer is full), cancellation (read back: nothing lost or duplicated), 10,000 concurrent
+sends, AsyncConsumer equal to the sync Consumer field by field."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from cykafka import (
+    BufferExhaustedError,
+    Consumer,
+    InvalidTopicError,
+    KafkaError,
+    KafkaTimeoutError,
+    Producer,
+    RecordMetadata,
+    TopicPartition,
+)
+from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.fake_cluster import FakeCluster
+from cykafka.aio import AsyncConsumer, AsyncProducer
+from cykafka.broker import EmbeddedBroker
+from cykafka.completion import Completion
+from cykafka.consumer import ConsumerRebalanceListener
+from cykafka.ports import Ports
+
+POLLS = 120  # bounded read-back loops: 120 polls of at most 0.5 s
+
+
+def _topic() -> str:
+    return f"aio-{uuid.uuid4().hex[:10]}"
+
+
+def _read_back(bootstrap: str, topic: str, count: int, partitions: int = 4) -> list[Any]:
+    """Every record of topic (partitions 0..3, Tansu's auto-created count), read by the sync Consumer."""
+    records: list[Any] = []
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        for _ in range(POLLS):
+            if len(records) >= count:
+                break
+            records += consumer.poll(0.5)
+        records += consumer.poll(0.2)  # nothing more may come
+    return records
+
+
+def _rows(records: list[Any]) -> list[tuple[Any, ...]]:
+    return sorted((r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type, r.key, r.value,
+                   [tuple(h) for h in r.headers]) for r in records)
+
+
+@contextlib.contextmanager
+def _paused(broker: EmbeddedBroker) -> Iterator[None]:
+    """The broker process stopped (SIGSTOP): requests go unanswered, so the producer's buffer fills."""
+    assert broker.pid is not None
+    os.kill(broker.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+
+
+class _LagProbe:
+    """A coroutine ticking every 1 ms; max_lag_s is the worst lateness of a tick: how long the loop was blocked."""
+
+    def __init__(self) -> None:
+        self.max_lag_s = 0.0
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.max_lag_s = max(self.max_lag_s, time.perf_counter() - before - 0.001)
+            self.ticks += 1
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[_LagProbe]:
+        self._task = asyncio.create_task(self._run())
+        try:
+            yield self
+        finally:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+async def _fill_buffer(producer: AsyncProducer, topic: str) -> list[Any]:
+    """Sends 1 KiB records to partition 0 until the next send has to wait for memory; returns their futures."""
+    futures = []
+    for _ in range(10_000):  # bounded: buffer.memory is 64 KiB
+        task = asyncio.ensure_future(producer.send(topic, b"x" * 1024, partition=0))
+        await asyncio.sleep(0)
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return futures
+        futures.append(task.result())
+    raise AssertionError("the buffer never filled")
+
+
+def _small_buffer_config(broker: EmbeddedBroker, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": broker.bootstrap_servers, "buffer.memory": 65536, "batch.size": 16384,
+            "linger.ms": 0, "max.in.flight.requests.per.connection": 1, **extra}
+
+
+# -- the awaitables ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_completion_set_on_another_thread_wakes_its_awaiters_on_the_loop() -> None:
+    completion = Completion()
+    woken: list[int] = []
+
+    async def waiter(i: int) -> None:
+        await completion
+        woken.append(i)
+
+    tasks = [asyncio.create_task(waiter(i)) for i in range(3)]
+    cancelled = asyncio.create_task(waiter(99))
+    await asyncio.sleep(0.01)
+    cancelled.cancel()
+    assert woken == []
+    threading.Thread(target=completion.set).start()
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert sorted(woken) == [0, 1, 2] and cancelled.cancelled()
+    await completion  # set already: returns at once
+    assert completion.wait(0)
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_record_future_and_batch_result_are_awaitable(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20}) as producer:
+        future = producer.send(topic, b"v", partition=1)  # metadata wait: blocking, a sync Producer
+        async with _LagProbe().running() as probe:
+            metadata = await future
+            result = producer.send_batch(topic, [b"a", b"b", b"c"], partitions=2)
+            assert await result == 3
+        assert isinstance(metadata, RecordMetadata) and (metadata.topic, metadata.partition) == (topic, 1)
+        assert metadata == future.result(0) and result.delivered_by_partition == {(topic, 2): 3}
+        assert probe.ticks > 0
+
+
+# -- AsyncProducer -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_a_full_buffer_is_awaited_without_blocking_the_loop_until_max_block_ms(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    async with AsyncProducer(_small_buffer_config(broker, **{"max.block.ms": 1500})) as producer:
+        await producer.send_and_wait(topic, b"warm-up", partition=0)  # metadata known, connection up
+        with _paused(broker):
+            futures = await _fill_buffer(producer, topic)
+            async with _LagProbe().running() as probe:
+                started = time.monotonic()
+                with pytest.raises(BufferExhaustedError, match=r"max\.block\.ms"):
+                    await producer.send(topic, b"y" * 1024, partition=0)
+                waited_s = time.monotonic() - started
+        assert waited_s >= 1.4  # the sync send's deadline, awaited
+        # the loop ran all along: a blocked loop would show one tick ~1.5 s late
+        assert probe.max_lag_s < 0.2 and probe.ticks > 100, (probe.max_lag_s, probe.ticks)
+        assert await producer.flush(30) == 0
+        assert all(f.exception(0) is None for f in futures)
+
+
+@pytest.mark.asyncio
+async def test_missing_metadata_is_awaited_and_times_out_as_the_sync_send() -> None:
+    async with AsyncProducer({"bootstrap.servers": "127.0.0.1:1", "max.block.ms": 300}) as producer:
+        async with _LagProbe().running() as probe:
+            with pytest.raises(KafkaTimeoutError, match=r"not present in metadata after 300 ms"):
+                await producer.send(_topic(), b"v")
+        assert probe.max_lag_s < 0.2 and probe.ticks > 20, (probe.max_lag_s, probe.ticks)
+        await producer.stop(0)
+
+
+@pytest.mark.asyncio
+async def test_interceptors_see_each_record_once_when_the_send_awaits_metadata() -> None:
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 2)
+    seen: list[Any] = []
+
+    class Interceptor:
+        def on_send(self, record: Any) -> None:
+            seen.append(record.value)
+
+    async with AsyncProducer({"bootstrap.servers": "fake:9092", "interceptor.classes": [Interceptor()],
+                              "max.block.ms": 5000}, ports=Ports(transport=cluster)) as producer:
+        metadata = await producer.send_and_wait("t", b"v", partition=1)  # the topic is unknown until fetched
+        assert seen == [b"v"]
+        with pytest.raises(InvalidTopicError):
+            await producer.send(123, b"v")  # type: ignore[arg-type]
+        with pytest.raises(KafkaError, match="would block the event loop waiting for the metadata of topic 'u'"):
+            producer.producer.send("u", b"u")  # the sync send, on the loop's thread
+    assert (metadata.topic, metadata.partition, metadata.offset) == ("t", 1, 0)
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_cancellation_loses_and_duplicates_nothing(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    async with AsyncProducer(_small_buffer_config(broker, **{"max.block.ms": 60000})) as producer:
+        await producer.send_and_wait(topic, b"first", partition=0)
+        with _paused(broker):
+            appended = await _fill_buffer(producer, topic)  # the buffer is full now
+            waiting = asyncio.create_task(producer.send(topic, b"cancelled".ljust(1024, b"-"), partition=1))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()  # waits for memory
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            ack_wait = asyncio.ensure_future(appended[-1])  # appended: cancelling the await only stops the wait
+            await asyncio.sleep(0.05)
+            assert not ack_wait.done()
+            ack_wait.cancel()
+        assert await producer.flush(30) == 0
+        last = await producer.send_and_wait(topic, b"last", partition=0)
+    records = _read_back(broker.bootstrap_servers, topic, len(appended) + 2)
+    values = [r.value for r in records]
+    assert b"cancelled".ljust(1024, b"-") not in values and all(r.partition == 0 for r in records)
+    assert values == [b"first", *[b"x" * 1024] * len(appended), b"last"]
+    assert appended[-1].result(0).offset == len(appended)
+    assert last.offset == len(appended) + 1
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_ten_thousand_concurrent_sends_are_all_acknowledged(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    count = 10_000
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers, "compression.type": "lz4"}) as producer:
+        metadata = await asyncio.gather(*(producer.send_and_wait(topic, b"%d" % i, key=b"k%d" % (i % 7))
+                                          for i in range(count)))
+    assert len({(m.partition, m.offset) for m in metadata}) == count
+    records = _read_back(broker.bootstrap_servers, topic, count)
+    assert sorted(r.value for r in records) == sorted(b"%d" % i for i in range(count))
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_send_batch_flush_and_a_transaction(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers,
+                              "transactional.id": f"aio-{uuid.uuid4().hex[:8]}"}) as producer:
+        await producer.init_transactions()
+        async with producer.transaction():
+            result = await producer.send_batch(topic, [b"a", b"b"], partitions=0)
+            future = await producer.send(topic, b"c", partition=0)
+            assert await producer.flush(10) == 0
+        assert await result == 2 and (await future).offset == 2
+        with pytest.raises(RuntimeError):
+            async with producer.transaction():
+                aborted = await producer.send(topic, b"aborted", partition=0)
+                raise RuntimeError("abort it")
+        assert producer.producer.transaction_state().state == "READY"
+    values = [r.value for r in _read_back(broker.bootstrap_servers, topic, 3) if r.value]
+    # the aborted record fails unsent, or (sent before the abort) Tansu shows it to read_uncommitted readers
+    assert values == [b"a", b"b", b"c"] + ([] if aborted.exception(0) else [b"aborted"])
+
+
+# -- AsyncConsumer -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_async_consumer_reads_what_was_written_equal_to_the_sync_consumer(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    count = 300
+    written = [(i % 4, 1_700_000_000_000 + i, None if i % 5 == 0 else b"k%d" % i, None if i % 7 == 0 else b"v%d" % i,
+                [("h", b"x%d" % i), ("empty", None)] if i % 3 == 0 else []) for i in range(count)]
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for partition, timestamp_ms, key, value, headers in written:
+            await producer.send(topic, value, key=key, partition=partition, timestamp_ms=timestamp_ms,
+                                headers=headers or None)
+        assert await producer.flush(30) == 0
+    expected = _rows(_read_back(broker.bootstrap_servers, topic, count))
+    assert sorted((p, ts, k, v, h) for _, p, _, ts, _, k, v, h in expected) == sorted(written)
+    tps = [TopicPartition(topic, p) for p in range(4)]
+    config = {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest",
+              "max.poll.records": 50}
+    async with AsyncConsumer(config) as consumer:
+        await consumer.assign(tps)
+        got: list[Any] = []
+        async with _LagProbe().running() as probe:
+            for _ in range(POLLS):
+                if len(got) >= count:
+                    break
+                by_partition = await consumer.getmany(timeout_ms=500, max_records=40)
+                for tp, records in by_partition.items():
+                    assert len(records) <= 40 and all(TopicPartition(r.topic, r.partition) == tp for r in records)
+                    got += records
+        assert _rows(got) == expected
+        assert probe.max_lag_s < 0.2
+        assert await consumer.position(tps[0]) == count // 4
+        await consumer.seek(tps[1], 0)
+        one = await consumer.getone()
+        assert (one.partition, one.offset) == (1, 0)
+        batch = await consumer.poll_batch(1.0, max_records=10)
+        assert 1 <= batch.num_rows <= 10 and batch.column("partition").to_pylist() == [1] * batch.num_rows
+    async with AsyncConsumer(config) as consumer:
+        await consumer.assign(tps)
+        streamed = []
+        async for record in consumer:
+            streamed.append(record)
+            if len(streamed) == count:
+                break
+        assert _rows(streamed) == expected
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_a_cancelled_getmany_skips_no_record(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    tp = TopicPartition(topic, 0)
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer, AsyncConsumer(
+            {"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"}) as consumer:
+        await producer.send_and_wait(topic, b"before", partition=0)
+        await consumer.assign([tp])
+        assert [r.value for r in (await consumer.getmany(timeout_ms=5000))[tp]] == [b"before"]
+        task = asyncio.create_task(consumer.getmany(timeout_ms=5000))
+        await asyncio.sleep(0.3)  # its poll waits on the consumer's thread for a record
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await producer.send_and_wait(topic, b"taken-by-the-cancelled-poll", partition=0)
+        seen: list[Any] = []
+        for _ in range(20):
+            if seen:
+                break
+            seen += (await consumer.getmany(timeout_ms=500)).get(tp, [])
+        assert [r.value for r in seen] == [b"taken-by-the-cancelled-poll"]
+        assert await consumer.position(tp) == 2
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBroker) -> None:
+    topic = _topic()
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for p in range(4):
+            await producer.send(topic, b"v%d" % p, partition=p)
+        assert await producer.flush(30) == 0
+    loop_thread = threading.get_ident()
+    calls: list[tuple[str, set[TopicPartition], bool]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+            await asyncio.sleep(0)  # a coroutine: awaited on the loop, the polling thread waits for it
+            calls.append(("assigned", partitions, threading.get_ident() == loop_thread))
+
+        def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+            calls.append(("revoked", partitions, threading.get_ident() == loop_thread))
+
+    tps = {TopicPartition(topic, p) for p in range(4)}
+    async with AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}",
+                              "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                              "auto.offset.reset": "earliest"}) as consumer:
+        await consumer.subscribe([topic], listener=Listener())
+        assert await consumer.subscription() == {topic}
+        got: list[Any] = []
+        async with _LagProbe().running() as probe:
+            for _ in range(POLLS):  # the join is held for session.timeout.ms / 2 by Tansu
+                if len(got) >= 4:
+                    break
+                got += [r for records in (await consumer.getmany(timeout_ms=500)).values() for r in records]
+        assert sorted(r.value for r in got) == [b"v0", b"v1", b"v2", b"v3"]
+        assert probe.max_lag_s < 0.2 and await consumer.assignment() == tps
+    assert calls == [("assigned", tps, True), ("revoked", tps, True)]  # revoked on close, on the loop too
