@@ -1149,6 +1149,8 @@ def complete_transactions(plan: SinkPlan, messages: Sequence[ds.WriterCommitMess
     prepared = _prepared(messages)
     write_id = plan.write_id or next((m.write_id for m in messages if isinstance(m, CykafkaCommitMessage)), None)
     failed = [f"{write_id}-{index}" for index, m in enumerate(messages) if m is None] if write_id else []
+    if not prepared and (commit or not failed):
+        return
     timeout_s = plan.flush_timeout_ms / 1000
     with Producer(plan.producer_config_dict) as completer:
         if commit and prepared:

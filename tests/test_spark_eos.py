@@ -226,12 +226,12 @@ def test_a_killed_python_worker_writes_nothing_twice(spark: Any, broker: Embedde
     (frame.write.format("cykafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
      .option("cykafka.delivery", "exactly-once").option("cykafka.test.kill_once_marker", str(tmp_path / "kill"))
      .option("cykafka.test.task_report_dir", str(reports)).mode("append").save())
+    in_log = exactly_once(bootstrap, topic, [b"%d" % i for i in range(rows)])
+    assert in_log == rows + rows // 4, "the killed attempt's rows are in the log, aborted"
     tasks = [json.loads(p.read_text()) for p in reports.iterdir()]
     assert sorted(t["spark_partition"] for t in tasks) == [0, 1, 2, 3]
     assert any(t["attempt"] == 1 for t in tasks), "the killed task was retried"
     assert all(t["transaction"] for t in tasks)
-    in_log = exactly_once(bootstrap, topic, [b"%d" % i for i in range(rows)])
-    assert in_log == rows + rows // 4, "the killed attempt's rows are in the log, aborted"
 
 
 # -- a streaming driver killed between the Kafka commit and the checkpoint ----------------------------------------
@@ -271,12 +271,13 @@ def _run_driver(params: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.broker
 def test_a_streaming_driver_killed_after_the_kafka_commit_writes_nothing_twice(broker: EmbeddedBroker,
                                                                                 tmp_path: Path) -> None:
     """Micro-batch 1's commit() commits its transactions, then SIGKILLs the driver's process group before Spark
     writes the batch to the checkpoint's commit log. The restarted query replays micro-batch 1: its tasks find the
-    batch recorded in their groups and skip it; micro-batch 2 follows. Every input row is in the output once."""
+    batch recorded in their groups and skip it. Every input row is in the output once, and in the log once."""
     bootstrap = broker.bootstrap_servers
     input_topic, output = _fresh("stream-in"), _fresh("stream-out")
     rows = 1_200
@@ -286,7 +287,7 @@ def test_a_streaming_driver_killed_after_the_kafka_commit_writes_nothing_twice(b
     checkpoint, reports = tmp_path / "checkpoint", tmp_path / "reports"
     checkpoint.mkdir()
     reports.mkdir()
-    params = {"bootstrap": bootstrap, "input": input_topic, "output": output, "per_batch": rows // 3,
+    params = {"bootstrap": bootstrap, "input": input_topic, "output": output, "per_batch": rows // 2,
               "checkpoint": str(checkpoint), "reports": str(reports), "kill_marker": str(tmp_path / "kill")}
     killed = _run_driver(params)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
@@ -295,8 +296,53 @@ def test_a_streaming_driver_killed_after_the_kafka_commit_writes_nothing_twice(b
     first_run = {p.name for p in reports.iterdir()}
     restarted = _run_driver(params)
     assert restarted.returncode == 0, restarted.stderr[-3000:]
+    in_log = exactly_once(bootstrap, output, _values("row", rows))
+    assert in_log == rows, "nothing was written twice, not even aborted"
     replayed = [json.loads(p.read_text()) for p in reports.iterdir() if p.name not in first_run]
     skipped = [t for t in replayed if t["skipped"]]
     assert skipped and all(not t["transaction"] for t in skipped), "the replayed micro-batch's tasks skipped"
-    in_log = exactly_once(bootstrap, output, _values("row", rows))
-    assert in_log == rows, "nothing was written twice, not even aborted"
+
+
+# -- on a standalone cluster --------------------------------------------------------------------------------------
+
+CLUSTER_DRIVER = """
+from pyspark.sql import SparkSession, functions as sf
+from cykafka.spark import register
+
+spark = (SparkSession.builder.master(PARAMS["master"]).appName("cykafka-eos-cluster-test")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.ui.enabled", "false").config("spark.executor.memory", "512m")
+         .config("spark.task.maxFailures", "4").getOrCreate())
+register(spark)
+frame = spark.range(0, PARAMS["rows"], numPartitions=4).select(
+    sf.col("id").cast("string").cast("binary").alias("value"))
+(frame.write.format("cykafka").option("kafka.bootstrap.servers", PARAMS["bootstrap"]).option("topic", PARAMS["topic"])
+ .option("cykafka.delivery", "exactly-once").option("cykafka.test.kill_once_marker", PARAMS["kill_marker"])
+ .option("cykafka.test.task_report_dir", PARAMS["reports"]).mode("append").save())
+print(json.dumps({"executors": spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1}))
+spark.stop()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.broker
+def test_exactly_once_on_a_standalone_cluster(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """The same write on a master and 2 worker JVMs: a Python worker of an executor SIGKILLs itself, Spark retries
+    the task on the cluster, every row is committed once."""
+    from spark_cluster import StandaloneCluster
+
+    topic = _fresh("cluster")
+    rows = 8_000
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    cluster = StandaloneCluster(tmp_path / "cluster", workers=2).start()
+    try:
+        result = cluster.run_job(CLUSTER_DRIVER, bootstrap=broker.bootstrap_servers, topic=topic, rows=rows,
+                                 kill_marker=str(tmp_path / "kill"), reports=str(reports))
+    finally:
+        cluster.stop()
+    assert result["executors"] == 2, result
+    tasks = [json.loads(p.read_text()) for p in reports.iterdir()]
+    assert sorted(t["spark_partition"] for t in tasks) == [0, 1, 2, 3] and any(t["attempt"] for t in tasks)
+    in_log = exactly_once(broker.bootstrap_servers, topic, [b"%d" % i for i in range(rows)])
+    assert in_log == rows + rows // 4, "the killed attempt's rows are in the log, aborted"
