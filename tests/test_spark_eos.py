@@ -6,6 +6,7 @@ raw Fetches decoded by kafka-python's DefaultRecordBatch with the markers applie
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -107,6 +108,10 @@ def settle(bootstrap: str, topic: str) -> None:
 def exactly_once(bootstrap: str, topic: str, expected: list[bytes]) -> int:
     """Both readers see every expected value once, nothing else; returns the data records in the log."""
     settle(bootstrap, topic)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    with Consumer({"bootstrap.servers": bootstrap, "isolation.level": "read_committed"}) as committed, \
+            Consumer({"bootstrap.servers": bootstrap}) as uncommitted:
+        assert committed.end_offsets(tps) == uncommitted.end_offsets(tps), "a transaction is still open"
     by_consumer = [v for v in committed_by_consumer(bootstrap, topic) if v != SETTLE]
     by_kafka_python, in_log = decoded_by_kafka_python(bootstrap, topic)
     by_kafka_python = [v for v in by_kafka_python if v != SETTLE]
@@ -164,6 +169,16 @@ def _batch(values: list[bytes]) -> pa.RecordBatch:
     return pa.record_batch({"value": pa.array(values, type=pa.binary())})
 
 
+def _plan(bootstrap: str, topic: str) -> sink.SinkPlan:
+    """An exactly-once batch write's plan, as writer() makes it on the driver (with a job id)."""
+    schema = StructType([StructField("value", BinaryType())])
+    writer = sink.CykafkaDataSource({"kafka.bootstrap.servers": bootstrap, "topic": topic, "kafka.linger.ms": "0",
+                                     "cykafka.delivery": "exactly-once", "cykafka.flush.timeout.ms": "5000"}
+                                    ).writer(schema, False)
+    plan: sink.SinkPlan = writer.plan  # type: ignore[attr-defined]
+    return plan
+
+
 @pytest.mark.broker
 def test_a_fenced_zombie_attempt_commits_nothing(broker: EmbeddedBroker) -> None:
     """Attempt 0 of a task writes a batch; Spark gives up on it and attempt 1 runs to the end (its
@@ -171,10 +186,7 @@ def test_a_fenced_zombie_attempt_commits_nothing(broker: EmbeddedBroker) -> None
     and a message it had prepared earlier cannot be committed either. Only attempt 1's rows are visible."""
     bootstrap = broker.bootstrap_servers
     topic = _fresh("zombie")
-    schema = StructType([StructField("value", BinaryType())])
-    plan = sink.CykafkaDataSource({"kafka.bootstrap.servers": bootstrap, "topic": topic, "kafka.linger.ms": "0",
-                                   "cykafka.delivery": "exactly-once", "cykafka.flush.timeout.ms": "5000"}
-                                  ).writer(schema, False).plan  # type: ignore[attr-defined]
+    plan = _plan(bootstrap, topic)
     zombie, retry = (sink.TaskIdentity(0, attempt, plan.write_id) for attempt in (0, 1))
     retried: dict[str, sink.CykafkaCommitMessage] = {}
 
@@ -207,6 +219,41 @@ def _await_records_in_log(bootstrap: str, topic: str, count: int) -> None:
                 return
             time.sleep(0.05)
     raise AssertionError(f"{count} records did not reach {topic}")
+
+
+@pytest.mark.broker
+def test_abort_aborts_prepared_transactions_and_fences_failed_partitions(broker: EmbeddedBroker) -> None:
+    """A failed job: partition 0's task prepared, partition 1's task died with its transaction open (its message is
+    None). abort() aborts the first and fences the second (init_transactions aborts what it left open): nothing is
+    visible, and read_committed readers are not held back until transaction.timeout.ms."""
+    bootstrap = broker.bootstrap_servers
+    topic = _fresh("abort")
+    plan = _plan(bootstrap, topic)
+    done = sink.write_task(plan, [_batch(_values("done", 50))], "arrow", sink.TaskIdentity(0, 0, plan.write_id))
+    with sink.Producer({"bootstrap.servers": bootstrap,
+                        "transactional.id": sink.TaskIdentity(1, 0, plan.write_id).transactional_id}) as dead:
+        dead.init_transactions()
+        dead.begin_transaction()
+        dead.send_batch(topic, _values("dead", 50))
+        dead.prepare_transaction()  # close() now leaves it open, as a killed worker would
+    sink.complete_transactions(plan, [done, None], commit=False, what="the write")
+    assert exactly_once(bootstrap, topic, []) == 100
+
+
+@pytest.mark.broker
+def test_a_transaction_older_than_its_timeout_is_not_committed(broker: EmbeddedBroker) -> None:
+    """The driver sees that the oldest task transaction was prepared longer ago than transaction.timeout.ms (the
+    coordinator has aborted it): it commits none of the write's transactions and says why."""
+    bootstrap = broker.bootstrap_servers
+    topic = _fresh("expired")
+    plan = _plan(bootstrap, topic)
+    old, fresh = (sink.write_task(plan, [_batch(_values(f"p{p}", 10))], "arrow", sink.TaskIdentity(p, 0, plan.write_id))
+                  for p in (0, 1))
+    assert old.transaction is not None
+    old.transaction = dataclasses.replace(old.transaction, prepared_ms=old.transaction.prepared_ms - 900_000)
+    with pytest.raises(KafkaError, match=r"past kafka.transaction.timeout.ms \(900000\), .*; nothing was committed"):
+        sink.complete_transactions(plan, [old, fresh], commit=True, what="the write")
+    assert exactly_once(bootstrap, topic, []) == 20
 
 
 # -- a Python worker killed during a batch write -------------------------------------------------------------------
