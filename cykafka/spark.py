@@ -717,7 +717,7 @@ class _TaskTransaction:
             found = admin.list_consumer_group_offsets(self.task.transactional_id)
         return max((r.value.offset for r in found.values() if r.error is None and r.value is not None), default=-1)
 
-    def prepare(self, topics: Iterable[str]) -> PreparedTransaction:
+    def prepare(self, topics: set[str]) -> PreparedTransaction:
         assert self.producer is not None
         if self.task.batch_id is not None:
             self.producer.send_offsets_to_transaction({(min(topics), 0): self.task.batch_id},
@@ -749,6 +749,7 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str,
     fail_once = _claim_fail_once_marker(plan.fail_once_marker)
     kill_once = _claim_fail_once_marker(plan.kill_once_marker)
     rest = iter(batches)
+    topics: set[str] = set()
     try:
         for batch in rest:
             cols = _arrow_columns(batch, plan) if encoding == "arrow" else _row_columns(batch, plan)
@@ -763,6 +764,7 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str,
                         pass
                     break
             deliveries.add(_send_columns(producer, plan, cols))
+            topics.update(cols.topic if cols.topic is not None else [plan.topic or ""])
             if fail_once:
                 producer.flush(plan.flush_timeout_ms / 1000)
                 raise DeliveryError(f"cykafka.test.fail_once_marker: injected failure of task {spark_partition} "
@@ -778,7 +780,7 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str,
                                 f"{spark_partition} failed delivery; first error: {first_error!r}",
                                 retriable=getattr(first_error, "retriable", False)) from first_error
         if transaction is not None and deliveries.sent:
-            prepared = transaction.prepare(topic for topic, _ in deliveries.acked)
+            prepared = transaction.prepare(topics)
     finally:
         if transaction is not None:
             transaction.close()
