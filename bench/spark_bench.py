@@ -1,7 +1,8 @@
 """Spark ↔ Kafka side by side on one embedded broker, interleaved rounds, medians.
 
-Writes, one DataFrame: format("cykafka") versus the usual hand-written sink, `foreachPartition` with a confluent-kafka
-Producer per partition; every topic counted back by an independent consumer.
+Writes, one DataFrame: format("cykafka") (at-least-once, and exactly-once: a transaction per task, committed by the
+driver) versus the usual hand-written sink, `foreachPartition` with a confluent-kafka Producer per partition; every
+topic counted back by an independent consumer.
 Reads, one topic: spark.read.format("cykafka") (Arrow batches from Consumer.poll_batch) versus the Python Data Source
 a user would write with confluent-kafka (one task per Kafka partition, a Consumer assigned to it, rows yielded as
 tuples); the same query over both (every value's length summed, so every row and value is read), and the row counts
@@ -144,15 +145,20 @@ def main() -> None:
             frame = demo_frame(spark, args.rows, 100, args.partitions).cache()
             frame.count()  # generated once, outside the timings
 
-            def cykafka_write(topic: str) -> None:
+            def cykafka_write(topic: str, delivery: str = "at-least-once") -> None:
                 (frame.write.format("cykafka").option("kafka.bootstrap.servers", broker.bootstrap_servers)
                  .option("kafka.compression.type", args.compression).option("kafka.linger.ms", "5")
-                 .option("topic", topic).mode("append").save())
+                 .option("cykafka.delivery", delivery).option("topic", topic).mode("append").save())
+
+            def cykafka_exactly_once(topic: str) -> None:
+                cykafka_write(topic, "exactly-once")
 
             def confluent_write(topic: str) -> None:
                 frame.foreachPartition(confluent_partition_writer(broker.bootstrap_servers, topic, args.compression))
 
-            writers = {"format(\"cykafka\")": cykafka_write, "foreachPartition + confluent-kafka": confluent_write}
+            writers = {"format(\"cykafka\")": cykafka_write,
+                       "format(\"cykafka\") cykafka.delivery=exactly-once": cykafka_exactly_once,
+                       "foreachPartition + confluent-kafka": confluent_write}
             for name, write in writers.items():  # warm up the Python workers
                 write(f"warmup-{len(name)}")
             seconds: dict[str, list[float]] = {name: [] for name in writers}

@@ -11,7 +11,9 @@ planning, so a bad column or option fails the query before any task starts.
 Executors: writers are pickled and carry only plain data. Each Python worker process keeps one Producer per distinct
 config (ProducerCache): built on first use, reused by later tasks, dropped in a forked child, closed when idle. Every
 task's write() flushes and raises the first delivery error before returning its commit message: Spark's workers leave
-through os._exit, so nothing may wait for atexit. Delivery is at-least-once: a retried task sends its rows again.
+through os._exit, so nothing may wait for atexit. Delivery is at-least-once by default: a retried task sends its rows
+again. With cykafka.delivery=exactly-once each task writes in a Kafka transaction of its own producer, prepares it, and
+the driver's commit() completes them all (docs/spark.md, "Exactly-once writes").
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import itertools
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -85,14 +89,29 @@ SOURCE_NAME = "cykafka"
 KAFKA_PREFIX = "kafka."
 # serializers are ours: keys and values are the bytes of binary/string columns, as in Spark's Kafka sink
 REJECTED_KAFKA_KEYS = {"key.serializer": "keys", "value.serializer": "values"}
+AT_LEAST_ONCE, EXACTLY_ONCE = "at-least-once", "exactly-once"
+DELIVERY_MODES = (AT_LEAST_ONCE, EXACTLY_ONCE)
 SINK_OPTIONS = {
+    "cykafka.delivery": f"{AT_LEAST_ONCE} (default) or {EXACTLY_ONCE}: each task writes in a Kafka transaction that "
+                        f"the driver commits once every task is done",
     "cykafka.flush.timeout.ms": "how long each task waits for its records to be acknowledged (default: the "
                                 "producer's delivery.timeout.ms + 30000)",
     "cykafka.producer.idle.timeout.ms": "close a worker's cached producer after this long unused (default 600000)",
     "cykafka.log.level": "level of the 'cykafka' logger in Spark's Python workers, e.g. INFO (default: unchanged)",
     "cykafka.test.fail_once_marker": "tests only: the first task to create this file fails after its first batch",
     "cykafka.test.task_report_dir": "tests only: each successful task writes its commit message there as JSON",
+    "cykafka.test.kill_once_marker": "tests only: the first task to create this file SIGKILLs its Python worker after "
+                                     "its first batch",
+    "cykafka.test.kill_driver_after_commit": "tests only: the first micro-batch commit (batch id >= 1) to create this "
+                                             "file SIGKILLs the process group $CYKAFKA_TEST_DRIVER_PGID once its "
+                                             "transactions are committed",
 }
+# exactly-once: transaction.timeout.ms unless kafka.transaction.timeout.ms says otherwise (Kafka's default
+# transaction.max.timeout.ms): every task's transaction stays open until the driver commits the whole write
+EOS_TRANSACTION_TIMEOUT_MS = 900_000
+# Spark's local properties of a micro-batch's tasks (StreamExecution.QUERY_ID_KEY, MicroBatchExecution.BATCH_ID_KEY)
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
 DEFAULT_IDLE_TIMEOUT_MS = 600_000
 _HAS_STREAM_ARROW_WRITER = hasattr(ds, "DataSourceStreamArrowWriter")  # pyspark >= 4.1
 
@@ -121,6 +140,14 @@ class SinkPlan:
     log_level: str | None = None
     fail_once_marker: str | None = None
     task_report_dir: str | None = None
+    delivery: str = AT_LEAST_ONCE
+    write_id: str | None = None  # exactly-once batch writes: the job's id, made in writer() (streaming: the query's)
+    kill_once_marker: str | None = None
+    kill_driver_marker: str | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery == EXACTLY_ONCE
 
     @property
     def producer_config_dict(self) -> dict[str, str]:
@@ -156,6 +183,7 @@ def plan_sink(options: Mapping[str, str], schema: StructType) -> SinkPlan:
     if "bootstrap.servers" not in producer_config:
         raise ConfigError("option kafka.bootstrap.servers is required, e.g. .option('kafka.bootstrap.servers', "
                           "'host1:9092,host2:9092')")
+    delivery = _delivery_option(options, producer_config)
     parsed = ProducerConfig.parse(producer_config)  # unknown or invalid kafka.* keys fail here, on the driver
     topic = options.get("topic")
     if topic is not None:
@@ -178,7 +206,26 @@ def plan_sink(options: Mapping[str, str], schema: StructType) -> SinkPlan:
         log_level=log_level.upper() if log_level else None,
         fail_once_marker=options.get("cykafka.test.fail_once_marker"),
         task_report_dir=options.get("cykafka.test.task_report_dir"),
+        delivery=delivery,
+        kill_once_marker=options.get("cykafka.test.kill_once_marker"),
+        kill_driver_marker=options.get("cykafka.test.kill_driver_after_commit"),
     )
+
+
+def _delivery_option(options: Mapping[str, str], producer_config: dict[str, str]) -> str:
+    """cykafka.delivery; exactly-once also checks that a transactional producer can be built from the kafka.* keys
+    (idempotence conflicts fail here, on the driver) and sets its transaction.timeout.ms default."""
+    raw = options.get("cykafka.delivery", AT_LEAST_ONCE)
+    delivery = str(raw).strip().lower()
+    if delivery not in DELIVERY_MODES:
+        raise ConfigError(f"option cykafka.delivery must be one of {', '.join(DELIVERY_MODES)}, got {raw!r}")
+    if delivery == EXACTLY_ONCE:
+        if "transactional.id" in producer_config:
+            raise ConfigError("option kafka.transactional.id cannot be set with cykafka.delivery=exactly-once: "
+                              "each task's transactional.id is derived from the write and its Spark partition")
+        producer_config.setdefault("transaction.timeout.ms", str(EOS_TRANSACTION_TIMEOUT_MS))
+        ProducerConfig.parse({**producer_config, "transactional.id": "cykafka-plan-check"})
+    return delivery
 
 
 def _is_bytes_type(data_type: DataType) -> bool:
@@ -542,9 +589,21 @@ class _TaskDeliveries:
         return total
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedTransaction:
+    """An exactly-once task's transaction, flushed and left open for the driver: what EndTxn needs, and when it was
+    prepared (wall clock ms, to tell a transaction the coordinator has timed out)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    prepared_ms: int
+
+
 @dataclass
 class CykafkaCommitMessage(ds.WriterCommitMessage):
-    """One task's result, sent to the driver's commit(): records acknowledged per Kafka (topic, partition)."""
+    """One task's result, sent to the driver's commit(): records acknowledged per Kafka (topic, partition); with
+    exactly-once the prepared transaction (None: no rows, or `skipped`: a replayed micro-batch already committed)."""
 
     spark_partition: int
     attempt: int
@@ -552,12 +611,19 @@ class CykafkaCommitMessage(ds.WriterCommitMessage):
     acked: dict[tuple[str, int], int]
     encoding: str  # "arrow" or "rows": which writer path encoded the rows
     pid: int
-    producer: str  # client.id of the worker's cached producer ("none" when the task had no rows)
+    producer: str  # client.id of the task's producer ("none" when the task had no rows)
+    transaction: PreparedTransaction | None = None
+    skipped: bool = False
+    write_id: str | None = None  # exactly-once: the prefix of the write's transactional.ids
 
     def to_json(self) -> str:
         acked = {f"{topic}-{partition}": count for (topic, partition), count in sorted(self.acked.items())}
+        txn = self.transaction
         return json.dumps({"spark_partition": self.spark_partition, "attempt": self.attempt, "rows": self.rows,
-                           "acked": acked, "encoding": self.encoding, "pid": self.pid, "producer": self.producer})
+                           "acked": acked, "encoding": self.encoding, "pid": self.pid, "producer": self.producer,
+                           "transaction": None if txn is None else [txn.transactional_id, txn.producer_id,
+                                                                    txn.producer_epoch],
+                           "skipped": self.skipped})
 
 
 class _StderrUnlessHandled(logging.StreamHandler):  # type: ignore[type-arg]
@@ -589,46 +655,149 @@ def _claim_fail_once_marker(path: str | None) -> bool:
     return True
 
 
-def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str) -> CykafkaCommitMessage:
-    """One Spark task: sends every row, flushes, raises the first delivery error, returns the commit message.
-    `batches` are pyarrow RecordBatches (encoding "arrow") or lists of Rows (encoding "rows")."""
-    _apply_log_level(plan)
+@dataclass(frozen=True, slots=True)
+class TaskIdentity:
+    """Which task this is: its Spark partition and attempt; for exactly-once the write's id (a batch job's, or
+    "cykafka-<query id>" of a streaming query) and the micro-batch id (None: a batch job)."""
+
+    spark_partition: int
+    attempt: int
+    write_id: str | None = None
+    batch_id: int | None = None
+
+    @property
+    def transactional_id(self) -> str:
+        """The same for every attempt of the partition: a new attempt's init_transactions fences the old one."""
+        return f"{self.write_id}-{self.spark_partition}"
+
+
+def _task_identity(plan: SinkPlan) -> TaskIdentity:
     context = TaskContext.get()
-    spark_partition, attempt = (context.partitionId(), context.attemptNumber()) if context else (-1, 0)
+    if context is None:
+        return TaskIdentity(-1, 0, plan.write_id)
+    query_id = context.getLocalProperty(QUERY_ID_PROPERTY)
+    batch_id = context.getLocalProperty(BATCH_ID_PROPERTY)
+    write_id = plan.write_id or (f"cykafka-{query_id}" if query_id else None)
+    if plan.exactly_once and write_id is None:
+        raise KafkaError(f"cykafka.delivery={EXACTLY_ONCE}: the task has neither a job id nor a streaming query id "
+                         f"(Spark's local property {QUERY_ID_PROPERTY})")
+    return TaskIdentity(context.partitionId(), context.attemptNumber(), write_id,
+                        int(batch_id) if query_id and batch_id is not None else None)
+
+
+def _admin_config(plan: SinkPlan) -> dict[str, str]:
+    return {k: v for k, v in plan.producer_config if k in ADMIN_KEYS}
+
+
+class _TaskTransaction:
+    """An exactly-once task's transaction, in a producer of its own whose transactional.id is the task's (not the
+    worker's cached producer: one transactional.id per producer). Streaming records the micro-batch inside the same
+    transaction, as the committed offset `batch_id` of the consumer group named like the transactional.id (on
+    partition 0 of a topic the task wrote), so a replay of a micro-batch whose transaction committed is skipped."""
+
+    def __init__(self, plan: SinkPlan, task: TaskIdentity) -> None:
+        self.plan, self.task = plan, task
+        self.producer: Producer | None = None
+
+    def begin(self) -> Producer | None:
+        """init_transactions (fences older attempts, aborts what they left open), then begins; None: this
+        micro-batch's transaction of this partition has committed already (a replay), nothing is to be written."""
+        self.producer = Producer({**self.plan.producer_config_dict,
+                                  "transactional.id": self.task.transactional_id})
+        self.producer.init_transactions()
+        if self.task.batch_id is not None and self.committed_batch_id() >= self.task.batch_id:
+            return None
+        self.producer.begin_transaction()
+        return self.producer
+
+    def committed_batch_id(self) -> int:
+        """The last micro-batch whose transaction of this partition committed (-1: none). Read after
+        init_transactions, so no transaction of the partition is still open."""
+        with Admin(_admin_config(self.plan)) as admin:
+            found = admin.list_consumer_group_offsets(self.task.transactional_id)
+        return max((r.value.offset for r in found.values() if r.error is None and r.value is not None), default=-1)
+
+    def prepare(self, topics: set[str]) -> PreparedTransaction:
+        assert self.producer is not None
+        if self.task.batch_id is not None:
+            self.producer.send_offsets_to_transaction({(min(topics), 0): self.task.batch_id},
+                                                      self.task.transactional_id)
+        info = self.producer.prepare_transaction(self.plan.flush_timeout_ms / 1000)
+        return PreparedTransaction(self.task.transactional_id, info.producer_id, info.producer_epoch,
+                                   time.time_ns() // 1_000_000)
+
+    def close(self) -> None:
+        """Leaves a prepared transaction open for the driver; aborts one that was not prepared (Java's close)."""
+        if self.producer is not None:
+            self.producer.close(self.plan.flush_timeout_ms / 1000)
+
+
+def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str,
+               task: TaskIdentity | None = None) -> CykafkaCommitMessage:
+    """One Spark task: sends every row, flushes, raises the first delivery error, returns the commit message.
+    `batches` are pyarrow RecordBatches (encoding "arrow") or lists of Rows (encoding "rows"). Exactly-once: the
+    rows go in the task's transaction, prepared here and completed by the driver. `task`: tests only (default:
+    Spark's TaskContext)."""
+    _apply_log_level(plan)
+    task = task or _task_identity(plan)
+    spark_partition = task.spark_partition
     deliveries = _TaskDeliveries()
     producer: Producer | None = None
+    transaction = _TaskTransaction(plan, task) if plan.exactly_once else None
+    prepared: PreparedTransaction | None = None
+    skipped = False
     fail_once = _claim_fail_once_marker(plan.fail_once_marker)
+    kill_once = _claim_fail_once_marker(plan.kill_once_marker)
+    rest = iter(batches)
+    topics: set[str] = set()
     try:
-        for batch in batches:
+        for batch in rest:
             cols = _arrow_columns(batch, plan) if encoding == "arrow" else _row_columns(batch, plan)
             if not cols.rows:
                 continue
             if producer is None:
-                producer = PRODUCERS.acquire(plan.producer_config, plan.idle_timeout_ms)
+                producer = (transaction.begin() if transaction is not None
+                            else PRODUCERS.acquire(plan.producer_config, plan.idle_timeout_ms))
+                if producer is None:  # a replayed micro-batch, committed already
+                    skipped = True
+                    for _ in rest:
+                        pass
+                    break
             deliveries.add(_send_columns(producer, plan, cols))
+            topics.update(cols.topic if cols.topic is not None else [plan.topic or ""])
             if fail_once:
                 producer.flush(plan.flush_timeout_ms / 1000)
                 raise DeliveryError(f"cykafka.test.fail_once_marker: injected failure of task {spark_partition} "
                                     f"after {deliveries.sent} rows")
+            if kill_once:
+                producer.flush(plan.flush_timeout_ms / 1000)
+                os.kill(os.getpid(), signal.SIGKILL)
         if producer is not None:
             deliveries.wait(producer, plan.flush_timeout_ms)
+        first_error = deliveries.first_error
+        if first_error is not None:
+            raise DeliveryError(f"cykafka sink: {deliveries.failed} of {deliveries.sent} records of Spark partition "
+                                f"{spark_partition} failed delivery; first error: {first_error!r}",
+                                retriable=getattr(first_error, "retriable", False)) from first_error
+        if transaction is not None and deliveries.sent:
+            prepared = transaction.prepare(topics)
     finally:
-        if producer is not None:
+        if transaction is not None:
+            transaction.close()
+        elif producer is not None:
             PRODUCERS.release(plan.producer_config)
     sent = deliveries.sent
-    first_error = deliveries.first_error
-    if first_error is not None:
-        raise DeliveryError(f"cykafka sink: {deliveries.failed} of {sent} records of Spark partition "
-                            f"{spark_partition} failed delivery; first error: {first_error!r}",
-                            retriable=getattr(first_error, "retriable", False)) from first_error
     acked = deliveries.acked
-    message = CykafkaCommitMessage(spark_partition, attempt, sent, acked, encoding, os.getpid(),
-                                   producer.config.client_id if producer else "none")
+    message = CykafkaCommitMessage(spark_partition, task.attempt, sent, acked, encoding, os.getpid(),
+                                   producer.config.client_id if producer else "none", prepared, skipped,
+                                   task.write_id if plan.exactly_once else None)
     log.info("cykafka: task for Spark partition %d (attempt %d, pid %d, producer %s) wrote %d rows to %s via the "
-             "%s writer", spark_partition, attempt, message.pid, message.producer, sent,
-             ",".join(sorted({topic for topic, _ in acked})) or "nothing", encoding)
+             "%s writer%s", spark_partition, task.attempt, message.pid, message.producer, sent,
+             ",".join(sorted({topic for topic, _ in acked})) or "nothing", encoding,
+             f"; skipped: micro-batch {task.batch_id} was committed before" if skipped else "")
     if plan.task_report_dir:
-        report = Path(plan.task_report_dir) / f"task-{message.pid}-{spark_partition}-{attempt}-{time.time_ns()}.json"
+        name = f"task-{message.pid}-{spark_partition}-{task.attempt}-{time.time_ns()}.json"
+        report = Path(plan.task_report_dir) / name
         report.write_text(message.to_json())
     return message
 
@@ -988,12 +1157,94 @@ class CykafkaArrowWriter(ds.DataSourceArrowWriter):
 
     def commit(self, messages: list[ds.WriterCommitMessage | None]) -> None:
         _apply_log_level(self.plan)
+        complete_transactions(self.plan, messages, commit=True, what="the write")
         log.info("cykafka: committed %s", _summary(messages))
 
     def abort(self, messages: list[ds.WriterCommitMessage | None]) -> None:
         _apply_log_level(self.plan)
-        log.warning("cykafka: write aborted; records of finished tasks stay in Kafka (at-least-once): %s",
-                    _summary(messages))
+        complete_transactions(self.plan, messages, commit=False, what="the write")
+        log.warning("cykafka: write aborted; %s: %s", _abort_outcome(self.plan), _summary(messages))
+
+
+# -- exactly-once: the driver completes the tasks' transactions ---------------------------------------------------
+
+
+def _prepared(messages: Sequence[ds.WriterCommitMessage | None]) -> list[PreparedTransaction]:
+    """The tasks' prepared transactions, oldest first (the first to reach transaction.timeout.ms)."""
+    found = [m.transaction for m in messages if isinstance(m, CykafkaCommitMessage) and m.transaction is not None]
+    return sorted(found, key=lambda t: t.prepared_ms)
+
+
+def complete_transactions(plan: SinkPlan, messages: Sequence[ds.WriterCommitMessage | None], *, commit: bool,
+                          what: str) -> None:
+    """Exactly-once, on the driver: commits (or aborts) every task's prepared transaction, oldest first. A commit
+    that fails (the coordinator aborted the transaction: transaction.timeout.ms passed, or a newer attempt fenced
+    it) aborts the ones not committed yet and raises, saying how many had committed. Aborting also fences the
+    partitions whose task failed (their message is None), so nothing they left open holds read_committed readers
+    back until transaction.timeout.ms."""
+    if not plan.exactly_once:
+        return
+    prepared = _prepared(messages)
+    write_id = plan.write_id or next((m.write_id for m in messages if isinstance(m, CykafkaCommitMessage)), None)
+    failed = [f"{write_id}-{index}" for index, m in enumerate(messages) if m is None] if write_id else []
+    if not prepared and (commit or not failed):
+        return
+    timeout_s = plan.flush_timeout_ms / 1000
+    with Producer(plan.producer_config_dict) as completer:
+        if commit and prepared:
+            age_ms = time.time_ns() // 1_000_000 - prepared[0].prepared_ms
+            timeout_ms = ProducerConfig.parse(plan.producer_config_dict).transaction_timeout_ms
+            if age_ms >= timeout_ms:
+                _end_all(completer, prepared, commit=False, timeout_s=timeout_s)
+                raise KafkaError(f"cykafka sink: {what} was not committed: its oldest task transaction was prepared "
+                                 f"{age_ms} ms ago, past kafka.transaction.timeout.ms ({timeout_ms}), so the "
+                                 f"coordinator has aborted it; nothing was committed. Raise "
+                                 f"kafka.transaction.timeout.ms above the write's duration")
+        for done, txn in enumerate(prepared):
+            try:
+                completer.complete_transaction(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit,
+                                               timeout_s)
+            except KafkaError as e:
+                if not commit:
+                    log.warning("cykafka: aborting transaction %s failed: %s", txn.transactional_id, e)
+                    continue
+                _end_all(completer, prepared[done + 1:], commit=False, timeout_s=timeout_s)
+                raise KafkaError(f"cykafka sink: committing {what} failed at transaction {txn.transactional_id} "
+                                 f"({e}); {done} of {len(prepared)} task transactions had committed, the rest are "
+                                 f"aborted") from e
+    if not commit:
+        _fence(plan, failed)
+
+
+def _end_all(completer: Producer, prepared: Sequence[PreparedTransaction], *, commit: bool, timeout_s: float) -> None:
+    for txn in prepared:
+        try:
+            completer.complete_transaction(txn.transactional_id, txn.producer_id, txn.producer_epoch, commit,
+                                           timeout_s)
+        except KafkaError as e:
+            log.warning("cykafka: ending transaction %s failed: %s", txn.transactional_id, e)
+
+
+def _fence(plan: SinkPlan, transactional_ids: Iterable[str]) -> None:
+    """init_transactions for each id: aborts the transaction a failed task left open and fences its attempts."""
+    for transactional_id in transactional_ids:
+        try:
+            with Producer({**plan.producer_config_dict, "transactional.id": transactional_id}) as fencer:
+                fencer.init_transactions()
+        except KafkaError as e:
+            log.warning("cykafka: fencing transactional.id %s failed: %s", transactional_id, e)
+
+
+def _abort_outcome(plan: SinkPlan) -> str:
+    if plan.exactly_once:
+        return "the tasks' transactions are aborted, nothing of it is visible to read_committed readers"
+    return "records of finished tasks stay in Kafka (at-least-once)"
+
+
+def _kill_driver_for_test(plan: SinkPlan, batch_id: int) -> None:
+    """cykafka.test.kill_driver_after_commit: the driver dies between the Kafka commit and Spark's checkpoint."""
+    if batch_id >= 1 and _claim_fail_once_marker(plan.kill_driver_marker):
+        os.killpg(int(os.environ["CYKAFKA_TEST_DRIVER_PGID"]), signal.SIGKILL)
 
 
 class _StreamCommitMixin:
@@ -1001,12 +1252,17 @@ class _StreamCommitMixin:
 
     def commit(self, messages: list[ds.WriterCommitMessage | None], batchId: int) -> None:
         _apply_log_level(self.plan)
-        log.info("cykafka: micro-batch %d committed %s", batchId, _summary(messages))
+        complete_transactions(self.plan, messages, commit=True, what=f"micro-batch {batchId}")
+        skipped = sum(1 for m in messages if isinstance(m, CykafkaCommitMessage) and m.skipped)
+        log.info("cykafka: micro-batch %d committed %s%s", batchId, _summary(messages),
+                 f" ({skipped} tasks skipped: committed before, replayed)" if skipped else "")
+        _kill_driver_for_test(self.plan, batchId)
 
     def abort(self, messages: list[ds.WriterCommitMessage | None], batchId: int) -> None:
         _apply_log_level(self.plan)
-        log.warning("cykafka: micro-batch %d aborted; records of finished tasks stay in Kafka (at-least-once, "
-                    "Spark replays the batch): %s", batchId, _summary(messages))
+        complete_transactions(self.plan, messages, commit=False, what=f"micro-batch {batchId}")
+        log.warning("cykafka: micro-batch %d aborted; %s (Spark replays the batch): %s", batchId,
+                    _abort_outcome(self.plan), _summary(messages))
 
 
 class CykafkaStreamRowWriter(_StreamCommitMixin, ds.DataSourceStreamWriter):
@@ -1051,7 +1307,10 @@ class CykafkaDataSource(ds.DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> ds.DataSourceWriter:
         if overwrite:
             raise ConfigError("cykafka sink: Kafka topics cannot be overwritten; use mode('append')")
-        return CykafkaArrowWriter(plan_sink(self.options, schema))
+        plan = plan_sink(self.options, schema)
+        if plan.exactly_once:  # one id for the job, shipped to its tasks inside the writer
+            plan = replace(plan, write_id=f"cykafka-{uuid.uuid4().hex}")
+        return CykafkaArrowWriter(plan)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ds.DataSourceStreamWriter:
         # overwrite means output mode "complete": like Spark's Kafka sink, each micro-batch's rows are appended
