@@ -176,3 +176,34 @@ def test_a_member_that_stops_polling_leaves_and_its_next_poll_rejoins_reporting_
     assert after[0] == ("lost", owned), after
     # what it had fetched for them before leaving was dropped; the other committed on revoke: nothing read twice
     assert not set(slow.records) & set(other.records)
+
+
+def test_cooperative_sticky_a_third_member_moves_only_what_it_takes_and_each_record_is_read_once(
+        broker: EmbeddedBroker, members: list[Member]) -> None:
+    bootstrap, topic, group = broker.bootstrap_servers, _name("coop"), _name("g")
+    _create(bootstrap, (topic, 6))
+    _write(bootstrap, topic, 6, 10)
+    everything = _partitions(topic, 6)
+    settings = {"partition_assignment_strategy": "cooperative-sticky"}
+    two = [_start(members, JournaledMember(_consumer(bootstrap, group, **settings), [topic])) for _ in range(2)]
+    _wait_until(lambda: _split(two, everything) and all(len(m.assignment()) == 3 for m in two),
+                "two members split six partitions")
+    _wait_until(lambda: sum(len(m.records) for m in two) == 60, "the two read every record")
+    before = [m.assignment() for m in two]
+    third = _start(members, JournaledMember(_consumer(bootstrap, group, **settings), [topic]))
+    three = [*two, third]
+    _wait_until(lambda: _split(three, everything) and all(len(m.assignment()) == 2 for m in three),
+                "three members split six partitions")
+    _write(bootstrap, topic, 6, 10, start=10)
+    _wait_until(lambda: sum(len(m.records) for m in three) >= 120, "every record read")
+    after = [m.assignment() for m in three]
+    for m in three:
+        m.stop()
+    for m, owned, kept in zip(two, before, after[:2], strict=True):
+        revoked = m.journal.calls("revoked")
+        # one partition moved away from each, revoked alone (close revokes the rest last); nothing lost
+        assert revoked == [owned - kept, kept] and len(owned - kept) == 1, m.journal.entries
+        assert not m.journal.calls("lost") and all(not tps for tps in m.journal.calls("assigned")[1:])
+    assert set().union(*third.journal.calls("assigned")) == after[2]
+    read = [r for m in three for r in m.records]
+    assert sorted(read) == sorted((topic, p, o) for p in range(6) for o in range(20))  # auto commit on revoke
