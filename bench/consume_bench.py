@@ -214,9 +214,13 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes:
 
 
 def measure(client: str, bootstrap: str, topic: str, partitions: int, records: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
-               "--topic", topic, "--partitions", str(partitions), "--records", str(records)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    return run_worker(client, [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
+                               "--topic", topic, "--partitions", str(partitions), "--records", str(records)], 900)
+
+
+def run_worker(client: str, command: list[str], timeout_s: int) -> dict[str, Any]:
+    """A worker process's result: the JSON of its last stdout line, or {"client", "error"} when it failed."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
     if done.returncode != 0:
         return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -263,12 +267,19 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def worker_parser(doc: str, clients: tuple[str, ...]) -> argparse.ArgumentParser:
+    """A bench script's arguments: the doc's first paragraph as description, and its workers' --worker CLIENT,
+    --bootstrap and --topic."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", choices=CLIENTS, help="run one client (internal)")
+    parser.add_argument("--worker", choices=clients, help="run one client (internal)")
     parser.add_argument("--bootstrap", default="")
     parser.add_argument("--topic", default="")
+    return parser
+
+
+def main() -> int:
+    parser = worker_parser(__doc__, CLIENTS)
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--slow-records", type=int, default=200_000, help="records for kafka-python")
     parser.add_argument("--partitions", type=int, default=4)

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -93,14 +92,11 @@ RUNNERS: dict[str, Callable[[str, str, str, int, bool], dict[str, Any]]] = {
 
 
 def measure(client: str, bootstrap: str, topic: str, session_timeout_ms: int, phases: bool) -> dict[str, Any]:
-    command = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
-               "--topic", topic, "--group", f"join-{uuid.uuid4().hex[:10]}",
-               "--session-timeout-ms", str(session_timeout_ms)] + (["--phases"] if phases else [])
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    if done.returncode != 0:
-        return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    from consume_bench import run_worker
+
+    return run_worker(client, [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
+                               "--topic", topic, "--group", f"join-{uuid.uuid4().hex[:10]}",
+                               "--session-timeout-ms", str(session_timeout_ms)] + (["--phases"] if phases else []), 120)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -146,11 +142,9 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", choices=CLIENTS, help="run one client (internal)")
-    parser.add_argument("--bootstrap", default="")
-    parser.add_argument("--topic", default="")
+    from consume_bench import worker_parser
+
+    parser = worker_parser(__doc__, CLIENTS)
     parser.add_argument("--group", default="")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--rounds", type=int, default=5)
