@@ -705,6 +705,7 @@ class SocketTransport:
             if req.internal and req.version > 0 and frame[4:6] == b"\x00\x23":
                 self._send_api_versions(conn, 0, now_ms)
                 return
+            conn.in_flight.appendleft(req)  # the disconnect this raises fails it with the others, not drops it
             raise
         if req.internal:
             if req.api_key == API_VERSIONS.key:

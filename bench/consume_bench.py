@@ -228,9 +228,11 @@ def measure(client: str, bootstrap: str, topic: str, partitions: int, records: i
                                topic, "--partitions", str(partitions), "--records", str(records)])
 
 
-def run_worker(client: str, arguments: list[str]) -> dict[str, Any]:
-    """A worker process (this Python, these arguments): its last stdout line parsed, or its error."""
-    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=900, check=False)
+def run_worker(client: str, arguments: list[str], timeout_s: int = 900) -> dict[str, Any]:
+    """A worker process (this Python, these arguments): the JSON of its last stdout line, or {"client", "error"}
+    when it failed."""
+    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=timeout_s,
+                          check=False)
     if done.returncode != 0:
         return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -277,13 +279,20 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_parser(doc: str, clients: tuple[str, ...], records: int, slow_help: str) -> argparse.ArgumentParser:
-    """The command line of a bench script run by bench/run.py (this one and async_bench.py)."""
+def worker_parser(doc: str, clients: tuple[str, ...]) -> argparse.ArgumentParser:
+    """A bench script's arguments: the doc's first paragraph as description, and its workers' --worker CLIENT,
+    --bootstrap and --topic."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", choices=clients, help="run one client (internal)")
     parser.add_argument("--bootstrap", default="")
     parser.add_argument("--topic", default="")
+    return parser
+
+
+def bench_parser(doc: str, clients: tuple[str, ...], records: int, slow_help: str) -> argparse.ArgumentParser:
+    """The command line of a bench script run by bench/run.py (this one and async_bench.py)."""
+    parser = worker_parser(doc, clients)
     parser.add_argument("--records", type=int, default=records)
     parser.add_argument("--slow-records", type=int, default=records // 10, help=slow_help)
     parser.add_argument("--partitions", type=int, default=4)

@@ -18,6 +18,8 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     confluent-kafka (tuned and default), aiokafka and kafka-python, lz4 and none;
   async                             bench/async_bench.py: cykafka.aio's AsyncProducer and AsyncConsumer against
                                     aiokafka's, lz4, and the event-loop lag while producing.
+  group                             bench/group_bench.py: group join time (subscribe to first assignment) of cykafka
+                                    and confluent-kafka against Tansu's join hold (session.timeout.ms / 2).
 Each client runs in its own process (bench/e2e_bench.py's workers). Every (scenario, round) gets a fresh broker
 (Tansu's memory storage keeps every record). Ratios are the median of the per-round ratios (each round measures
 the clients back to back on one broker). runs.json keeps every worker's raw result. --profile runs the cykafka
@@ -43,6 +45,7 @@ from typing import Any
 import async_bench
 import consume_bench
 import e2e_bench as e2e
+import group_bench
 from throttle import ThrottleProxy
 
 from cykafka.broker import EmbeddedBroker, free_port
@@ -251,6 +254,13 @@ def run_consume(records: int, rounds: int, codec: str) -> dict[str, Any]:
     return result
 
 
+def run_group(rounds: int) -> dict[str, Any]:
+    command = [sys.executable, os.path.join(HERE, "group_bench.py"), "--rounds", str(rounds), "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
 # The consumer's targets (issue 16), against confluent-kafka with its best setting: (client, codec, records/s at
 # least, CPU per record at most)
 CONSUME_TARGETS = [("cykafka", "lz4", 1.5, 0.5), ("cykafka", "none", 1.5, 0.5),
@@ -440,7 +450,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
     parser.add_argument("--only", default="",
-                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async')")
+                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async', 'group')")
     parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -468,18 +478,20 @@ def main() -> int:
     asyncio_runs: list[dict[str, Any]] = []
     if not only or "async" in only:
         asyncio_runs.append(run_async(max(20_000, int(1_000_000 * scale)), rounds, "lz4"))
+    group = run_group(max(3, rounds)) if not only or "group" in only else None
     header = (f"## Results\n\nbench/run.py{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} "
               f"CPUs, Python {sys.version.split()[0]}, broker Tansu (embedded, memory storage), "
               f"{time.monotonic() - started:.0f} s\n\n")
     clients = [c for c in ALL_CLIENTS if any(c in s.clients for s in chosen)]
     report = (header + settings_table(clients) + "\n" + targets(chosen, encode) + "\n" + consume_targets(consume)
               + tables(chosen, encode, rounds) + "".join("\n" + consume_bench.table(r) for r in consume)
-              + "".join("\n" + async_bench.table(r) for r in asyncio_runs))
+              + "".join("\n" + async_bench.table(r) for r in asyncio_runs)
+              + ("\n" + group_bench.table(group) if group is not None else ""))
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
         json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode, "consume": consume,
-                   "async": asyncio_runs}, f, indent=1)
+                   "async": asyncio_runs, "group": group}, f, indent=1)
     if any(s.runs for s in chosen if s.mode == "throughput"):
         plot(chosen, os.path.join(args.out, "results.png"))
     print(report)

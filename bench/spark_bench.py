@@ -6,7 +6,8 @@ topic counted back by an independent consumer.
 Reads, one topic: spark.read.format("cykafka") (Arrow batches from Consumer.poll_batch) versus the Python Data Source
 a user would write with confluent-kafka (one task per Kafka partition, a Consumer assigned to it, rows yielded as
 tuples); the same query over both (every value's length summed, so every row and value is read), and the row counts
-and sums must agree.
+and sums must agree. A third reader is the ceiling of Spark's Python read path: a Data Source yielding ready-made
+Arrow batches of the same shape, no Kafka at all; cykafka's share of the read time is what separates it from that.
 
     python bench/spark_bench.py [--rows N] [--rounds R] [--partitions P] [--compression lz4]
 """
@@ -126,6 +127,54 @@ def confluent_source() -> Any:
     return ConfluentKafkaSource
 
 
+def arrow_ceiling_source(rows: int, partitions: int, value_bytes: int) -> Any:
+    """Spark's Python read path with nothing to read: each task yields one prebuilt Arrow batch of 10,000 rows (the
+    columns and types format("cykafka") yields, value_bytes values) until its share of rows is out."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Share(InputPartition):  # type: ignore[misc]
+        def __init__(self, partition: int, count: int) -> None:
+            self.partition, self.count = partition, count
+
+    class Reader(DataSourceReader):  # type: ignore[misc]
+        def partitions(self) -> list[Share]:
+            return [Share(p, rows // partitions + (p < rows % partitions)) for p in range(partitions)]
+
+        def read(self, partition: Share) -> Any:
+            import pyarrow as pa
+
+            def batch(count: int) -> Any:
+                return pa.RecordBatch.from_pydict({
+                    "key": pa.array([b"key-%06d" % i for i in range(count)], pa.binary()),
+                    "value": pa.array([b"v" * value_bytes] * count, pa.binary()),
+                    "topic": pa.array(["ceiling"] * count, pa.string()),
+                    "partition": pa.array([partition.partition] * count, pa.int32()),
+                    "offset": pa.array(range(count), pa.int64()),
+                    "timestamp": pa.array([1_700_000_000_000_000] * count, pa.timestamp("us", tz="UTC")),
+                    "timestampType": pa.array([0] * count, pa.int32())})
+
+            full, left = batch(10_000), partition.count
+            while left >= 10_000:
+                yield full
+                left -= 10_000
+            if left:
+                yield batch(left)
+
+    class ArrowCeiling(DataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return "arrow_ceiling_bench"
+
+        def schema(self) -> str:
+            return ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+                    "timestampType int")
+
+        def reader(self, schema: Any) -> Reader:
+            return Reader()
+
+    return ArrowCeiling
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=500_000)
@@ -171,6 +220,7 @@ def main() -> None:
                     seconds[name].append(time.perf_counter() - started)
                     topics[name].append(topic)
             spark.dataSource.register(confluent_source())
+            spark.dataSource.register(arrow_ceiling_source(args.rows, args.partitions, 100))
             read_topic = topics["format(\"cykafka\")"][0]
 
             def read_with(source: str) -> Any:
@@ -178,7 +228,8 @@ def main() -> None:
                          .option("subscribe", read_topic).load())
                 return frame.agg(sf.count("*").alias("rows"), sf.sum(sf.length("value")).alias("bytes")).first()
 
-            readers = {"format(\"cykafka\")": "cykafka", "Data Source on confluent-kafka": "confluent_kafka_bench"}
+            readers = {"format(\"cykafka\")": "cykafka", "Data Source on confluent-kafka": "confluent_kafka_bench",
+                       "ceiling: prebuilt Arrow batches, no Kafka": "arrow_ceiling_bench"}
             for source in readers.values():  # warm up
                 read_with(source)
             read_seconds: dict[str, list[float]] = {name: [] for name in readers}
@@ -210,7 +261,7 @@ def main() -> None:
               f"{sorted(read_answers[name])} |")
     if any(c != args.rows for counts in counted.values() for c in counts):
         sys.exit("a writer lost or duplicated rows")
-    if len({answer for answers in read_answers.values() for answer in answers}) != 1:
+    if len({answer for name, answers in read_answers.items() if "ceiling" not in name for answer in answers}) != 1:
         sys.exit("the readers disagree on what the topic holds")
 
 

@@ -215,11 +215,14 @@ class GroupMember:
                 self._request_rejoin("partition counts of the group's topics changed")
 
     def poll(self, now_ms: int) -> None:
-        """The user called poll(): restarts the max.poll.interval.ms timer; after leaving on it, rejoins."""
+        """The user called poll(): restarts the max.poll.interval.ms timer; after leaving on it, reports the partitions
+        lost at once (take_events) and rejoins."""
         self._last_poll_ms = now_ms
         if self._poll_expired:
             self._poll_expired = False
             self._request_rejoin("polled again after max.poll.interval.ms")
+            if self._needs_join_prepare:  # Java's onJoinPrepare in this poll: lost before any record is handed out
+                self._join_prepare()
 
     def take_events(self, hold: bool = False) -> list[GroupEvent]:
         """The rebalance listener's events so far, oldest first. Taking them lets a JoinGroup or LeaveGroup go; with

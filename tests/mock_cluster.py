@@ -33,6 +33,9 @@ def _load() -> ctypes.CDLL:
         ("rd_kafka_mock_broker_set_down", ctypes.c_int, [p, i32]),
         ("rd_kafka_mock_broker_set_up", ctypes.c_int, [p, i32]),
         ("rd_kafka_mock_push_request_errors_array", None, [p, ctypes.c_int16, ctypes.c_size_t, errors]),
+        ("rd_kafka_mock_topic_delete", ctypes.c_int, [p, s]),
+        ("rd_kafka_mock_set_apiversion", ctypes.c_int, [p, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16]),
+        ("rd_kafka_mock_group_initial_rebalance_delay_ms", None, [p, i32]),
     ]:
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
@@ -63,6 +66,24 @@ class MockCluster:
                                                          replication_factor), f"create {topic}")
         for partition, broker_id in enumerate(leaders):
             self.set_leader(topic, partition, broker_id)
+
+    def recreate_topic(self, topic: str, leaders: Sequence[int], replication_factor: int = 3) -> None:
+        """Deletes the topic and creates it again with len(leaders) partitions, empty: the mock has no
+        CreatePartitions and no control that adds partitions, so this is how a topic grows here."""
+        self._check(self._lib.rd_kafka_mock_topic_delete(self._cluster, topic.encode()), f"delete {topic}")
+        self.create_topic(topic, leaders, replication_factor)
+
+    def serve_classic_groups(self, initial_rebalance_delay_ms: int = 100) -> None:
+        """Makes the mock's classic group coordinator usable: it advertises JoinGroup v6, SyncGroup v4 and LeaveGroup
+        v3-v4 but reads their arrays as pre-flexible int32 counts (JoinGroup, SyncGroup) or not at all (LeaveGroup's
+        members), so a client that picks those versions is disconnected; capped to the versions it reads right
+        (librdkafka's own consumer sends older ones). Its group.initial.rebalance.delay.ms (3000) is shortened."""
+        from cykafka.protocol import apis
+
+        for api_key, max_version in ((apis.JOIN_GROUP.key, 5), (apis.SYNC_GROUP.key, 3), (apis.LEAVE_GROUP.key, 2)):
+            self._check(self._lib.rd_kafka_mock_set_apiversion(self._cluster, api_key, 0, max_version),
+                        f"cap api {api_key} at v{max_version}")
+        self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster, initial_rebalance_delay_ms)
 
     def set_leader(self, topic: str, partition: int, broker_id: int) -> None:
         """Moves the partition's leadership (and bumps its leader epoch); the old leader answers
