@@ -134,6 +134,14 @@ def test_the_async_bench_runs_every_client(tmp_path: object) -> None:
     assert "errors:" not in report and "nan" not in report
 
 
+def test_the_group_bench_times_both_joins_against_the_hold(tmp_path: object) -> None:
+    """bench/run.py --only group: cykafka's and confluent-kafka's join times, each against Tansu's hold."""
+    report = _run_only("group", str(tmp_path))
+    assert "### Group join, session.timeout.ms 6000 (Tansu holds a join 3000 ms)" in report
+    assert "| cykafka |" in report and "| confluent |" in report
+    assert "errors:" not in report and "nan" not in report
+
+
 def _run_only(scenario: str, out: str) -> str:
     """bench/run.py --only scenario --quick, tiny: its report."""
     args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", scenario, "--quick", "--scale", "0.1",
