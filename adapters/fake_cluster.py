@@ -277,7 +277,8 @@ class FakeCluster:
         return 50 if node_id in self.unreachable else 0
 
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
-             handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None:
+             handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
+             timeout_ms: int | None = None) -> None:
         if node_id not in self._connected:
             raise NetworkError(f"fake node {node_id} is not connected")
         self.requests.append((node_id, request))

@@ -9,6 +9,7 @@ TLS and SASL come from adapters.security; an authentication failure is latched (
 from __future__ import annotations
 
 import errno
+import itertools
 import logging
 import random
 import select
@@ -63,6 +64,7 @@ class _Request:
     sent_ms: int
     expect_response: bool
     internal: bool = False  # ApiVersions / SASL sent by the transport itself
+    timeout_ms: int = 0  # how long its answer may take; 0: request.timeout.ms
 
 
 @dataclass(slots=True, eq=False)  # compared by identity (selectors compares its data on every modify)
@@ -158,7 +160,8 @@ class SocketTransport:
         return 2**31  # connected: poll() wakes when a response frees a slot
 
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
-             handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True) -> None:
+             handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
+             timeout_ms: int | None = None) -> None:
         conn = self._connections[node_id]
         if conn.state != _READY:
             raise NetworkError(f"node {node_id} is not ready for requests")
@@ -167,7 +170,7 @@ class SocketTransport:
         if version is None:
             raise UnsupportedVersionError(f"broker {node_id} supports no version of API {api_key} that cykafka "
                                              f"speaks")
-        self._enqueue(conn, request, api_key, version, handler, now_ms, expect_response)
+        self._enqueue(conn, request, api_key, version, handler, now_ms, expect_response, timeout_ms=timeout_ms or 0)
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         self._check_timeouts(now_ms)
@@ -511,18 +514,20 @@ class SocketTransport:
                     self._disconnect(conn, now_ms, NetworkError(
                         f"connection to node {conn.node_id} ({conn.host}:{conn.port}) not set up within "
                         f"socket.connection.setup.timeout.ms ({self.settings.socket_connection_setup_timeout_ms})"))
-            oldest = conn.in_flight[0] if conn.in_flight else (
-                conn.unwritten_requests[0][0] if conn.unwritten_requests else None)
-            if oldest is not None and now_ms - oldest.sent_ms >= self.settings.request_timeout_ms:
+            default_ms = self.settings.request_timeout_ms
+            late = next((r for r in itertools.chain(conn.in_flight, (r for r, _ in conn.unwritten_requests))
+                         if now_ms - r.sent_ms >= (r.timeout_ms or default_ms)), None)
+            if late is not None:
                 self._disconnect(conn, now_ms, KafkaTimeoutError(
-                    f"no response from node {conn.node_id} within request.timeout.ms "
-                    f"({self.settings.request_timeout_ms}); disconnected", retriable=True))
+                    f"no response from node {conn.node_id} within "
+                    f"{f'{late.timeout_ms} ms' if late.timeout_ms else f'request.timeout.ms ({default_ms})'}; "
+                    f"disconnected", retriable=True))
 
     # -- framing -----------------------------------------------------------------------------------------------
 
     def _enqueue(self, conn: _Connection, request: TransportRequest, api_key: int, version: int,
                  handler: Callable[[ClientResponse], None] | None, now_ms: int, expect_response: bool,
-                 internal: bool = False) -> None:
+                 internal: bool = False, timeout_ms: int = 0) -> None:
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         buffers = encode_any_request(request, version, self._correlation_id, self.settings.client_id)
         size = 0
@@ -530,7 +535,8 @@ class SocketTransport:
             view = memoryview(buf).cast("B")
             conn.outgoing.append(view)
             size += len(view)
-        req = _Request(self._correlation_id, api_key, version, request, handler, now_ms, expect_response, internal)
+        req = _Request(self._correlation_id, api_key, version, request, handler, now_ms, expect_response, internal,
+                       timeout_ms)
         conn.unwritten_requests.append((req, size))
         assert conn.sock is not None
         self._write(conn, now_ms)

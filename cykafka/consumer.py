@@ -143,7 +143,7 @@ class Consumer:
             member = GroupMember(GroupSettings(
                 cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
                 cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms))
-            self._group_driver = GroupDriver(member, transport, metadata, self._clock,
+            self._group_driver = GroupDriver(member, transport, metadata, self._clock, conn.request_timeout_ms,
                                              *_group_hooks(self.network, self._subscription))
             self.network.sources.insert(1, self._group_driver)
         self._subscribed = False

@@ -21,9 +21,11 @@ from cykafka.core.group import GroupMember, Outgoing
 from cykafka.errors import KafkaError, KafkaTimeoutError
 from cykafka.ports import ClientResponse, Clock, MetadataSource, Node, Transport
 from cykafka.protocol import API_NAMES
+from cykafka.protocol.apis import JOIN_GROUP
 
 log = logging.getLogger("cykafka")
 _METADATA_TOUCH_MS = 10_000  # re-adds the member's topics this often, so metadata.max.idle.ms never drops them
+_JOIN_TIMEOUT_LAPSE_MS = 5_000  # a JoinGroup may take the rebalance timeout plus this (Java's JOIN_GROUP_TIMEOUT_LAPSE)
 
 
 @dataclass(slots=True, eq=False)
@@ -42,8 +44,12 @@ class GroupDriver:
     caller's thread that events or an answer may wait."""
 
     def __init__(self, member: GroupMember, transport: Transport, metadata: MetadataSource, clock: Clock,
-                 set_coordinator: Callable[[Node | None], None], on_change: Callable[[], None]) -> None:
+                 request_timeout_ms: int, set_coordinator: Callable[[Node | None], None],
+                 on_change: Callable[[], None]) -> None:
         self.member = member
+        # the coordinator holds a JoinGroup until the group has joined: up to the rebalance timeout (Java)
+        self._join_timeout_ms = max(request_timeout_ms,
+                                    member.settings.max_poll_interval_ms + _JOIN_TIMEOUT_LAPSE_MS)
         self.lock = threading.Lock()
         self.transport = transport
         self.metadata = metadata
@@ -114,7 +120,9 @@ class GroupDriver:
                 continue
             try:
                 self.transport.send(node, out.request, now_ms,
-                                    handler=lambda r, o=out, c=call: self._answered(o, c, r))  # type: ignore[misc]
+                                    handler=lambda r, o=out, c=call: self._answered(o, c, r),  # type: ignore[misc]
+                                    timeout_ms=self._join_timeout_ms if out.request.api_key == JOIN_GROUP.key
+                                    else None)
             except KafkaError as e:
                 self.member.on_failure(out.request.api_key, now_ms)
                 if call is not None:

@@ -208,3 +208,16 @@ def test_cooperative_sticky_a_third_member_moves_only_what_it_takes_and_each_rec
     assert not any(kind != "assigned" for kind, _ in calls[2]), calls
     read = [r for m in three for r in m.records]
     assert sorted(read) == sorted((topic, p, o) for p in range(6) for o in range(20))  # auto commit on revoke
+
+
+def test_a_join_the_coordinator_holds_longer_than_request_timeout_ms_still_completes(broker: EmbeddedBroker,
+                                                                                      members: list[Member]) -> None:
+    """Tansu holds a JoinGroup session.timeout.ms / 2 (3 s here), past request.timeout.ms (1 s): as Java, a JoinGroup
+    may take the rebalance timeout (max.poll.interval.ms) + 5 s, so the join is not cut off and retried forever."""
+    topic, group = _name("slowjoin"), _name("g")
+    _create(broker.bootstrap_servers, (topic, 2))
+    members.append(Member(_consumer(broker.bootstrap_servers, group, request_timeout_ms=1000,
+                                    max_poll_interval_ms=6000), [topic]))
+    members[0].start()
+    _wait_until(lambda: members[0].assignment() == {TopicPartition(topic, 0), TopicPartition(topic, 1)},
+                "the member joins")
