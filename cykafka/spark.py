@@ -1024,7 +1024,8 @@ class CykafkaReader(ds.DataSourceReader):
             offsets.close()
 
     def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):  # no ranges (nothing to read): pyspark runs one task anyway,
+            return iter(())                            # with a bare InputPartition(None)
         return read_range(self.options, partition.range)
 
 

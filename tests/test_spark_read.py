@@ -82,6 +82,11 @@ def test_offset_ranges_and_min_partitions(spark: Any, broker: EmbeddedBroker) ->
     split = _load(spark, broker, subscribe=topic, minPartitions="8")
     assert split.rdd.getNumPartitions() >= 8
     assert split.count() == 400
+    # nothing to read (an empty topic; or a range that ends where it starts): no ranges, and pyspark runs one task
+    # anyway with a bare InputPartition(None), which reads nothing (it failed an assertion once)
+    assert _load(spark, broker, subscribe=_topic(broker, 2)).count() == 0
+    assert _load(spark, broker, assign=f'{{"{topic}": [0]}}', startingOffsets=f'{{"{topic}": {{"0": {start}}}}}',
+                 endingOffsets=f'{{"{topic}": {{"0": {start}}}}}').count() == 0
 
 
 def test_bad_options_fail_on_the_driver(spark: Any, broker: EmbeddedBroker) -> None:
