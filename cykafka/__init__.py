@@ -1,4 +1,5 @@
-"""cykafka: a Kafka producer for Python with a Cython core, built as ports and adapters (composition root here)."""
+"""cykafka: a Kafka client for Python (producer, consumer, admin, asyncio, Spark) with a Cython core, built as ports
+and adapters (composition root here)."""
 
 from cykafka.errors import (
     AuthenticationError,
