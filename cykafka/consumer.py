@@ -537,11 +537,12 @@ class Consumer:
                 if not self._consumable():
                     sub.data_ready.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
 
-    def _handle_group_events(self) -> None:
+    def _handle_group_events(self, deadline_ms: int | None = None) -> None:
         """The group's news on the caller's thread, in Java's order: revoked (auto commit first, then the listener,
         then the partitions go), lost, assigned (partitions added, then the listener); the member sends no
-        JoinGroup or LeaveGroup before this returns. A failure of the group protocol, or a listener's, is raised
-        after every event was handled."""
+        JoinGroup or LeaveGroup before this returns. The auto commit waits until deadline_ms (default:
+        default.api.timeout.ms from now). A failure of the group protocol, or a listener's, is raised after every
+        event was handled."""
         driver = self._group_driver
         if driver is None:
             return
@@ -555,8 +556,8 @@ class Consumer:
                     owned = set(self._subscription.states)
                 if kind == "revoked" and self.config.enable_auto_commit and owned:
                     try:
-                        self._commit_sync(self._offsets_to_commit(None, "commit"),
-                                          self._clock.monotonic_ms() + self.config.default_api_timeout_ms)
+                        self._commit_sync(self._offsets_to_commit(None, "commit"), deadline_ms or (
+                            self._clock.monotonic_ms() + self.config.default_api_timeout_ms))
                     except KafkaError as e:
                         log.warning("auto commit before partitions were revoked failed: %s", e)
                 if kind == "assigned":
@@ -936,7 +937,7 @@ class Consumer:
             driver.member.close(self._clock.monotonic_ms())
         self._transport.wakeup()
         try:
-            self._handle_group_events()
+            self._handle_group_events(deadline_ms)
         except KafkaError as e:
             log.warning("leaving group %r: %s", self.config.group_id, e)
         while self._clock.monotonic_ms() < deadline_ms:

@@ -316,3 +316,26 @@ def test_a_member_killed_with_sigkill_loses_nothing_and_repeats_only_what_it_rea
     # rebalance before its next commit): duplicates only after the last commit (at-least-once)
     repeated = {key: who for key, who in readers.items() if len(who) > 1}
     assert all(any((i, p, o) in uncommitted for i in who) for (p, o), who in repeated.items()), repeated
+
+
+def test_close_keeps_its_deadline_when_the_coordinator_is_gone() -> None:
+    """close(1.0) of a member whose broker went away: the auto commit before revoke, the listener and the LeaveGroup
+    all stop at close's deadline (the commit waited default.api.timeout.ms, 60 s, once)."""
+    own = EmbeddedBroker().start()
+    try:
+        topic = _name("gone")
+        _create(own.bootstrap_servers, (topic, 1))
+        consumer = Consumer({"bootstrap.servers": own.bootstrap_servers, "group.id": _name("g"),
+                             "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + DEADLINE_S
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, "no assignment"
+            consumer.poll(0.1)
+        consumer.position(TopicPartition(topic, 0))  # a position to commit
+    finally:
+        own.stop()
+    closer = threading.Thread(target=consumer.close, args=(1.0,))
+    closer.start()
+    closer.join(15)  # bounded: close(1.0) keeps to its own deadline; default.api.timeout.ms is 60 s
+    assert not closer.is_alive()
