@@ -30,6 +30,9 @@ from cykafka.broker import EmbeddedBroker  # noqa: E402
 from cykafka.demo import demo_frame  # noqa: E402
 from cykafka.verify import count_back  # noqa: E402
 
+KAFKA_SOURCE_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+                       "timestampType int")  # Spark's Kafka source columns, as the bench's own sources declare them
+
 
 def confluent_partition_writer(bootstrap: str, topic: str, compression: str) -> Any:
     def write(rows: Iterable[Any]) -> None:
@@ -118,8 +121,7 @@ def confluent_source() -> Any:
             return "confluent_kafka_bench"
 
         def schema(self) -> str:
-            return ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-                    "timestampType int")
+            return KAFKA_SOURCE_SCHEMA
 
         def reader(self, schema: Any) -> Reader:
             return Reader(self.options)
@@ -166,8 +168,7 @@ def arrow_ceiling_source(rows: int, partitions: int, value_bytes: int) -> Any:
             return "arrow_ceiling_bench"
 
         def schema(self) -> str:
-            return ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-                    "timestampType int")
+            return KAFKA_SOURCE_SCHEMA
 
         def reader(self, schema: Any) -> Reader:
             return Reader()

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     import pyarrow
 
 T = TypeVar("T")
+_CallT = TypeVar("_CallT", Call, GroupCall)
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
 _EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
@@ -783,21 +784,30 @@ class Consumer:
         """(node, answer) of request to node_id (None: the least loaded), sent again after retry.backoff.ms on a
         retriable failure until deadline_ms. A request still out at the deadline is kept: the same request asked
         again (the next poll) waits for it instead of sending another."""
-        key = (request.api_key, node_id, repr(request.body))
+        call = self._answer(self._outstanding, (request.api_key, node_id, repr(request.body)),
+                            lambda: self._submit(request, node_id), deadline_ms,
+                            f"{api.API_NAMES[request.api_key]}: no answer")
+        assert call.response is not None
+        return call.answered_by, call.response
+
+    def _answer(self, outstanding: dict[Any, _CallT], key: Any, submit: Callable[[], _CallT], deadline_ms: int,
+                no_answer: str) -> _CallT:
+        """The call kept under key in outstanding (submitted when none is out) once it has an answer; submitted
+        again after retry.backoff.ms on a retriable failure until deadline_ms. A call still out at the deadline
+        stays: the same request asked again (the next poll) waits for it instead of sending another."""
         while True:
-            call = self._outstanding.get(key)
+            call = outstanding.get(key)
             if call is None:
-                call = self._outstanding[key] = self._submit(request, node_id)
+                call = outstanding[key] = submit()
             self._wait(call.done, deadline_ms)
             if not call.done.is_set():
-                raise KafkaTimeoutError(f"{api.API_NAMES[request.api_key]}: no answer before the deadline" + (
+                raise KafkaTimeoutError(f"{no_answer} before the deadline" + (
                     f" ({problem})" if (problem := getattr(self._transport, "connection_problem", lambda: None)())
                     else ""))
-            del self._outstanding[key]
+            del outstanding[key]
             if call.error is None and call.response is not None:
-                return call.answered_by, call.response
-            error = call.error or KafkaError(f"{api.API_NAMES[request.api_key]}: no answer")
-            self._retry_or_raise(error, deadline_ms)
+                return call
+            self._retry_or_raise(call.error or KafkaError(no_answer), deadline_ms)
 
     def _wait(self, done: threading.Event, deadline_ms: int) -> None:
         while not done.is_set() and not self._closed:
@@ -862,18 +872,10 @@ class Consumer:
         after a retriable failure until deadline_ms; a call still out at the deadline is kept under key, as _ask."""
         driver = self._group_driver
         assert driver is not None
-        while True:
-            call = self._outstanding_group.get(key)
-            if call is None:
-                call = self._outstanding_group[key] = driver.submit(build, deadline_ms)
-            self._wait(call.done, deadline_ms)
-            if not call.done.is_set():
-                raise KafkaTimeoutError(f"group {self.config.group_id!r}: no answer from its coordinator before the "
-                                        f"deadline")
-            del self._outstanding_group[key]
-            if call.error is None and call.response is not None:
-                return call.response
-            self._retry_or_raise(call.error or KafkaError("no answer from the group coordinator"), deadline_ms)
+        call = self._answer(self._outstanding_group, key, lambda: driver.submit(build, deadline_ms), deadline_ms,
+                            f"group {self.config.group_id!r}: no answer from its coordinator")
+        assert call.response is not None
+        return call.response
 
     def _deadline(self, timeout: float | None, name: str, default: int | None = -1) -> int:
         if timeout is None and default is not None:

@@ -61,9 +61,8 @@ class GroupDriver:
         self._calls: deque[GroupCall] = deque()
         self._outbox: deque[tuple[Outgoing, GroupCall | None]] = deque()
         self._snapshot: object = None
-        self._topics: frozenset[str] | None = frozenset()
+        self._topics: frozenset[str] | None = frozenset()  # the member's last metadata topics (None: every topic)
         self._touched_ms = -(2**62)
-        self._all_topics = False
 
     def submit(self, build: Callable[[GroupMember], Outgoing | None], expires_ms: int) -> GroupCall:
         call = GroupCall(build, expires_ms)
@@ -155,13 +154,9 @@ class GroupDriver:
         """The member's topics into the metadata (every topic for a pattern), fresh snapshots into the member."""
         member, metadata = self.member, self.metadata
         topics = member.metadata_topics()
-        if topics is None and not self._all_topics:
-            self._all_topics = True
-            metadata.set_all_topics(True)
-        elif topics is not None and (topics != self._topics or now_ms - self._touched_ms >= _METADATA_TOUCH_MS):
-            if self._all_topics:
-                self._all_topics = False
-                metadata.set_all_topics(False)
+        if (topics is None) != (self._topics is None):
+            metadata.set_all_topics(topics is None)
+        if topics is not None and (topics != self._topics or now_ms - self._touched_ms >= _METADATA_TOUCH_MS):
             for topic in topics:
                 metadata.add_topic(topic, now_ms)
             self._touched_ms = now_ms
