@@ -50,18 +50,31 @@ def test_idempotent_producer_through_dropped_connections_delivers_each_record_on
     with Producer({"bootstrap.servers": proxy.bootstrap_servers, "linger.ms": 5, "batch.size": 16384,
                    "retry.backoff.ms": 20, "retry.backoff.max.ms": 200, "reconnect.backoff.ms": 10}) as producer:
         assert producer.config.enable_idempotence
-        for i in range(RECORDS):
-            producer.send(topic, b"%08d-" % i + b"p" * 40, key=b"k%d" % (i % 1000) if i % 2 else None,
-                          on_delivery=on_delivery)
-        # cut every connection DROPS times while the records are being delivered, each time with requests out
+        sent = 0
+
+        def send_up_to(count: int) -> None:
+            nonlocal sent
+            for i in range(sent, count):
+                producer.send(topic, b"%08d-" % i + b"p" * 40, key=b"k%d" % (i % 1000) if i % 2 else None,
+                              on_delivery=on_delivery)
+            sent = count
+
+        # cut every connection DROPS times while the records are being delivered, each time with requests out; the
+        # records go in 20 parts, the next when nothing is in flight, so a fast delivery cannot end before the cuts
+        part = RECORDS // 20
+        send_up_to(part)
         deadline = time.monotonic() + 60
         while proxy.drops < DROPS and time.monotonic() < deadline:
             cut_before = proxy.cut_requests
             while producer.metrics()["requests-in-flight"] == 0 and time.monotonic() < deadline:
-                time.sleep(0.0002)
+                if sent < RECORDS:
+                    send_up_to(min(RECORDS, sent + part))
+                else:
+                    time.sleep(0.0002)
             proxy.drop_all()
             if proxy.cut_requests == cut_before:  # answered just before the cut: try again
                 proxy.drops -= 1
+        send_up_to(RECORDS)
         assert producer.flush(120) == 0
         retries = producer.metrics()["record-retry-total"]
         producer_id = producer.transaction_state().producer_id
