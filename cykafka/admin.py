@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
@@ -28,11 +28,19 @@ from cykafka.errors import (
     KafkaTimeoutError,
     UnsupportedVersionError,
 )
-from cykafka.ports import Clock, Node, PartitionInfo, TopicPartition, by_topic, checked_partitions
+from cykafka.ports import Clock, by_topic
+from cykafka.ports.values import (
+    ListOffsetsResultInfo,
+    Node,
+    OffsetAndMetadata,
+    PartitionInfo,
+    Result,
+    TopicPartition,
+    checked_partitions,
+)
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, error_for
-from cykafka.transactions import OffsetAndMetadata
 
 T = TypeVar("T")
 
@@ -48,25 +56,6 @@ _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_C
 _ALTER_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 _OFFSET_SPECS = {"earliest": api.EARLIEST_TIMESTAMP, "latest": api.LATEST_TIMESTAMP,
                  "max_timestamp": api.MAX_TIMESTAMP}
-
-
-class Result(Generic[T]):
-    """One item's outcome (Java's per-item KafkaFuture, complete): the value, or the error that ended it."""
-
-    __slots__ = ("error", "value")
-
-    def __init__(self, value: T | None = None, error: KafkaError | None = None) -> None:
-        self.value = value
-        self.error = error
-
-    def result(self) -> T:
-        """The value, or raises the item's error."""
-        if self.error is not None:
-            raise self.error
-        return self.value  # type: ignore[return-value]
-
-    def __repr__(self) -> str:
-        return f"Result(error={self.error!r})" if self.error is not None else f"Result({self.value!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +97,6 @@ class ConfigEntry:
     is_default: bool
     read_only: bool
     is_sensitive: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ListOffsetsResultInfo:
-    offset: int
-    timestamp: int  # -1 when the broker gives none
-    leader_epoch: int  # -1 when unknown
 
 
 @dataclass(frozen=True, slots=True)

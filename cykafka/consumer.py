@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
-from cykafka.admin import ListOffsetsResultInfo
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_group import GroupCall, GroupDriver
 from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread, stop_unclosed
@@ -44,11 +43,11 @@ from cykafka.errors import (
 )
 from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, fetch_request
 from cykafka.ports import Clock, Node, PartitionInfo, Ports, TopicPartition, by_topic, checked_partitions
+from cykafka.ports.values import ConsumerGroupMetadata, ListOffsetsResultInfo, OffsetAndMetadata
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorKind, error_for, kinds_of
 from cykafka.serialization import validate_topic
-from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
     import pyarrow

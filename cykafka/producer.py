@@ -61,15 +61,10 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, validate_topic
-from cykafka.transactions import (
-    ConsumerGroupMetadata,
-    OffsetAndMetadata,
-    TransactionalResult,
-    TransactionInfo,
-    TransactionRequests,
-)
+from cykafka.transactions import TransactionalResult, TransactionRequests
 
 log = logging.getLogger("cykafka")
 # what an unclosed producer gets to deliver its queued records when it is garbage-collected or alive at interpreter
@@ -702,7 +697,8 @@ class Producer(SendPath):
             txn = self._txn
             if txn is None:
                 return TransactionInfo(self.config.transactional_id, -1, -1, "UNINITIALIZED")
-            return TransactionInfo(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.state_name)
+            return TransactionInfo(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.state_name,
+                                   txn.has_ongoing_transaction)
 
     def prepare_transaction(self, timeout: float | None = None) -> TransactionInfo:
         """Advanced (two-phase commit): flushes the open transaction and leaves it open for another process to

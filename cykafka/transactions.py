@@ -1,4 +1,4 @@
-"""Transactional requests (the request half of Java's TransactionManager) and the values of the transaction API.
+"""Transactional requests (the request half of Java's TransactionManager) and a transactional call's outcome.
 
 `TransactionRequests` queues FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit
 and EndTxn by priority, one in flight at a time, and turns each answer into a decision of the core's
@@ -14,7 +14,6 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cykafka.config import ProducerConfig
@@ -30,6 +29,7 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.ports import ClientResponse, Node
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 from cykafka.protocol import Request
 from cykafka.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
@@ -56,44 +56,6 @@ PRIORITY_EPOCH_BUMP = 4
 ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # a first AddPartitionsToTxn meeting CONCURRENT_TRANSACTIONS (Java)
 
 _E = ErrorCode
-
-
-# -- the values of the public API ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """A consumer position to commit with the transaction: the offset of the next record to read."""
-
-    offset: int
-    metadata: str | None = None
-    leader_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadata:
-    """The consumer group whose offsets a transaction commits (Java's ConsumerGroupMetadata). generation_id and
-    member_id let the group coordinator fence zombie consumers (KIP-447); the defaults skip that check."""
-
-    group_id: str
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionInfo:
-    """What a two-phase committer records about a producer's transaction: enough to finish it elsewhere with
-    `Producer.complete_transaction(transactional_id, producer_id, producer_epoch, commit)`."""
-
-    transactional_id: str | None
-    producer_id: int
-    producer_epoch: int
-    state: str
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.state in ("IN_TRANSACTION", "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION", "ABORTABLE_ERROR")
 
 
 class TransactionalResult:

@@ -54,6 +54,18 @@ COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/consume
 _ADAPTER_MAY_IMPORT = ("cykafka.adapters", "cykafka.ports", "cykafka.errors", "cykafka.protocol", "cykafka.core")
 
 
+# The clients' own composition roots wire one client each: none builds on another (a value two clients share lives in
+# cykafka.ports.values, the request plumbing in the request layer). The applications (asyncio, the CLI, the demo,
+# Spark) are built on the clients.
+CLIENT_ROOTS = ("cykafka/producer.py", "cykafka/consumer.py", "cykafka/admin.py", "cykafka/broker.py")
+
+
+@pytest.mark.parametrize("module", CLIENT_ROOTS)
+def test_no_client_root_imports_another_composition_root(module: str) -> None:
+    roots = {f"cykafka.{Path(root).stem}" for root in COMPOSITION_ROOTS}
+    assert _cykafka_imports(ROOT / module) & roots == set()
+
+
 @pytest.mark.parametrize("module", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py")))
 def test_adapters_depend_on_ports_errors_protocol_and_core_only(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
