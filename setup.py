@@ -17,6 +17,7 @@ from setuptools import Extension, setup
 
 PACKAGES = {
     "cykafka": "cykafka",
+    "cykafka.requests": "cykafka/requests",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",

@@ -62,6 +62,7 @@ from cykafka.errors import (
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
+from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, validate_topic
 from cykafka.transactions import TransactionalResult, TransactionRequests
@@ -173,7 +174,7 @@ class Producer(SendPath):
         if cfg.enable_idempotence:
             self._txn = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
             self._accumulator.set_transaction_manager(self._txn)
-            self._txn_requests = TransactionRequests(self._txn, cfg)
+            self._txn_requests = TransactionRequests(self._txn, cfg, Coordinators(transport, cfg.retry_backoff_ms))
         # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,

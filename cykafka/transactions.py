@@ -1,10 +1,13 @@
 """Transactional requests (the request half of Java's TransactionManager) and a transactional call's outcome.
 
-`TransactionRequests` queues FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit
-and EndTxn by priority, one in flight at a time, and turns each answer into a decision of the core's
-TransactionManager (state machine, producer id, partitions). The Sender sends what `next_request` returns and calls
-`on_response`; the Producer's transaction methods enqueue work and wait on a `TransactionalResult`. Every method that
-touches the manager runs with the producer lock held.
+`TransactionRequests` queues InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn by
+priority, one in flight at a time, and turns each answer into a decision of the core's TransactionManager (state
+machine, producer id, partitions). Each request has a route (the request layer's: its transactional id's or group's
+coordinator, or any broker); the coordinators are the request layer's one coordinator cache
+(cykafka/requests/coordinators.py), whose lookups the Sender sends in the transactional slot, so a FindCoordinator
+still holds back the other transactional requests and produce data, as Java's. The Sender sends what `next_request`
+returns and calls `on_response`; the Producer's transaction methods enqueue work and wait on a
+`TransactionalResult`. Every method that touches the manager runs with the producer lock held.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from cykafka.errors import (
     TransactionFatalError,
     TransactionStateError,
 )
-from cykafka.ports import ClientResponse, Node
+from cykafka.ports import ClientResponse
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 from cykafka.protocol import Request
 from cykafka.protocol.apis import (
@@ -37,17 +40,17 @@ from cykafka.protocol.apis import (
     COORDINATOR_GROUP,
     COORDINATOR_TRANSACTION,
     END_TXN,
-    FIND_COORDINATOR,
     INIT_PRODUCER_ID,
     TXN_OFFSET_COMMIT,
-    coordinators_of,
 )
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.requests.coordinators import Coordinators
+from cykafka.requests.routes import ANY_BROKER, Coordinator, Route
 
 log = logging.getLogger("cykafka")
 
-# priorities: a coordinator lookup first, then the producer id, partitions/offsets, EndTxn, an epoch bump last
-PRIORITY_FIND_COORDINATOR = 0
+# priorities: the producer id first, then partitions/offsets, EndTxn, an epoch bump last (a coordinator lookup, Java's
+# priority 0, goes before all of them: the Sender sends it in the transactional slot when a request waits for it)
 PRIORITY_INIT_PRODUCER_ID = 1
 PRIORITY_ADD_PARTITIONS_OR_OFFSETS = 2
 PRIORITY_END_TXN = 3
@@ -91,7 +94,7 @@ class TransactionalResult:
 # -- requests ---------------------------------------------------------------------------------------------------
 
 
-class _Handler:
+class TxnHandler:
     """One transactional request: what to send, where, and what its answer means."""
 
     priority = PRIORITY_ADD_PARTITIONS_OR_OFFSETS
@@ -114,6 +117,13 @@ class _Handler:
     @property
     def manager(self) -> TransactionManager:
         return self.owner.manager
+
+    @property
+    def route(self) -> Route:
+        """Where it goes: its coordinator (the transactional id's, or a group's), else any broker."""
+        if self.coordinator_type is None or self.coordinator_key is None:
+            return ANY_BROKER
+        return Coordinator(self.coordinator_type, self.coordinator_key)
 
     def request(self) -> Request:
         raise NotImplementedError
@@ -146,8 +156,7 @@ class _Handler:
         self.owner.retry(self, self.owner.now_ms)
 
     def lookup_coordinator_and_retry(self) -> None:
-        if self.coordinator_type is not None and self.coordinator_key is not None:
-            self.owner.lookup_coordinator(self.coordinator_type, self.coordinator_key, self)
+        self.owner.coordinator_moved(self.route)
         self.reenqueue()
 
     def handled_coordinator_or_fencing_error(self, code: int, what: str) -> bool:
@@ -188,48 +197,7 @@ def _fatal(code: int, what: str) -> TransactionFatalError:
     return TransactionFatalError(str(_broker_error(code, what)), code=code)
 
 
-class _FindCoordinator(_Handler):
-    priority = PRIORITY_FIND_COORDINATOR
-    coordinator_type = None
-
-    def __init__(self, owner: TransactionRequests, key_type: int, key: str,
-                 on_fatal: Callable[[KafkaError], None]) -> None:
-        super().__init__(owner, f"FindCoordinator({key})", coordinator_key=key)
-        self.key_type = key_type
-        self.on_fatal = on_fatal
-
-    def request(self) -> Request:
-        assert self.coordinator_key is not None
-        return Request(FIND_COORDINATOR.key, {"key": self.coordinator_key, "key_type": self.key_type,
-                                              "coordinator_keys": [self.coordinator_key]})  # v1-3 / v4+
-
-    def handle(self, response: dict[str, Any]) -> None:
-        coordinators = coordinators_of(response)
-        if len(coordinators) != 1:
-            self.on_fatal(TransactionFatalError(f"FindCoordinator answered {len(coordinators)} "
-                                                f"coordinators for one key"))
-            return
-        c = coordinators[0]
-        code = c["error_code"]
-        if code == _E.NONE:
-            assert self.coordinator_key is not None
-            node = Node(c["node_id"], c["host"], c["port"])
-            self.owner.coordinators[(self.key_type, self.coordinator_key)] = node
-            log.info("discovered %s coordinator %s:%s (node %s) for %r",
-                     "transaction" if self.key_type == COORDINATOR_TRANSACTION else "group", node.host, node.port,
-                     node.node_id, self.coordinator_key)
-            self.result.done()
-        elif kinds_of(code) & (ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING):
-            self.reenqueue()
-        elif code == _E.GROUP_AUTHORIZATION_FAILED:
-            self.abortable_error(_abortable(code, "FindCoordinator"))
-        else:
-            self.result.fail(_broker_error(code, "FindCoordinator"))
-            self.on_fatal(TransactionFatalError(f"could not find the coordinator for {self.coordinator_key!r}: "
-                                                f"{_broker_error(code, 'FindCoordinator')}"))
-
-
-class _InitProducerId(_Handler):
+class _InitProducerId(TxnHandler):
     def __init__(self, owner: TransactionRequests, is_epoch_bump: bool) -> None:
         super().__init__(owner, "InitProducerId")
         self.is_epoch_bump = is_epoch_bump
@@ -271,7 +239,7 @@ class _InitProducerId(_Handler):
             self.unexpected_error(code, "InitProducerId")
 
 
-class _AddPartitions(_Handler):
+class _AddPartitions(TxnHandler):
     def __init__(self, owner: TransactionRequests) -> None:
         super().__init__(owner, "AddPartitionsToTxn")
         manager = owner.manager
@@ -338,7 +306,7 @@ class _AddPartitions(_Handler):
             self.result.done()
 
 
-class _AddOffsets(_Handler):
+class _AddOffsets(TxnHandler):
     def __init__(self, owner: TransactionRequests, offsets: dict[tuple[str, int], OffsetAndMetadata],
                  group: ConsumerGroupMetadata) -> None:
         super().__init__(owner, "send_offsets_to_transaction")
@@ -370,7 +338,7 @@ class _AddOffsets(_Handler):
             self.unexpected_error(code, "AddOffsetsToTxn")
 
 
-class _TxnOffsetCommit(_Handler):
+class _TxnOffsetCommit(TxnHandler):
     coordinator_type = COORDINATOR_GROUP
 
     def __init__(self, owner: TransactionRequests, result: TransactionalResult,
@@ -407,7 +375,7 @@ class _TxnOffsetCommit(_Handler):
                 elif kinds & ErrorKind.COORDINATOR_MOVED or code == _E.REQUEST_TIMED_OUT:
                     if not reloaded:
                         reloaded = True
-                        self.owner.lookup_coordinator(COORDINATOR_GROUP, self.group.group_id, self)
+                        self.owner.coordinator_moved(self.route)
                 elif kinds & ErrorKind.COORDINATOR_LOADING or code == _E.UNKNOWN_TOPIC_OR_PARTITION:
                     continue
                 elif code in (_E.GROUP_AUTHORIZATION_FAILED, _E.FENCED_INSTANCE_ID):
@@ -432,7 +400,7 @@ class _TxnOffsetCommit(_Handler):
             self.reenqueue()
 
 
-class _EndTxn(_Handler):
+class _EndTxn(TxnHandler):
     priority = PRIORITY_END_TXN
     is_end_txn = True
 
@@ -473,14 +441,14 @@ class _EndTxn(_Handler):
 class TransactionRequests:
     """The transactional request queue; every method runs under the producer lock."""
 
-    def __init__(self, manager: TransactionManager, config: ProducerConfig) -> None:
+    def __init__(self, manager: TransactionManager, config: ProducerConfig, coordinators: Coordinators) -> None:
         self.manager = manager
         self.config = config
         self.transactional_id = manager.transactional_id
-        self.coordinators: dict[tuple[int, str], Node] = {}
-        self.in_flight: _Handler | None = None
+        self.coordinators = coordinators  # the producer's coordinator cache (the transactional id's, groups')
+        self.in_flight: TxnHandler | None = None
         self.pending_result: TransactionalResult | None = None
-        self._queue: list[tuple[int, int, _Handler]] = []
+        self._queue: list[tuple[int, int, TxnHandler]] = []
         self._order = itertools.count()
         self.now_ms = 0  # of the answer being handled: retries back off from it
 
@@ -557,30 +525,33 @@ class TransactionRequests:
 
     # -- queue --
 
-    def enqueue(self, handler: _Handler) -> None:
+    def enqueue(self, handler: TxnHandler) -> None:
         heapq.heappush(self._queue, (handler.priority, next(self._order), handler))
 
-    def retry(self, handler: _Handler, now_ms: int) -> None:
+    def retry(self, handler: TxnHandler, now_ms: int) -> None:
         handler.is_retry = True
         handler.awaiting_node_id = None
         handler.not_before_ms = now_ms + handler.retry_backoff_ms
         self.enqueue(handler)
 
-    def lookup_coordinator(self, key_type: int, key: str, dependent: _Handler) -> None:
-        self.coordinators.pop((key_type, key), None)
-        if any(isinstance(h, _FindCoordinator) and h.key_type == key_type and h.coordinator_key == key
-               for _, _, h in self._queue) or (isinstance(self.in_flight, _FindCoordinator)
-                                               and self.in_flight.coordinator_key == key):
-            return
+    def coordinator_moved(self, route: Route) -> None:
+        """An answer said the coordinator moved (or it could not be reached): the cache looks it up again when the
+        next request needs it."""
+        if isinstance(route, Coordinator):
+            self.coordinators.forget(route)
 
-        def on_fatal(error: KafkaError) -> None:
-            if dependent.external:
-                dependent.cancelled = True
-                dependent.result.fail(error)
-            else:
-                dependent.fatal_error(error)
-
-        self.enqueue(_FindCoordinator(self, key_type, key, on_fatal))
+    def lookup_failed(self, handler: TxnHandler, error: KafkaError) -> None:
+        """handler's coordinator could not be found, for good (the cache's lookup; Java's FindCoordinatorHandler):
+        not authorized for the group aborts the transaction; anything else is fatal to the producer, or, for another
+        process's transaction (complete_transaction), fails that call only."""
+        what = f"could not find the coordinator for {handler.coordinator_key!r}: {error}"
+        if error.code == _E.GROUP_AUTHORIZATION_FAILED:
+            handler.abortable_error(TransactionAbortableError(what, code=error.code))
+        elif handler.external:
+            handler.cancelled = True
+            handler.result.fail(TransactionFatalError(what))
+        else:
+            handler.fatal_error(TransactionFatalError(what))
 
     @property
     def has_pending_requests(self) -> bool:
@@ -598,9 +569,9 @@ class TransactionRequests:
             delay_ms = max(delay_ms, min(connection_delay_ms(head.awaiting_node_id), self.config.retry_backoff_ms))
         return delay_ms
 
-    def next_request(self, has_incomplete_batches: bool, now_ms: int) -> _Handler | None:
+    def next_request(self, has_incomplete_batches: bool, now_ms: int) -> TxnHandler | None:
         """Java's nextRequest: AddPartitionsToTxn for new partitions joins the queue; EndTxn waits until every
-        batch is complete; in an error state own requests fail (a coordinator lookup may still go)."""
+        batch is complete; in an error state own requests fail (a coordinator lookup, the cache's, may still go)."""
         manager = self.manager
         if manager.has_new_partitions and manager.state in (TransactionState.IN_TRANSACTION,
                                                             TransactionState.COMMITTING_TRANSACTION):
@@ -615,8 +586,7 @@ class TransactionRequests:
             if handler.is_end_txn and not handler.external and has_incomplete_batches:
                 return None
             heapq.heappop(self._queue)
-            if not handler.external and manager.has_error and not (
-                    manager.has_abortable_error and isinstance(handler, _FindCoordinator)):
+            if not handler.external and manager.has_error:
                 handler.result.fail(self._error_for_state())
                 continue
             if handler.is_end_txn and not handler.external and not manager.transaction_started:
@@ -659,10 +629,8 @@ class TransactionRequests:
         if self.pending_result is not None:
             self.pending_result.fail(error)
 
-    def coordinator_nodes(self) -> dict[int, Node]:
-        return {node.node_id: node for node in self.coordinators.values()}
 
-    def on_response(self, handler: _Handler, response: ClientResponse, now_ms: int) -> None:
+    def on_response(self, handler: TxnHandler, response: ClientResponse, now_ms: int) -> None:
         """A transactional answer (or the transport's failure) for `handler`."""
         self.now_ms = now_ms
         if self.in_flight is handler:
@@ -674,8 +642,7 @@ class TransactionRequests:
             retry = isinstance(error, AuthenticationError) and self.manager.transactional_id is None
             if retry or isinstance(error, NetworkError) or getattr(error, "retriable", False):
                 log.debug("%s to node %s failed (%s); retrying", handler.describe(), response.node_id, error)
-                if handler.coordinator_type is not None and handler.coordinator_key is not None:
-                    self.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
+                self.coordinator_moved(handler.route)
                 self.retry(handler, now_ms)
             else:
                 handler.fatal_error(TransactionFatalError(f"{handler.describe()} failed: {error}"))

@@ -1,12 +1,14 @@
 """The dependency rules of the layout (docs/architecture.md), checked on the sources: cykafka.errors is a leaf, the
-ports, the config, the Sender, the transactional requests, the consumer's fetcher, network loop and offset requests
-and the protocol import no adapter (codec names and level bounds are record-format facts in cykafka.ports), the
-protocol imports nothing but the errors, adapters take narrow settings (never a client's config), and only the
-composition roots import adapters."""
+ports, the config, the Sender, the transactional requests, the consumer's fetcher, network loop and offset requests,
+the request layer and the protocol import no adapter (codec names and level bounds are record-format facts in
+cykafka.ports), the protocol imports nothing but the errors, the core nothing but the protocol and the errors (inner
+layers, in folders of their own, never the outer package), adapters take narrow settings (never a client's config),
+only the composition roots import adapters, and no client's composition root imports another."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cykafka_imports(path: Path) -> set[str]:
+    if path.suffix == ".pyx":  # Cython: its Python-level imports, read as text
+        text = path.read_text()
+        return {m.group(1) for m in re.finditer(r"^\s*(?:from|import)\s+(cykafka(?:\.\w+)*)", text, re.M)}
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -27,11 +32,14 @@ def _cykafka_imports(path: Path) -> set[str]:
 
 
 PROTOCOL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "protocol").glob("*.py"))
+CORE = sorted(str(p.relative_to(ROOT)) for pattern in ("*.py", "*.pyx") for p in (ROOT / "core").glob(pattern))
+REQUEST_LAYER = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/requests").glob("*.py"))
 
 
 @pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "errors/__init__.py",
                                     "cykafka/sender.py", "cykafka/transactions.py", "cykafka/fetcher.py",
-                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py", *PROTOCOL])
+                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py", *REQUEST_LAYER,
+                                    *PROTOCOL])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
     assert not {name for name in imported if name.startswith("cykafka.adapters")}, imported
@@ -42,6 +50,29 @@ def test_the_protocol_depends_on_errors_only(module: str) -> None:
     """Ports speak the protocol's types, so the protocol cannot speak the ports' (or anything outer)."""
     imported = _cykafka_imports(ROOT / module)
     assert {name for name in imported if not name.startswith("cykafka.protocol")} <= {"cykafka.errors"}, imported
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_the_core_stands_on_the_protocol_and_errors_only(module: str) -> None:
+    """The core's inner layers are folders of their own (protocol/, errors/), never the outer package cykafka/: the
+    core imports them, its own modules, and nothing else of cykafka (no port, no adapter, no client)."""
+    imported = _cykafka_imports(ROOT / module)
+    allowed = ("cykafka.core", "cykafka.protocol", "cykafka.errors")
+    assert {name for name in imported if not name.startswith(allowed)} == set(), imported
+
+
+def test_the_inner_layers_are_top_level_folders() -> None:
+    for inner in ("errors", "protocol", "core", "ports", "adapters"):
+        assert (ROOT / inner / "__init__.py").is_file() and not (ROOT / "cykafka" / inner).exists(), inner
+
+
+@pytest.mark.parametrize("module", REQUEST_LAYER)
+def test_the_request_layer_stands_on_ports_protocol_and_errors(module: str) -> None:
+    """The request layer (cykafka/requests) is plumbing for every client: it imports no client, no config and no
+    adapter, only the ports, the protocol, the errors and itself."""
+    imported = _cykafka_imports(ROOT / module)
+    allowed = ("cykafka.requests", "cykafka.ports", "cykafka.protocol", "cykafka.errors")
+    assert {name for name in imported if not name.startswith(allowed)} == set(), imported
 
 
 def test_errors_is_a_leaf() -> None:
