@@ -73,6 +73,19 @@ def kafka_broker() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[Any]:
+    """Apache Kafka, three KRaft nodes (each broker and controller): replication factor 3, min.insync.replicas 2.
+    Tests that kill or stop a node restart it before they end (`KafkaCluster.restart`)."""
+    from apache_kafka import KafkaCluster
+
+    cluster = KafkaCluster(3).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def broker(request: pytest.FixtureRequest) -> Any:
     """The broker of this parameter: `tansu_broker` or `kafka_broker` (both have .bootstrap_servers, .host, .port)."""
     return request.getfixturevalue(f"{getattr(request, 'param', 'tansu')}_broker")
