@@ -15,8 +15,8 @@ What this module owns:
 - `python tests/apache_kafka.py [--nodes 3] [--version V] [--security]` (`bash scripts/kafka.sh`): one by hand.
 
 Heap: 1 GiB for one node, 768 MiB each for three (2 cores, 24 GiB). Logs go to the cluster's directory
-(`node-N/server.log`, WARN and above unless `log_level=` says otherwise; `kafka.request.logger` can be raised at run
-time through Admin's BROKER_LOGGER configs).
+(`node-N/server.log`, WARN and above unless `log_level=` says otherwise; `loggers={"kafka.request.logger": "DEBUG"}`
+logs every request with its API version, a way to prove what a client sent).
 """
 
 from __future__ import annotations
@@ -158,6 +158,7 @@ class KafkaCluster:
         heap_mb: int | None = None,
         directory: str | Path | None = None,
         log_level: str = "WARN",
+        loggers: Mapping[str, str] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
@@ -169,6 +170,7 @@ class KafkaCluster:
         self.broker_config = dict(broker_config or {})
         self.heap_mb = heap_mb if heap_mb is not None else (1024 if nodes == 1 else 768)
         self.log_level = log_level
+        self.loggers = dict(loggers or {})  # logger name -> level, e.g. {"kafka.request.logger": "DEBUG"}
         self._own_directory = directory is None
         self.directory = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cykafka-kafka-"))
         names = ["PLAINTEXT", "CONTROLLER"] + (["SSL", "SASL_PLAINTEXT", "SASL_SSL"] if security else [])
@@ -250,6 +252,7 @@ class KafkaCluster:
             "group.min.session.timeout.ms": "1000",  # tests use short session timeouts
             "unclean.leader.election.enable": "false",
             "log.segment.bytes": str(64 * 1024 * 1024),
+            "log.retention.ms": "-1",  # tests write records with timestamps years old: time retention would delete them
             "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
             "num.network.threads": "2",
             "num.io.threads": "4",
@@ -309,6 +312,8 @@ class KafkaCluster:
             "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
             f"rootLogger.level = {self.log_level}\n"
             "rootLogger.appenderRef.file.ref = FILE\n"
+            + "".join(f"logger.l{i}.name = {name}\nlogger.l{i}.level = {level}\n"
+                      for i, (name, level) in enumerate(self.loggers.items()))
         )
         return path
 
