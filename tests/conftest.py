@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # test helper modules (security_
 
 
 BROKERS = ("tansu", "kafka")
-DEFAULT_BROKERS = "tansu"  # until the whole suite passes on Apache Kafka
+DEFAULT_BROKERS = "tansu,kafka"
 
 
 def selected_brokers() -> list[str]:
