@@ -34,13 +34,12 @@ from cykafka.errors import (
 )
 from cykafka.ports import ClientResponse, ConnectionSettings, Node
 from cykafka.protocol import (
-    SUPPORTED_VERSIONS,
     Request,
     TransportRequest,
     decode_any_response,
     encode_any_request,
 )
-from cykafka.protocol.apis import API_VERSIONS, PRODUCE, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from cykafka.protocol.apis import API_VERSIONS, PRODUCE, SASL_AUTHENTICATE, SASL_HANDSHAKE, negotiate_versions
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
 log = logging.getLogger("cykafka")
@@ -394,14 +393,7 @@ class SocketTransport:
         if code != ErrorCode.NONE:
             self._disconnect(conn, now_ms, error_for(code, "ApiVersions failed"))
             return
-        conn.api_versions = {}
-        for api in response["api_keys"]:
-            ours = SUPPORTED_VERSIONS.get(api["api_key"])
-            if ours is None:
-                continue
-            lo, hi = max(ours[0], api["min_version"]), min(ours[1], api["max_version"])
-            if lo <= hi:
-                conn.api_versions[api["api_key"]] = hi
+        conn.api_versions = negotiate_versions(response["api_keys"])
         produce = conn.api_versions.get(PRODUCE.key)
         if produce is None:
             self._disconnect(conn, now_ms, UnsupportedVersionError(

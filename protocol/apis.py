@@ -13,6 +13,7 @@ generated from these descriptions, gives mypy every body's field names (scripts/
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cykafka.protocol.schema import Api, F, Field, api
@@ -559,4 +560,19 @@ APIS: dict[int, Api] = {a.key: a for a in (
 )}
 API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}
+
+
+def negotiate_versions(broker_api_keys: Iterable[Mapping[str, int]]) -> dict[int, int]:
+    """API key -> the version to send, from an ApiVersions answer's `api_keys` (api_key, min_version, max_version):
+    the highest version both sides speak, never below the broker's minimum (Kafka 4 removed old versions, KIP-896).
+    An API the broker lists with no version in common with ours is left out (the caller says what it lacks)."""
+    chosen: dict[int, int] = {}
+    for entry in broker_api_keys:
+        ours = SUPPORTED_VERSIONS.get(entry["api_key"])
+        if ours is None:
+            continue
+        low, high = max(ours[0], entry["min_version"]), min(ours[1], entry["max_version"])
+        if low <= high:
+            chosen[entry["api_key"]] = high
+    return chosen
 FLEXIBLE_FROM: dict[int, int | None] = {key: a.flexible_from for key, a in APIS.items()}

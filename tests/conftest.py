@@ -1,8 +1,15 @@
-"""Shared fixtures: the embedded Tansu broker (one per session, stopped by pid even when tests fail) and one local
-SparkSession for the Spark tests (built on first use, so runs without Spark tests never start a JVM)."""
+"""Shared fixtures: the brokers (one of each per session, started on first use, stopped by pid even when tests fail)
+and one local SparkSession for the Spark tests (built on first use, so runs without Spark tests never start a JVM).
+
+`broker` is parametrized over the brokers in CYKAFKA_TEST_BROKERS (default `tansu,kafka`): every test that takes it
+runs on Tansu (`tansu_broker`, the embedded broker) and on Apache Kafka (`kafka_broker`: a single KRaft node of
+tests/apache_kafka.py, security listeners and an authorizer included), ids `[tansu]` / `[kafka]`. A test that cannot
+run on one of them says why: `@pytest.mark.broker_only("tansu", reason="...")` skips the others with that reason.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +22,80 @@ from cykafka.broker import EmbeddedBroker
 sys.path.insert(0, str(Path(__file__).parent))  # test helper modules (security_peers, mock_cluster) import by name
 
 
+BROKERS = ("tansu", "kafka")
+DEFAULT_BROKERS = "tansu,kafka"
+
+
+def selected_brokers() -> list[str]:
+    chosen = [name.strip() for name in os.environ.get("CYKAFKA_TEST_BROKERS", DEFAULT_BROKERS).split(",")]
+    unknown = sorted(set(chosen) - set(BROKERS))
+    if unknown:
+        raise pytest.UsageError(f"CYKAFKA_TEST_BROKERS: unknown {unknown}; accepted: {', '.join(BROKERS)}")
+    return [name for name in BROKERS if name in chosen]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "broker_only(*names, reason): run the `broker` tests only on these brokers")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "broker" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker("broker_only")
+    params = []
+    for name in selected_brokers():
+        marks = []
+        if only is not None and name not in only.args:
+            marks.append(pytest.mark.skip(reason=f"not on {name}: {only.kwargs['reason']}"))
+        params.append(pytest.param(name, id=name, marks=marks))
+    metafunc.parametrize("broker", params, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def broker() -> Iterator[EmbeddedBroker]:
+def tansu_broker() -> Iterator[EmbeddedBroker]:
     b = EmbeddedBroker().start()
     try:
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka() -> Any:
+    """tests/apache_kafka.py's KafkaCluster, for a test that starts a cluster of its own; skipped when Apache Kafka
+    is not among CYKAFKA_TEST_BROKERS."""
+    if "kafka" not in selected_brokers():
+        pytest.skip("Apache Kafka is not in CYKAFKA_TEST_BROKERS")
+    from apache_kafka import KafkaCluster
+
+    return KafkaCluster
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(apache_kafka: Any) -> Iterator[Any]:
+    """Apache Kafka (newest pinned version), one combined KRaft node with PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL."""
+    cluster = apache_kafka(1, security=True).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(apache_kafka: Any) -> Iterator[Any]:
+    """Apache Kafka, three KRaft nodes (each broker and controller): replication factor 3, min.insync.replicas 2.
+    Tests that kill or stop a node restart it before they end (`KafkaCluster.restart`)."""
+    cluster = apache_kafka(3).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def broker(request: pytest.FixtureRequest) -> Any:
+    """The broker of this parameter: `tansu_broker` or `kafka_broker` (both have .bootstrap_servers, .host, .port)."""
+    return request.getfixturevalue(f"{getattr(request, 'param', 'tansu')}_broker")
 
 
 @pytest.fixture()

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from test_consumer_group import Member, _consumer, _create, _name, _split, _wait_until, _write
 from test_consumer_group import members as members
 
@@ -143,16 +144,46 @@ def test_a_static_member_restarted_within_the_session_gets_its_partitions_back_w
     b = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="b", **settings), [topic]))
     _wait_until(lambda: _split([a, b], _partitions(topic, 2)), "two static members split two partitions")
     owned_by_a, owned_by_b = a.assignment(), b.assignment()
-    member_id = a.consumer.group_metadata().member_id
+    before = a.consumer.group_metadata()
     a.stop()  # a static member sends no LeaveGroup: the group waits session.timeout.ms for it
     again = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="a", **settings), [topic]))
     _wait_until(lambda: again.assignment() == owned_by_a, "the restarted member owns its partitions again")
-    assert again.consumer.group_metadata().member_id == member_id  # the broker kept its membership
+    after = again.consumer.group_metadata()
+    assert after.generation_id == before.generation_id  # no rebalance: the same generation
+    if isinstance(broker, EmbeddedBroker):
+        assert after.member_id == before.member_id  # Tansu keeps the member id
+    else:
+        # Kafka (KIP-345) gives the returning instance a new member id in place of the old one
+        assert after.member_id != before.member_id and after.member_id.startswith("a-")
     _write(bootstrap, topic, 2, 5)
     _wait_until(lambda: len(again.records) == len(b.records) == 5, "both members read their partition")
     assert b.journal.entries[0] == ("assigned", owned_by_b)
     assert [kind for kind, _ in b.journal.entries if kind != "read"] == ["assigned"]  # b saw no rebalance
     assert [kind for kind, _ in again.journal.entries if kind != "read"] == ["assigned"]
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu counts a static member's session from its held JoinGroup, so "
+                         "sessions this short expire before the first Heartbeat (docs/consumer.md)")
+def test_a_static_member_gone_longer_than_its_session_is_replaced_after_session_timeout(
+        broker: Any, members: list[Member]) -> None:
+    """Java's timing: a static member that sends no LeaveGroup keeps its partitions for session.timeout.ms, no
+    longer; then the others get them in one rebalance."""
+    bootstrap, topic, group = broker.bootstrap_servers, _name("static-gone"), _name("g")
+    _create(bootstrap, (topic, 2))
+    session_ms = 3000
+    settings = {"session_timeout_ms": session_ms, "heartbeat_interval_ms": 300}
+    a = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="a", **settings), [topic]))
+    b = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="b", **settings), [topic]))
+    _wait_until(lambda: _split([a, b], _partitions(topic, 2)), "two static members split two partitions")
+    owned_by_b = b.assignment()
+    a.stop()
+    stopped = time.monotonic()
+    time.sleep(session_ms / 1000 * 0.6)
+    assert b.assignment() == owned_by_b  # within the session: nothing moved
+    _wait_until(lambda: b.assignment() == _partitions(topic, 2), "b owns both partitions after the session")
+    took_s = time.monotonic() - stopped
+    print(f"static member replaced {took_s:.2f} s after it stopped (session.timeout.ms {session_ms})")
+    assert session_ms / 1000 * 0.9 <= took_s <= session_ms / 1000 + 5
 
 
 def test_a_member_that_stops_polling_leaves_and_its_next_poll_rejoins_reporting_its_partitions_lost(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -171,10 +172,24 @@ def test_api_versions_every_version(conn: Connection) -> None:
             assert ranges[key][0] <= APIS[key].valid[1] and APIS[key].valid[0] <= ranges[key][1]
 
 
+def _created(conn: Connection, topic: str, partitions: int = 4, version: int = 12) -> dict[str, Any]:
+    """Metadata (at `version`) for `topic` until it exists with every partition led: Tansu creates a topic at once,
+    Kafka's controller a moment later (the first answers say UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE)."""
+    response: dict[str, Any] = {}
+    for _ in range(100):
+        response = conn.call(_metadata(topic), version)
+        (meta_topic,) = response["topics"]
+        parts = meta_topic["partitions"]
+        if meta_topic["error_code"] == 0 and len(parts) == partitions and all(p["leader_id"] >= 0 for p in parts):
+            return response
+        time.sleep(0.05)
+    raise AssertionError(f"{topic} not created with {partitions} led partitions: {response}")
+
+
 def test_metadata_every_version_auto_creates_a_topic(conn: Connection, broker: Any) -> None:
     for version in METADATA.versions:
         topic = _fresh(f"meta-v{version}")
-        response = conn.call(_metadata(topic), version)
+        response = _created(conn, topic, version=version)
         (meta_topic,) = response["topics"]
         assert (meta_topic["name"], meta_topic["error_code"]) == (topic, 0)
         assert sorted(p["partition_index"] for p in meta_topic["partitions"]) == [0, 1, 2, 3]
@@ -190,7 +205,7 @@ def test_create_topics_every_version(conn: Connection) -> None:
         topic = _fresh(f"create-v{version}")
         response = conn.call(_create((topic, 3)), version)
         assert [(t["name"], t["error_code"]) for t in response["topics"]] == [(topic, 0)]
-        assert len(conn.call(_metadata(topic), 12)["topics"][0]["partitions"]) == 3
+        assert len(_created(conn, topic, 3)["topics"][0]["partitions"]) == 3
         again = conn.call(_create((topic, 3)), version)
         assert again["topics"][0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
 
@@ -203,7 +218,7 @@ def test_init_producer_id_idempotent(conn: Connection) -> None:
 
 def test_produce_every_version_then_consume_with_librdkafka(conn: Connection, broker: Any) -> None:
     topic = _fresh("produce")
-    conn.call(_metadata(topic), 12)  # auto-create, 4 partitions
+    _created(conn, topic)  # auto-create, 4 partitions
     pid = conn.call(_init_producer_id(), 4)
     producer_id, epoch = pid["producer_id"], pid["producer_epoch"]
     sequences = [0, 0, 0, 0]
@@ -234,7 +249,7 @@ def test_fetch_and_list_offsets_every_version(conn: Connection) -> None:
     from kafka.record.memory_records import MemoryRecords
 
     topic = _fresh("fetch")
-    conn.call(_metadata(topic), 12)
+    _created(conn, topic)
     produced = conn.call(ProduceRequest(None, -1, 10000, ((topic, ((0, _batch(b"f", 5)),)),)), 9)
     assert _partitions(produced)[0]["error_code"] == 0
     for version in FETCH.versions:
@@ -253,7 +268,7 @@ def test_fetch_and_list_offsets_every_version(conn: Connection) -> None:
 
 def test_a_transaction_every_version(conn: Connection, broker: Any) -> None:
     topic = _fresh("txn")
-    conn.call(_metadata(topic), 12)
+    _created(conn, topic)
     committed_keys = []
     for version in range(4):
         txn_id = _fresh(f"txn-v{version}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import time
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from cykafka.protocol import (
     encode_response,
 )
 from cykafka.protocol.apis import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE
+from cykafka.protocol.error_codes import ErrorCode
 
 # --- every message, every version: values drawn from the description round-trip --------------------------------
 
@@ -229,14 +231,22 @@ def test_broker_conversation(broker: Any) -> None:
 
         topic = "protocol-codec-topic"
         metadata = {}
-        for _ in range(20):  # auto-creation: the first answers may lack leaders
+        for _ in range(100):  # auto-creation: the first answers may lack the topic or its leaders (Kafka)
             metadata = _call(sock, 3, pick(3), 2, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
             parts = metadata["topics"][0]["partitions"] if metadata["topics"] else []
-            if metadata["topics"] and metadata["topics"][0]["error_code"] == 0 and parts:
+            if metadata["topics"] and metadata["topics"][0]["error_code"] == 0 and parts \
+                    and all(p["leader_id"] >= 0 for p in parts):
                 break
+            time.sleep(0.05)
         assert metadata["brokers"] and metadata["topics"][0]["name"] == topic
-        offsets = _call(sock, 2, pick(2), 3, {"topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "timestamp": -2}]}]})
+        for _ in range(100):  # Kafka's replica may become leader after its metadata cache says it is
+            offsets = _call(sock, 2, pick(2), 3, {"topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "timestamp": -2}]}]})
+            if offsets["topics"][0]["partitions"][0]["error_code"] not in (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    ErrorCode.LEADER_NOT_AVAILABLE):
+                break
+            time.sleep(0.05)
         assert offsets["topics"][0]["partitions"][0]["error_code"] == 0
         assert offsets["topics"][0]["partitions"][0]["offset"] == 0
         fetch = _call(sock, 1, pick(1), 4, {"max_wait_ms": 10, "min_bytes": 0, "topics": [

@@ -125,7 +125,13 @@ def test_connections_cut_100_times_mid_request_and_mid_response_lose_and_duplica
 def _assert_once_in_order(read: list[Any], records: int) -> None:
     """The log holds values b"%08d" % 0..records-1, each once, ascending within each partition."""
     seqs = [int(r.value or b"-1") for r in read]
-    assert len(seqs) == len(set(seqs)) == records, "duplicates or losses"
+    where: dict[int, list[tuple[int, int]]] = {}
+    for r in read:
+        where.setdefault(int(r.value or b"-1"), []).append((r.partition, r.offset))
+    repeated = {seq: places for seq, places in where.items() if len(places) > 1}
+    assert not repeated, f"{len(repeated)} records written more than once (value: [(partition, offset)]): " \
+                         f"{dict(list(repeated.items())[:20])}"
+    assert len(seqs) == len(set(seqs)) == records, "losses"
     last: dict[int, int] = {}
     for r in read:
         seq = int(r.value or b"-1")
