@@ -33,6 +33,9 @@ NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a disconnect or no heartbeat answer 
 coordinator again; COORDINATOR_LOAD_IN_PROGRESS -> retry after retry.backoff.ms; FENCED_INSTANCE_ID -> fatal (every
 later `next_request` raises it); any other error -> raised once by the next `next_request`, as Java's poll() raises.
 
+States (MemberState) change only through TRANSITIONS, one table of (event, from state) -> to state: JOIN_SENT ->
+PREPARING_REBALANCE, JOINED -> COMPLETING_REBALANCE, SYNCED -> STABLE, OUT -> UNJOINED.
+
 Rebalance protocol (the highest all configured assignors support): EAGER revokes everything before joining;
 COOPERATIVE (KIP-429) keeps its partitions while rejoining, revokes only those the new assignment moves away, and
 rejoins at once when it revoked any so they can be handed over. Events come out in Java's listener order and only
@@ -66,7 +69,7 @@ from cykafka.core.assignors import (
     rebalance_protocol,
     subscription_user_data,
 )
-from cykafka.errors import InvalidArgumentError, KafkaError, ProtocolError
+from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.protocol import apis
 from cykafka.protocol.bodies import OffsetCommitRequestBody, OffsetCommitRequestTopicsPartitions
 from cykafka.protocol.consumer_protocol import (
@@ -91,6 +94,30 @@ class MemberState(Enum):
     PREPARING_REBALANCE = "preparing_rebalance"  # JoinGroup sent
     COMPLETING_REBALANCE = "completing_rebalance"  # joined; SyncGroup to send or sent
     STABLE = "stable"  # assignment received; heartbeating
+
+
+class MemberEvent(Enum):
+    """What moves the member from one MemberState to another (the only inputs of TRANSITIONS)."""
+
+    JOIN_SENT = "a JoinGroup went out"
+    JOINED = "the JoinGroup was answered with a generation"
+    SYNCED = "the SyncGroup was answered with an assignment"
+    OUT = "out of the group: a join or sync failed or is to be retried, the generation was reset, or it left"
+
+
+_S, _V = MemberState, MemberEvent
+# Every state change of the member, in one table (h11's idiom): event -> {from state: to state}. A pair not in it is a
+# bug, raised as IllegalStateError. The less obvious rows: a JoinGroup goes out from STABLE (a rejoin; cooperative
+# members stay STABLE while they wait for it) and from COMPLETING_REBALANCE (the leader met an assignor it does not
+# know and rejoins at once); a join or sync answer may find the member UNJOINED (an answer to an earlier request
+# reset its generation meanwhile: the answer still stands, as before this table).
+TRANSITIONS: dict[MemberEvent, dict[MemberState, MemberState]] = {
+    _V.JOIN_SENT: {_S.UNJOINED: _S.PREPARING_REBALANCE, _S.STABLE: _S.PREPARING_REBALANCE,
+                   _S.COMPLETING_REBALANCE: _S.PREPARING_REBALANCE},
+    _V.JOINED: {_S.PREPARING_REBALANCE: _S.COMPLETING_REBALANCE, _S.UNJOINED: _S.COMPLETING_REBALANCE},
+    _V.SYNCED: {_S.COMPLETING_REBALANCE: _S.STABLE, _S.UNJOINED: _S.STABLE},
+    _V.OUT: {state: _S.UNJOINED for state in MemberState},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,7 +448,7 @@ class GroupMember:
             self.protocol_name, self.leader_id = body["protocol_name"], body["leader"]
             if self._closing:
                 return
-            self.state = MemberState.COMPLETING_REBALANCE
+            self._transition(MemberEvent.JOINED)
             self._assigned_with, self._group_topics = None, frozenset()  # a leader's view, kept only by the leader
             self._sync_body = {**self._member_fields(), "protocol_type": PROTOCOL_TYPE,
                                "protocol_name": self.protocol_name, "assignments": []}
@@ -438,7 +465,7 @@ class GroupMember:
                 else:
                     self._assign()
             return
-        self.state = MemberState.UNJOINED
+        self._transition(MemberEvent.OUT)
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = body["member_id"]
             self._request_rejoin("the coordinator gave this member its id (KIP-394)")
@@ -475,7 +502,7 @@ class GroupMember:
         if self._closing:
             return
         if code != ErrorCode.NONE:
-            self.state = MemberState.UNJOINED
+            self._transition(MemberEvent.OUT)
             if code == ErrorCode.REBALANCE_IN_PROGRESS:
                 self._request_rejoin("a rebalance is in progress")
             else:
@@ -487,7 +514,7 @@ class GroupMember:
             self._error = ProtocolError(f"group {self.settings.group_id!r}: the assignment: {e}")
             self._retry_join(now_ms, "the assignment could not be read")
             return
-        self.state = MemberState.STABLE
+        self._transition(MemberEvent.SYNCED)
         self._needs_join_prepare = True
         self._last_heartbeat_ok_ms = now_ms
         self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
@@ -545,8 +572,16 @@ class GroupMember:
     def _send(self, api_key: int, body: Mapping[str, Any]) -> Request:
         self._in_flight.add(api_key)
         if api_key == apis.JOIN_GROUP.key:
-            self.state = MemberState.PREPARING_REBALANCE
+            self._transition(MemberEvent.JOIN_SENT)
         return Request(api_key, body)
+
+    def _transition(self, event: MemberEvent) -> None:
+        """The state change event makes, by TRANSITIONS; one the table lacks is a bug."""
+        to = TRANSITIONS[event].get(self.state)
+        if to is None:
+            raise IllegalStateError(f"group {self.settings.group_id!r}: {event.value} in state {self.state.name}: no "
+                                    f"such transition")
+        self.state = to
 
     def _member_fields(self) -> dict[str, Any]:
         return {"group_id": self.settings.group_id, "generation_id": self.generation_id,
@@ -590,7 +625,7 @@ class GroupMember:
             self._rejoin_reason = reason
 
     def _retry_join(self, now_ms: int, reason: str) -> None:
-        self.state = MemberState.UNJOINED
+        self._transition(MemberEvent.OUT)
         self._sync_body = None
         self._leader_waits_since = -1
         self._join_after_ms = now_ms + self.settings.retry_backoff_ms
@@ -598,7 +633,7 @@ class GroupMember:
 
     def _reset_generation(self) -> None:
         self.member_id, self.generation_id = "", NO_GENERATION
-        self.state = MemberState.UNJOINED
+        self._transition(MemberEvent.OUT)
         self._needs_join_prepare = True  # what is still owned is reported lost before the next join
         self._sync_body = None
         self._leader_waits_since = -1

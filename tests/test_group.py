@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cykafka.core.group import GroupEvent, GroupMember, GroupSettings, MemberState
-from cykafka.errors import BrokerResponseError, InvalidArgumentError, ProtocolError
+from cykafka.core.group import TRANSITIONS, GroupEvent, GroupMember, GroupSettings, MemberEvent, MemberState
+from cykafka.errors import BrokerResponseError, IllegalStateError, InvalidArgumentError, ProtocolError
 from cykafka.ports.values import OffsetAndMetadata
 from cykafka.protocol import apis
 from cykafka.protocol.codec import decode_message, encode_message
@@ -431,6 +431,35 @@ def test_offset_fetch_and_manual_assignment_commits() -> None:
     assert commit.body["generation_id"] == -1 and commit.body["member_id"] == ""
     s.member.on_offsets_answer(apis.OFFSET_FETCH.key, [ErrorCode.NOT_COORDINATOR], s.now_ms)
     assert s.lost_coordinator()
+
+
+def test_the_member_changes_state_only_by_its_transition_table() -> None:
+    """One table (h11's idiom): a join and a sync walk it, every change a row of it; OUT (failed, reset, left) from
+    any state; a pair the table lacks is a bug and raises (a SyncGroup answer while a JoinGroup is out)."""
+    seen: list[tuple[MemberState, MemberState]] = []
+    s = Script()
+    real = GroupMember._transition
+
+    def watched(member: GroupMember, event: MemberEvent) -> None:
+        before = member.state
+        real(member, event)
+        seen.append((before, member.state))
+        assert TRANSITIONS[event][before] is member.state
+
+    GroupMember._transition = watched  # type: ignore[method-assign]
+    try:
+        s.member.subscribe(["t"])
+        s.find()
+        s.join()
+    finally:
+        GroupMember._transition = real  # type: ignore[method-assign]
+    U, P, C, S = (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE,
+                  MemberState.STABLE)
+    assert seen == [(U, P), (P, U), (U, P), (P, C), (C, S)]  # KIP-394's round trip, then joined and synced
+    assert TRANSITIONS[MemberEvent.OUT] == dict.fromkeys(MemberState, U)
+    s.member.state = P
+    with pytest.raises(IllegalStateError, match=r"SyncGroup was answered .* in state PREPARING_REBALANCE"):
+        s.member._transition(MemberEvent.SYNCED)
 
 
 def test_settings_name_the_config_key() -> None:
