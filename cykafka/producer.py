@@ -45,6 +45,7 @@ from cykafka.core import (
     RecordFuture,
     SendPath,
     TransactionManager,
+    TransactionState,
     checked_headers,
     estimate_size_upper_bound,
     partition_for_key,
@@ -675,9 +676,9 @@ class Producer(SendPath):
         """Flushes, then commits the transaction. Raises TransactionAbortableError if a record or request of the
         transaction failed (abort_transaction(), then try again), ProducerFencedError / TransactionFatalError if
         the producer can only be closed, KafkaTimeoutError after `timeout` s (call again to keep waiting)."""
-        txn, requests = self._transactional()
+        _, requests = self._transactional()
         deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
-        if self._thread is not None and txn.state_name == "IN_TRANSACTION":
+        if self._thread is not None and requests.in_transaction:
             self.flush(timeout)
         with self._lock:
             result = requests.begin_commit()
@@ -695,23 +696,19 @@ class Producer(SendPath):
         """Advanced (two-phase commit): this producer's transactional.id, producer id/epoch and state. Another
         process can finish the open transaction with complete_transaction() given these."""
         with self._lock:
-            txn = self._txn
-            if txn is None:
-                return TransactionInfo(self.config.transactional_id, -1, -1, "UNINITIALIZED")
-            return TransactionInfo(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.state_name,
-                                   txn.has_ongoing_transaction)
+            if self._txn_requests is None:
+                return TransactionInfo(self.config.transactional_id, -1, -1, TransactionState.UNINITIALIZED.name)
+            return self._txn_requests.info()
 
     def prepare_transaction(self, timeout: float | None = None) -> TransactionInfo:
         """Advanced (two-phase commit): flushes the open transaction and leaves it open for another process to
         finish with complete_transaction(); close() then does not abort it. Raises the transaction's error if a
         record failed. Returns what that process needs."""
-        txn, _ = self._transactional()
+        _, requests = self._transactional()
         if self.flush(timeout) != 0:
             raise KafkaTimeoutError(f"prepare_transaction(): records still pending after {timeout} s")
         with self._lock:
-            txn.maybe_fail_with_error()
-            if txn.state_name != "IN_TRANSACTION":
-                raise TransactionStateError(f"prepare_transaction() in state {txn.state_name}: no open transaction")
+            requests.check_preparable()
             self.sender.keep_transaction_open = True
         return self.transaction_state()
 

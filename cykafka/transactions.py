@@ -32,7 +32,7 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.ports import ClientResponse
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
 from cykafka.protocol import Request
 from cykafka.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
@@ -452,6 +452,27 @@ class TransactionRequests:
         self._order = itertools.count()
         self.now_ms = 0  # of the answer being handled: retries back off from it
 
+    # -- what the Producer decides, here in one place on the core's TransactionState (never on a state's name) --
+
+    @property
+    def in_transaction(self) -> bool:
+        """A transaction is open and not completing: records may go in it, and a commit flushes them first."""
+        return self.manager.state == TransactionState.IN_TRANSACTION
+
+    def check_preparable(self) -> None:
+        """prepare_transaction(): raises the transaction's error if it failed, TransactionStateError unless one is
+        open."""
+        self.manager.maybe_fail_with_error()
+        if not self.in_transaction:
+            raise TransactionStateError(f"prepare_transaction() in state {self.manager.state_name}: no open "
+                                        f"transaction")
+
+    def info(self) -> TransactionInfo:
+        """What a two-phase committer records: the transactional id, producer id/epoch and state."""
+        manager = self.manager
+        return TransactionInfo(manager.transactional_id, manager.producer_id, manager.producer_epoch,
+                               manager.state_name, manager.has_ongoing_transaction)
+
     # -- what the Producer asks for --
 
     def _cached(self, target: TransactionState, start: Callable[[], TransactionalResult]) -> TransactionalResult:
@@ -506,7 +527,7 @@ class TransactionRequests:
                      group: ConsumerGroupMetadata) -> TransactionalResult:
         manager = self.manager
         manager.maybe_fail_with_error()
-        if manager.state != TransactionState.IN_TRANSACTION:
+        if not self.in_transaction:
             raise TransactionStateError(f"send_offsets_to_transaction() in state {manager.state_name}: no "
                                         f"transaction is open (begin_transaction() first)")
         handler = _AddOffsets(self, dict(offsets), group)

@@ -109,3 +109,20 @@ def test_only_composition_roots_import_adapters() -> None:
                  if any(name.startswith("cykafka.adapters") for name in _cykafka_imports(p))}
     assert importers - COMPOSITION_ROOTS == set()
     assert "cykafka/producer.py" in importers  # the scan sees imports inside functions too
+
+
+def test_transaction_states_are_compared_as_the_enum_never_by_name() -> None:
+    """Transaction decisions live in cykafka/transactions.py on the core's TransactionState: no module compares a
+    state's name (e.g. `state_name == "IN_TRANSACTION"`)."""
+    from cykafka.core import TransactionState
+
+    names = {state.name for state in TransactionState}
+    found = []
+    for path in sorted((ROOT / "cykafka").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare):
+                for operand in [node.left, *node.comparators]:
+                    values = operand.elts if isinstance(operand, ast.Tuple | ast.Set | ast.List) else [operand]
+                    found += [f"{path.relative_to(ROOT)}:{node.lineno}" for v in values
+                              if isinstance(v, ast.Constant) and v.value in names]
+    assert found == []
