@@ -117,8 +117,11 @@ class CallQueue:
             if request is None:
                 raise KafkaError(f"{call.name}: a call with neither a request nor a way to build one")
             call.request = request
-            self.transport.send(node, request, now_ms, handler=lambda r: self._answered(call, r),
-                                timeout_ms=call.timeout_ms)
+            handler: Callable[[ClientResponse], None] = lambda r: self._answered(call, r)  # noqa: E731
+            if call.timeout_ms is None:
+                self.transport.send(node, request, now_ms, handler=handler)
+            else:  # its own answer timeout (a JoinGroup the coordinator holds)
+                self.transport.send(node, request, now_ms, handler=handler, timeout_ms=call.timeout_ms)
         except KafkaError as e:  # not connected after all, no version in common, or the builder refused
             call.finish(None, e, node)
         return None
