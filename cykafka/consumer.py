@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
+from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_group import GroupDriver
 from cykafka.consumer_network import NetworkThread, stop_unclosed
@@ -513,7 +514,7 @@ class Consumer:
                                         or max_records < 1):
             raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
                                        f"{max_records!r}")
-        builder = ArrowBatchBuilder(include_headers=True)
+        builder = ArrowBatchBuilder(kafka_source_schema())
         self._poll(timeout, max_records or self.config.max_poll_records,
                    lambda fetch, limit: fetch.arrow_into(builder, limit))
         return builder.finish()

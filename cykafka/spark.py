@@ -40,6 +40,7 @@ try:
     from pyspark import TaskContext
     from pyspark.sql import Row, SparkSession
     from pyspark.sql import datasource as ds
+    from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import (
         ArrayType,
         BinaryType,
@@ -47,7 +48,6 @@ try:
         IntegerType,
         LongType,
         StringType,
-        StructField,
         StructType,
         TimestampNTZType,
         TimestampType,
@@ -56,6 +56,7 @@ except ImportError as e:  # pragma: no cover - the spark extra is missing
     raise ImportError("cykafka's Spark data source needs pyspark>=4.0 and pyarrow: pip install 'cykafka[spark]'") from e
 
 from cykafka.admin import Admin
+from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ADMIN_KEYS, ProducerConfig
 from cykafka.consumer import Consumer
 from cykafka.core import BatchResult
@@ -823,27 +824,12 @@ def _summary(messages: Sequence[ds.WriterCommitMessage | None]) -> str:
 
 CONSUMERS: ClientCache[Consumer] = ClientCache(Consumer, "consumer", exclusive=True)
 READ_BATCH_RECORDS = 65_536  # rows per Arrow batch a read task yields
-_HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
 
 def source_schema(include_headers: bool) -> StructType:
-    """Spark's Kafka source columns (every field nullable, as Spark declares them)."""
-    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-              StructField("partition", IntegerType()), StructField("offset", LongType()),
-              StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType())]
-    return StructType(fields + ([StructField("headers", _HEADERS_TYPE)] if include_headers else []))
-
-
-def _arrow_schema(include_headers: bool) -> pa.Schema:
-    """The Arrow schema read tasks yield: the same columns, every field nullable (the first batch's schema must
-    equal Spark's exactly)."""
-    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
-              pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
-              pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32())]
-    if include_headers:
-        fields.append(pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()),
-                                                              pa.field("value", pa.binary())]))))
-    return pa.schema(fields)
+    """Spark's Kafka source columns (every field nullable, as Spark declares them): the Arrow schema read tasks
+    yield (cykafka/arrow_schema.py, its one spelling) as Spark's StructType."""
+    return from_arrow_schema(kafka_source_schema(include_headers), prefer_timestamp_ntz=False)
 
 
 def _task_config(options: SourceOptions) -> ConfigKey:
@@ -955,7 +941,7 @@ def read_range(options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatc
     deleted before the task reads them raise unless failOnDataLoss=false."""
     config = _task_config(options)
     consumer = CONSUMERS.acquire(config, DEFAULT_IDLE_TIMEOUT_MS)
-    schema = _arrow_schema(options.include_headers)
+    schema = kafka_source_schema(options.include_headers)
     tp = TopicPartition(r.topic, r.partition)
     try:
         consumer.assign([tp])
