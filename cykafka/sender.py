@@ -229,12 +229,19 @@ class Sender:
         """The coordinator lookup a transactional request waits for goes in the transactional slot (Java's
         FindCoordinator, first in its queue): while it is out, answers only; when it cannot go yet (retry.backoff.ms
         after a failed one, no broker ready), the request waits as long."""
-        requests = self.txn_requests
-        assert requests is not None
+        requests, router = self.txn_requests, self._router
+        assert requests is not None and router is not None
         delay_ms = requests.coordinators.send_ready(now_ms)
         if requests.coordinators.in_flight:
             return self.config.retry_backoff_ms
-        if isinstance(handler.route, Coordinator) and requests.coordinators.get(handler.route) is None:
+        route = handler.route
+        if isinstance(route, Coordinator) and requests.coordinators.get(route) is None:
+            try:
+                router.node_for(route, now_ms)
+            except KafkaError as e:  # its lookup could not even be sent (no FindCoordinator version in common)
+                with self.lock:
+                    requests.lookup_failed(handler, e)
+                return None
             handler.not_before_ms = max(handler.not_before_ms, now_ms + min(delay_ms, self.config.retry_backoff_ms))
         return None
 

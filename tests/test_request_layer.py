@@ -219,15 +219,21 @@ def test_one_lookup_per_key_retried_after_backoff_and_forgotten_when_it_moved() 
     assert cache.get(route) == Node(2, "b2", 9092) and len(sent) == 3
 
 
-def test_a_lookup_that_fails_for_good_is_raised_once_to_whoever_asks() -> None:
+def test_a_lookup_that_fails_for_good_fails_whatever_waits_for_it() -> None:
     client = Client(lambda node, request: _not_found(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     route = group_coordinator("g")
-    assert client.coordinators.node_id(route, 0) is None
-    for _ in range(3):
+    waiting = [Call(route, 10_000, offset_fetch_request("g", None)) for _ in range(2)]
+    for call in waiting:
+        client.calls.submit(call)
+    for _ in range(4):  # connect, look up, the answer; the calls meet the failure: both fail at once
         client.loop.run_once()
+    assert all(isinstance(call.error, BrokerResponseError) and call.error.code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+               for call in waiting)
+    failed_ms = client.clock.monotonic_ms()
     with pytest.raises(BrokerResponseError, match="GROUP_AUTHORIZATION_FAILED"):
-        client.coordinators.node_id(route, 0)
-    assert client.coordinators.node_id(route, 0) is None  # asked again: a new lookup (after retry.backoff.ms)
+        client.coordinators.node_id(route, failed_ms)
+    assert client.coordinators.node_id(route, failed_ms + BACKOFF_MS) is None  # after retry.backoff.ms: looked up
+    assert [api for _, api in client.transport.sent] == ["FindCoordinator"]
     assert lookup_request(route).body == {"key": "g", "key_type": COORDINATOR_GROUP, "coordinator_keys": ["g"]}
 
 

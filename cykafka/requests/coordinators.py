@@ -2,11 +2,13 @@
 loadCoordinators, Java's FindCoordinator handlers), for every client.
 
 Owns: the coordinators found (one table, keyed by the `Coordinator` route), the lookups wanted (one FindCoordinator
-in flight per key, the next after retry.backoff.ms when one failed), the failures not yet taken by whoever waits, the
-one FindCoordinator request builder (`lookup_request`) and answer reader (`read_coordinator`), and the coordinators'
+in flight per key, the next after retry.backoff.ms when one failed), the lookups that failed for good, the one
+FindCoordinator request builder (`lookup_request`) and answer reader (`read_coordinator`), and the coordinators'
 addresses a transport must know (`extra_nodes`). A caller asks `node_id(route, now_ms)`: the node, or None and a
-lookup goes out on the owner's next `send_ready`, or the lookup's error once it failed for good; an answer saying the
-coordinator moved calls `forget(route)`, so the next ask looks it up again.
+lookup goes out on the owner's next `send_ready`, or the lookup's error when it failed for good (every caller asking
+within retry.backoff.ms of that failure gets it, so whatever waits for the coordinator fails at once; after that,
+asking looks it up again); an answer saying the coordinator moved calls `forget(route)`, so the next ask looks it up
+again.
 
 A request source of its owner's network loop (`send_ready(now_ms)`), driven on one thread: the consumer's network
 thread, the Sender's, or Admin's caller. With `dedicated_group_connections` (the consumer, as Java's) a group's
@@ -78,7 +80,7 @@ class Coordinators:
         self.dedicated_group_connections = dedicated_group_connections
         self._nodes: dict[Coordinator, Node] = {}
         self._lookups: dict[Coordinator, _Lookup] = {}
-        self._failures: dict[Coordinator, KafkaError] = {}
+        self._failures: dict[Coordinator, tuple[KafkaError, int]] = {}  # the error, raised until this ms
         self._extra: Mapping[int, Node] = {}
 
     # -- asking ------------------------------------------------------------------------------------------------
@@ -89,13 +91,16 @@ class Coordinators:
 
     def node_id(self, route: Coordinator, now_ms: int) -> int | None:
         """The node id to send to (a group's own connection with dedicated_group_connections), or None while it is
-        looked up (a lookup is wanted); raises the lookup's error once, when it failed for good."""
+        looked up (a lookup is wanted); raises the lookup's error when it failed for good, to every caller until
+        retry.backoff.ms after the failure (then it is looked up again)."""
         node = self._nodes.get(route)
         if node is not None:
             return self._connection_id(route, node)
-        failure = self._failures.pop(route, None)
+        failure = self._failures.get(route)
         if failure is not None:
-            raise failure
+            if now_ms < failure[1]:
+                raise failure[0]
+            del self._failures[route]
         self.want(route)
         return None
 
@@ -114,10 +119,6 @@ class Coordinators:
         if self._nodes.pop(route, None) is not None:
             self._extra = self._build_extra()
             log.debug("%s: forgotten, looked up again when next needed", route)
-
-    def take_failure(self, route: Coordinator) -> KafkaError | None:
-        """The error of the last lookup of route if it failed for good and nobody took it yet."""
-        return self._failures.pop(route, None)
 
     @property
     def in_flight(self) -> bool:
@@ -196,4 +197,4 @@ class Coordinators:
         log.debug("%s: lookup failed (%s)%s", route, error, "; asking again" if retriable else "")
         if not retriable:
             lookup.wanted = False
-            self._failures[route] = error
+            self._failures[route] = (error, lookup.not_before_ms)
