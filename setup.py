@@ -18,6 +18,7 @@ from setuptools import Extension, setup
 PACKAGES = {
     "cykafka": "cykafka",
     "cykafka.requests": "cykafka/requests",
+    "cykafka.spark": "cykafka/spark",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",
