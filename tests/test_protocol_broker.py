@@ -173,15 +173,19 @@ def test_api_versions_every_version(conn: Connection) -> None:
 
 
 def _created(conn: Connection, topic: str, partitions: int = 4, version: int = 12) -> dict[str, Any]:
-    """Metadata (at `version`) for `topic` until it exists with every partition led: Tansu creates a topic at once,
-    Kafka's controller a moment later (the first answers say UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE)."""
+    """Metadata (at `version`) for `topic` until it exists with every partition led, then ListOffsets until every
+    leader answers for its partition: Tansu creates a topic at once; Kafka's controller a moment later (the first
+    Metadata answers say UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE), and its broker takes the leadership a
+    moment after its metadata names it (NOT_LEADER_OR_FOLLOWER meanwhile)."""
     response: dict[str, Any] = {}
-    for _ in range(100):
+    for _ in range(200):
         response = conn.call(_metadata(topic), version)
         (meta_topic,) = response["topics"]
         parts = meta_topic["partitions"]
         if meta_topic["error_code"] == 0 and len(parts) == partitions and all(p["leader_id"] >= 0 for p in parts):
-            return response
+            offsets = conn.call(_list_offsets(topic, *((p, EARLIEST_TIMESTAMP) for p in range(partitions))), 7)
+            if all(p["error_code"] == 0 for t in offsets["topics"] for p in t["partitions"]):
+                return response
         time.sleep(0.05)
     raise AssertionError(f"{topic} not created with {partitions} led partitions: {response}")
 
