@@ -211,6 +211,9 @@ cdef class TransactionManager:
         cause = self.last_error
         if isinstance(cause, ProducerFencedError):
             raise ProducerFencedError(f"the producer was fenced: {cause}", code=cause.code) from cause
+        if isinstance(cause, AuthorizationError):  # typed, as Java's initTransactions surfaces it
+            raise type(cause)(f"{cause} (the producer can only be closed)", code=cause.code, name=cause.name) \
+                from cause
         if self.state == S_FATAL_ERROR:
             raise TransactionFatalError(f"the producer is in a fatal error state and can only be closed: "
                                         f"{cause}") from cause

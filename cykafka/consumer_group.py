@@ -75,7 +75,8 @@ class GroupDriver:
                 while (request := member.next_request(now_ms)) is not None:
                     requests.append(request)
             except KafkaError as e:
-                self.error, failed = e, True
+                self.error, failed = e, True  # (calls waiting for a coordinator that cannot be found fail with the
+                #                              cache's lookup error themselves, in the CallQueue)
             delay_ms = member.poll_timeout_ms(now_ms, events_elsewhere=True)
         for request in requests:  # outside the lock: a send that fails at once completes its call here
             self.calls.submit(Call(self.route, NEVER_MS, request, on_answer=self._member_answered,

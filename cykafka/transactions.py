@@ -23,6 +23,7 @@ from cykafka.config import ProducerConfig
 from cykafka.core import TransactionManager, TransactionState
 from cykafka.errors import (
     AuthenticationError,
+    AuthorizationError,
     KafkaError,
     KafkaTimeoutError,
     NetworkError,
@@ -193,8 +194,11 @@ def _abortable(code: int, what: str) -> TransactionAbortableError:
     return TransactionAbortableError(str(_broker_error(code, what)), code=code)
 
 
-def _fatal(code: int, what: str) -> TransactionFatalError:
-    return TransactionFatalError(str(_broker_error(code, what)), code=code)
+def _fatal(code: int, what: str) -> KafkaError:
+    """The error that makes the producer fatal: the typed AuthorizationError for a denied transactional id or
+    cluster operation (Java's), else a TransactionFatalError."""
+    error = _broker_error(code, what)
+    return error if isinstance(error, AuthorizationError) else TransactionFatalError(str(error), code=code)
 
 
 class _InitProducerId(TxnHandler):
@@ -566,13 +570,15 @@ class TransactionRequests:
         not authorized for the group aborts the transaction; anything else is fatal to the producer, or, for another
         process's transaction (complete_transaction), fails that call only."""
         what = f"could not find the coordinator for {handler.coordinator_key!r}: {error}"
+        # a denied transactional id stays its typed AuthorizationError, as Java's
+        fatal = error if isinstance(error, AuthorizationError) else TransactionFatalError(what)
         if error.code == _E.GROUP_AUTHORIZATION_FAILED:
             handler.abortable_error(TransactionAbortableError(what, code=error.code))
         elif handler.external:
             handler.cancelled = True
-            handler.result.fail(TransactionFatalError(what))
+            handler.result.fail(fatal)
         else:
-            handler.fatal_error(TransactionFatalError(what))
+            handler.fatal_error(fatal)
 
     @property
     def has_pending_requests(self) -> bool:

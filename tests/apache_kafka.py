@@ -5,9 +5,12 @@ What this module owns:
   cached under `$CYKAFKA_JVM_CACHE` (default `~/.cache/cykafka/jvm`) and fetched once, under a file lock;
 - `KafkaCluster`: formats KRaft storage (`kafka.tools.StorageTool`, SCRAM users and feature levels at format time) and
   starts `kafka.Kafka` processes on free 127.0.0.1 ports:
-  * one combined broker+controller node (`nodes=1`); with `security=True` it also listens on SSL, SASL_PLAINTEXT and
-    SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; `StandardAuthorizer`, super users `ANONYMOUS` — the PLAINTEXT and
-    certificate-less SSL principal — `admin` and the test client certificate's `CN=cykafka-client`);
+  * one combined broker+controller node (`nodes=1`); with `security=True` it also listens on SSL (a client
+    certificate, when given, names the principal: `User:CN=cykafka-client`), SASL_PLAINTEXT and SASL_SSL (PLAIN,
+    SCRAM-SHA-256, SCRAM-SHA-512; users `admin`, a super user, and `alice`); `StandardAuthorizer` with
+    `allow.everyone.if.no.acl.found`: a resource without ACLs is open to every principal (the PLAINTEXT listener's
+    ANONYMOUS too), one with ACLs only to the principals they allow; SCRAM-SHA-512 sessions on SASL_SSL last
+    `REAUTH_MS` (KIP-368 re-authentication);
   * a replicated cluster (`nodes=3`): static quorum (`controller.quorum.voters`), every node broker and controller,
     default replication factor 3, `min.insync.replicas` 2;
   readiness is a Metadata answer listing every node (never a log line); every JVM dies by its pid on `stop()`, at
@@ -59,7 +62,8 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 CLIENT_PRINCIPAL = "User:CN=cykafka-client"  # tests/security_peers.make_pki's client certificate
-SUPER_USERS = ("User:ANONYMOUS", "User:admin", CLIENT_PRINCIPAL)
+SUPER_USERS = ("User:admin",)
+REAUTH_MS = 6000  # the session lifetime of SCRAM-SHA-512 on SASL_SSL (listener- and mechanism-prefixed config)
 
 
 def cache_root() -> Path:
@@ -273,7 +277,8 @@ class KafkaCluster:
         props = {
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": ";".join(SUPER_USERS),
-            "allow.everyone.if.no.acl.found": "false",
+            "allow.everyone.if.no.acl.found": "true",
+            "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": str(REAUTH_MS),
             "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(keystore),
