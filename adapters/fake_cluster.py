@@ -297,6 +297,9 @@ class FakeCluster:
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
         return 50 if node_id in self.unreachable else 0
 
+    def connection_failed(self, node_id: int) -> bool:
+        return node_id in self.unreachable
+
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
              timeout_ms: int | None = None) -> None:

@@ -1125,6 +1125,9 @@ def _group_hooks(network: ConsumerNetwork, sub: Subscription,
 
 
 def _log_auto_commit(error: KafkaError | None, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    """As Java's: a retriable failure (the coordinator moving or gone, a lost connection) is logged at DEBUG, the next
+    auto commit carries the offsets; any other at WARNING."""
     if error is not None:
-        log.warning("auto commit of %d offset(s) failed: %s", len(offsets), error)
+        log.log(logging.DEBUG if error.retriable else logging.WARNING, "auto commit of %d offset(s) failed: %s",
+                len(offsets), error)
 
