@@ -19,11 +19,12 @@ session partition from the offset last sent for it and answers only those with n
 watermarks); a wrong session id -> FETCH_SESSION_ID_NOT_FOUND, a wrong epoch -> INVALID_FETCH_SESSION_EPOCH; epoch -1
 closes the session. `fetch_sessions=False`: session_id 0 in every answer, as Tansu and librdkafka's mock cluster.
 
-Leader epochs as Kafka keeps them (KIP-320): every appended batch carries its partition's leader epoch, each leader
-epoch's start offset is kept (Kafka's LeaderEpochFileCache), a Fetch or OffsetForLeaderEpoch naming an older
-current_leader_epoch is answered FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, and OffsetForLeaderEpoch
-answers the end offset of the largest epoch at or below the one asked. `unclean_election` moves a leader to a replica
-that lacks the log's tail: the log is truncated and a new epoch starts there, what an unclean leader election does.
+ListOffsets (earliest, latest, by timestamp) at a partition's leader. Leader epochs as Kafka keeps them (KIP-320):
+every appended batch carries its partition's leader epoch, each leader epoch's start offset is kept (Kafka's
+LeaderEpochFileCache), a Fetch, ListOffsets or OffsetForLeaderEpoch naming an older current_leader_epoch is answered
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, and OffsetForLeaderEpoch answers the end offset of the largest
+epoch at or below the one asked. `unclean_election` moves a leader to a replica that lacks the log's tail: the log is
+truncated and a new epoch starts there, what an unclean leader election does.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from cykafka.protocol.apis import (
     FETCH,
     FIND_COORDINATOR,
     INIT_PRODUCER_ID,
+    LIST_OFFSETS,
     METADATA,
     OFFSET_FOR_LEADER_EPOCH,
     PRODUCE,
@@ -540,6 +542,35 @@ class FakeCluster:
             return _E.UNKNOWN_LEADER_EPOCH
         return _E.NONE
 
+    def _list_offsets(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """ListOffsets at a partition's leader: earliest (-2) is 0, latest (-1) the log end, a timestamp the first
+        record at or after it."""
+        topics = []
+        for t in body["topics"]:
+            answers = []
+            for q in t["partitions"]:
+                index = q["partition_index"]
+                answer = {"partition_index": index, "error_code": _E.NONE, "timestamp": -1, "offset": -1,
+                          "leader_epoch": -1}
+                parts = self.topics.get(t["name"])
+                if parts is None or not 0 <= index < len(parts):
+                    answers.append({**answer, "error_code": _E.UNKNOWN_TOPIC_OR_PARTITION})
+                    continue
+                part = parts[index]
+                code = (_E.NOT_LEADER_OR_FOLLOWER if part.leader != node_id
+                        else self._epoch_check(part, q.get("current_leader_epoch", -1)))
+                if code == _E.NONE:
+                    answer["leader_epoch"] = part.leader_epoch
+                    if q["timestamp"] in (-2, -1):
+                        answer["offset"] = 0 if q["timestamp"] == -2 else part.next_offset
+                    else:
+                        found = next((r for r in part.records if r.timestamp_ms >= q["timestamp"]), None)
+                        if found is not None:
+                            answer["offset"], answer["timestamp"] = found.offset, found.timestamp_ms
+                answers.append({**answer, "error_code": code})
+            topics.append({"name": t["name"], "partitions": answers})
+        return {"throttle_time_ms": 0, "topics": topics}
+
     def _offset_for_leader_epoch(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         """Where each asked leader epoch ends in the log (Kafka's LeaderEpochFileCache.endOffsetFor)."""
         topics = []
@@ -646,6 +677,7 @@ class FakeCluster:
     _HANDLERS: dict[int, Callable[[FakeCluster, int, Mapping[str, Any]], dict[str, Any]]] = {
         PRODUCE.key: _produce,
         FETCH.key: _fetch,
+        LIST_OFFSETS.key: _list_offsets,
         OFFSET_FOR_LEADER_EPOCH.key: _offset_for_leader_epoch,
         METADATA.key: _metadata,
         FIND_COORDINATOR.key: _find_coordinator,

@@ -901,12 +901,18 @@ class Consumer:
                     request: Callable[[list[TopicPartition]], Request], keys: tuple[str, str],
                     value: Callable[[dict[str, Any]], T], what: str) -> dict[TopicPartition, T]:
         """One request per leader for its partitions; keys: the answer's topics list and topic name keys. A stale
-        leader's partitions are asked again after a metadata refresh, until deadline_ms."""
+        leader's partitions, or those of a leader that could not be asked (it died: its connection failed), are asked
+        again after a metadata refresh, until deadline_ms."""
         out: dict[TopicPartition, T] = {}
         pending = set(tps)
         while pending:
             for node, group in self._leaders(pending, deadline_ms).items():
-                _, answer = self._ask(node, request(group), deadline_ms)
+                try:
+                    _, answer = self._ask(node, request(group), deadline_ms, once=True)
+                except KafkaError as e:
+                    self._retry_or_raise(e, deadline_ms, sleep=False)
+                    self._metadata.request_update()  # the leader may be gone: ask its partitions' new one
+                    continue
                 for t in answer[keys[0]]:
                     for p in t["partitions"]:
                         tp = TopicPartition(t[keys[1]], p["partition_index"])
@@ -929,21 +935,24 @@ class Consumer:
         self._calls.submit(call)
         return call
 
-    def _ask(self, node_id: int | None, request: Request, deadline_ms: int) -> tuple[int, dict[str, Any]]:
+    def _ask(self, node_id: int | None, request: Request, deadline_ms: int,
+             once: bool = False) -> tuple[int, dict[str, Any]]:
         """(node, answer) of request to node_id (None: the least loaded), sent again after retry.backoff.ms on a
-        retriable failure until deadline_ms. A request still out at the deadline is kept: the same request asked
-        again (the next poll) waits for it instead of sending another."""
+        retriable failure until deadline_ms (once: the failure is raised, for the caller to choose the node again).
+        A request still out at the deadline is kept: the same request asked again (the next poll) waits for it
+        instead of sending another."""
         call = self._answer(self._outstanding, (request.api_key, node_id, repr(request.body)),
                             lambda: self._submit(request, node_id), deadline_ms,
-                            f"{api.API_NAMES[request.api_key]}: no answer")
+                            f"{api.API_NAMES[request.api_key]}: no answer", once)
         assert call.response is not None
         return call.answered_by, call.response
 
     def _answer(self, outstanding: dict[Any, _CallT], key: Any, submit: Callable[[], _CallT], deadline_ms: int,
-                no_answer: str) -> _CallT:
+                no_answer: str, once: bool = False) -> _CallT:
         """The call kept under key in outstanding (submitted when none is out) once it has an answer; submitted
-        again after retry.backoff.ms on a retriable failure until deadline_ms. A call still out at the deadline
-        stays: the same request asked again (the next poll) waits for it instead of sending another."""
+        again after retry.backoff.ms on a retriable failure until deadline_ms (once: its failure is raised). A call
+        still out at the deadline stays: the same request asked again (the next poll) waits for it instead of
+        sending another."""
         while True:
             call = outstanding.get(key)
             if call is None:
@@ -956,6 +965,8 @@ class Consumer:
             del outstanding[key]
             if call.error is None and call.response is not None:
                 return call
+            if once:
+                raise call.error or KafkaError(no_answer)
             self._retry_or_raise(call.error or KafkaError(no_answer), deadline_ms)
 
     def _wait(self, done: threading.Event, deadline_ms: int) -> None:

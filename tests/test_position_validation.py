@@ -57,7 +57,7 @@ class _Setup:
                                   **consumer_config},
                                  ports=Ports(transport=self.cluster, clock=self.clock, start_sender=False))
         self.consumer.assign([TP])
-        self.consumer.seek(TP, 0)  # the fake cluster answers no ListOffsets
+        self.consumer.seek(TP, 0)
         self.written = 0
 
     def write(self, count: int) -> None:

@@ -1,10 +1,12 @@
-"""A consumer group whose coordinator dies, the client's side: the member's requests that wait for a connection
-(cykafka/consumer_group.py's GroupDriver), with a transport stand-in: a request for a coordinator whose connection
-failed fails at once and the member looks its coordinator up again, as Java's ConsumerNetworkClient fails unsent
-requests of a disconnected node; one that waits past its timeout fails too. Found on the 3-node Apache Kafka
-(tests/test_kafka_failures.py): with the group coordinator SIGKILLed, a JoinGroup and a Heartbeat decided for it
-waited forever, the member never heard of the new coordinator, and the partitions of a member that left were never
-handed over. And the auto commits failing meanwhile are logged as Java logs them."""
+"""The consumer when a broker dies, the client's side of what tests/test_kafka_failures.py found on the 3-node Apache
+Kafka. Requests waiting for a connection to a node that failed fail at once, as Java's ConsumerNetworkClient fails
+the unsent requests of a disconnected node, and are asked again where the metadata now says:
+- the group member's (cykafka/consumer_group.py's GroupDriver, with a transport stand-in): with the group coordinator
+  SIGKILLed, a JoinGroup and a Heartbeat decided for it waited forever, the member never heard of the new
+  coordinator, and the partitions of a member that left were never handed over; one waiting past its own timeout
+  fails too; the auto commits failing meanwhile are logged as Java logs them;
+- the caller's offset lookups (the fake cluster): a ListOffsets for a partition whose leader died was sent again and
+  again to the dead leader until its deadline, so a Spark read planned right after a broker's death failed."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ import logging
 from typing import Any
 
 import pytest
+from fakes import fake_cluster
 
-from cykafka import KafkaError, NetworkError, TopicPartition
+from cykafka import Consumer, KafkaError, NetworkError, TopicPartition
 from cykafka.adapters.clock import ManualClock
 from cykafka.consumer import _log_auto_commit
 from cykafka.consumer_group import GroupDriver
 from cykafka.core.group import COORDINATOR_NODE_BASE, GroupMember, GroupSettings
-from cykafka.ports import ClientResponse, ClusterSnapshot, Node, PartitionInfo, TransportRequest
+from cykafka.ports import ClientResponse, ClusterSnapshot, Node, PartitionInfo, Ports, TransportRequest
 from cykafka.protocol.apis import FIND_COORDINATOR, JOIN_GROUP
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.transactions import OffsetAndMetadata
@@ -133,3 +136,19 @@ def test_an_auto_commit_failing_while_the_coordinator_moves_is_not_a_warning(
         _log_auto_commit(error, {TopicPartition("t", 0): OffsetAndMetadata(5)})
     expected = [(level, f"auto commit of 1 offset(s) failed: {error}")]
     assert [(r.levelno, r.getMessage()) for r in caplog.records] == expected
+
+
+def test_offsets_of_a_partition_whose_leader_died_are_asked_of_its_new_leader() -> None:
+    clock = ManualClock(auto_tick_ms=1)
+    cluster = fake_cluster(clock, "t", partitions=1, brokers=2, wire={})
+    consumer = Consumer({"bootstrap.servers": "fake:9092", "request.timeout.ms": 30_000,
+                         "default.api.timeout.ms": 60_000},
+                        ports=Ports(transport=cluster, clock=clock, start_sender=False))
+    tp = TopicPartition("t", 0)
+    assert consumer.beginning_offsets([tp], timeout=5) == {tp: 0}  # node 0 leads
+    cluster.unreachable.add(0)  # node 0 dies; node 1 takes over
+    cluster.move_leader("t", 0, 1)
+    started_ms = clock.monotonic_ms()
+    assert consumer.beginning_offsets([tp], timeout=60) == {tp: 0}
+    assert clock.monotonic_ms() - started_ms < 30_000  # not after request.timeout.ms, at the dead node
+    consumer.close(0)
