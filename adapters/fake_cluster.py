@@ -705,7 +705,9 @@ class FakeCluster:
         first, count = batch.base_sequence, len(batch.records)
         last = (first + count - 1) % (INT32_MAX + 1)
         if state is None:
-            return (_E.NONE, -1) if first == 0 else (_E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)  # a gap: earlier ones lost
+            # Kafka holds no state for this producer here: it accepts any sequence (its earlier batches may have
+            # been deleted by retention), so a batch overtaking the producer's first one is appended
+            return _E.NONE, -1
         if state.epoch == -2:  # forgotten
             return (_E.NONE, -1) if first == 0 else (_E.UNKNOWN_PRODUCER_ID, -1)
         if batch.producer_epoch < state.epoch:

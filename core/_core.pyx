@@ -3,6 +3,7 @@
 # Compressor is passed in), no threads.
 from cykafka.errors import (
     AuthenticationError,
+    AuthorizationError,
     BatchDeliveryError,
     CorruptRecordError,
     InvalidArgumentError,

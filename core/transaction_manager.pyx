@@ -7,7 +7,9 @@
 # - sequences: per partition the next base sequence, the last acknowledged sequence and offset, and the drained
 #   batches holding a sequence (in flight or waiting to be retried) in sequence order. Sequences advance at drain
 #   and are confirmed only by success; the drain sends a partition's retried batch only when it holds the first
-#   in-flight sequence (so while retrying, one request per partition is out);
+#   in-flight sequence (so while retrying, one request per partition is out), and a new batch only once the
+#   partition acknowledged a batch of the current producer id or has nothing in flight (Kafka appends any sequence
+#   from a producer id it holds no state for: a batch must never overtake the producer's first one there);
 # - an epoch bump (KIP-360) rewrites the sequences of a partition's in-flight batches from 0 under the new
 #   producer id/epoch; the batch bytes are rewritten when the batch is drained again (never while on the wire).
 
@@ -75,6 +77,7 @@ cdef class _PartitionSequences:
     cdef int32_t next_sequence
     cdef int32_t last_acked_sequence
     cdef int64_t last_acked_offset
+    cdef int64_t acked_producer_id   # the last producer id the partition acknowledged a batch of (-1: none)
     cdef list in_flight              # ProducerBatch with a sequence, not final, in base_sequence order
 
     def __cinit__(self):
@@ -83,6 +86,7 @@ cdef class _PartitionSequences:
         self.next_sequence = 0
         self.last_acked_sequence = _NO_SEQUENCE
         self.last_acked_offset = -1
+        self.acked_producer_id = -1
         self.in_flight = []
 
     cdef void insert(self, ProducerBatch batch):
@@ -207,6 +211,9 @@ cdef class TransactionManager:
         cause = self.last_error
         if isinstance(cause, ProducerFencedError):
             raise ProducerFencedError(f"the producer was fenced: {cause}", code=cause.code) from cause
+        if isinstance(cause, AuthorizationError):  # typed, as Java's initTransactions surfaces it
+            raise type(cause)(f"{cause} (the producer can only be closed)", code=cause.code, name=cause.name) \
+                from cause
         if self.state == S_FATAL_ERROR:
             raise TransactionFatalError(f"the producer is in a fatal error state and can only be closed: "
                                         f"{cause}") from cause
@@ -432,6 +439,12 @@ cdef class TransactionManager:
                 return True  # earlier batches under the old id/epoch first: a new epoch starts at sequence 0
             if tp in self._unresolved:
                 return True  # an expired batch's fate is unknown
+            if self._has_in_flight(tp) and self._entry(tp).acked_producer_id != self.producer_id:
+                # nothing of this producer id acknowledged here yet: the broker may hold no state for it on the
+                # partition, and then Kafka appends any sequence; a second batch overtaking a first that failed
+                # (NOT_LEADER_OR_FOLLOWER on a new partition) would be appended and the first never could be.
+                # (With state for the id, a new epoch's sequence other than 0 is refused: no gate needed.)
+                return True
             return False
         cdef int32_t first_in_flight = self.first_in_flight_sequence(first.topic, first.partition)
         return first_in_flight != _NO_SEQUENCE and first.base_sequence != first_in_flight
@@ -469,6 +482,8 @@ cdef class TransactionManager:
             if self._transactional:
                 return
             entry = self._entry(tp)  # reset while the batch was out: track it again
+        if batch.base_sequence != _NO_SEQUENCE and batch.producer_id == self.producer_id:
+            entry.acked_producer_id = batch.producer_id
         if batch.base_sequence != _NO_SEQUENCE and batch.producer_id == entry.producer_id \
                 and batch.producer_epoch == entry.producer_epoch:
             last_sequence = _increment_sequence(batch.base_sequence, batch.builder.record_count - 1)

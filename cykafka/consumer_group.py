@@ -109,6 +109,11 @@ class GroupDriver:
                     self._outbox.append(_Unsent(out, None, now_ms + self._timeout_ms(out)))
             except KafkaError as e:
                 self.error, failed = e, True
+                if not e.retriable:  # e.g. GROUP_AUTHORIZATION_FAILED: calls waiting for a coordinator get it too
+                    finished += self._calls
+                    for call in self._calls:
+                        call.error = e
+                    self._calls.clear()
             delay_ms = member.poll_timeout_ms(now_ms, events_elsewhere=True)
             if self._calls:
                 delay_ms = min(delay_ms, max(1, min(c.expires_ms for c in self._calls) - now_ms))

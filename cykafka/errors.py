@@ -88,6 +88,29 @@ class BrokerResponseError(KafkaError):
         self.name = name
 
 
+class AuthorizationError(BrokerResponseError):
+    """The broker's authorizer denied the operation to this principal (Java's AuthorizationException): not
+    retriable; the message names the resource when the client knows it. ACLs decide (docs/security.md)."""
+
+
+class TopicAuthorizationError(AuthorizationError):
+    """TOPIC_AUTHORIZATION_FAILED: no WRITE (produce), READ (fetch) or DESCRIBE on the topic. A producer fails only
+    the records of that topic, at once, and goes on with its other topics."""
+
+
+class GroupAuthorizationError(AuthorizationError):
+    """GROUP_AUTHORIZATION_FAILED: no READ (or DESCRIBE) on the consumer group."""
+
+
+class TransactionalIdAuthorizationError(AuthorizationError):
+    """TRANSACTIONAL_ID_AUTHORIZATION_FAILED: no WRITE on the transactional.id; the transactional producer is fatal."""
+
+
+class ClusterAuthorizationError(AuthorizationError):
+    """CLUSTER_AUTHORIZATION_FAILED: an operation on the cluster resource (e.g. IDEMPOTENT_WRITE on old brokers,
+    CREATE for auto-created topics) was denied."""
+
+
 class NetworkError(KafkaError):
     """A connection failed or was lost with requests in flight; retriable."""
 

@@ -61,6 +61,7 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
+from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, validate_topic
 from cykafka.transactions import (
@@ -78,6 +79,8 @@ UNCLOSED_TIMEOUT_S = 10.0
 _AppendResult = tuple[RecordFuture, bool, bool, int]
 _Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_blocking's arguments
 _TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
+# a Metadata answer naming one of these for a topic fails its send at once (Java's maybeThrowExceptionForTopic)
+_TOPIC_METADATA_ERRORS = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_TOPIC_EXCEPTION)
 _client_ids = itertools.count(1)
 _PORT_NAMES = frozenset(f.name for f in dataclasses.fields(Ports))  # Producer(transport=...) names Ports
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
@@ -480,6 +483,9 @@ class Producer(SendPath):
         auth_error = self._transport.authentication_error()
         if auth_error is not None:
             raise auth_error
+        code = snapshot.topic_errors.get(topic)
+        if code in _TOPIC_METADATA_ERRORS:  # e.g. no DESCRIBE on the topic: retrying cannot help
+            raise error_for(code, f"topic {topic!r}: the broker's Metadata answer refused it")
         now_ms = self._clock.monotonic_ms()
         if now_ms >= deadline_ms:
             servers = ",".join(self.config.bootstrap_servers)

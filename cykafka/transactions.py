@@ -21,6 +21,7 @@ from cykafka.config import ProducerConfig
 from cykafka.core import TransactionManager, TransactionState
 from cykafka.errors import (
     AuthenticationError,
+    AuthorizationError,
     KafkaError,
     KafkaTimeoutError,
     NetworkError,
@@ -222,8 +223,11 @@ def _abortable(code: int, what: str) -> TransactionAbortableError:
     return TransactionAbortableError(str(_broker_error(code, what)), code=code)
 
 
-def _fatal(code: int, what: str) -> TransactionFatalError:
-    return TransactionFatalError(str(_broker_error(code, what)), code=code)
+def _fatal(code: int, what: str) -> KafkaError:
+    """The error that makes the producer fatal: the typed AuthorizationError for a denied transactional id or
+    cluster operation (Java's), else a TransactionFatalError."""
+    error = _broker_error(code, what)
+    return error if isinstance(error, AuthorizationError) else TransactionFatalError(str(error), code=code)
 
 
 class _FindCoordinator(_Handler):
@@ -263,8 +267,9 @@ class _FindCoordinator(_Handler):
             self.abortable_error(_abortable(code, "FindCoordinator"))
         else:
             self.result.fail(_broker_error(code, "FindCoordinator"))
-            self.on_fatal(TransactionFatalError(f"could not find the coordinator for {self.coordinator_key!r}: "
-                                                f"{_broker_error(code, 'FindCoordinator')}"))
+            error = _broker_error(code, f"FindCoordinator for {self.coordinator_key!r}")
+            self.on_fatal(error if isinstance(error, AuthorizationError) else TransactionFatalError(
+                f"could not find the coordinator for {self.coordinator_key!r}: {error}"))
 
 
 class _InitProducerId(_Handler):

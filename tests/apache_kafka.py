@@ -5,9 +5,12 @@ What this module owns:
   cached under `$CYKAFKA_JVM_CACHE` (default `~/.cache/cykafka/jvm`) and fetched once, under a file lock;
 - `KafkaCluster`: formats KRaft storage (`kafka.tools.StorageTool`, SCRAM users and feature levels at format time) and
   starts `kafka.Kafka` processes on free 127.0.0.1 ports:
-  * one combined broker+controller node (`nodes=1`); with `security=True` it also listens on SSL, SASL_PLAINTEXT and
-    SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; `StandardAuthorizer`, super users `ANONYMOUS` — the PLAINTEXT and
-    certificate-less SSL principal — `admin` and the test client certificate's `CN=cykafka-client`);
+  * one combined broker+controller node (`nodes=1`); with `security=True` it also listens on SSL (a client
+    certificate, when given, names the principal: `User:CN=cykafka-client`), SASL_PLAINTEXT and SASL_SSL (PLAIN,
+    SCRAM-SHA-256, SCRAM-SHA-512; users `admin`, a super user, and `alice`); `StandardAuthorizer` with
+    `allow.everyone.if.no.acl.found`: a resource without ACLs is open to every principal (the PLAINTEXT listener's
+    ANONYMOUS too), one with ACLs only to the principals they allow; SCRAM-SHA-512 sessions on SASL_SSL last
+    `REAUTH_MS` (KIP-368 re-authentication);
   * a replicated cluster (`nodes=3`): static quorum (`controller.quorum.voters`), every node broker and controller,
     default replication factor 3, `min.insync.replicas` 2;
   readiness is a Metadata answer listing every node (never a log line); every JVM dies by its pid on `stop()`, at
@@ -15,8 +18,8 @@ What this module owns:
 - `python tests/apache_kafka.py [--nodes 3] [--version V] [--security]` (`bash scripts/kafka.sh`): one by hand.
 
 Heap: 1 GiB for one node, 768 MiB each for three (2 cores, 24 GiB). Logs go to the cluster's directory
-(`node-N/server.log`, WARN and above unless `log_level=` says otherwise; `kafka.request.logger` can be raised at run
-time through Admin's BROKER_LOGGER configs).
+(`node-N/server.log`, WARN and above unless `log_level=` says otherwise; `loggers={"kafka.request.logger": "DEBUG"}`
+logs every request with its API version, a way to prove what a client sent).
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 CLIENT_PRINCIPAL = "User:CN=cykafka-client"  # tests/security_peers.make_pki's client certificate
-SUPER_USERS = ("User:ANONYMOUS", "User:admin", CLIENT_PRINCIPAL)
+SUPER_USERS = ("User:admin",)
+REAUTH_MS = 6000  # the session lifetime of SCRAM-SHA-512 on SASL_SSL (listener- and mechanism-prefixed config)
 
 
 def cache_root() -> Path:
@@ -159,6 +163,7 @@ class KafkaCluster:
         heap_mb: int | None = None,
         directory: str | Path | None = None,
         log_level: str = "WARN",
+        loggers: Mapping[str, str] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
@@ -170,6 +175,7 @@ class KafkaCluster:
         self.broker_config = dict(broker_config or {})
         self.heap_mb = heap_mb if heap_mb is not None else (1024 if nodes == 1 else 768)
         self.log_level = log_level
+        self.loggers = dict(loggers or {})  # logger name -> level, e.g. {"kafka.request.logger": "DEBUG"}
         self._own_directory = directory is None
         self.directory = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cykafka-kafka-"))
         names = ["PLAINTEXT", "CONTROLLER"] + (["SSL", "SASL_PLAINTEXT", "SASL_SSL"] if security else [])
@@ -251,6 +257,7 @@ class KafkaCluster:
             "group.min.session.timeout.ms": "1000",  # tests use short session timeouts
             "unclean.leader.election.enable": "false",
             "log.segment.bytes": str(64 * 1024 * 1024),
+            "log.retention.ms": "-1",  # tests write records with timestamps years old: time retention would delete them
             "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
             "num.network.threads": "2",
             "num.io.threads": "4",
@@ -271,7 +278,8 @@ class KafkaCluster:
         props = {
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": ";".join(SUPER_USERS),
-            "allow.everyone.if.no.acl.found": "false",
+            "allow.everyone.if.no.acl.found": "true",
+            "listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": str(REAUTH_MS),
             "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(keystore),
@@ -310,6 +318,8 @@ class KafkaCluster:
             "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
             f"rootLogger.level = {self.log_level}\n"
             "rootLogger.appenderRef.file.ref = FILE\n"
+            + "".join(f"logger.l{i}.name = {name}\nlogger.l{i}.level = {level}\n"
+                      for i, (name, level) in enumerate(self.loggers.items()))
         )
         return path
 

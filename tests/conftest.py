@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # test helper modules (security_
 
 
 BROKERS = ("tansu", "kafka")
-DEFAULT_BROKERS = "tansu"  # until the whole suite passes on Apache Kafka
+DEFAULT_BROKERS = "tansu,kafka"
 
 
 def selected_brokers() -> list[str]:
@@ -61,11 +61,20 @@ def tansu_broker() -> Iterator[EmbeddedBroker]:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[Any]:
-    """Apache Kafka (newest pinned version), one combined KRaft node with PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL."""
+def apache_kafka() -> Any:
+    """tests/apache_kafka.py's KafkaCluster, for a test that starts a cluster of its own; skipped when Apache Kafka
+    is not among CYKAFKA_TEST_BROKERS."""
+    if "kafka" not in selected_brokers():
+        pytest.skip("Apache Kafka is not in CYKAFKA_TEST_BROKERS")
     from apache_kafka import KafkaCluster
 
-    cluster = KafkaCluster(1, security=True).start()
+    return KafkaCluster
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(apache_kafka: Any) -> Iterator[Any]:
+    """Apache Kafka (newest pinned version), one combined KRaft node with PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL."""
+    cluster = apache_kafka(1, security=True).start()
     try:
         yield cluster
     finally:
@@ -73,12 +82,10 @@ def kafka_broker() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster() -> Iterator[Any]:
+def kafka_cluster(apache_kafka: Any) -> Iterator[Any]:
     """Apache Kafka, three KRaft nodes (each broker and controller): replication factor 3, min.insync.replicas 2.
     Tests that kill or stop a node restart it before they end (`KafkaCluster.restart`)."""
-    from apache_kafka import KafkaCluster
-
-    cluster = KafkaCluster(3).start()
+    cluster = apache_kafka(3).start()
     try:
         yield cluster
     finally:

@@ -35,8 +35,8 @@ def _api_versions(host: str, port: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def oldest() -> Iterator[KafkaCluster]:
-    with KafkaCluster(1, version=OLDEST) as cluster:
+def oldest(apache_kafka: type[KafkaCluster]) -> Iterator[KafkaCluster]:
+    with apache_kafka(1, version=OLDEST) as cluster:
         yield cluster
 
 

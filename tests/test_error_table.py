@@ -167,6 +167,27 @@ def test_error_for_builds_the_tables_exception(code: ErrorCode) -> None:
     assert str(error) == f"{code.name} ({int(code)}): {spec.message}"
 
 
+def test_authorization_codes_build_javas_authorization_classes() -> None:
+    from cykafka import (
+        AuthorizationError,
+        ClusterAuthorizationError,
+        GroupAuthorizationError,
+        TopicAuthorizationError,
+        TransactionalIdAuthorizationError,
+    )
+
+    assert {code.name: ERRORS[code].exception for code in ErrorCode if issubclass(ERRORS[code].exception,
+                                                                                  AuthorizationError)} == {
+        "TOPIC_AUTHORIZATION_FAILED": TopicAuthorizationError,
+        "GROUP_AUTHORIZATION_FAILED": GroupAuthorizationError,
+        "CLUSTER_AUTHORIZATION_FAILED": ClusterAuthorizationError,
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": TransactionalIdAuthorizationError,
+        "DELEGATION_TOKEN_AUTHORIZATION_FAILED": AuthorizationError,
+    }
+    assert not any(ERRORS[code].retriable for code in ErrorCode if issubclass(ERRORS[code].exception,
+                                                                               AuthorizationError))
+
+
 @pytest.mark.parametrize("code", list(ErrorCode))
 def test_the_core_turns_fatal_exactly_on_the_tables_producer_fatal_codes(code: ErrorCode) -> None:
     from test_transaction_manager import append_batch, drain, initialize, setup

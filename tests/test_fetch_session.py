@@ -336,3 +336,112 @@ def test_brokers_without_sessions_keep_getting_full_fetches(peer: str, request: 
         sessions = consumer._fetcher.sessions
         assert sessions and all((s.session_id, s.epoch) == (0, INITIAL_EPOCH) for s in sessions.values())
     assert sorted(int(r.value[1:]) for r in got) == list(range(40))
+
+
+# -- Apache Kafka's FetchManager ------------------------------------------------------------------------------------
+
+def _close_session_from_elsewhere(bootstrap: str, session_id: int) -> None:
+    """A full Fetch naming `session_id` with the final epoch, on another connection: Kafka drops that session from
+    its cache (as it does a session it evicts), while its consumer stays connected."""
+    import socket
+    import struct
+
+    from cykafka.broker import _recv_exact
+    from cykafka.protocol import decode_response, encode_request
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    body = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1024, "isolation_level": 0, "session_id": session_id,
+            "session_epoch": FINAL_EPOCH, "topics": [], "forgotten_topics_data": [], "rack_id": ""}
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(encode_request(FETCH.key, 12, 1, "evictor", body))
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        _, answer = decode_response(FETCH.key, 12, _recv_exact(sock, size))
+    assert answer["error_code"] == 0, answer
+
+
+@pytest.mark.slow
+def test_kafka_serves_incremental_fetches_and_a_lost_session_is_replaced(apache_kafka: Any) -> None:
+    """Against Kafka's own session cache: the first Fetch is full, the next ones incremental in the session Kafka
+    created (its request log shows the session id and rising epochs, and incremental Fetches that list no
+    partitions). A session Kafka dropped from its cache (evicted) answers the next incremental Fetch with
+    FETCH_SESSION_ID_NOT_FOUND: the consumer sends a full one without a session id at once and gets a new
+    session. A restarted broker (a lost connection) gets a full Fetch closing the old id. Reading goes on with
+    nothing lost or repeated."""
+    import json
+    import time
+
+    cluster = apache_kafka(1, loggers={"kafka.request.logger": "DEBUG"}).start()
+    try:
+        bootstrap, topic = cluster.bootstrap_servers, f"sessions-{uuid.uuid4().hex[:8]}"
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+
+        def write(first: int, count: int) -> None:
+            for i in range(first, first + count):
+                producer.send(topic, b"v%d" % i, partition=i % 2)
+            producer.flush(30)
+
+        def read_until(consumer: Consumer, got: list[Any], count: int) -> None:
+            for _ in range(300):
+                if len(got) >= count:
+                    return
+                got += consumer.poll(0.1)
+            raise AssertionError(f"read {len(got)} of {count}")
+
+        def fetches() -> list[tuple[int, int, int]]:
+            """(session id, epoch, partitions listed) of the consumer's Fetches, as Kafka's request log has them."""
+            out = []
+            for line in (cluster.node(1).directory / "server.log").read_text().splitlines():
+                if '"requestApiKey":1,' in line and '"cykafka-consumer' in line:
+                    request = json.loads(line[line.index("{"):line.rindex("}") + 1])["request"]
+                    out.append((request["sessionId"], request["sessionEpoch"],
+                                sum(len(t["partitions"]) for t in request["topics"])))
+            return out
+
+        def session_id(consumer: Consumer) -> int:
+            (session,) = consumer._fetcher.sessions.values()
+            return session.session_id
+
+        write(0, 20)
+        got: list[Any] = []
+        with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                       "fetch.max.wait.ms": 100}) as consumer:
+            consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+            read_until(consumer, got, 20)
+            time.sleep(0.5)  # a few empty incremental fetches
+            first_id = session_id(consumer)
+            seen = fetches()
+            assert first_id != 0 and seen[0] == (0, 0, 2)  # full: asks for a session, names both partitions
+            incremental = [f for f in seen[1:] if f[0] == first_id]
+            assert [epoch for _, epoch, _ in incremental] == list(range(1, len(incremental) + 1))
+            assert any(listed == 0 for _, _, listed in incremental)  # nothing changed: no partition named
+
+            _close_session_from_elsewhere(bootstrap, first_id)
+            write(20, 10)
+            read_until(consumer, got, 30)
+            for _ in range(100):  # (a Fetch waiting at the broker may still have been answered in the old session)
+                if session_id(consumer) not in (0, first_id):
+                    break
+                got += consumer.poll(0.1)
+            second_id = session_id(consumer)
+            evicted = fetches()[len(seen):]
+            # the next incremental Fetch of the dropped session, then at once a full one without a session id
+            at = next((i for i, f in enumerate(evicted) if f[0] == 0), None)
+            assert at is not None, (first_id, evicted)
+            assert evicted[at - 1][0] == first_id and evicted[at - 1][1] > 0 and evicted[at] == (0, 0, 2)
+            assert second_id not in (0, first_id)
+
+            cluster.restart(1)  # every session and connection gone
+            write(30, 10)
+            read_until(consumer, got, 40)
+            for _ in range(100):
+                if session_id(consumer) not in (0, first_id, second_id):
+                    break
+                got += consumer.poll(0.1)
+            restarted = fetches()[len(seen) + len(evicted):]
+            # the connection was lost: a full Fetch closing the old session (Java's handleError), then a new one
+            assert (second_id, 0, 2) in restarted
+            assert session_id(consumer) not in (0, first_id, second_id)
+        producer.close()
+    finally:
+        cluster.stop()
+    assert sorted(int(r.value[1:]) for r in got) == list(range(40))

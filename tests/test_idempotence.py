@@ -95,8 +95,15 @@ def test_a_lost_acknowledgement_is_retried_without_a_duplicate(duplicate_answer:
     assert cluster.produce_errors.get(DUPLICATE, 0) == (1 if duplicate_answer == "tansu" else 0)
 
 
+def acknowledged(producer: Producer, clock: ManualClock, partition: int) -> None:
+    """One record acknowledged on `partition` (sequence 0): until a partition acknowledged a batch of the producer
+    id, one batch at a time goes there (test_a_partitions_first_batch_is_acknowledged_before_the_next_is_sent)."""
+    run_until_done(producer, clock, [producer.send(TOPIC, b"w", partition=partition)])
+
+
 def test_a_failed_batch_with_others_in_flight_heals_by_an_epoch_bump() -> None:
     producer, cluster, clock = make()
+    acknowledged(producer, clock, 0)
     leader = cluster.topics[TOPIC][0].leader
     cluster.delay_ms[leader] = 50  # three requests for partition 0 out at once
     cluster.inject_error(INVALID_RECORD, topic=TOPIC, partition=0)
@@ -108,12 +115,13 @@ def test_a_failed_batch_with_others_in_flight_heals_by_an_epoch_bump() -> None:
     with pytest.raises(Exception) as info:
         futures[0].result(0)
     assert getattr(info.value, "code", None) == INVALID_RECORD
-    assert [f.result(0).offset for f in futures[1:]] == [0, 1]
-    assert [v[:1] for v in values(cluster, 0)] == [b"1", b"2"]  # type: ignore[index]
+    assert [f.result(0).offset for f in futures[1:]] == [1, 2]
+    assert [v[:1] for v in values(cluster, 0)] == [b"w", b"1", b"2"]  # type: ignore[index]
     assert cluster.produce_errors.get(OUT_OF_ORDER, 0) >= 1, "the broker saw the gap"
     stored = cluster.log(TOPIC, 0)
     new_id = producer.transaction_state().producer_id
-    assert new_id != first_id and [(r.producer_id, r.sequence) for r in stored] == [(new_id, 0), (new_id, 1)]
+    assert new_id != first_id and [(r.producer_id, r.sequence) for r in stored] == [
+        (first_id, 0), (new_id, 0), (new_id, 1)]
 
 
 def test_unknown_producer_id_is_healed_by_an_epoch_bump() -> None:
@@ -135,6 +143,7 @@ def expire_first_of_two(**config: Any) -> tuple[Producer, FakeCluster, ManualClo
     timeout (until t=3500); both answers are due at t=2500. Returns the producer, cluster, clock, the futures and
     the first producer id."""
     producer, cluster, clock = make(**{"delivery.timeout.ms": 2000, "request.timeout.ms": 1000, **config})
+    acknowledged(producer, clock, 3)
     leader = cluster.topics[TOPIC][3].leader
     cluster.delay_ms[leader] = 2500
     first = producer.send(TOPIC, b"first" + BIG, partition=3)
@@ -143,7 +152,7 @@ def expire_first_of_two(**config: Any) -> tuple[Producer, FakeCluster, ManualClo
     cluster.delay_ms[leader] = 500
     second = producer.send(TOPIC, b"second" + BIG, partition=3)
     run(producer, clock)
-    assert len(requests_of(cluster, PRODUCE)) == 2
+    assert len(requests_of(cluster, PRODUCE)) == 3  # with the first partition's acknowledged one
     run(producer, clock, step_ms=500)
     with pytest.raises(Exception, match=r"delivery\.timeout\.ms"):
         first.result(0)
@@ -155,14 +164,14 @@ def test_an_expired_sent_batch_holds_new_sequences_until_a_later_success_resolve
     producer, cluster, clock, (_, second), producer_id = expire_first_of_two()
     later = producer.send(TOPIC, b"later", partition=3)
     run(producer, clock, loops=3, step_ms=10)
-    assert len(requests_of(cluster, PRODUCE)) == 2, "no new sequence while the expired one is unknown"
+    assert len(requests_of(cluster, PRODUCE)) == 3, "no new sequence while the expired one is unknown"
     assert producer.metrics()["buffer-available-bytes"] < producer.config.buffer_memory, \
         "the expired batch's buffer stays out while its request may still be read"
     clock.advance(500)  # both answers arrive: success, so the expired batch landed
     run_until_done(producer, clock, [second, later])
-    assert [v[:6] for v in values(cluster, 3)] == [b"firstx", b"second", b"later"]  # type: ignore[index]
+    assert [v[:6] for v in values(cluster, 3)] == [b"w", b"firstx", b"second", b"later"]  # type: ignore[index]
     assert producer.transaction_state().producer_id == producer_id, "resolved without an epoch bump"
-    assert cluster.log(TOPIC, 3)[2].sequence == 2
+    assert cluster.log(TOPIC, 3)[3].sequence == 3
     assert producer.metrics()["buffer-available-bytes"] == producer.config.buffer_memory
 
 
@@ -174,10 +183,11 @@ def test_an_expired_sent_batch_the_broker_never_got_is_resolved_by_an_epoch_bump
     cluster.disconnect(leader)  # neither request reached the log: the second's retry meets a gap
     run_until_done(producer, clock, [second, later])
     assert cluster.produce_errors.get(OUT_OF_ORDER) == 1
-    assert [v[:6] for v in values(cluster, 3)] == [b"second", b"later"]  # type: ignore[index]
+    assert [v[:6] for v in values(cluster, 3)] == [b"w", b"second", b"later"]  # type: ignore[index]
     new_id = producer.transaction_state().producer_id
     assert new_id != producer_id
-    assert [(r.producer_id, r.sequence) for r in cluster.log(TOPIC, 3)] == [(new_id, 0), (new_id, 1)]
+    assert [(r.producer_id, r.sequence) for r in cluster.log(TOPIC, 3)] == [
+        (producer_id, 0), (new_id, 0), (new_id, 1)]
 
 
 def test_a_lone_expired_sent_batch_bumps_the_epoch_at_once_as_java_does() -> None:
@@ -292,3 +302,28 @@ def test_1000_batches_through_retriable_errors_and_disconnects_arrive_once_in_or
     assert cluster.produce_errors.get(OUT_OF_ORDER, 0) > 0, "later requests met the gap a failed one left"
     if duplicate_answer == "tansu":
         assert cluster.produce_errors.get(DUPLICATE, 0) > 0
+
+
+def test_a_partitions_first_batch_is_acknowledged_before_the_next_is_sent() -> None:
+    """Kafka accepts any sequence from a producer it holds no state for on a partition. Found on Kafka 4.4: a new
+    topic's partition answered the producer's first batch NOT_LEADER_OR_FOLLOWER (its leader was still being
+    created) and, a moment later, appended the second batch (sequence 503); the first could then never be appended
+    (OUT_OF_ORDER_SEQUENCE_NUMBER), and since a later sequence was acknowledged the producer took it for written:
+    records reported delivered, not in the log. So until a partition acknowledges a sequence of the current producer
+    id and epoch, one batch at a time goes there."""
+    producer, cluster, clock = make(partitions=1, **{"max.in.flight.requests.per.connection": 5})
+    for node_id in cluster.nodes:
+        cluster.delay_ms[node_id] = 50  # answers take 50 ms: requests pile up in flight
+    cluster.inject_error(6, topic=TOPIC, partition=0, count=1)  # NOT_LEADER_OR_FOLLOWER, nothing appended
+    futures = [producer.send(TOPIC, b"%d" % i + BIG, partition=0) for i in range(8)]
+    run(producer, clock, loops=10, step_ms=1)
+    assert cluster.in_flight_count() == 1  # the first batch alone, though 5 may be in flight
+    run_until_done(producer, clock, futures)
+    assert all(f.exception(0) is None for f in futures)
+    assert [v[:1] for v in values(cluster, 0)] == [b"%d" % i for i in range(8)]  # every record, in order
+    # once the partition acknowledged a sequence, batches are pipelined again
+    more = [producer.send(TOPIC, b"%d" % i + BIG, partition=0) for i in range(8, 14)]
+    run(producer, clock, loops=10, step_ms=1)
+    assert cluster.in_flight_count() == 5
+    run_until_done(producer, clock, more)
+    assert len(values(cluster, 0)) == 14

@@ -115,6 +115,21 @@ def _list_offsets(topic: str, *partitions: tuple[int, int]) -> Request:
         {"partition_index": p, "timestamp": ts} for p, ts in partitions]}]})
 
 
+def _coordinated(conn: Connection, request: Request, version: int) -> dict[str, Any]:
+    """The answer to a coordinator's request once the coordinator is there: on a fresh Kafka the first ones answer
+    COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS while __transaction_state is created and loaded."""
+    waiting = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR)
+    answer: dict[str, Any] = {}
+    for _ in range(200):
+        answer = conn.call(request, version)
+        codes = [c["error_code"] for c in coordinators_of(answer)] if request.api_key == FIND_COORDINATOR.key \
+            else [answer["error_code"]]
+        if not set(codes) & set(waiting):
+            return answer
+        time.sleep(0.05)
+    raise AssertionError(f"no coordinator: {answer}")
+
+
 def _find_coordinator(key: str) -> Request:
     return Request(FIND_COORDINATOR.key, {"key": key, "key_type": COORDINATOR_TRANSACTION,
                                           "coordinator_keys": [key]})
@@ -173,15 +188,19 @@ def test_api_versions_every_version(conn: Connection) -> None:
 
 
 def _created(conn: Connection, topic: str, partitions: int = 4, version: int = 12) -> dict[str, Any]:
-    """Metadata (at `version`) for `topic` until it exists with every partition led: Tansu creates a topic at once,
-    Kafka's controller a moment later (the first answers say UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE)."""
+    """Metadata (at `version`) for `topic` until it exists with every partition led, then ListOffsets until every
+    leader answers for its partition: Tansu creates a topic at once; Kafka's controller a moment later (the first
+    Metadata answers say UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE), and its broker takes the leadership a
+    moment after its metadata names it (NOT_LEADER_OR_FOLLOWER meanwhile)."""
     response: dict[str, Any] = {}
-    for _ in range(100):
+    for _ in range(200):
         response = conn.call(_metadata(topic), version)
         (meta_topic,) = response["topics"]
         parts = meta_topic["partitions"]
         if meta_topic["error_code"] == 0 and len(parts) == partitions and all(p["leader_id"] >= 0 for p in parts):
-            return response
+            offsets = conn.call(_list_offsets(topic, *((p, EARLIEST_TIMESTAMP) for p in range(partitions))), 7)
+            if all(p["error_code"] == 0 for t in offsets["topics"] for p in t["partitions"]):
+                return response
         time.sleep(0.05)
     raise AssertionError(f"{topic} not created with {partitions} led partitions: {response}")
 
@@ -212,14 +231,14 @@ def test_create_topics_every_version(conn: Connection) -> None:
 
 def test_init_producer_id_idempotent(conn: Connection) -> None:
     for version in (3, 4):  # Tansu's v0-2 are broken
-        response = conn.call(_init_producer_id(), version)
+        response = _coordinated(conn, _init_producer_id(), version)
         assert response["error_code"] == 0 and response["producer_id"] >= 0 and response["producer_epoch"] >= 0
 
 
 def test_produce_every_version_then_consume_with_librdkafka(conn: Connection, broker: Any) -> None:
     topic = _fresh("produce")
     _created(conn, topic)  # auto-create, 4 partitions
-    pid = conn.call(_init_producer_id(), 4)
+    pid = _coordinated(conn, _init_producer_id(), 4)
     producer_id, epoch = pid["producer_id"], pid["producer_epoch"]
     sequences = [0, 0, 0, 0]
     expected: dict[int, list[tuple[int, bytes]]] = {0: [], 1: [], 2: [], 3: []}
@@ -272,9 +291,9 @@ def test_a_transaction_every_version(conn: Connection, broker: Any) -> None:
     committed_keys = []
     for version in range(4):
         txn_id = _fresh(f"txn-v{version}")
-        coordinators = coordinators_of(conn.call(_find_coordinator(txn_id), min(version + 1, 4)))
+        coordinators = coordinators_of(_coordinated(conn, _find_coordinator(txn_id), min(version + 1, 4)))
         assert [c["error_code"] for c in coordinators] == [0]
-        init = conn.call(_init_producer_id(txn_id), 3 + version % 2)
+        init = _coordinated(conn, _init_producer_id(txn_id), 3 + version % 2)
         assert init["error_code"] == 0
         txn = {"transactional_id": txn_id, "producer_id": init["producer_id"],
                "producer_epoch": init["producer_epoch"]}

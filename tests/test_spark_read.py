@@ -89,6 +89,39 @@ def test_offset_ranges_and_min_partitions(spark: Any, broker: EmbeddedBroker) ->
                  endingOffsets=f'{{"{topic}": {{"0": {start}}}}}').count() == 0
 
 
+@pytest.mark.broker_only("kafka", reason="Tansu answers ListOffsets by its own append time, not the records' "
+                         "timestamps (test_spark_source.py checks the plan against a stand-in that answers as Kafka)")
+def test_timestamp_bounds_use_the_brokers_offsets_for_times(spark: Any, broker: Any) -> None:
+    """startingTimestamp / endingTimestamp / *OffsetsByTimestamp against Kafka's real ListOffsets by time: each bound
+    is the first offset whose record timestamp is >= the time (Spark's Kafka source semantics)."""
+    topic = _topic(broker, 2)
+    base_ms = 1_700_000_000_000
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5}) as producer:
+        for i in range(100):  # partition 0: a record every 10 ms; partition 1: every 25 ms
+            producer.send(topic, b"p0-%d" % i, partition=0, timestamp_ms=base_ms + 10 * i)
+        for i in range(40):
+            producer.send(topic, b"p1-%d" % i, partition=1, timestamp_ms=base_ms + 5 + 25 * i)
+
+    def offsets(**options: str) -> dict[int, list[int]]:
+        rows = _load(spark, broker, subscribe=topic, **options).select("partition", "offset").collect()
+        got: dict[int, list[int]] = {0: [], 1: []}
+        for row in rows:
+            got[row.partition].append(row.offset)
+        return {p: sorted(o) for p, o in got.items()}
+
+    # 1025 ms in: p0's first at or after it is offset 3 (1030), p1's offset 1 (1030); 655 ms: p0 66, p1 26 (655)
+    assert offsets(startingTimestamp=str(base_ms + 25), endingTimestamp=str(base_ms + 655)) == {
+        0: list(range(3, 66)), 1: list(range(1, 26))}
+    assert offsets(startingOffsetsByTimestamp=json.dumps({topic: {"0": base_ms, "1": base_ms + 506}}),
+                   endingOffsetsByTimestamp=json.dumps({topic: {"0": base_ms + 500, "1": base_ms + 10**9}})) == {
+        0: list(range(0, 50)), 1: list(range(21, 40))}
+    # 982 ms: later than every record of p1 (its last is at 980): Spark fails, or starts p1 at its end
+    with pytest.raises(Exception, match=f"no offset of {topic}-1 has a timestamp >="):
+        offsets(startingTimestamp=str(base_ms + 982))
+    assert offsets(startingTimestamp=str(base_ms + 982), startingOffsetsByTimestampStrategy="latest") == {
+        0: [99], 1: []}
+
+
 def test_bad_options_fail_on_the_driver(spark: Any, broker: EmbeddedBroker) -> None:
     with pytest.raises(Exception, match="can't be latest for batch"):
         _load(spark, broker, subscribe="x", startingOffsets="latest").collect()

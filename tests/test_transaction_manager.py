@@ -165,6 +165,15 @@ def drain(acc: RecordAccumulator, now_ms: int = 0) -> list[ProducerBatch]:
     return acc.drain(snapshot(), {0}, 1 << 20, now_ms).get(0, [])
 
 
+def acknowledged(acc: RecordAccumulator, tm: TransactionManager, *partitions: int) -> None:
+    """Each partition first acknowledges one batch (sequence 0) of the current producer id, as a broker would: until
+    then one batch at a time goes there. The test's own batches start at sequence 1."""
+    for partition in partitions:
+        append_batch(acc, partition, 1, tag=-1)
+        (batch,) = drain(acc)
+        tm.handle_completed_batch(batch, 0)
+
+
 def header(batch: ProducerBatch) -> tuple[int, int, int, bool]:
     assert batch.records is not None
     (decoded,) = decode_batches(batch.records)  # also checks the CRC
@@ -182,9 +191,33 @@ def test_no_batch_drains_before_the_producer_id() -> None:
     assert header(batch) == (7, 0, 0, False)
 
 
+def test_a_partitions_first_batch_goes_alone_until_acknowledged() -> None:
+    """Kafka appends any sequence from a producer id it holds no state for: until a partition acknowledged a batch
+    of the current producer id, its next batch waits (tests/test_idempotence.py shows the loss this prevents)."""
+    acc, tm = setup()
+    initialize(tm)
+    for tag in range(3):
+        append_batch(acc, 0, 1, tag)
+    (first,) = drain(acc)
+    assert drain(acc) == [] and drain(acc) == []
+    tm.handle_completed_batch(first, 0)
+    second = drain(acc)
+    third = drain(acc)
+    assert [b.base_sequence for b in second + third] == [1, 2]  # now pipelined
+    tm.handle_completed_batch(second[0], 1)
+    tm.handle_completed_batch(third[0], 2)
+    tm.request_epoch_bump_for_partition(T, 0)  # a fresh producer id: alone again until acknowledged
+    initialize(tm, 8)
+    for tag in range(2):
+        append_batch(acc, 0, 1, 10 + tag)
+    (fresh,) = drain(acc)
+    assert (fresh.producer_id, fresh.base_sequence) == (8, 0) and drain(acc) == []
+
+
 def test_drained_batches_take_consecutive_sequences_per_partition() -> None:
     acc, tm = setup()
     initialize(tm, 42, 3)
+    acknowledged(acc, tm, 0, 1)
     for size in (300, 30, 500, 20):  # batches of 3 and 30 records, then 2 and 40
         for _ in range(1000 // size):
             acc.append(T, 0, 0, None, b"x" * size, None, None, 0)
@@ -194,12 +227,12 @@ def test_drained_batches_take_consecutive_sequences_per_partition() -> None:
         for batch in drain(acc):
             seen[batch.partition].append(batch)
     for batches in seen.values():
-        expected = 0
+        expected = 1
         for batch in batches:
             assert header(batch) == (42, 3, expected, False)
             expected += batch.record_count
         assert tm.next_sequence(T, batches[0].partition) == expected
-        assert tm.first_in_flight_sequence(T, batches[0].partition) == 0
+        assert tm.first_in_flight_sequence(T, batches[0].partition) == 1
     assert len(seen[0]) > 3
 
 
@@ -217,10 +250,11 @@ def test_sequences_advance_only_on_success() -> None:
 def test_retries_go_back_in_sequence_order_and_only_the_first_in_flight_is_resent() -> None:
     acc, tm = setup()
     initialize(tm)
+    acknowledged(acc, tm, 0)
     for tag in range(3):
         append_batch(acc, 0, 1, tag)
     b0, b1, b2 = (drain(acc)[0] for _ in range(3))
-    assert [b.base_sequence for b in (b0, b1, b2)] == [0, 1, 2]
+    assert [b.base_sequence for b in (b0, b1, b2)] == [1, 2, 3]
     acc.reenqueue(b2, 0)  # answers come back out of order
     acc.reenqueue(b0, 0)
     acc.reenqueue(b1, 0)
@@ -233,12 +267,13 @@ def test_retries_go_back_in_sequence_order_and_only_the_first_in_flight_is_resen
     tm.handle_completed_batch(b2, 4)
     append_batch(acc, 0, 1, tag=3)
     (fresh,) = drain(acc, 100)
-    assert fresh.base_sequence == 3
+    assert fresh.base_sequence == 4
 
 
 def test_a_new_batch_waits_while_a_retry_is_pending_only_on_its_own_partition() -> None:
     acc, tm = setup()
     initialize(tm)
+    acknowledged(acc, tm, 0, 1)
     append_batch(acc, 0, 1)
     append_batch(acc, 1, 1)
     out = drain(acc)
@@ -253,6 +288,7 @@ def test_a_new_batch_waits_while_a_retry_is_pending_only_on_its_own_partition() 
 def test_out_of_order_for_the_next_batch_bumps_the_epoch_and_rewrites_in_flight_sequences() -> None:
     acc, tm = setup()
     initialize(tm, 7, 0)
+    acknowledged(acc, tm, 0)
     for tag in range(3):
         append_batch(acc, 0, 1, tag)
     b0, b1, b2 = (drain(acc)[0] for _ in range(3))
@@ -300,6 +336,7 @@ def test_unknown_producer_id_bumps_for_the_idempotent_producer_and_fails_the_tra
 def test_a_failed_batch_of_the_idempotent_producer_resequences_its_partition() -> None:
     acc, tm = setup()
     initialize(tm)
+    acknowledged(acc, tm, 0)
     for tag in range(2):
         append_batch(acc, 0, 1, tag)
     b0, b1 = (drain(acc)[0] for _ in range(2))
@@ -314,6 +351,7 @@ def test_a_failed_batch_of_the_idempotent_producer_resequences_its_partition() -
 def test_an_expired_sent_batch_leaves_its_partition_unresolved_until_it_drains() -> None:
     acc, tm = setup()
     initialize(tm)
+    acknowledged(acc, tm, 0)
     for tag in range(2):
         append_batch(acc, 0, 1, tag)
     b0, b1 = (drain(acc)[0] for _ in range(2))
@@ -326,7 +364,7 @@ def test_an_expired_sent_batch_leaves_its_partition_unresolved_until_it_drains()
     tm.maybe_resolve_sequences()
     assert not tm.has_unresolved_sequence(T, 0) and not tm.epoch_bump_required
     (fresh,) = drain(acc)
-    assert fresh.base_sequence == 2
+    assert fresh.base_sequence == 3
 
 
 def test_an_unresolved_partition_whose_batches_all_expired_bumps_the_epoch() -> None:

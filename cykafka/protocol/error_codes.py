@@ -13,7 +13,14 @@ from enum import Flag, IntEnum, auto
 from types import MappingProxyType
 from typing import NamedTuple
 
-from cykafka.errors import BrokerResponseError
+from cykafka.errors import (
+    AuthorizationError,
+    BrokerResponseError,
+    ClusterAuthorizationError,
+    GroupAuthorizationError,
+    TopicAuthorizationError,
+    TransactionalIdAuthorizationError,
+)
 
 
 class ErrorCode(IntEnum):
@@ -208,9 +215,10 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.INVALID_SESSION_TIMEOUT: _Row(False, "session timeout outside the broker's allowed range"),
     _E.REBALANCE_IN_PROGRESS: _Row(False, "group is rebalancing"),
     _E.INVALID_COMMIT_OFFSET_SIZE: _Row(False, "committed offset data size not valid"),
-    _E.TOPIC_AUTHORIZATION_FAILED: _Row(False, "not authorized for this topic"),
-    _E.GROUP_AUTHORIZATION_FAILED: _Row(False, "not authorized for this group"),
-    _E.CLUSTER_AUTHORIZATION_FAILED: _Row(False, "not authorized for this cluster operation", _K.PRODUCER_FATAL),
+    _E.TOPIC_AUTHORIZATION_FAILED: _Row(False, "not authorized for this topic", NO_KIND, TopicAuthorizationError),
+    _E.GROUP_AUTHORIZATION_FAILED: _Row(False, "not authorized for this group", NO_KIND, GroupAuthorizationError),
+    _E.CLUSTER_AUTHORIZATION_FAILED: _Row(False, "not authorized for this cluster operation", _K.PRODUCER_FATAL,
+                                          ClusterAuthorizationError),
     _E.INVALID_TIMESTAMP: _Row(False, "record timestamp outside the accepted range"),
     _E.UNSUPPORTED_SASL_MECHANISM: _Row(False, "broker does not support this SASL mechanism"),
     _E.ILLEGAL_SASL_STATE: _Row(False, "request not valid in the current SASL state"),
@@ -233,7 +241,8 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.CONCURRENT_TRANSACTIONS: _Row(True, "another transaction operation on this id is in progress"),
     _E.TRANSACTION_COORDINATOR_FENCED: _Row(False, "transaction coordinator fenced by a newer one"),
     _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: _Row(
-        False, "not authorized for this transactional id", _K.PRODUCER_FATAL | _K.TXN_FATAL),
+        False, "not authorized for this transactional id", _K.PRODUCER_FATAL | _K.TXN_FATAL,
+        TransactionalIdAuthorizationError),
     _E.SECURITY_DISABLED: _Row(False, "security features are disabled"),
     _E.OPERATION_NOT_ATTEMPTED: _Row(False, "broker did not attempt the operation"),
     _E.KAFKA_STORAGE_ERROR: _Row(True, "disk error on the broker"),
@@ -245,7 +254,8 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.DELEGATION_TOKEN_NOT_FOUND: _Row(False, "delegation token not found"),
     _E.DELEGATION_TOKEN_OWNER_MISMATCH: _Row(False, "principal is not the token's owner or renewer"),
     _E.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: _Row(False, "delegation tokens not allowed on this channel"),
-    _E.DELEGATION_TOKEN_AUTHORIZATION_FAILED: _Row(False, "not authorized for delegation tokens"),
+    _E.DELEGATION_TOKEN_AUTHORIZATION_FAILED: _Row(False, "not authorized for delegation tokens", NO_KIND,
+                                                   AuthorizationError),
     _E.DELEGATION_TOKEN_EXPIRED: _Row(False, "delegation token expired"),
     _E.INVALID_PRINCIPAL_TYPE: _Row(False, "principal type not supported"),
     _E.NON_EMPTY_GROUP: _Row(False, "group is not empty"),
