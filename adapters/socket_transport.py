@@ -158,6 +158,10 @@ class SocketTransport:
             return max(0, conn.connect_started_ms + self.settings.socket_connection_setup_timeout_ms - now_ms)
         return 2**31  # connected: poll() wakes when a response frees a slot
 
+    def connection_failed(self, node_id: int) -> bool:
+        conn = self._connections.get(node_id)
+        return conn is not None and conn.state == _DISCONNECTED and conn.failures > 0
+
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
              timeout_ms: int | None = None) -> None:

@@ -7,7 +7,8 @@
 #
 # Offsets: records below fetch_offset are skipped (a fetch answers whole batches), control batches are skipped, a
 # trailing partial batch is ignored (answers are cut at max.partition.fetch.bytes). next_offset is the position after
-# everything handed out or skipped: what the consumer fetches or commits next.
+# everything handed out or skipped: what the consumer fetches or commits next; last_epoch is the partition leader
+# epoch of the batch it was reached in (-1: none), the epoch the consumer's position carries (KIP-320).
 #
 # read_committed (docs/consumer.md, "Decoding and read_committed"):
 # - the broker sent a non-empty aborted-transaction list: Java's algorithm (CompletedFetch): an aborted (producer,
@@ -486,6 +487,7 @@ cdef class PartitionFetch:
     cdef readonly int32_t partition
     cdef readonly int64_t fetch_offset
     cdef readonly int64_t next_offset
+    cdef readonly int32_t last_epoch  # partition leader epoch of the last batch passed or entered; -1: none (KIP-320)
     cdef readonly bint read_committed
     cdef readonly bint check_crcs
     cdef readonly bint blocked_on_open_transaction
@@ -546,6 +548,7 @@ cdef class PartitionFetch:
         self._topic_utf8_ptr = <const unsigned char*>PyBytes_AS_STRING(self._topic_utf8)
         self._topic_bytes = len(self._topic_utf8)
         self.fetch_offset = self.next_offset = fetch_offset
+        self.last_epoch = -1
         self.check_crcs, self.read_committed = check_crcs, read_committed
         # where the walk is (all zero/False again when __init__ runs twice)
         self._pos = self._batch_index = self._aborted_next = 0
@@ -661,6 +664,8 @@ cdef class PartitionFetch:
                 self._ended = True
                 self.blocked_on_open_transaction = True
                 break
+            if last_offset >= self.next_offset:  # the position moves into or past this batch: its epoch
+                self.last_epoch = self._batch.partition_leader_epoch
             if (decision == _DROP or self._batch.attributes & _ATTR_CONTROL or last_offset < self.next_offset
                     or self._batch.record_count == 0):
                 self._pos += size_bytes

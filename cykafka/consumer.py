@@ -40,10 +40,21 @@ from cykafka.errors import (
     InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
+    LogTruncationError,
     NoOffsetForPartitionError,
+    UnsupportedVersionError,
 )
-from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, fetch_request
-from cykafka.ports import Clock, Node, PartitionInfo, Ports, TopicPartition, by_topic, checked_partitions
+from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, divergence, fetch_request
+from cykafka.ports import (
+    Clock,
+    ClusterSnapshot,
+    Node,
+    PartitionInfo,
+    Ports,
+    TopicPartition,
+    by_topic,
+    checked_partitions,
+)
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorKind, error_for, kinds_of
@@ -290,13 +301,18 @@ class Consumer:
         return state
 
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
-        """The next poll returns partition's records from offset on."""
+        """The next poll returns partition's records from offset on. An OffsetAndMetadata with a leader_epoch (a
+        committed offset, LogTruncationError's divergent offset) is checked with the partition's leader first, as
+        Java's seek does (KIP-320: docs/consumer.md)."""
         self._check_open()
         value = offset.offset if isinstance(offset, OffsetAndMetadata) else offset
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidArgumentError(f"seek: offset must be an int >= 0 (or an OffsetAndMetadata), got {offset!r}")
+        epoch = offset.leader_epoch if isinstance(offset, OffsetAndMetadata) else -1
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise InvalidArgumentError(f"seek: leader_epoch must be an int (-1: none), got {epoch!r}")
         with self._subscription.lock:
-            self._state(partition, "seek").seek(value)
+            self._state(partition, "seek").seek(value, offset_epoch=epoch, validate=epoch >= 0)
         self._transport.wakeup()
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
@@ -324,10 +340,15 @@ class Consumer:
         deadline_ms = self._deadline(timeout, "timeout")
         while True:
             self._resolve_positions(deadline_ms)
-            if state.position is not None:
-                return state.position
+            self._validate_positions()
+            with self._subscription.lock:
+                position = None if state.awaiting_validation else state.position
+            if position is not None:
+                return position
             if self._clock.monotonic_ms() >= deadline_ms:
                 raise KafkaTimeoutError(f"position({partition}): not known before the timeout")
+            if state.position is not None:  # its validation is out: wait a little for the answer
+                self._backoff(deadline_ms)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stops fetching and returning these partitions (positions are kept) until resume()."""
@@ -434,7 +455,8 @@ class Consumer:
         self._check_open()
         if offsets is None:
             with self._subscription.lock:
-                return {tp: OffsetAndMetadata(s.position) for tp, s in self._subscription.states.items()
+                return {tp: OffsetAndMetadata(s.position, leader_epoch=s.offset_epoch)
+                        for tp, s in self._subscription.states.items()
                         if s.position is not None}
         if not isinstance(offsets, Mapping):
             raise InvalidArgumentError(f"{call}: offsets must be a mapping of TopicPartition to an offset or "
@@ -526,6 +548,7 @@ class Consumer:
                 self._resolve_positions(deadline_ms)
             except KafkaTimeoutError:
                 pass  # the requests stay out: a later poll picks up their answers
+            self._validate_positions()
             if self._drain(limit, take):
                 return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
@@ -628,13 +651,14 @@ class Consumer:
                 if state is None or state.epoch != item.epoch:
                     continue
                 fetch = item.fetch
-                state.position = fetch.next_offset
+                if fetch.next_offset != state.position:  # moved: the epoch of the batch it was reached in (KIP-320)
+                    state.position, state.offset_epoch = fetch.next_offset, fetch.last_epoch
                 if fetch.blocked_on_open_transaction and self._look_ahead(item, state):
                     continue
                 if fetch.blocked_on_open_transaction:  # the transaction is open: fetch it again later
                     if fetch.bytes_size >= state.fetch_size_bytes:  # a full answer: the transaction may not fit
                         state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
-                    state.seek(fetch.next_offset)
+                    state.seek(fetch.next_offset, offset_epoch=state.offset_epoch)
                     state.not_before_ms = self._clock.monotonic_ms() + self.config.retry_backoff_ms
                     sub.release(item)
                 elif fetch.done:
@@ -690,10 +714,11 @@ class Consumer:
         policy = self.config.auto_offset_reset
         resets: dict[str, list[TopicPartition]] = defaultdict(list)
         found: dict[TopicPartition, int] = {}
+        epochs: dict[TopicPartition, int] = {}  # a committed offset's leader epoch: validated before fetching
         for tp, (_, reset) in missing.items():
             om = committed.get(tp)
             if om is not None:
-                found[tp] = om.offset
+                found[tp], epochs[tp] = om.offset, om.leader_epoch
             else:
                 resets[reset or policy].append(tp)
         if resets["none"]:
@@ -715,8 +740,132 @@ class Consumer:
             for tp, offset in found.items():
                 state = sub.states.get(tp)
                 if state is not None and state.epoch == missing[tp][0]:
-                    state.seek(offset)
+                    epoch = epochs.get(tp, -1)
+                    state.seek(offset, offset_epoch=epoch, validate=epoch >= 0)
         self._transport.wakeup()
+
+    def _validate_positions(self) -> None:
+        """KIP-320, Java's validatePositionsIfNeeded: a partition whose leader epoch grew since its position was
+        checked, while the position knows the leader epoch it was read in (or comes with one: a committed offset, a
+        seek with an OffsetAndMetadata), is not fetched until its leader answers OffsetForLeaderEpoch: where does that
+        epoch end in your log? Never waits: the requests go out, a later call (the poll loop's next turn) takes the
+        answers. `divergence` decides: the log holds the position (fetch on), or it was truncated under it: with
+        auto.offset.reset the position moves to the first offset known to diverge (the policy's reset when that is
+        unknown), with none LogTruncationError is raised, again by each poll until seek(). A broker without the API
+        (Tansu) is not asked, nor a partition whose metadata carries no leader epoch: Java skips the check there."""
+        snapshot = self._metadata.snapshot()
+        now_ms = self._clock.monotonic_ms()
+        due = self._positions_to_validate(snapshot, now_ms)
+        if not due:
+            return
+        routes: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp in due:
+            routes[snapshot.leader(tp.topic, tp.partition)].append(tp)
+        truncated: dict[TopicPartition, tuple[int, tuple[int, int]]] = {}
+        for node_id, tps in routes.items():
+            request = Request(api.OFFSET_FOR_LEADER_EPOCH.key, {"replica_id": -2, "topics": by_topic(tps, lambda tp: {
+                "partition": tp.partition, "current_leader_epoch": due[tp][2], "leader_epoch": due[tp][1]},
+                topic="topic")})
+            try:
+                _, answer = self._ask(node_id, request, now_ms)  # still out: KafkaTimeoutError, taken by a later call
+            except KafkaTimeoutError:
+                continue
+            except UnsupportedVersionError:  # the broker cannot check: fetch without (Java)
+                answer = {"topics": by_topic(tps, lambda tp: {"partition": tp.partition, "error_code": 0,
+                                                              "leader_epoch": due[tp][1], "end_offset": due[tp][0]},
+                                             topic="topic")}
+            except KafkaError as e:
+                if not e.retriable:
+                    raise
+                self._validation_backoff(tps, now_ms)  # a lost connection, mostly
+                continue
+            with self._subscription.lock:
+                for t in answer["topics"]:
+                    for p in t["partitions"]:
+                        tp = TopicPartition(t["topic"], p["partition"])
+                        if tp in due and (found := self._validated(tp, p, due[tp], now_ms)) is not None:
+                            truncated[tp] = found
+        self._transport.wakeup()
+        if truncated:
+            raise LogTruncationError(fetch_offsets={tp: position for tp, (position, _) in truncated.items()},
+                                     divergent_offsets={tp: d for tp, (_, d) in truncated.items() if d[0] >= 0})
+
+    def _validation_backoff(self, tps: Iterable[TopicPartition], now_ms: int) -> None:
+        """A position's check failed in a way worth retrying: again after retry.backoff.ms, with fresh metadata."""
+        self._metadata.request_update()
+        with self._subscription.lock:
+            for tp in tps:
+                state = self._subscription.states.get(tp)
+                if state is not None:
+                    state.not_before_ms = now_ms + self.config.retry_backoff_ms
+
+    def _positions_to_validate(self, snapshot: ClusterSnapshot, now_ms: int) -> dict[TopicPartition, tuple[int, int,
+                                                                                                           int]]:
+        """With the metadata's leader epochs: the positions to check now, {partition: (position, its leader epoch,
+        the current leader epoch)}; a partition whose leader epoch grew starts awaiting validation here."""
+        due: dict[TopicPartition, tuple[int, int, int]] = {}
+        with self._subscription.lock:
+            for tp, state in self._subscription.states.items():
+                if state.position is None:
+                    continue
+                parts = snapshot.partitions.get(tp.topic)
+                info = parts[tp.partition] if parts is not None and 0 <= tp.partition < len(parts) else None
+                leader = info.leader if info is not None else -1
+                if info is not None and leader >= 0 and info.leader_epoch > state.leader_epoch:
+                    state.leader_epoch = info.leader_epoch
+                    if state.offset_epoch >= 0 and not state.awaiting_validation:  # drops what was fetched for it
+                        state.seek(state.position, offset_epoch=state.offset_epoch, validate=True)
+                if not state.awaiting_validation or now_ms < state.not_before_ms:
+                    continue
+                if leader < 0:  # wait for the leader (the fetcher does not look at this partition now)
+                    self._metadata.add_topic(tp.topic, now_ms)
+                    self._metadata.request_update()
+                    state.not_before_ms = now_ms + self.config.retry_backoff_ms
+                elif state.leader_epoch < 0:  # the broker gives no leader epochs: nothing to check against
+                    state.awaiting_validation = False
+                else:
+                    due[tp] = (state.position, state.offset_epoch, state.leader_epoch)
+        return due
+
+    def _validated(self, tp: TopicPartition, p: Mapping[str, Any], asked: tuple[int, int, int],
+                   now_ms: int) -> tuple[int, tuple[int, int]] | None:
+        """With the lock held: one partition's OffsetForLeaderEpoch answer p to `asked` (position, its epoch, leader
+        epoch) applied to its state. Returns (position, divergence) when the log was truncated and auto.offset.reset
+        is none (LogTruncationError's)."""
+        state = self._subscription.states.get(tp)
+        if (state is None or not state.awaiting_validation
+                or (state.position, state.offset_epoch, state.leader_epoch) != asked):
+            return None  # sought, reset or validated since it was asked
+        position, offset_epoch, _ = asked
+        if p["error_code"]:
+            error = error_for(p["error_code"], f"validating the position of {tp.topic} [{tp.partition}] at offset "
+                                               f"{position}")
+            if not error.retriable:
+                raise error
+            self._metadata.request_update()  # a stale leader, mostly: again after a backoff
+            state.not_before_ms = now_ms + self.config.retry_backoff_ms
+            return None
+        diverged = divergence(position, p["end_offset"], p["leader_epoch"])
+        policy = self.config.auto_offset_reset
+        if diverged is None:
+            state.awaiting_validation = False
+        elif policy == "none":
+            log.warning("truncation detected for %s [%s] at offset %s (leader epoch %s): the leader's log ends at %s "
+                        "in that epoch, and auto.offset.reset is none", tp.topic, tp.partition, position,
+                        offset_epoch, diverged[0])
+            state.not_before_ms = now_ms + self.config.retry_backoff_ms
+            return position, diverged
+        elif diverged[0] < 0:
+            log.info("truncation detected for %s [%s] at offset %s (leader epoch %s), the first offset to diverge is "
+                     "unknown: resetting the position (auto.offset.reset=%s)", tp.topic, tp.partition, position,
+                     offset_epoch, policy)
+            state.seek(None, policy)
+        else:
+            log.info("truncation detected for %s [%s] at offset %s (leader epoch %s): resetting the position to %s, "
+                     "the first offset known to diverge (leader epoch %s)", tp.topic, tp.partition, position,
+                     offset_epoch, *diverged)
+            state.seek(diverged[0], offset_epoch=diverged[1])
+        return None
 
     def _list_offsets(self, timestamps: Mapping[TopicPartition, int],
                       deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo]:
@@ -739,7 +888,7 @@ class Consumer:
         read_committed = self.config.read_committed
 
         def request(group: list[TopicPartition]) -> Request:  # Tansu answers max_wait_ms=0 with no partitions
-            return fetch_request({tp: (starts[tp], 1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
+            return fetch_request({tp: (starts[tp], 1, -1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
                                  read_committed=read_committed)
 
         def end(p: dict[str, Any]) -> int:
@@ -752,12 +901,18 @@ class Consumer:
                     request: Callable[[list[TopicPartition]], Request], keys: tuple[str, str],
                     value: Callable[[dict[str, Any]], T], what: str) -> dict[TopicPartition, T]:
         """One request per leader for its partitions; keys: the answer's topics list and topic name keys. A stale
-        leader's partitions are asked again after a metadata refresh, until deadline_ms."""
+        leader's partitions, or those of a leader that could not be asked (it died: its connection failed), are asked
+        again after a metadata refresh, until deadline_ms."""
         out: dict[TopicPartition, T] = {}
         pending = set(tps)
         while pending:
             for node, group in self._leaders(pending, deadline_ms).items():
-                _, answer = self._ask(node, request(group), deadline_ms)
+                try:
+                    _, answer = self._ask(node, request(group), deadline_ms, once=True)
+                except KafkaError as e:
+                    self._retry_or_raise(e, deadline_ms, sleep=False)
+                    self._metadata.request_update()  # the leader may be gone: ask its partitions' new one
+                    continue
                 for t in answer[keys[0]]:
                     for p in t["partitions"]:
                         tp = TopicPartition(t[keys[1]], p["partition_index"])
@@ -780,21 +935,24 @@ class Consumer:
         self._calls.submit(call)
         return call
 
-    def _ask(self, node_id: int | None, request: Request, deadline_ms: int) -> tuple[int, dict[str, Any]]:
+    def _ask(self, node_id: int | None, request: Request, deadline_ms: int,
+             once: bool = False) -> tuple[int, dict[str, Any]]:
         """(node, answer) of request to node_id (None: the least loaded), sent again after retry.backoff.ms on a
-        retriable failure until deadline_ms. A request still out at the deadline is kept: the same request asked
-        again (the next poll) waits for it instead of sending another."""
+        retriable failure until deadline_ms (once: the failure is raised, for the caller to choose the node again).
+        A request still out at the deadline is kept: the same request asked again (the next poll) waits for it
+        instead of sending another."""
         call = self._answer(self._outstanding, (request.api_key, node_id, repr(request.body)),
                             lambda: self._submit(request, node_id), deadline_ms,
-                            f"{api.API_NAMES[request.api_key]}: no answer")
+                            f"{api.API_NAMES[request.api_key]}: no answer", once)
         assert call.response is not None
         return call.answered_by, call.response
 
     def _answer(self, outstanding: dict[Any, _CallT], key: Any, submit: Callable[[], _CallT], deadline_ms: int,
-                no_answer: str) -> _CallT:
+                no_answer: str, once: bool = False) -> _CallT:
         """The call kept under key in outstanding (submitted when none is out) once it has an answer; submitted
-        again after retry.backoff.ms on a retriable failure until deadline_ms. A call still out at the deadline
-        stays: the same request asked again (the next poll) waits for it instead of sending another."""
+        again after retry.backoff.ms on a retriable failure until deadline_ms (once: its failure is raised). A call
+        still out at the deadline stays: the same request asked again (the next poll) waits for it instead of
+        sending another."""
         while True:
             call = outstanding.get(key)
             if call is None:
@@ -807,6 +965,8 @@ class Consumer:
             del outstanding[key]
             if call.error is None and call.response is not None:
                 return call
+            if once:
+                raise call.error or KafkaError(no_answer)
             self._retry_or_raise(call.error or KafkaError(no_answer), deadline_ms)
 
     def _wait(self, done: threading.Event, deadline_ms: int) -> None:
@@ -976,6 +1136,9 @@ def _group_hooks(network: ConsumerNetwork, sub: Subscription,
 
 
 def _log_auto_commit(error: KafkaError | None, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    """As Java's: a retriable failure (the coordinator moving or gone, a lost connection) is logged at DEBUG, the next
+    auto commit carries the offsets; any other at WARNING."""
     if error is not None:
-        log.warning("auto commit of %d offset(s) failed: %s", len(offsets), error)
+        log.log(logging.DEBUG if error.retriable else logging.WARNING, "auto commit of %d offset(s) failed: %s",
+                len(offsets), error)
 

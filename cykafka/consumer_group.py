@@ -1,7 +1,9 @@
 """The consumer's side of its group's coordinator, on the network thread: core/group.py's GroupMember driven as a
 request source (cykafka/consumer_network.py).
 
-Owns the member (under `lock`), the requests it decided on that wait for a ready connection, the coordinator's
+Owns the member (under `lock`), the requests it decided on that wait for a ready connection (failed, as Java's
+ConsumerNetworkClient fails unsent requests, when the connection to their node fails or their timeout passes: the
+member then looks its coordinator up again), the coordinator's
 address handed to the network (`extra_nodes`), the metadata the member asks for, and the caller's group calls
 (OffsetCommit / OffsetFetch built by the member, so they carry its generation and hold back its next JoinGroup until
 answered) — in assign mode too, where the member is never subscribed and only finds the coordinator. Nothing here
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cykafka.core.group import GroupMember, Outgoing
-from cykafka.errors import KafkaError, KafkaTimeoutError
+from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError
 from cykafka.ports import ClientResponse, Clock, MetadataSource, Node, Transport
 from cykafka.protocol import API_NAMES
 from cykafka.protocol.apis import JOIN_GROUP
@@ -26,6 +28,15 @@ from cykafka.protocol.apis import JOIN_GROUP
 log = logging.getLogger("cykafka")
 _METADATA_TOUCH_MS = 10_000  # re-adds the member's topics this often, so metadata.max.idle.ms never drops them
 _JOIN_TIMEOUT_LAPSE_MS = 5_000  # a JoinGroup may take the rebalance timeout plus this (Java's JOIN_GROUP_TIMEOUT_LAPSE)
+
+
+@dataclass(slots=True, eq=False)
+class _Unsent:
+    """A request the member decided on (for a caller's call, or its own), waiting for a ready connection."""
+
+    out: Outgoing
+    call: GroupCall | None
+    expires_ms: int  # failed unsent after this: its own timeout from when it was decided
 
 
 @dataclass(slots=True, eq=False)
@@ -50,6 +61,7 @@ class GroupDriver:
         # the coordinator holds a JoinGroup until the group has joined: up to the rebalance timeout (Java)
         self._join_timeout_ms = max(request_timeout_ms,
                                     member.settings.max_poll_interval_ms + _JOIN_TIMEOUT_LAPSE_MS)
+        self._request_timeout_ms = request_timeout_ms
         self.lock = threading.Lock()
         self.transport = transport
         self.metadata = metadata
@@ -59,7 +71,7 @@ class GroupDriver:
         self._on_change = on_change
         self._coordinator: Node | None = None
         self._calls: deque[GroupCall] = deque()
-        self._outbox: deque[tuple[Outgoing, GroupCall | None]] = deque()
+        self._outbox: deque[_Unsent] = deque()
         self._snapshot: object = None
         self._topics: frozenset[str] | None = frozenset()  # the member's last metadata topics (None: every topic)
         self._touched_ms = -(2**62)
@@ -86,7 +98,7 @@ class GroupDriver:
                     finished.append(call)
                     continue
                 if out is not None:
-                    self._outbox.append((out, call))
+                    self._outbox.append(_Unsent(out, call, now_ms + self._timeout_ms(out)))
                 elif now_ms >= call.expires_ms:
                     call.error = KafkaTimeoutError("no group coordinator found before the deadline")
                     finished.append(call)
@@ -94,7 +106,7 @@ class GroupDriver:
                     self._calls.append(call)  # the member now wants its coordinator: FindCoordinator comes next
             try:
                 while (out := member.next_request(now_ms)) is not None:
-                    self._outbox.append((out, None))
+                    self._outbox.append(_Unsent(out, None, now_ms + self._timeout_ms(out)))
             except KafkaError as e:
                 self.error, failed = e, True
                 if not e.retriable:  # e.g. GROUP_AUTHORIZATION_FAILED: calls waiting for a coordinator get it too
@@ -112,26 +124,40 @@ class GroupDriver:
             self._on_change()
         return delay_ms
 
+    def _timeout_ms(self, out: Outgoing) -> int:
+        return self._join_timeout_ms if out.request.api_key == JOIN_GROUP.key else self._request_timeout_ms
+
     def _send_outbox(self, now_ms: int, finished: list[GroupCall]) -> int:
         delay_ms = 2**31
         for _ in range(len(self._outbox)):
-            out, call = self._outbox.popleft()
+            unsent = self._outbox.popleft()
+            out, call = unsent.out, unsent.call
             node = self.transport.least_loaded_node(now_ms) if out.node_id is None else out.node_id
-            if node is None or not self.transport.ready(node, now_ms):
-                self._outbox.append((out, call))
-                delay_ms = min(delay_ms, 100 if node is None else max(1, self.transport.connection_delay_ms(
-                    node, now_ms)))
+            error: KafkaError | None = None
+            if node is not None and self.transport.ready(node, now_ms):
+                try:
+                    self.transport.send(node, out.request, now_ms,
+                                        handler=lambda r, o=out, c=call: self._answered(o, c, r),  # type: ignore[misc]
+                                        timeout_ms=self._timeout_ms(out))
+                    continue
+                except KafkaError as e:
+                    error = e
+            elif node is not None and self.transport.connection_failed(node):  # e.g. the coordinator died
+                error = NetworkError(f"{API_NAMES[out.request.api_key]} not sent: the connection to node {node} "
+                                     f"failed")
+            elif now_ms >= unsent.expires_ms:
+                error = KafkaTimeoutError(f"{API_NAMES[out.request.api_key]} not sent within its timeout: node "
+                                          f"{node} not ready")
+            if error is None:
+                self._outbox.append(unsent)
+                delay_ms = min(delay_ms, unsent.expires_ms - now_ms, 100 if node is None else max(
+                    1, self.transport.connection_delay_ms(node, now_ms)))
                 continue
-            try:
-                self.transport.send(node, out.request, now_ms,
-                                    handler=lambda r, o=out, c=call: self._answered(o, c, r),  # type: ignore[misc]
-                                    timeout_ms=self._join_timeout_ms if out.request.api_key == JOIN_GROUP.key
-                                    else None)
-            except KafkaError as e:
-                self.member.on_failure(out.request.api_key, now_ms)
-                if call is not None:
-                    call.error = e
-                    finished.append(call)
+            log.debug("group %s: %s", self.member.settings.group_id, error)
+            self.member.on_failure(out.request.api_key, now_ms)  # finds the coordinator again, retries what was lost
+            if call is not None:
+                call.error = error
+                finished.append(call)
         return delay_ms
 
     def _answered(self, out: Outgoing, call: GroupCall | None, response: ClientResponse) -> None:

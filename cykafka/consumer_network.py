@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cykafka.errors import KafkaError, KafkaTimeoutError
+from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError
 from cykafka.ports import ClientResponse, Clock, MetadataSource, Node, Transport
 from cykafka.protocol import API_NAMES, Request
 
@@ -70,6 +70,13 @@ class Calls:
                 continue
             node = self.transport.least_loaded_node(now_ms) if call.node_id is None else call.node_id
             if node is None or not self.transport.ready(node, now_ms):
+                if node is not None and call.node_id is not None and self.transport.connection_failed(node):
+                    # a node that went away (a dead leader): fail now, the caller picks the node again (Java's
+                    # ConsumerNetworkClient fails the unsent requests of a disconnected node)
+                    call.error = NetworkError(f"{API_NAMES[call.request.api_key]} not sent: the connection to "
+                                              f"node {node} failed")
+                    call.done.set()
+                    continue
                 waiting.append(call)
                 wait_ms = self.retry_backoff_ms if node is None else self.transport.connection_delay_ms(node, now_ms)
                 delay_ms = min(delay_ms, max(1, wait_ms), call.expires_ms - now_ms)

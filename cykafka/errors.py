@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 # where messages send the reader: the docs of the project's home (docs/development.md, "The project's address"); the
 # same address is pyproject's Documentation URL. Files under it: DOCS_URL + "config.md".
@@ -185,3 +185,28 @@ class NoOffsetForPartitionError(KafkaError):
     def __init__(self, message: str = "", *, partitions: Sequence[tuple[str, int]] = ()) -> None:
         super().__init__(message)
         self.partitions = list(partitions)
+
+
+class LogTruncationError(KafkaError):
+    """The log of partitions this consumer reads was truncated under it (Java's LogTruncationException, KIP-320):
+    after a leader change, the new leader's log ends before the consumer's position in the leader epoch of the last
+    record it read, so records it read are gone (an unclean leader election) and others may be written at their
+    offsets. Raised by poll() when auto.offset.reset is none; with a reset policy the position moves to the first
+    offset known to diverge instead (logged at INFO).
+
+    `fetch_offsets`: {(topic, partition): the position found past the truncation}; `divergent_offsets`:
+    {(topic, partition): (offset, leader_epoch)}, the first offset known to diverge from what the consumer read and
+    the leader epoch it ends, for each partition whose leader knows it (Java's divergentOffsets(); absent when the
+    leader knows no epoch that old); `partitions`: the truncated partitions. seek() each to go on."""
+
+    def __init__(self, message: str = "", *, fetch_offsets: Mapping[tuple[str, int], int] | None = None,
+                 divergent_offsets: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> None:
+        self.fetch_offsets = dict(fetch_offsets or {})
+        self.divergent_offsets = dict(divergent_offsets or {})
+        self.partitions = sorted(self.fetch_offsets)
+        super().__init__(message or "truncated partitions detected with divergent offsets " + ", ".join(
+            f"{topic} [{partition}]: position {offset}, "
+            + (f"diverges from offset {self.divergent_offsets[(topic, partition)][0]} (leader epoch "
+               f"{self.divergent_offsets[(topic, partition)][1]})" if (topic, partition) in self.divergent_offsets
+               else "divergent offset unknown")
+            for (topic, partition), offset in sorted(self.fetch_offsets.items())))

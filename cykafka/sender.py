@@ -184,7 +184,8 @@ class Sender:
 
     def _transactional_target(self, handler: Any, now_ms: int) -> int | None:
         """The node a transactional request goes to, if it can go now; else it is queued again (after a coordinator
-        lookup when the coordinator is unknown or unreachable for request.timeout.ms)."""
+        lookup when the coordinator is unknown, its connection failed, or it was not ready for request.timeout.ms:
+        Java's awaitReady ends the same ways)."""
         requests = self.txn_requests
         assert requests is not None
         node_id: int | None
@@ -205,8 +206,9 @@ class Sender:
         if handler.waiting_since_ms is None:
             handler.waiting_since_ms = now_ms
         with self.lock:
-            if (handler.coordinator_type is not None
-                    and now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms):
+            if handler.coordinator_type is not None and (
+                    now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms
+                    or (node_id is not None and self.transport.connection_failed(node_id))):  # e.g. it died
                 handler.waiting_since_ms = None
                 requests.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
             if node_id is None:  # no node to try: back off

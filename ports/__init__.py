@@ -231,6 +231,11 @@ class Transport(Protocol):
 
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int: ...
 
+    def connection_failed(self, node_id: int) -> bool:
+        """True while the last connection to node_id failed or was lost and no new one is open (Java's
+        NetworkClient.connectionFailed): requests waiting for it should fail rather than wait."""
+        ...
+
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
              timeout_ms: int | None = None) -> None:
