@@ -6,7 +6,10 @@ sender and network threads; no second protocol implementation). Nothing here blo
   loop's thread) and the coroutine awaits: metadata is looked for every 5 ms (as the sync wait does), memory through
   a waiter in the pool's FIFO queue that the sender thread wakes with loop.call_soon_threadsafe. Both share one
   max.block.ms deadline and raise what the sync send raises (KafkaTimeoutError, BufferExhaustedError).
-- Acknowledgements: RecordFuture and BatchResult are awaitable (cykafka.completion wakes the loop).
+- Acknowledgements: send() returns an asyncio future of the running loop (send_batch one per call), so gather,
+  wait, as_completed and shield take it as it is (no Task each). The sender thread completes a batch; its Completion
+  (cykafka.completion) hands the loop one call_soon_threadsafe, which resolves the futures of every record of that
+  batch: one cross-thread call per batch, none per record. The sync RecordFuture and BatchResult are awaitable too.
 - send_batch, transactions and close, and every AsyncConsumer call, run on one thread per client, in call order
   (the Consumer is single-threaded).
 Cancellation and the other decisions: docs/asyncio.md.
@@ -25,6 +28,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from cykafka.completion import Completion
 from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
 from cykafka.errors import KafkaError
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
 
     import pyarrow
 
-__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener"]
+__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener", "SendBatchFuture"]
 
 T = TypeVar("T")
 _METADATA_POLL_MS = 5  # as Producer._wait_on_metadata
@@ -152,6 +156,10 @@ class AsyncProducer:
     def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         self._producer = _LoopProducer(config, **kwargs)
         self._thread = _ClientThread(f"cykafka-aio-{self._producer.config.client_id}")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # the records handed out on self._loop whose batch is not final yet, by the batch's completion:
+        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
+        self._settling: dict[Completion, list[Any]] = {}
 
     @property
     def producer(self) -> Producer:
@@ -177,22 +185,45 @@ class AsyncProducer:
         await self.stop()
 
     async def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers: object = None) -> RecordFuture:
+                   timestamp_ms: int | None = None, headers: object = None) -> asyncio.Future[RecordMetadata]:
         """Queues the record, waiting (not blocking) up to max.block.ms for its topic's metadata or for buffer
-        memory, and returns its RecordFuture: `await` it for the RecordMetadata (aiokafka's two awaits; one:
-        send_and_wait). Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued."""
+        memory, and returns an asyncio future of the running loop: `await` it for the RecordMetadata or the
+        record's KafkaError (aiokafka's two awaits; one: send_and_wait); gather, wait, as_completed and shield take
+        it as it is. Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued.
+        Cancelling the returned future only stops waiting for it: the record is sent."""
         producer = self._producer
         producer.loop_thread = threading.get_ident()
         if not producer._interceptors:
             try:
-                return producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                     headers=headers)
+                record = producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                       headers=headers)
             except _WouldBlock as blocked:
-                return await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
-        # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way there
-        validate_topic(topic)
-        return await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition, timestamp_ms,
-                                        headers)
+                record = await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
+        else:
+            # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way
+            validate_topic(topic)
+            record = await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition,
+                                              timestamp_ms, headers)
+        return self._loop_future(record)
+
+    def _loop_future(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
+        """An asyncio future of the running loop for `record`, resolved on the loop together with the other records
+        of its batch: one call_soon_threadsafe per batch (from the sender thread's completion of it), none per
+        record."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop: the old one's records are resolved there still (their callbacks)
+            self._loop, self._settling = loop, {}
+        future = loop.create_future()
+        completion: Any = record._waitable()  # the producer's Completion
+        if completion is None:  # final already
+            _settle(future, record)
+            return future
+        settling = self._settling.get(completion)
+        if settling is None:
+            settling = self._settling[completion] = [loop.create_future()]
+            completion.call_soon_on(loop, functools.partial(_settle_batch, self._settling, completion, settling))
+        settling += (future, record)
+        return future
 
     async def _send_blocked(self, blocked: _WouldBlock, topic: str, value: object, key: object,
                             partition: int | None, timestamp_ms: int | None, headers: object) -> RecordFuture:
@@ -260,24 +291,38 @@ class AsyncProducer:
         return await future
 
     async def send_batch(self, topic: str, values: Any, keys: Any = None, *, partitions: Any = None,
-                         timestamps_ms: Any = None, headers: Any = None) -> BatchResult:
-        """Producer.send_batch on the producer's thread (it may wait for memory between chunks); returns the
-        BatchResult once every record is queued or failed: `await` it for the outcome. Cancelling the first await
-        stops waiting only: the call runs to its end (its records are sent or fail in the BatchResult)."""
-        return await self._thread.run(self._producer.send_batch, topic, values, keys, partitions=partitions,
-                                      timestamps_ms=timestamps_ms, headers=headers)
+                         timestamps_ms: Any = None, headers: Any = None) -> SendBatchFuture:
+        """Producer.send_batch on the producer's thread (it may wait for memory between chunks); once every record
+        is queued or failed, returns a SendBatchFuture (an asyncio future of the running loop): `await` it for the
+        records delivered (or BatchDeliveryError); its batch_result is the call's BatchResult. Cancelling the first
+        await stops waiting only: the call runs to its end (its records are sent or fail in the BatchResult)."""
+        result = await self._thread.run(self._producer.send_batch, topic, values, keys, partitions=partitions,
+                                        timestamps_ms=timestamps_ms, headers=headers)
+        loop = asyncio.get_running_loop()
+        future = SendBatchFuture(result, loop=loop)
+        completion = result._waitable()
+        if completion is None or result.done():
+            _settle(future, result)
+        else:
+            assert isinstance(completion, Completion)
+            completion.call_soon_on(loop, functools.partial(_settle, future, result))
+        return future
 
     async def flush(self, timeout: float | None = None) -> int:
         """Sends everything queued now and awaits it; returns the records still pending (0: all done) when
-        `timeout` seconds pass first. Cancelled: stops waiting, the records are still sent."""
+        `timeout` seconds pass first. The futures send() returned before are resolved when it returns 0.
+        Cancelled: stops waiting, the records are still sent."""
         producer = self._producer
         batches = producer._begin_flush()
+        settled = [settling[0] for settling in self._settling.values()]
         try:
             async with asyncio.timeout(timeout):
                 for batch in batches:
                     completion = batch.waitable()
                     if completion is not None:
                         await completion
+                if settled:  # resolved on the loop right after their batch's completion
+                    await asyncio.wait(settled)
         except TimeoutError:
             pass
         finally:
@@ -329,6 +374,35 @@ class AsyncProducer:
             await self.abort_transaction()
             raise
         await self.commit_transaction()
+
+
+class SendBatchFuture(asyncio.Future[int]):
+    """What AsyncProducer.send_batch returns: an asyncio future of the call's outcome, the number of records
+    delivered (or BatchDeliveryError listing (index, error) of each failed record), resolved on its loop once every
+    record is final. batch_result: the call's BatchResult (errors, delivered_by_partition, so far)."""
+
+    def __init__(self, batch_result: BatchResult, *, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.batch_result = batch_result
+
+
+def _settle(future: asyncio.Future[Any], outcome: RecordFuture | BatchResult) -> None:
+    """Resolves future (on its loop) with a final outcome's result, or its error (a fresh copy each)."""
+    if future.done():  # cancelled by its awaiter
+        return
+    try:
+        future.set_result(outcome.result(0))
+    except KafkaError as error:
+        future.set_exception(error)
+
+
+def _settle_batch(settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
+    """On the loop, once a batch is final: resolves the futures AsyncProducer.send handed out for its records."""
+    del settling[completion]
+    for i in range(1, len(futures), 2):
+        _settle(futures[i], futures[i + 1])
+    if not futures[0].done():
+        futures[0].set_result(None)
 
 
 class AsyncRebalanceListener(Protocol):
