@@ -14,6 +14,7 @@ from cykafka.errors import (
     ProducerFencedError,
     RecordTooLargeError,
     SerializationError,
+    TimestampOverflowError,
     TransactionAbortableError,
     TransactionFatalError,
     TransactionStateError,

@@ -416,10 +416,11 @@ class AsyncRebalanceListener(Protocol):
 
 class _ListenerOnLoop:
     """The listener Consumer calls on its polling thread: has the user's listener methods (so the Consumer's own
-    defaults apply to the missing ones), each running the user's on the loop while the polling thread waits."""
+    defaults apply to the missing ones), each running the user's on the loop while the polling thread waits (and
+    lends the loop's thread the Consumer meanwhile: the sync `AsyncConsumer.consumer` may be used there)."""
 
-    def __init__(self, listener: object, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self, listener: object, loop: asyncio.AbstractEventLoop, consumer: Consumer) -> None:
+        self._loop, self._consumer, self._loop_thread = loop, consumer, threading.get_ident()
         for name in _LISTENER_METHODS:
             method = getattr(listener, name, None)
             inherited = getattr(type(listener), name, None) is getattr(ConsumerRebalanceListener, name)
@@ -432,14 +433,15 @@ class _ListenerOnLoop:
             if inspect.isawaitable(outcome):
                 await outcome
 
-        asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+        with self._consumer._lent_to(self._loop_thread):
+            asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
     @staticmethod
-    def wrap(listener: object, loop: asyncio.AbstractEventLoop) -> object:
+    def wrap(listener: object, loop: asyncio.AbstractEventLoop, consumer: Consumer) -> object:
         """The wrapper, or the listener itself when it has no listener method (the Consumer names it then)."""
         if listener is None or not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
             return listener
-        return _ListenerOnLoop(listener, loop)
+        return _ListenerOnLoop(listener, loop, consumer)
 
 
 _LISTENER_METHODS = tuple(name for name in vars(ConsumerRebalanceListener) if name.startswith("on_"))
@@ -469,8 +471,9 @@ class AsyncConsumer:
         """Optional (aiokafka's shape): the consumer runs from construction."""
 
     async def stop(self, timeout: float = 30.0) -> None:
-        """Consumer.close (commits with enable.auto.commit, leaves the group)."""
-        await self._thread.run(self._consumer.close, timeout)
+        """Consumer.close (commits with enable.auto.commit, leaves the group) within `timeout` seconds: a call
+        waiting on the consumer's thread (a getmany's wait) is interrupted, not waited out."""
+        await asyncio.to_thread(self._consumer.close, timeout)
         self._thread.shutdown()
 
     async def __aenter__(self) -> AsyncConsumer:
@@ -482,24 +485,30 @@ class AsyncConsumer:
 
     # -- records ------------------------------------------------------------------------------------------------
 
-    async def _poll(self, kind: str, fn: Callable[..., T], timeout_s: float, *args: Any) -> T:
-        """fn(timeout_s, *args), a poll. First fn(0) on the loop thread when the consumer's thread is idle (what is
-        buffered already, decoded in C: no thread hop); when that found nothing, fn(timeout_s) waits on the
-        consumer's thread. Cancelled while that runs: its result is held for the next poll of the same kind, so no
-        record is skipped."""
+    async def _poll(self, kind: str, fn: Callable[..., T], timeout_s: float, limit: int) -> T:
+        """fn(timeout_s, limit), a poll of at most `limit` records. First fn(0) on the loop thread when the
+        consumer's thread is idle (what is buffered already, decoded in C: no thread hop); when that found nothing,
+        fn(timeout_s) waits on the consumer's thread. Cancelled while that runs: its records are held, and the
+        next polls of the same kind hand them out first, at most their own limit each, so none is skipped."""
         future = self._held.pop(kind, None)
         if future is None:
             if self._poll_on_loop and self._thread.idle():
-                got = fn(0.0, *args)
+                got = fn(0.0, limit)
                 if timeout_s <= 0 or len(got):  # type: ignore[arg-type]  # a dict or a pyarrow.RecordBatch
                     return got
-            future = self._thread.submit(fn, timeout_s, *args)
+            future = self._thread.submit(fn, timeout_s, limit)
         try:
-            return await asyncio.shield(asyncio.wrap_future(future))
+            got = await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
             if not future.cancel():  # it runs or ran: keep what it returns
                 self._held[kind] = future
             raise
+        got, rest = _split(got, limit)
+        if rest is not None:
+            held: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            held.set_result(rest)
+            self._held[kind] = held
+        return got
 
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None
                       ) -> dict[TopicPartition, list[ConsumerRecord]]:
@@ -522,7 +531,8 @@ class AsyncConsumer:
 
     async def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """Consumer.poll_batch: one pyarrow.RecordBatch (Spark's Kafka source schema), built in C."""
-        return await self._poll("arrow", self._consumer.poll_batch, timeout, max_records)
+        return await self._poll("arrow", self._consumer.poll_batch, timeout,
+                                max_records or self._consumer.config.max_poll_records)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._records()
@@ -543,7 +553,7 @@ class AsyncConsumer:
                         listener: AsyncRebalanceListener | object | None = None) -> None:
         """Consumer.subscribe (group mode). The listener's methods (ConsumerRebalanceListener's) may be `async def`;
         they run on this loop while the consumer's thread (in the poll that rebalances) waits for them."""
-        on_loop = _ListenerOnLoop.wrap(listener, asyncio.get_running_loop())
+        on_loop = _ListenerOnLoop.wrap(listener, asyncio.get_running_loop(), self._consumer)
         self._poll_on_loop = False
         await self._thread.run(self._consumer.subscribe, topics, listener=on_loop)
 
@@ -608,7 +618,6 @@ def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[Topi
     """Consumer.poll with its own record limit (getmany's max_records, getone's 1; nothing is read ahead of what is
     returned, so positions and commits stay what the caller has seen), by partition: one dict step per run of a
     partition's records, none per record."""
-    consumer._check_open()
     by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}
 
     def take(fetch: PartitionFetch, count: int) -> int:
@@ -623,7 +632,32 @@ def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[Topi
                 records.extend(got)
         return len(got)
 
-    consumer._poll(timeout_s, limit, take)
+    consumer._acquire("poll")
+    try:
+        consumer._poll(timeout_s, limit, take)
+    finally:
+        consumer._release()
     return by_partition
+
+
+def _split(got: Any, limit: int) -> tuple[Any, Any]:
+    """A poll's outcome (records by partition, or a pyarrow.RecordBatch) cut at `limit` records: (the first ones,
+    the rest or None)."""
+    if isinstance(got, dict):
+        if sum(map(len, got.values())) <= limit:
+            return got, None
+        first: dict[TopicPartition, list[ConsumerRecord]] = {}
+        rest: dict[TopicPartition, list[ConsumerRecord]] = {}
+        room = limit
+        for tp, records in got.items():
+            if room > 0:
+                first[tp] = records[:room]
+            if len(records) > room:
+                rest[tp] = records[max(room, 0):]
+            room -= len(records)
+        return first, rest
+    if got.num_rows <= limit:
+        return got, None
+    return got.slice(0, limit), got.slice(limit)
 
 

@@ -21,6 +21,7 @@ from cykafka import (
     BrokerResponseError,
     BufferExhaustedError,
     Consumer,
+    IllegalStateError,
     InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
@@ -471,6 +472,51 @@ async def test_a_cancelled_getmany_skips_no_record(broker: EmbeddedBroker) -> No
 
 @pytest.mark.broker
 @pytest.mark.asyncio
+async def test_records_held_from_a_cancelled_getmany_come_back_one_by_one_to_getone(broker: EmbeddedBroker) -> None:
+    """The held batch of 10 was taken whole by the first getone(), which returned one record: 9 were lost. Held
+    records now come back first, each call taking at most its own limit (getone 1, getmany max_records)."""
+    topic = _topic()
+    tp = TopicPartition(topic, 0)
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20}) as producer, \
+            AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"}) as consumer:
+        await producer.send_and_wait(topic, b"first", partition=0)
+        await consumer.assign([tp])
+        assert [r.value for r in (await consumer.getmany(timeout_ms=5000))[tp]] == [b"first"]
+        task = asyncio.create_task(consumer.getmany(timeout_ms=10000))
+        await asyncio.sleep(0.3)  # its poll waits on the consumer's thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        futures = [await producer.send(topic, b"%d" % i, partition=0) for i in range(10)]
+        await asyncio.gather(*futures)  # one batch: the cancelled poll takes all 10
+        values = [(await asyncio.wait_for(consumer.getone(), 10)).value for _ in range(3)]  # bounded: 9 got lost
+        values += [r.value for r in (await consumer.getmany(timeout_ms=100, max_records=4))[tp]]
+        for _ in range(20):
+            if len(values) >= 10:
+                break
+            values += [r.value for r in await consumer.poll(0.5)]
+        assert values == [b"%d" % i for i in range(10)]
+        assert await consumer.position(tp) == 11
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_stop_interrupts_a_waiting_getmany(broker: EmbeddedBroker) -> None:
+    """stop(timeout=2) while a getmany(timeout_ms=15000) waited took 14.5 s: the close queued behind the poll."""
+    consumer = AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"})
+    await consumer.assign([TopicPartition(_topic(), 0)])
+    waiting = asyncio.create_task(consumer.getmany(timeout_ms=15000))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await consumer.stop(timeout=2)
+    assert time.monotonic() - started < 3
+    assert await asyncio.wait_for(waiting, 3) == {}  # the interrupted poll returned empty
+    with pytest.raises(IllegalStateError, match="closed"):
+        await consumer.getmany()
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
 async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBroker) -> None:
     topic = _topic()
     async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
@@ -487,6 +533,11 @@ async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBro
 
         def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
             calls.append(("revoked", partitions, threading.get_ident() == loop_thread))
+            try:  # the sync Consumer, lent to the loop's thread while the listener runs (close() would log a raise)
+                consumer.consumer.commit()
+                calls.append(("committed", partitions, True))
+            except KafkaError as e:
+                calls.append((repr(e), partitions, False))
 
     tps = {TopicPartition(topic, p) for p in range(4)}
     async with AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}",
@@ -502,4 +553,5 @@ async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBro
                 got += [r for records in (await consumer.getmany(timeout_ms=500)).values() for r in records]
         assert sorted(r.value for r in got) == [b"v0", b"v1", b"v2", b"v3"]
         assert probe.max_lag_s < 0.2 and await consumer.assignment() == tps
-    assert calls == [("assigned", tps, True), ("revoked", tps, True)]  # revoked on close, on the loop too
+    # revoked on close, on the loop too
+    assert calls == [("assigned", tps, True), ("revoked", tps, True), ("committed", tps, True)]
