@@ -269,6 +269,11 @@ cdef enum:  # _append_row outcomes
     _ROW_FULL = -2  # an int32 offset would overflow: finish() this builder and go on with another
     _ROW_BAD_HEADER_KEY = -3
     _ROW_BAD_HEADERS = -4
+    _ROW_TIMESTAMP_RANGE = -5  # the record's timestamp in microseconds would overflow int64
+
+
+# the widest timestamp (ms) Arrow's timestamp[us] column holds: INT64_MAX // 1000 (a year beyond 292,000)
+cdef int64_t _ARROW_MAX_TIMESTAMP_MS = 9223372036854775
 
 
 cdef int _columns_start(_Columns* c) noexcept nogil:
@@ -884,6 +889,13 @@ cdef class PartitionFetch:
         if handed_out:
             self.next_offset = f.offset + 1
 
+    cdef inline int64_t _timestamp_ms(self, _Fields* f, bint log_append) noexcept nogil:
+        """The record's timestamp: the batch's max timestamp with LogAppendTime (every record carries it, as Java's
+        consumer reports), else the batch's base timestamp + the record's delta (wrapping as Java's long sum)."""
+        if log_append:
+            return self._batch.max_timestamp_ms
+        return <int64_t>(<uint64_t>self._batch.base_timestamp_ms + <uint64_t>f.head.timestamp_delta)
+
     cdef object _problem(self, _Fields* f):
         """The CorruptRecordError for a record _parse refused (or one whose header key is not UTF-8)."""
         cdef const unsigned char* p = self._section
@@ -934,12 +946,8 @@ cdef class PartitionFetch:
                 record.topic = self.topic
                 record.partition = self.partition
                 record.offset = f.offset
-                if log_append:
-                    record.timestamp_ms = self._batch.max_timestamp_ms
-                    record.timestamp_type = 1
-                else:
-                    record.timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms
-                                                    + <uint64_t>f.head.timestamp_delta)
+                record.timestamp_ms = self._timestamp_ms(&f, log_append)
+                record.timestamp_type = log_append
                 if f.key_bytes >= 0:
                     record.key = PyBytes_FromStringAndSize(<const char*>f.key, f.key_bytes)
                 if f.value_bytes >= 0:
@@ -974,7 +982,7 @@ cdef class PartitionFetch:
         builder._busy = True
         try:
             self._arrow_into(builder, max_records, &appended)
-        except CorruptRecordError:
+        except (CorruptRecordError, TimestampOverflowError):
             if appended:
                 return appended
             raise
@@ -995,6 +1003,12 @@ cdef class PartitionFetch:
             if status == _ROW_BAD_HEADER_KEY:
                 f.field = _FIELD_HEADER_KEY
                 raise self._problem(&f)
+            if status == _ROW_TIMESTAMP_RANGE:
+                raise TimestampOverflowError(
+                    f"topic {self.topic!r} partition {self.partition} offset {f.offset}: the record's timestamp "
+                    f"{self._timestamp_ms(&f, (self._batch.attributes & _ATTR_LOG_APPEND_TIME) != 0)} ms is beyond "
+                    f"what an Arrow timestamp[us] column holds (+-{_ARROW_MAX_TIMESTAMP_MS} ms): read it with "
+                    f"poll(), or seek() past it (Spark's own Kafka source fails on it too)")
             if status != _ROW_OK:
                 raise self._problem(&f)
             if self._records_left == 0:
@@ -1021,6 +1035,9 @@ cdef class PartitionFetch:
             if f.offset < self.next_offset:
                 self._consumed(f, False)
                 continue
+            timestamp_ms = self._timestamp_ms(f, log_append)
+            if timestamp_ms > _ARROW_MAX_TIMESTAMP_MS or timestamp_ms < -_ARROW_MAX_TIMESTAMP_MS:
+                return _ROW_TIMESTAMP_RANGE  # refused, never wrapped: f is the record, not consumed
             if (c.b[_KEY_DATA].size + f.head.length > INT32_MAX or c.b[_VALUE_DATA].size + f.head.length > INT32_MAX
                     or c.b[_TOPIC_DATA].size + self._topic_bytes > INT32_MAX
                     or c.b[_HEADER_KEY_DATA].size + f.head.length > INT32_MAX
@@ -1048,11 +1065,7 @@ cdef class PartitionFetch:
             _put_span(&c.b[_TOPIC_OFFSETS], &c.b[_TOPIC_DATA], self._topic_utf8_ptr, self._topic_bytes)
             _put_i32(&c.b[_PARTITION], self.partition)
             _put_i64(&c.b[_OFFSET], f.offset)
-            if log_append:
-                timestamp_ms = self._batch.max_timestamp_ms
-            else:
-                timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms + <uint64_t>f.head.timestamp_delta)
-            _put_i64(&c.b[_TIMESTAMP], <int64_t>(<uint64_t>timestamp_ms * 1000))
+            _put_i64(&c.b[_TIMESTAMP], timestamp_ms * 1000)
             _put_i32(&c.b[_TIMESTAMP_TYPE], timestamp_type)
             if include_headers:
                 _put_bit(&c.b[_HEADERS_VALID], row, f.header_count > 0)

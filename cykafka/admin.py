@@ -32,6 +32,7 @@ from cykafka.ports import Clock, Node, PartitionInfo, TopicPartition, by_topic, 
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, error_for
+from cykafka.serialization import validate_topic
 from cykafka.transactions import OffsetAndMetadata
 
 T = TypeVar("T")
@@ -148,6 +149,34 @@ class ConsumerGroupDescription:
     coordinator: int
 
 
+MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)
+
+
+def _check_new_topic(topic: object) -> None:
+    """A NewTopic whose fields a CreateTopics request can carry and a broker should take, else the error naming the
+    field: a valid topic name (the producer's rule: InvalidTopicError), num_partitions -1 (the broker's default) or
+    1..MAX_PARTITIONS_PER_TOPIC, replication_factor -1 or 1..32767, config {str: str or None}."""
+    if not isinstance(topic, NewTopic):
+        raise InvalidArgumentError(f"create_topics takes NewTopic values, got {type(topic).__name__}")
+    validate_topic(topic.name)
+    for field, value, high in (("num_partitions", topic.num_partitions, MAX_PARTITIONS_PER_TOPIC),
+                               ("replication_factor", topic.replication_factor, 2**15 - 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= high):
+            raise InvalidArgumentError(f"NewTopic({topic.name!r}).{field} must be an int, -1 (the broker's default) "
+                                       f"or 1 to {high}, got {value!r}")
+    _check_configs(topic.config or {}, f"NewTopic({topic.name!r}).config")
+
+
+def _check_configs(configs: object, what: str) -> None:
+    """{name: value} as a request carries it: str names, str (or None) values; else InvalidArgumentError naming it."""
+    if not isinstance(configs, Mapping):
+        raise InvalidArgumentError(f"{what} must be a mapping of config names to str values, got "
+                                   f"{type(configs).__name__}")
+    for name, value in configs.items():
+        if not isinstance(name, str) or not (value is None or isinstance(value, str)):
+            raise InvalidArgumentError(f"{what}: {name!r} must map to a str value (e.g. '{value}'), got {value!r}")
+
+
 def _checked_names(names: object, what: str) -> list[str]:
     if isinstance(names, str) or not isinstance(names, Iterable):
         raise InvalidArgumentError(f"{what} must be a list of str, got {type(names).__name__}")
@@ -176,20 +205,25 @@ class Admin:
         self._cluster_id: str | None = None
         self._controller_id = -1
         self._last_error: KafkaError | None = None  # the last retriable failure, for a timeout's message
+        self._local = threading.local()
 
     # -- the loop ---------------------------------------------------------------------------------------------------
 
     def _deadline(self, timeout_ms: int | None) -> int:
-        if timeout_ms is not None and (not isinstance(timeout_ms, int) or timeout_ms < 0):
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
+                                       or timeout_ms < 0):
             raise InvalidArgumentError(f"timeout_ms must be an int >= 0 (None: default.api.timeout.ms), got "
                                        f"{timeout_ms!r}")
+        self._local.timeout = (f"default.api.timeout.ms {self.config.default_api_timeout_ms}" if timeout_ms is None
+                               else f"timeout_ms {timeout_ms}")  # this thread's call, for its timeout's message
         timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
         return self._clock.monotonic_ms() + timeout
 
     def _timed_out(self, what: str) -> KafkaTimeoutError:
         problem = self._transport.connection_problem() or (self._last_error and f"last error: {self._last_error}")
-        return KafkaTimeoutError(f"{what}: no answer before the call's deadline (timeout_ms / default.api.timeout.ms "
-                                 f"{self.config.default_api_timeout_ms})" + (f"; {problem}" if problem else ""))
+        return KafkaTimeoutError(f"{what}: no answer before the call's deadline "
+                                 f"({getattr(self._local, 'timeout', 'its timeout')})"
+                                 + (f"; {problem}" if problem else ""))
 
     def _request(self, api_key: int, body: Mapping[str, Any], deadline_ms: int, node_id: int | None = None,
                  ) -> tuple[int, dict[str, Any]]:
@@ -290,8 +324,7 @@ class Admin:
         TOPIC_ALREADY_EXISTS error. validate_only: the broker checks, creates nothing."""
         topics = list(new_topics)
         for t in topics:
-            if not isinstance(t, NewTopic):
-                raise InvalidArgumentError(f"create_topics takes NewTopic values, got {type(t).__name__}")
+            _check_new_topic(t)
         by_name = {t.name: t for t in topics}
         names = _checked_names([t.name for t in topics], "create_topics' topics")
         deadline_ms = self._deadline(timeout_ms)
@@ -408,6 +441,7 @@ class Admin:
                 if not (isinstance(entry, tuple) and len(entry) == 3 and entry[1] in _ALTER_OPS):
                     raise InvalidArgumentError(f"incremental_alter_configs: {resource} takes (name, op, value) "
                                                f"tuples with op one of {', '.join(_ALTER_OPS)}, got {entry!r}")
+                _check_configs({entry[0]: entry[2]}, f"incremental_alter_configs: {resource}")
                 ops[resource].append({"name": entry[0], "config_operation": _ALTER_OPS[entry[1]], "value": entry[2]})
         deadline_ms = self._deadline(timeout_ms)
 

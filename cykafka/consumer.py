@@ -14,9 +14,13 @@ or the issue was silent, and Tansu's quirks: docs/consumer.md.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
+import math
+import os
 import re
 import threading
 import weakref
@@ -35,6 +39,7 @@ from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
 from cykafka.core.group import GroupMember, GroupSettings, Outgoing, commit_errors, fetched_offsets
 from cykafka.errors import (
+    ConcurrentAccessError,
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
@@ -57,19 +62,21 @@ from cykafka.ports import (
 )
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import ErrorKind, error_for, kinds_of
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.serialization import validate_topic
-from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
+from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata, checked_offset
 
 if TYPE_CHECKING:
     import pyarrow
 
 T = TypeVar("T")
 _CallT = TypeVar("_CallT", Call, GroupCall)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
 _EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
-_WAIT_SLICE_S = 0.1  # a waiting poll looks at positions to resolve at least this often
+_WAIT_SLICE_S = 0.1  # a waiting call looks at positions to resolve, and at a close from another thread, this often
+_FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
 CommitCallback = Callable[[KafkaError | None, dict[TopicPartition, OffsetAndMetadata]], None]
 
 
@@ -104,6 +111,20 @@ class _AsyncCommit:
     call: GroupCall | None = None
 
 
+def _one_thread(method: _Method) -> _Method:
+    """A public Consumer call (Java's acquireAndEnsureOpen): raises IllegalStateError when the consumer is closed or
+    was made by another process (before a fork()), ConcurrentAccessError when another thread is inside a call."""
+    @functools.wraps(method)
+    def call(self: Consumer, *args: Any, **kwargs: Any) -> Any:
+        self._acquire(method.__name__)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._release()
+
+    return call  # type: ignore[return-value]
+
+
 class Consumer:
     """A Kafka consumer with Java's semantics: `Consumer({"bootstrap.servers": ..., "group.id": ...})`, then
     `subscribe(["t"])` (the group shares the partitions) or `assign([TopicPartition("t", 0)])`, and `poll(timeout)`;
@@ -133,6 +154,13 @@ class Consumer:
         conn = cfg.connection
         self._clock: Clock = ports.clock or SystemClock()
         self._closed = False
+        self._closing_thread: int | None = None  # close() runs on it: other threads' calls end, new ones are refused
+        self._owner_lock = threading.Condition(threading.Lock())
+        self._owner: int | None = None  # the thread inside a call (Java's light lock), with its call and depth
+        self._owner_call = ""
+        self._owner_depth = 0
+        self._lent: int | None = None  # a thread the one inside a call lets call too while it waits for it
+        self._pid = os.getpid()
         transport = ports.transport
         self._owns_transport = transport is None
         if transport is None:
@@ -171,15 +199,18 @@ class Consumer:
         # the thread holds no reference to this Consumer: dropped unclosed, it is finalized and its thread stopped
         self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
                                            transport if self._owns_transport else None)
+        _live_consumers.add(self)
 
     # -- assignment ---------------------------------------------------------------------------------------------
 
+    @_one_thread
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Reads exactly these partitions (replacing the assignment), outside any group rebalance. A partition kept
         keeps its position; a new one starts at its committed offset (with a group.id), else where
         auto.offset.reset says. Not while subscribed (IllegalStateError, as Java)."""
-        self._check_open()
         tps = checked_partitions(partitions, "assign")
+        for tp in tps:
+            validate_topic(tp.topic)  # as subscribe()'s
         if self._subscribed:
             raise IllegalStateError("assign: the consumer is subscribed to topics; unsubscribe() first (a consumer "
                                     "either joins a group with subscribe() or picks its partitions with assign())")
@@ -197,18 +228,19 @@ class Consumer:
             self._metadata.add_topic(topic, now_ms)
         self._transport.wakeup()
 
+    @_one_thread
     def assignment(self) -> set[TopicPartition]:
         """The partitions this consumer reads: assign()'s, or what the group gave it (empty until it joined)."""
         with self._subscription.lock:
             return set(self._subscription.states)
 
+    @_one_thread
     def subscribe(self, topics: Iterable[str] | re.Pattern[str],
                   listener: ConsumerRebalanceListener | object | None = None) -> None:
         """Joins the group (group.id) reading these topics, or every topic whose whole name matches a compiled
         pattern (`re.compile("orders-.*")`), sharing their partitions with the group's other members; the
         partitions arrive in a later poll(). Replaces an earlier subscription; an empty list unsubscribes.
         listener: a ConsumerRebalanceListener (or any object with some of its methods), called inside poll()."""
-        self._check_open()
         self._group("subscribe")
         if isinstance(topics, re.Pattern):
             names: list[str] = []
@@ -243,6 +275,7 @@ class Consumer:
         self._listener, self._subscribed = listener, True
         self._transport.wakeup()
 
+    @_one_thread
     def subscription(self) -> set[str]:
         """The subscribed topics (for a pattern: those it matches now); empty when not subscribed."""
         driver = self._group_driver
@@ -251,10 +284,10 @@ class Consumer:
         with driver.lock:
             return set(driver.member.subscription)
 
+    @_one_thread
     def unsubscribe(self) -> None:
         """Reads nothing any more: leaves the group (its partitions are revoked first: listener, auto commit) or
         drops assign()'s partitions; fetched data is dropped."""
-        self._check_open()
         driver = self._group_driver
         if self._subscribed and driver is not None:
             with driver.lock:
@@ -266,6 +299,7 @@ class Consumer:
 
     unassign = unsubscribe
 
+    @_one_thread
     def group_metadata(self) -> ConsumerGroupMetadata:
         """The group, generation and member id, for Producer.send_offsets_to_transaction (KIP-447 fencing)."""
         group_id = self._group("group_metadata")
@@ -276,14 +310,24 @@ class Consumer:
             return ConsumerGroupMetadata(group_id, member.generation_id, member.member_id,
                                          self.config.group_instance_id)
 
+    @_one_thread
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
-        """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds."""
+        """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds;
+        [] when the cluster answers that the topic does not exist (Java's: auto-creation off at the broker, or
+        allow.auto.create.topics false here), at once instead of after the timeout."""
         validate_topic(topic)
         deadline_ms = self._deadline(timeout, "timeout")
+        asked = None  # the snapshot when the metadata was asked for: an answer after it may say "no such topic"
         while True:
-            parts = self._metadata.snapshot().partitions.get(topic)
+            snapshot = self._metadata.snapshot()
+            parts = snapshot.partitions.get(topic)
             if parts:
                 return list(parts)
+            if (asked is not None and snapshot is not asked
+                    and snapshot.topic_errors.get(topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                return []
+            if asked is None:
+                asked = snapshot
             self._metadata.add_topic(topic, self._clock.monotonic_ms())
             self._metadata.request_update()
             self._transport.wakeup()
@@ -300,41 +344,38 @@ class Consumer:
             raise InvalidArgumentError(f"{call}: {checked} is not assigned to this consumer (assign() it first)")
         return state
 
+    @_one_thread
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
         """The next poll returns partition's records from offset on. An OffsetAndMetadata with a leader_epoch (a
         committed offset, LogTruncationError's divergent offset) is checked with the partition's leader first, as
         Java's seek does (KIP-320: docs/consumer.md)."""
-        self._check_open()
-        value = offset.offset if isinstance(offset, OffsetAndMetadata) else offset
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidArgumentError(f"seek: offset must be an int >= 0 (or an OffsetAndMetadata), got {offset!r}")
-        epoch = offset.leader_epoch if isinstance(offset, OffsetAndMetadata) else -1
-        if isinstance(epoch, bool) or not isinstance(epoch, int):
-            raise InvalidArgumentError(f"seek: leader_epoch must be an int (-1: none), got {epoch!r}")
+        checked = checked_offset(offset, "seek: offset")
+        value, epoch = checked.offset, checked.leader_epoch
         with self._subscription.lock:
             self._state(partition, "seek").seek(value, offset_epoch=epoch, validate=epoch >= 0)
         self._transport.wakeup()
 
+    @_one_thread
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves to the first offset of each partition (default: every assigned one), resolved on the next poll."""
         self._seek_to(partitions, "earliest", "seek_to_beginning")
 
+    @_one_thread
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves past the last record of each partition (default: every assigned one): the high watermark, the last
         stable offset with read_committed; resolved on the next poll."""
         self._seek_to(partitions, "latest", "seek_to_end")
 
     def _seek_to(self, partitions: Iterable[TopicPartition] | None, reset: str, call: str) -> None:
-        self._check_open()
         with self._subscription.lock:
             tps = list(self._subscription.states) if partitions is None else checked_partitions(partitions, call)
             for tp in tps:
                 self._state(tp, call).seek(None, reset)
 
+    @_one_thread
     def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
         """The offset of the next record poll returns for partition, resolved now if unknown (committed offset,
         else auto.offset.reset) within timeout seconds (default default.api.timeout.ms)."""
-        self._check_open()
         with self._subscription.lock:
             state = self._state(partition, "position")
         deadline_ms = self._deadline(timeout, "timeout")
@@ -350,19 +391,21 @@ class Consumer:
             if state.position is not None:  # its validation is out: wait a little for the answer
                 self._backoff(deadline_ms)
 
+    @_one_thread
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stops fetching and returning these partitions (positions are kept) until resume()."""
         self._set_paused(partitions, True, "pause")
 
+    @_one_thread
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         self._set_paused(partitions, False, "resume")
 
+    @_one_thread
     def paused(self) -> set[TopicPartition]:
         with self._subscription.lock:
             return {tp for tp, state in self._subscription.states.items() if state.paused}
 
     def _set_paused(self, partitions: Iterable[TopicPartition], paused: bool, call: str) -> None:
-        self._check_open()
         tps = checked_partitions(partitions, call)
         with self._subscription.lock:
             for tp in tps:
@@ -371,6 +414,7 @@ class Consumer:
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
+    @_one_thread
     def beginning_offsets(self, partitions: Iterable[TopicPartition],
                           timeout: float | None = None) -> dict[TopicPartition, int]:
         """The first offset of each partition (ListOffsets, earliest)."""
@@ -378,6 +422,7 @@ class Consumer:
         found = self._list_offsets(dict.fromkeys(tps, _EARLIEST), self._deadline(timeout, "timeout"))
         return {tp: info.offset for tp, info in found.items()}
 
+    @_one_thread
     def end_offsets(self, partitions: Iterable[TopicPartition],
                     timeout: float | None = None) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition: the high watermark (the last stable offset with
@@ -385,6 +430,7 @@ class Consumer:
         tps = checked_partitions(partitions, "end_offsets")
         return self._end_offsets(tps, self._deadline(timeout, "timeout"))
 
+    @_one_thread
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None,
                           ) -> dict[TopicPartition, ListOffsetsResultInfo | None]:
         """For each partition, the first offset whose record timestamp is >= the given one (ms), with that record's
@@ -398,6 +444,7 @@ class Consumer:
         found = self._list_offsets({tp: timestamps[tp] for tp in tps}, self._deadline(timeout, "timeout"))
         return {tp: info if info.offset >= 0 else None for tp, info in found.items()}
 
+    @_one_thread
     def committed(self, partitions: Iterable[TopicPartition],
                   timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch at its coordinator); None where none is committed."""
@@ -418,6 +465,7 @@ class Consumer:
                         for tp in tps for value in [found.get(tp)]}
             self._retry_or_raise(failed[0], deadline_ms)
 
+    @_one_thread
     def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                timeout: float | None = None) -> None:
         """Commits offsets for the group (default: every position; an offset is the next record to read), waiting
@@ -438,6 +486,7 @@ class Consumer:
                 return
             self._retry_or_raise(errors[0], deadline_ms)
 
+    @_one_thread
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Commits without waiting; callback(error, offsets) runs on this thread inside a later poll() or commit()
@@ -452,7 +501,6 @@ class Consumer:
 
     def _offsets_to_commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None,
                            call: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        self._check_open()
         if offsets is None:
             with self._subscription.lock:
                 return {tp: OffsetAndMetadata(s.position, leader_epoch=s.offset_epoch)
@@ -461,13 +509,8 @@ class Consumer:
         if not isinstance(offsets, Mapping):
             raise InvalidArgumentError(f"{call}: offsets must be a mapping of TopicPartition to an offset or "
                                        f"OffsetAndMetadata, got {type(offsets).__name__}")
-        out = {}
-        for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True):
-            om = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
-            if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
-                raise InvalidArgumentError(f"{call}: the offset of {tp} must be an int >= 0, got {offset!r}")
-            out[tp] = om
-        return out
+        return {tp: checked_offset(offset, f"{call}: the offset of {tp}")
+                for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True)}
 
     def _run_async_commits(self) -> None:
         """Steps every pending commit_async; finished ones run their callbacks here, on the caller's thread."""
@@ -501,10 +544,10 @@ class Consumer:
 
     # -- poll ---------------------------------------------------------------------------------------------------
 
+    @_one_thread
     def poll(self, timeout: float) -> list[ConsumerRecord]:
         """The next records of the assigned partitions, at most max.poll.records; waits up to timeout seconds for
         some, returns [] when none came. Raises a partition's error (e.g. NoOffsetForPartitionError)."""
-        self._check_open()
         records: list[ConsumerRecord] = []
 
         def take(fetch: PartitionFetch, limit: int) -> int:
@@ -515,10 +558,10 @@ class Consumer:
         self._poll(timeout, self.config.max_poll_records, take)
         return records
 
+    @_one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
         timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time."""
-        self._check_open()
         if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
                                         or max_records < 1):
             raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
@@ -529,9 +572,15 @@ class Consumer:
         return builder.finish()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        """Every record, as poll returns them, until close()."""
-        while not self._closed:
-            yield from self.poll(1.0)
+        """Every record, as poll returns them, until close() (from the loop's body, or from another thread)."""
+        while not self._interrupted():
+            try:
+                records = self.poll(1.0)
+            except IllegalStateError:
+                if self._interrupted():
+                    return  # closed by another thread meanwhile
+                raise
+            yield from records
 
     def _poll(self, timeout: float, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         deadline_ms = self._deadline(timeout, "timeout", default=None)
@@ -541,6 +590,13 @@ class Consumer:
                 driver.member.poll(self._clock.monotonic_ms())  # max.poll.interval.ms starts again
         self._run_async_commits()
         self._maybe_auto_commit()
+        try:
+            self._poll_until(deadline_ms, limit, take)
+        except IllegalStateError:
+            if not self._interrupted():
+                raise  # close() on another thread: the poll returns what it took
+
+    def _poll_until(self, deadline_ms: int, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         sub = self._subscription
         while True:
             self._handle_group_events()
@@ -552,7 +608,7 @@ class Consumer:
             if self._drain(limit, take):
                 return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
-            if remaining_ms <= 0 or self._closed:
+            if remaining_ms <= 0 or self._interrupted():
                 return
             if self._thread is None:
                 self.network.run_once()
@@ -970,14 +1026,15 @@ class Consumer:
             self._retry_or_raise(call.error or KafkaError(no_answer), deadline_ms)
 
     def _wait(self, done: threading.Event, deadline_ms: int) -> None:
-        while not done.is_set() and not self._closed:
+        while not done.is_set():
+            self._check_open()
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
             if remaining_ms <= 0:
                 return
             if self._thread is None:
                 self.network.run_once()
             else:
-                done.wait(remaining_ms / 1000)
+                done.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
 
     def _retry_or_raise(self, error: KafkaError, deadline_ms: int, sleep: bool = True) -> None:
         """Raises error unless it is retriable and the deadline leaves time; refreshes what it says is stale."""
@@ -990,6 +1047,7 @@ class Consumer:
             self._backoff(deadline_ms)
 
     def _backoff(self, deadline_ms: int) -> None:
+        self._check_open()
         now_ms = self._clock.monotonic_ms()
         if now_ms >= deadline_ms:
             raise KafkaTimeoutError("no answer before the deadline")
@@ -1038,43 +1096,111 @@ class Consumer:
         return call.response
 
     def _deadline(self, timeout: float | None, name: str, default: int | None = -1) -> int:
+        """now + timeout seconds, in ms; math.inf (or any timeout past 2**62 ms) is no deadline."""
         if timeout is None and default is not None:
             return self._clock.monotonic_ms() + self.config.default_api_timeout_ms
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
-            raise InvalidArgumentError(f"{name} must be a number of seconds >= 0"
+            raise InvalidArgumentError(f"{name} must be a number of seconds >= 0 (math.inf: no limit)"
                                        f"{' or None (default.api.timeout.ms)' if default is not None else ''}, got "
                                        f"{timeout!r}")
+        if math.isinf(timeout) or timeout * 1000 >= _FOREVER_MS:
+            return self._clock.monotonic_ms() + _FOREVER_MS
         return self._clock.monotonic_ms() + int(timeout * 1000)
 
+    def _acquire(self, call: str) -> None:
+        """Enters a call on this thread (Java's acquireAndEnsureOpen, with a depth: a listener's calls inside poll
+        are this thread's too); _release() leaves it."""
+        if os.getpid() != self._pid:
+            raise IllegalStateError(
+                f"{call}: this Consumer was made in process {self._pid}, before a fork(); its threads, connections "
+                f"and group membership stayed there (and its fetched records are the parent's to hand out): make a "
+                f"new Consumer in this process")
+        me = threading.get_ident()
+        with self._owner_lock:
+            closing, lent = self._closing_thread, me == self._lent
+            if self._closed or (closing is not None and closing != me and not lent):
+                raise IllegalStateError(f"{call}: the consumer is closed")
+            if self._owner is not None and self._owner != me and not lent:
+                raise ConcurrentAccessError(
+                    f"{call}: another thread is inside this Consumer's {self._owner_call}(); a Consumer is not "
+                    f"thread-safe (as Java's KafkaConsumer): use it from one thread at a time (one Consumer per "
+                    f"thread), only close() may come from another thread")
+            if self._owner is None:
+                self._owner, self._owner_call = me, call
+            self._owner_depth += 1
+
+    def _release(self) -> None:
+        with self._owner_lock:
+            self._owner_depth -= 1
+            if self._owner_depth == 0:
+                self._owner = None
+                self._owner_lock.notify_all()
+
+    @contextlib.contextmanager
+    def _lent_to(self, thread: int) -> Iterator[None]:
+        """The calling thread, inside a call, lets `thread` make calls while it waits for it (cykafka.aio runs the
+        rebalance listener on the event loop's thread while the polling thread waits)."""
+        lent, self._lent = self._lent, thread
+        try:
+            yield
+        finally:
+            self._lent = lent
+
+    def _interrupted(self) -> bool:
+        """close() runs on another thread: this thread's waits end (a poll returns, other calls raise)."""
+        closing, me = self._closing_thread, threading.get_ident()
+        return self._closed or (closing is not None and closing != me and me != self._lent)
+
     def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaError("the consumer is closed")
+        if self._interrupted():
+            raise IllegalStateError("the consumer is closed")
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
     def close(self, timeout: float = 30.0) -> None:
         """Commits the positions (enable.auto.commit), leaves the group (the listener's on_partitions_revoked, then
         LeaveGroup, unless static), waits for pending commit_async, stops the network thread and closes the
-        connections, all within timeout seconds."""
-        if self._closed:
-            return
+        connections, all within timeout seconds. From another thread: a call running on the consumer's thread is
+        interrupted first (a waiting poll returns, a waiting call raises IllegalStateError) and close waits for it to
+        end; one still running at the deadline is left to end alone, and the goodbyes (commit, LeaveGroup) are
+        skipped. In a process forked from the one that made it: only marks it closed (all it holds is the parent's)."""
         deadline_ms = self._deadline(timeout, "timeout")
+        me = threading.get_ident()
+        with self._owner_lock:
+            if self._closed or self._closing_thread is not None:
+                return
+            self._closing_thread = me
+            other = self._owner is not None and self._owner != me
+        if os.getpid() != self._pid:
+            self._closed = True
+            return
         self._finalizer.detach()
+        if other:  # interrupt its waits, then let it leave
+            self._transport.wakeup()
+            with self._subscription.lock:
+                self._subscription.data_ready.notify_all()
+            with self._owner_lock:
+                while self._owner is not None and (remaining_ms := deadline_ms - self._clock.monotonic_ms()) > 0:
+                    self._owner_lock.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
+                other = self._owner is not None
         try:
-            if self._subscribed:
+            if other:
+                log.warning("close(): a call of another thread (%s) did not end by the deadline: closing without "
+                            "the last commit and LeaveGroup", self._owner_call)
+            elif self._subscribed:
                 self._leave_group(deadline_ms)
             elif self.config.enable_auto_commit:
                 try:
                     self.commit(timeout=max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
                 except KafkaError as e:
                     log.warning("the consumer's last auto commit failed on close: %s", e)
-            while self._async_commits and self._clock.monotonic_ms() < deadline_ms:
+            while not other and self._async_commits and self._clock.monotonic_ms() < deadline_ms:
                 self._run_async_commits()
                 if self._async_commits:
                     self._backoff(deadline_ms)
             self._fetcher.close_sessions()  # Java's close: each broker's fetch session ends (KIP-227)
             self._transport.wakeup()
-            while not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
+            while not other and not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
                 self._backoff(deadline_ms)
         except KafkaTimeoutError:
             pass
@@ -1114,6 +1240,19 @@ class Consumer:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+_live_consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    """After fork(), in the child: a Consumer of the parent is the parent's (threads, connections, group), so its
+    finalizer must not stop or close anything here; its calls raise IllegalStateError (Consumer._acquire)."""
+    for consumer in list(_live_consumers):
+        consumer._finalizer.detach()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Outgoing | None]:

@@ -143,6 +143,12 @@ class InvalidRecordError(KafkaError, ValueError):
     interceptor or partitioner result); the message names the argument; nothing of the call was queued."""
 
 
+class TimestampOverflowError(KafkaError, OverflowError):
+    """A record's timestamp does not fit where it is asked to go: poll_batch (and the Spark source) refuse one beyond
+    an Arrow timestamp[us] column's range (+-9223372036854775 ms) rather than write a wrapped value; the message
+    names the topic, partition and offset."""
+
+
 class SerializationError(InvalidRecordError, TypeError):
     """A key, value or header could not be turned into bytes (a type not accepted, a str that is not valid UTF-8, a
     buffer that is not C-contiguous bytes); an InvalidRecordError and a TypeError; nothing of the call was queued."""
@@ -176,6 +182,12 @@ class ProducerFencedError(TransactionFatalError):
 class IllegalStateError(KafkaError, RuntimeError):
     """A call the client's current state does not allow (Java's IllegalStateException), e.g. assign() on a
     subscribed consumer; the message says what to do first."""
+
+
+class ConcurrentAccessError(IllegalStateError):
+    """A Consumer was called from a second thread while another thread was inside one of its calls (Java's
+    ConcurrentModificationException): a Consumer is used from one thread at a time; only close() may come from
+    another thread. The message names the call running."""
 
 
 class NoOffsetForPartitionError(KafkaError):

@@ -217,7 +217,10 @@ class Fetcher:
                     continue
                 by_node[leader][tp] = state
             for node_id, states in by_node.items():
-                room_bytes = self.config.fetch_max_bytes - sub.buffered_bytes[node_id]
+                buffered_bytes = sub.buffered_bytes[node_id]
+                # room for fetch.max.bytes per broker in the buffer; with none of its data buffered, at least 1 byte
+                # (fetch.max.bytes=0 as Java: Kafka still answers with one batch, KIP-74; Tansu answers 0 with none)
+                room_bytes = max(self.config.fetch_max_bytes - buffered_bytes, 0 if buffered_bytes else 1)
                 if node_id in self._nodes_in_flight or room_bytes <= 0:
                     continue  # an answer or the caller's consuming frees it
                 if not self.transport.ready(node_id, now_ms):

@@ -70,6 +70,7 @@ from cykafka.transactions import (
     TransactionalResult,
     TransactionInfo,
     TransactionRequests,
+    checked_offset,
 )
 
 log = logging.getLogger("cykafka")
@@ -675,7 +676,7 @@ class Producer(SendPath):
         _, requests = self._transactional()
         group = group_metadata if isinstance(group_metadata, ConsumerGroupMetadata) else ConsumerGroupMetadata(
             group_metadata)
-        positions = {tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(int(o))
+        positions = {tp: checked_offset(o, f"send_offsets_to_transaction: the offset of {tp}")
                      for tp, o in offsets.items()}
         with self._lock:
             result = requests.send_offsets(positions, group)

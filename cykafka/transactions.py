@@ -12,16 +12,18 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import operator
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cykafka.config import ProducerConfig
+from cykafka.config import INT32_MAX, INT64_MAX, ProducerConfig
 from cykafka.core import TransactionManager, TransactionState
 from cykafka.errors import (
     AuthenticationError,
     AuthorizationError,
+    InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
     NetworkError,
@@ -69,6 +71,24 @@ class OffsetAndMetadata:
     offset: int
     metadata: str | None = None
     leader_epoch: int = -1
+
+
+def checked_offset(offset: object, what: str) -> OffsetAndMetadata:
+    """offset (an int, or an OffsetAndMetadata) as an OffsetAndMetadata a request can carry: the offset in
+    [0, 2**63 - 1], metadata a str or None, a leader epoch in [-1, 2**31 - 1]; else InvalidArgumentError naming
+    `what` (e.g. "commit: the offset of TopicPartition('t', 0)")."""
+    om = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)  # type: ignore[arg-type]
+    fields = (("", om.offset, 0, INT64_MAX), (".leader_epoch", om.leader_epoch, -1, INT32_MAX))
+    for name, value, low, high in fields:
+        try:
+            number = operator.index(value)  # an int, or an int-like (numpy); never a float or a str
+        except TypeError:
+            number = None
+        if isinstance(value, bool) or number is None or not low <= number <= high:
+            raise InvalidArgumentError(f"{what}{name} must be an int in [{low}, {high}], got {value!r}")
+    if om.metadata is not None and not isinstance(om.metadata, str):
+        raise InvalidArgumentError(f"{what}.metadata must be a str or None, got {om.metadata!r}")
+    return OffsetAndMetadata(operator.index(om.offset), om.metadata, operator.index(om.leader_epoch))
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,9 +83,10 @@ def checked_partitions(partitions: Iterable[object], call: str) -> list[TopicPar
     out = [TopicPartition(*tp) if isinstance(tp, tuple) and len(tp) == 2 else tp for tp in partitions]
     for tp in out:
         if not (isinstance(tp, TopicPartition) and isinstance(tp.topic, str) and tp.topic
-                and isinstance(tp.partition, int) and not isinstance(tp.partition, bool) and tp.partition >= 0):
+                and isinstance(tp.partition, int) and not isinstance(tp.partition, bool)
+                and 0 <= tp.partition <= 2**31 - 1):
             raise InvalidArgumentError(f"{call} takes TopicPartition(topic, partition) keys (a non-empty topic, a "
-                                       f"partition >= 0), got {tp!r}")
+                                       f"partition in [0, 2**31 - 1]), got {tp!r}")
     return out  # type: ignore[return-value]
 
 
@@ -293,6 +294,9 @@ class SecuritySettings:
         return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
 
 
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024  # a transport's default limit on a response's size
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectionSettings:
     """What a Transport adapter needs: where the brokers are, how to name ourselves, connection and request limits.
@@ -308,6 +312,9 @@ class ConnectionSettings:
     send_buffer_bytes: int = 131072
     receive_buffer_bytes: int = 32768
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    # a response's size prefix above this is a protocol error, never an allocation (a consumer raises it to fit its
+    # fetch.max.bytes: ConsumerConfig)
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
