@@ -18,6 +18,13 @@ expected epoch, then the next) adds and updates the partitions it lists, drops `
 session partition from the offset last sent for it and answers only those with news (records, an error, changed
 watermarks); a wrong session id -> FETCH_SESSION_ID_NOT_FOUND, a wrong epoch -> INVALID_FETCH_SESSION_EPOCH; epoch -1
 closes the session. `fetch_sessions=False`: session_id 0 in every answer, as Tansu and librdkafka's mock cluster.
+
+ListOffsets (earliest, latest, by timestamp) at a partition's leader. Leader epochs as Kafka keeps them (KIP-320):
+every appended batch carries its partition's leader epoch, each leader epoch's start offset is kept (Kafka's
+LeaderEpochFileCache), a Fetch, ListOffsets or OffsetForLeaderEpoch naming an older current_leader_epoch is answered
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, and OffsetForLeaderEpoch answers the end offset of the largest
+epoch at or below the one asked. `unclean_election` moves a leader to a replica that lacks the log's tail: the log is
+truncated and a new epoch starts there, what an unclean leader election does.
 """
 
 from __future__ import annotations
@@ -52,7 +59,9 @@ from cykafka.protocol.apis import (
     FETCH,
     FIND_COORDINATOR,
     INIT_PRODUCER_ID,
+    LIST_OFFSETS,
     METADATA,
+    OFFSET_FOR_LEADER_EPOCH,
     PRODUCE,
     TXN_OFFSET_COMMIT,
 )
@@ -135,6 +144,7 @@ class _Partition:
     next_offset: int = 0
     producers: dict[int, _ProducerState] = field(default_factory=dict)
     log_batches: list[tuple[int, bytes]] = field(default_factory=list)  # (last offset, the batch as Fetch serves it)
+    epoch_starts: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])  # (leader epoch, start offset)
 
 
 @dataclass(slots=True)
@@ -209,6 +219,19 @@ class FakeCluster:
         p = self.topics[topic][partition]
         p.leader = leader
         p.leader_epoch += 1
+        p.epoch_starts.append((p.leader_epoch, p.next_offset))
+
+    def unclean_election(self, topic: str, partition: int, leader: int, log_end_offset: int) -> None:
+        """An out-of-sync replica becomes the leader (a new epoch) with the log up to log_end_offset only: the
+        records from there on, acknowledged or read before, are gone; the next appends take their offsets."""
+        p = self.topics[topic][partition]
+        p.records = [r for r in p.records if r.offset < log_end_offset]
+        p.markers = [m for m in p.markers if m.offset < log_end_offset]
+        p.log_batches = [(last, raw) for last, raw in p.log_batches if last < log_end_offset]
+        p.next_offset = min(p.next_offset, log_end_offset)
+        p.epoch_starts = [(epoch, start) for epoch, start in p.epoch_starts if start < log_end_offset or start == 0]
+        p.producers.clear()
+        self.move_leader(topic, partition, leader)
 
     def disconnect(self, node_id: int, *, handled: bool = False) -> None:
         """Drops the connection: requests in flight to the node fail with a retriable NetworkError. handled: the
@@ -275,6 +298,9 @@ class FakeCluster:
 
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
         return 50 if node_id in self.unreachable else 0
+
+    def connection_failed(self, node_id: int) -> bool:
+        return node_id in self.unreachable
 
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
@@ -507,11 +533,81 @@ class FakeCluster:
             topics.append({"name": topic["name"], "partition_responses": answers})
         return {"responses": topics, "throttle_time_ms": 0}
 
+    @staticmethod
+    def _epoch_check(part: _Partition, current_leader_epoch: int) -> int:
+        """Kafka's check of a request's current_leader_epoch (-1: none) against the partition's."""
+        if 0 <= current_leader_epoch < part.leader_epoch:
+            return _E.FENCED_LEADER_EPOCH
+        if current_leader_epoch > part.leader_epoch:
+            return _E.UNKNOWN_LEADER_EPOCH
+        return _E.NONE
+
+    def _list_offsets(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """ListOffsets at a partition's leader: earliest (-2) is 0, latest (-1) the log end, a timestamp the first
+        record at or after it."""
+        topics = []
+        for t in body["topics"]:
+            answers = []
+            for q in t["partitions"]:
+                index = q["partition_index"]
+                answer = {"partition_index": index, "error_code": _E.NONE, "timestamp": -1, "offset": -1,
+                          "leader_epoch": -1}
+                parts = self.topics.get(t["name"])
+                if parts is None or not 0 <= index < len(parts):
+                    answers.append({**answer, "error_code": _E.UNKNOWN_TOPIC_OR_PARTITION})
+                    continue
+                part = parts[index]
+                code = (_E.NOT_LEADER_OR_FOLLOWER if part.leader != node_id
+                        else self._epoch_check(part, q.get("current_leader_epoch", -1)))
+                if code == _E.NONE:
+                    answer["leader_epoch"] = part.leader_epoch
+                    if q["timestamp"] in (-2, -1):
+                        answer["offset"] = 0 if q["timestamp"] == -2 else part.next_offset
+                    else:
+                        found = next((r for r in part.records if r.timestamp_ms >= q["timestamp"]), None)
+                        if found is not None:
+                            answer["offset"], answer["timestamp"] = found.offset, found.timestamp_ms
+                answers.append({**answer, "error_code": code})
+            topics.append({"name": t["name"], "partitions": answers})
+        return {"throttle_time_ms": 0, "topics": topics}
+
+    def _offset_for_leader_epoch(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Where each asked leader epoch ends in the log (Kafka's LeaderEpochFileCache.endOffsetFor)."""
+        topics = []
+        for t in body["topics"]:
+            answers = []
+            for q in t["partitions"]:
+                answer = {"error_code": _E.NONE, "partition": q["partition"], "leader_epoch": -1, "end_offset": -1}
+                parts = self.topics.get(t["topic"])
+                if parts is None or not 0 <= q["partition"] < len(parts):
+                    answers.append({**answer, "error_code": _E.UNKNOWN_TOPIC_OR_PARTITION})
+                    continue
+                part = parts[q["partition"]]
+                code = (_E.NOT_LEADER_OR_FOLLOWER if part.leader != node_id
+                        else self._epoch_check(part, q["current_leader_epoch"]))
+                asked = q["leader_epoch"]
+                if code != _E.NONE or asked < 0:
+                    answers.append({**answer, "error_code": code})
+                    continue
+                if asked == part.epoch_starts[-1][0]:
+                    answers.append({**answer, "leader_epoch": asked, "end_offset": part.next_offset})
+                    continue
+                later = [start for epoch, start in part.epoch_starts if epoch > asked]
+                floor = [epoch for epoch, _ in part.epoch_starts if epoch <= asked]
+                if later:
+                    answers.append({**answer, "leader_epoch": max(floor) if floor else asked, "end_offset": later[0]})
+                else:
+                    answers.append(answer)
+            topics.append({"topic": t["topic"], "partitions": answers})
+        return {"throttle_time_ms": 0, "topics": topics}
+
     def _fetch(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         """Fetch with KIP-227 sessions, as Kafka's FetchManager runs them (the module docstring)."""
         session_id, epoch = body.get("session_id", 0), body.get("session_epoch", -1)
         sent = {(t["topic"], p["partition"]): (p["fetch_offset"], p["partition_max_bytes"])
                 for t in body["topics"] for p in t["partitions"]}
+        leader_epochs = {(t["topic"], p["partition"]): p.get("current_leader_epoch", -1)
+                         for t in body["topics"] for p in t["partitions"]}
         sessions = self.sessions[node_id]
         session: FetchSessionState | None = None
         if epoch in (0, -1):  # full: replaces (or closes) the session it names, without an error if unknown
@@ -536,7 +632,8 @@ class FakeCluster:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, index), (fetch_offset, max_bytes) in partitions.items():
             answer = self._fetch_partition(node_id, topic, index, fetch_offset, min(max_bytes, room_bytes),
-                                           first=room_bytes == body["max_bytes"])
+                                           first=room_bytes == body["max_bytes"],
+                                           current_leader_epoch=leader_epochs.get((topic, index), -1))
             room_bytes -= len(answer["records"] or b"")
             marks = (answer["high_watermark"], answer["last_stable_offset"], answer["log_start_offset"])
             if session is not None:
@@ -549,9 +646,10 @@ class FakeCluster:
                 "responses": [{"topic": topic, "partitions": answers} for topic, answers in by_topic.items()]}
 
     def _fetch_partition(self, node_id: int, topic: str, index: int, fetch_offset: int, max_bytes: int,
-                         first: bool) -> dict[str, Any]:
+                         first: bool, current_leader_epoch: int = -1) -> dict[str, Any]:
         """One partition's Fetch answer: whole batches from the one holding fetch_offset, within max_bytes (the
-        first batch of the answer even when larger: KIP-74)."""
+        first batch of the answer even when larger: KIP-74). current_leader_epoch: the request's (-1: not checked;
+        a session's partitions not listed in an incremental fetch are not checked)."""
         answer: dict[str, Any] = {"partition_index": index, "error_code": _E.NONE, "high_watermark": -1,
                                   "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
                                   "preferred_read_replica": -1, "records": None}
@@ -561,6 +659,8 @@ class FakeCluster:
         part = parts[index]
         if part.leader != node_id:
             return {**answer, "error_code": _E.NOT_LEADER_OR_FOLLOWER}
+        if code := self._epoch_check(part, current_leader_epoch):
+            return {**answer, "error_code": code}
         if not 0 <= fetch_offset <= part.next_offset:
             return {**answer, "error_code": _E.OFFSET_OUT_OF_RANGE}
         stable = next((r.offset for r in part.records if r.txn_state == "open"), part.next_offset)
@@ -577,6 +677,8 @@ class FakeCluster:
     _HANDLERS: dict[int, Callable[[FakeCluster, int, Mapping[str, Any]], dict[str, Any]]] = {
         PRODUCE.key: _produce,
         FETCH.key: _fetch,
+        LIST_OFFSETS.key: _list_offsets,
+        OFFSET_FOR_LEADER_EPOCH.key: _offset_for_leader_epoch,
         METADATA.key: _metadata,
         FIND_COORDINATOR.key: _find_coordinator,
         INIT_PRODUCER_ID.key: _init_producer_id,
@@ -648,8 +750,10 @@ class FakeCluster:
         for batch in batches:
             batch_offset = part.next_offset
             size_bytes = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")  # base offset, length, the rest
-            part.log_batches.append((batch_offset + len(batch.records) - 1,
-                                     batch_offset.to_bytes(8, "big") + data[pos + 8:pos + size_bytes]))
+            part.log_batches.append((batch_offset + len(batch.records) - 1,  # the leader's epoch stamped, as Kafka
+                                     batch_offset.to_bytes(8, "big") + data[pos + 8:pos + 12]
+                                     + part.leader_epoch.to_bytes(4, "big", signed=True)
+                                     + data[pos + 16:pos + size_bytes]))
             pos += size_bytes
             for i, record in enumerate(batch.records):
                 part.records.append(StoredRecord(

@@ -49,7 +49,6 @@ _TLS_HANDSHAKING, _AUTHENTICATING = "tls handshaking", "authenticating"
 _SETTING_UP = frozenset({_CONNECTING, _TLS_HANDSHAKING, _NEGOTIATING, _AUTHENTICATING})
 _READ_CHUNK_BYTES = 256 * 1024
 _TLS_COALESCE_BYTES = 64 * 1024  # small buffers are joined into one TLS write up to this
-_MAX_FRAME_BYTES = 100 * 1024 * 1024  # a size prefix above this is a protocol error, never an allocation
 _SIZE = struct.Struct(">i")
 
 
@@ -157,6 +156,10 @@ class SocketTransport:
         if conn.state in _SETTING_UP:
             return max(0, conn.connect_started_ms + self.settings.socket_connection_setup_timeout_ms - now_ms)
         return 2**31  # connected: poll() wakes when a response frees a slot
+
+    def connection_failed(self, node_id: int) -> bool:
+        conn = self._connections.get(node_id)
+        return conn is not None and conn.state == _DISCONNECTED and conn.failures > 0
 
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
@@ -665,8 +668,9 @@ class SocketTransport:
         try:
             while len(data) - offset >= 4:
                 (size,) = _SIZE.unpack_from(data, offset)
-                if size < 4 or size > _MAX_FRAME_BYTES:
-                    raise ProtocolError(f"response frame of {size} bytes from node {conn.node_id}")
+                if size < 4 or size > self.settings.max_response_bytes:
+                    raise ProtocolError(f"response frame of {size} bytes from node {conn.node_id} (the limit: "
+                                        f"{self.settings.max_response_bytes} bytes)")
                 if len(data) - offset - 4 < size:
                     if size > _READ_CHUNK_BYTES:  # the rest is received in place (_read)
                         conn.large_frame, conn.large_frame_filled = bytearray(size), len(data) - offset - 4

@@ -6,9 +6,12 @@ interleaved round by round; lz4, --value-bytes values, 10-byte keys over --parti
 
 Produce: one coroutine sends --records records (`await producer.send(...)`, keeping the futures) and yields to the
 loop every YIELD_EVERY records (a service's other tasks must run; a coroutine that never yields blocks any loop),
-then flushes and counts the failed futures. A probe task ticking every 1 ms records how late each tick is: the
-event-loop lag p99 / max while producing. Same guarantee for both: acks=all, idempotence where the installed
-aiokafka can have it on Tansu (bench/run.py's peer_settings), linger 5 ms, 16 KiB batches.
+then waits for the acknowledgements in one of three idioms (IDIOMS): `await producer.flush()` (the client name
+alone, e.g. produce-cykafka), `await asyncio.gather(*futures)` (-gather) or `for f in futures: await f` (-await);
+then counts the failed futures. A probe task ticking every 1 ms records how late each tick is: the event-loop lag
+p99 / max while producing (the gather idiom's max is mostly the gather call itself: asyncio's own ~1.5 µs per
+future, for either client). Same guarantee for both: acks=all, idempotence where the installed aiokafka can have it
+on Tansu (bench/run.py's peer_settings), linger 5 ms, 16 KiB batches.
 Consume: `getmany(timeout_ms=1000, max_records=CALL_RECORDS)` from the beginning of the topic (written once per run
 by cykafka's producer, as bench/consume_bench.py), CRCs checked, touching every value; and consume-cykafka-poll0,
 the design AsyncConsumer did not take (the sync Consumer's poll(0) on the loop thread, then a 1 ms sleep when empty),
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -36,9 +40,11 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 CALL_RECORDS = 10_000
 YIELD_EVERY = 500
-CLIENTS = ("produce-cykafka", "produce-aiokafka", "consume-cykafka", "consume-cykafka-poll0", "consume-aiokafka")
-PAIRS = (("produce-cykafka", "produce-aiokafka"), ("consume-cykafka", "consume-aiokafka"),
-         ("consume-cykafka-poll0", "consume-aiokafka"))
+IDIOMS = ("", "-gather", "-await")  # how the acknowledgements are awaited: flush, gather, each future in turn
+PRODUCERS = tuple(f"produce-{client}{idiom}" for idiom in IDIOMS for client in ("cykafka", "aiokafka"))
+CLIENTS = (*PRODUCERS, "consume-cykafka", "consume-cykafka-poll0", "consume-aiokafka")
+PAIRS = (*((f"produce-cykafka{idiom}", f"produce-aiokafka{idiom}") for idiom in IDIOMS),
+         ("consume-cykafka", "consume-aiokafka"), ("consume-cykafka-poll0", "consume-aiokafka"))
 BATCHING = {"linger_ms": 5, "batch_size": 16384}
 
 
@@ -60,7 +66,7 @@ class LagProbe:
 
 
 async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callable[[], Awaitable[Any]],
-                  failed: Callable[[Any], bool], records: int, value_bytes: int, clock: Clock) -> dict[str, Any]:
+                  records: int, value_bytes: int, idiom: str, clock: Clock) -> dict[str, Any]:
     keys = [b"key-%06d" % i for i in range(1024)]
     values = [(b"%08d" % i + b"v" * value_bytes)[:value_bytes] for i in range(1024)]
     probe = LagProbe()
@@ -72,10 +78,22 @@ async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callabl
         futures.append(await send(keys[i % 1024], values[i % 1024]))
         if i % YIELD_EVERY == 0:
             await asyncio.sleep(0)
-    await flush()
-    result = {**clock.result(records), "errors": sum(1 for f in futures if failed(f)), **probe.summary()}
+    if idiom == "-gather":
+        await asyncio.gather(*futures, return_exceptions=True)
+    elif idiom == "-await":
+        for future in futures:
+            with contextlib.suppress(Exception):
+                await future
+    else:
+        await flush()
+    result = {**clock.result(records), "errors": sum(1 for f in futures if f.exception() is not None),
+              **probe.summary()}
     ticking.cancel()
     return result
+
+
+def idiom_of(client: str) -> str:
+    return next((idiom for idiom in IDIOMS[1:] if client.endswith(idiom)), "")
 
 
 def run_produce_cykafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
@@ -90,8 +108,8 @@ def run_produce_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
             def send(key: bytes, value: bytes) -> Awaitable[Any]:
                 return producer.send(args.topic, value, key)
 
-            return await produce(send, producer.flush, lambda f: f.exception(0) is not None, args.records,
-                                 args.value_bytes, clock)
+            return await produce(send, producer.flush, args.records, args.value_bytes, idiom_of(args.worker),
+                                 clock)
 
     return asyncio.run(main())
 
@@ -110,8 +128,8 @@ def run_produce_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clo
             def send(key: bytes, value: bytes) -> Awaitable[Any]:
                 return producer.send(args.topic, value, key=key)
 
-            return await produce(send, producer.flush, lambda f: f.exception() is not None, args.records,
-                                 args.value_bytes, clock)
+            return await produce(send, producer.flush, args.records, args.value_bytes, idiom_of(args.worker),
+                                 clock)
         finally:
             await producer.stop()
 
@@ -157,7 +175,8 @@ def run_consume_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clo
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Clock], dict[str, Any]]] = {
-    "produce-cykafka": run_produce_cykafka, "produce-aiokafka": run_produce_aiokafka,
+    **{f"produce-cykafka{idiom}": run_produce_cykafka for idiom in IDIOMS},
+    **{f"produce-aiokafka{idiom}": run_produce_aiokafka for idiom in IDIOMS},
     "consume-cykafka": run_consume_cykafka, "consume-cykafka-poll0": run_consume_cykafka_poll0,
     "consume-aiokafka": run_consume_aiokafka,
 }
@@ -170,7 +189,7 @@ def settings_for(client: str) -> dict[str, Any]:
         return {}
     import run as bench_run
 
-    return bench_run.peer_settings(client.removeprefix("produce-"))
+    return bench_run.peer_settings(client.removeprefix("produce-").removesuffix(idiom_of(client)))
 
 
 def measure(client: str, args: argparse.Namespace, bootstrap: str, topic: str) -> dict[str, Any]:

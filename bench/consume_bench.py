@@ -1,9 +1,11 @@
-"""Consumer benchmarks, side by side on one embedded broker: cykafka (`poll` and `poll_batch`), confluent-kafka (its
-defaults and its best setting, `fetch.queue.backoff.ms=1`), aiokafka and kafka-python, each in its own process (so
-its CPU time is its own), interleaved round by round, reading the same topic from its beginning.
+"""Consumer benchmarks, side by side on one broker: cykafka (`poll` and `poll_batch`), Kafka's Java KafkaConsumer
+(bench/java/JavaBench.java, its own JVM), confluent-kafka (its defaults and its best setting,
+`fetch.queue.backoff.ms=1`), aiokafka and kafka-python, each in its own process (so its CPU time is its own),
+interleaved round by round, reading the same topic from its beginning.
 
     python bench/consume_bench.py [--records N] [--slow-records M] [--rounds R] [--codec lz4|none|...]
-                                  [--clients cykafka,cykafka-batch,confluent,confluent-default,aiokafka,kafka-python]
+                                  [--clients cykafka,cykafka-batch,java,confluent,confluent-default,aiokafka,...]
+                                  [--bootstrap HOST:PORT]   # an existing broker (default: an embedded Tansu)
     python -m cProfile -o consume.prof bench/consume_bench.py --worker cykafka --bootstrap HOST:PORT --topic T ...
 
 The topic (--partitions partitions, keyed 10-byte keys, --value-bytes values, --codec) is written once per run by
@@ -34,7 +36,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 CALL_RECORDS = 10_000
-CLIENTS = ("cykafka", "cykafka-batch", "confluent", "confluent-default", "aiokafka", "kafka-python")
+CLIENTS = ("cykafka", "cykafka-batch", "java", "confluent", "confluent-default", "aiokafka", "kafka-python")
 SLOW = frozenset({"kafka-python"})  # read --slow-records only
 BASE = "confluent"  # ratios against confluent-kafka with its best setting
 # The one record of each client's settings, on top of bootstrap and "read from the earliest offset".
@@ -45,6 +47,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "confluent-default": {"check.crcs": True, "enable.auto.commit": False},
     "aiokafka": {"check_crcs": True, "enable_auto_commit": False},
     "kafka-python": {"check_crcs": True, "enable_auto_commit": False},
+    # KafkaConsumer: assign, seekToBeginning, max.poll.records (bench/java/JavaBench.java), its defaults otherwise
+    "java": {"check.crcs": True, "enable.auto.commit": False, "max.poll.records": CALL_RECORDS},
 }
 
 
@@ -223,16 +227,25 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_bytes:
         producer.flush()
 
 
-def measure(client: str, bootstrap: str, topic: str, partitions: int, records: int) -> dict[str, Any]:
+def measure(client: str, bootstrap: str, topic: str, partitions: int, records: int,
+            java_version: str | None = None) -> dict[str, Any]:
+    if client == "java":
+        import java_peer
+
+        command = java_peer.consumer_command(bootstrap, topic, partitions, records,
+                                             version=java_version or java_peer.VERSION)
+        result = run_worker(client, command, python=False)
+        result["settings"] = result.pop("config", SETTINGS["java"])
+        return result
     return run_worker(client, [os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap, "--topic",
                                topic, "--partitions", str(partitions), "--records", str(records)])
 
 
-def run_worker(client: str, arguments: list[str], timeout_s: int = 900) -> dict[str, Any]:
-    """A worker process (this Python, these arguments): the JSON of its last stdout line, or {"client", "error"}
-    when it failed."""
-    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=timeout_s,
-                          check=False)
+def run_worker(client: str, arguments: list[str], timeout_s: int = 900, python: bool = True) -> dict[str, Any]:
+    """A worker process (this Python and these arguments, or the command itself): the JSON of its last stdout line,
+    or {"client", "error"} when it failed."""
+    done = subprocess.run([sys.executable, *arguments] if python else arguments, capture_output=True, text=True,
+                          timeout=timeout_s, check=False)
     if done.returncode != 0:
         return {"client": client, "error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -240,17 +253,27 @@ def run_worker(client: str, arguments: list[str], timeout_s: int = 900) -> dict[
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    import contextlib
+
     from cykafka.broker import EmbeddedBroker
 
     clients = [c for c in args.clients.split(",") if c]
     runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
-    with EmbeddedBroker() as broker:
-        topic = f"consume-{args.codec}"
-        fill(broker.bootstrap_servers, topic, args.partitions, args.records, args.value_bytes, args.codec)
+    # an existing broker (bench/run.py --broker kafka: one node for the run, a fresh topic here), else Tansu
+    with contextlib.nullcontext(args.bootstrap) if args.bootstrap else EmbeddedBroker() as broker:
+        bootstrap = broker if isinstance(broker, str) else broker.bootstrap_servers
+        topic = f"consume-{args.codec}-{time.monotonic_ns()}"
+        fill(bootstrap, topic, args.partitions, args.records, args.value_bytes, args.codec)
         for _ in range(args.rounds):
             for client in clients:
                 count = args.slow_records if client in SLOW else args.records
-                runs[client].append(measure(client, broker.bootstrap_servers, topic, args.partitions, count))
+                runs[client].append(measure(client, bootstrap, topic, args.partitions, count,
+                                            getattr(args, "java_version", None)))
+        if args.bootstrap:
+            from cykafka import Admin
+
+            with Admin({"bootstrap.servers": bootstrap}) as admin:
+                admin.delete_topics([topic])[topic].result()
     return {"codec": args.codec, "records": args.records, "value_bytes": args.value_bytes,
             "partitions": args.partitions, "runs": runs}
 
@@ -266,16 +289,19 @@ def rates(result: dict[str, Any], client: str) -> tuple[float, float, float]:
 
 
 def table(result: dict[str, Any]) -> str:
-    base_rate, base_cpu, _ = rates(result, BASE) if BASE in result["runs"] else (float("nan"),) * 3
+    nan = (float("nan"),) * 3
+    base_rate, base_cpu, _ = rates(result, BASE) if BASE in result["runs"] else nan
+    java_rate, java_cpu, _ = rates(result, "java") if "java" in result["runs"] else nan
     lines = [f"### Consume, {result['value_bytes']} B values, {result['codec']}, {result['partitions']} partitions, "
              f"{result['records']:,} records", "",
-             "| client | records/s | vs confluent (tuned) | CPU µs/record | CPU vs confluent | peak RSS growth MiB |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| client | records/s | vs confluent (tuned) | vs Java | CPU µs/record | CPU vs confluent | CPU vs Java | "
+             "peak RSS growth MiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for client, runs in result["runs"].items():
         rate, cpu, rss = rates(result, client)
         errors = "; ".join(r["error"] for r in runs if "error" in r)
-        lines.append(f"| {client} | {rate:,.0f} | {rate / base_rate:.2f}x | {cpu:.2f} | {cpu / base_cpu:.2f}x | "
-                     f"{rss:.0f} |" + (f" errors: {errors}" if errors else ""))
+        lines.append(f"| {client} | {rate:,.0f} | {rate / base_rate:.2f}x | {rate / java_rate:.2f}x | {cpu:.2f} | "
+                     f"{cpu / base_cpu:.2f}x | {cpu / java_cpu:.2f}x | {rss:.0f} |"
+                     + (f" errors: {errors}" if errors else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -316,8 +342,10 @@ def dispatch(args: argparse.Namespace, worker: Callable[[argparse.Namespace], No
 
 
 def main() -> int:
-    return dispatch(bench_parser(__doc__, CLIENTS, 2_000_000, "records for kafka-python").parse_args(), worker, run,
-                    table)
+    parser = bench_parser(__doc__, CLIENTS, 2_000_000, "records for kafka-python")
+    parser.add_argument("--java-version", default=None, help="the Java client's kafka-clients version (default: "
+                        "bench/java_peer.py VERSION, the Apache Kafka broker's)")
+    return dispatch(parser.parse_args(), worker, run, table)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""The whole performance comparison in one command: cykafka (send and send_batch), confluent-kafka, aiokafka and
-kafka-python on the embedded broker (Tansu), every scenario of docs/performance.md, interleaved rounds, medians and
-ratios against confluent-kafka; writes bench/results/results.md (the tables and the targets) and results.png.
+"""The whole performance comparison in one command: cykafka (send and send_batch), Kafka's Java clients,
+confluent-kafka, aiokafka and kafka-python on the embedded broker (Tansu) and/or Apache Kafka (one KRaft node), every
+scenario of docs/performance.md, interleaved rounds, medians and ratios against confluent-kafka and the Java
+clients; writes bench/results/results.md (the tables and the targets) and results.png.
 
-    python bench/run.py [--rounds R] [--quick] [--only SCENARIO,...] [--profile] [--out DIR]
+    python bench/run.py [--broker tansu|kafka|both] [--rounds R] [--quick] [--only SCENARIO,...] [--profile]
+                        [--out DIR]
+    python bench/run.py --only java --broker both   # the Java comparison (issue 29) on both brokers
     python -m cProfile -o run.prof bench/run.py --quick
 
 Scenarios (same payloads, same batching config for every client: linger.ms 5, batch.size 16384; the same guarantee:
@@ -19,11 +22,20 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
   async                             bench/async_bench.py: cykafka.aio's AsyncProducer and AsyncConsumer against
                                     aiokafka's, lz4, and the event-loop lag while producing.
   group                             bench/group_bench.py: group join time (subscribe to first assignment) of cykafka
-                                    and confluent-kafka against Tansu's join hold (session.timeout.ms / 2).
-Each client runs in its own process (bench/e2e_bench.py's workers). Every (scenario, round) gets a fresh broker
-(Tansu's memory storage keeps every record). Ratios are the median of the per-round ratios (each round measures
-the clients back to back on one broker). runs.json keeps every worker's raw result. --profile runs the cykafka
-workers under cProfile and writes bench/results/profile/<scenario>-<client>.prof and a .txt summary of each.
+                                    and confluent-kafka against Tansu's join hold (session.timeout.ms / 2);
+  java                              the comparison with Kafka's Java clients (bench/java/JavaBench.java, compiled
+                                    against the broker version's kafka-clients): the produce scenarios 100B-none,
+                                    100B-lz4, 1KiB, 1KiB-lz4 and latency, and consume (lz4, none), with cykafka,
+                                    the Java client and confluent-kafka; Kafka's own ProducerPerformance and
+                                    ConsumerPerformance once as a cross-check; the goals of issue 29.
+Brokers (--broker): tansu (default) gets a fresh broker for every (scenario, round) (its memory storage keeps every
+record); kafka is one Apache Kafka node (tests/apache_kafka.py, NEWEST) for the whole run, a fresh topic per worker,
+deleted after it (the overload scenario gets its own node per round, advertising the throttling proxy); both runs
+the whole selection on Tansu, then on Kafka, one report section each. async and group run on Tansu only.
+Each client runs in its own process (bench/e2e_bench.py's workers; the Java client in its own JVM). Ratios are the
+median of the per-round ratios (each round measures the clients back to back on one broker). runs.json keeps every
+worker's raw result. --profile runs the cykafka workers under cProfile and writes
+bench/results/profile/<broker>-<scenario>-<client>.prof and a .txt summary of each.
 """
 
 from __future__ import annotations
@@ -39,6 +51,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,14 +60,17 @@ import async_bench
 import consume_bench
 import e2e_bench as e2e
 import group_bench
+import java_peer
 from throttle import ThrottleProxy
 
 from cykafka.broker import EmbeddedBroker, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MiB = 2**20
-ALL_CLIENTS = ["cykafka", "cykafka-batch", "confluent", "aiokafka", "kafka-python"]
+ALL_CLIENTS = ["cykafka", "cykafka-batch", "java", "confluent", "aiokafka", "kafka-python"]
+JAVA_CLIENTS = ["cykafka", "cykafka-batch", "java", "confluent"]  # --only java: the clients it compares
 BASE = "confluent"
+JAVA = "java"  # the second base: Kafka's Java clients (issue 29's goals are ratios against it)
 BUSY_US = 50  # latency-busy: the caller's pure-Python work after each send: half of the 100 µs between sends
 
 # What each client's constructor gets in every scenario, in its own spelling, on top of the scenario's batching
@@ -70,16 +87,28 @@ PEER_SETTINGS: dict[str, dict[str, Any]] = {
                   "partitioner": "murmur2_random"},
     "aiokafka": {"acks": "all", "enable_idempotence": True},
     "kafka-python": {"acks": "all", "enable_idempotence": True},  # kafka-python >= 2.2 (see missing_idempotence)
+    # KafkaProducer's own defaults otherwise (max.in.flight 5, its partitioner: murmur2 for keys), as Kafka ships it
+    "java": {"acks": "all", "enable.idempotence": True},
 }
 DISTRIBUTIONS = {"cykafka": "cykafka", "cykafka-batch": "cykafka", "confluent": "confluent-kafka",
                  "aiokafka": "aiokafka", "kafka-python": "kafka-python"}
 
 
 def installed_version(client: str) -> str:
+    if client == JAVA:
+        return (f"kafka-clients {java_peer.VERSION} ({java_peer.apache_kafka.OLDEST} on Tansu), Maven Central; "
+                f"Java {java_version()}")
     try:
         return importlib.metadata.version(DISTRIBUTIONS[client])
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
+
+
+def java_version() -> str:
+    done = subprocess.run([java_peer.apache_kafka.java_binary(), "-version"], capture_output=True, text=True,
+                          check=False)
+    found = re.search(r'version "([^"]+)"', done.stderr)
+    return found[1] if found else "?"
 
 
 def missing_idempotence(client: str) -> str | None:
@@ -129,11 +158,18 @@ class Scenario:
     buffer_memory: int = 32 * MiB
     runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def command(self, client: str, bootstrap: str, profile_path: str | None) -> list[str]:
-        return e2e.worker_command(client, bootstrap, self.slow_records if client in e2e.SLOW else self.records,
-                                  value_bytes=self.value_bytes, codec=self.codec, mode=self.mode,
-                                  busy_us=self.busy_us, buffer_memory=self.buffer_memory,
-                                  settings=peer_settings(client), profile_path=profile_path)
+    def command(self, client: str, bootstrap: str, profile_path: str | None, topic: str | None = None,
+                java_version: str = java_peer.VERSION) -> list[str]:
+        records = self.slow_records if client in e2e.SLOW else self.records
+        if client == JAVA:
+            command = java_peer.producer_command(bootstrap, records, value_bytes=self.value_bytes, codec=self.codec,
+                                                 mode=self.mode, buffer_memory=self.buffer_memory,
+                                                 settings=peer_settings(client), version=java_version)
+        else:
+            command = e2e.worker_command(client, bootstrap, records, value_bytes=self.value_bytes, codec=self.codec,
+                                         mode=self.mode, busy_us=self.busy_us, buffer_memory=self.buffer_memory,
+                                         settings=peer_settings(client), profile_path=profile_path)
+        return command + (["--topic", topic] if topic else [])
 
 
 def scenarios(scale: float) -> list[Scenario]:
@@ -143,10 +179,13 @@ def scenarios(scale: float) -> list[Scenario]:
     return [
         Scenario("100B-none", "100-byte values, no compression", ALL_CLIENTS, n(2_000_000), n(50_000)),
         Scenario("100B-lz4", "100-byte values, lz4", ALL_CLIENTS, n(2_000_000), n(50_000), codec="lz4"),
-        Scenario("1KiB", "1 KiB values, no compression", ALL_CLIENTS, n(100_000), n(20_000), value_bytes=1024),
+        Scenario("1KiB", "1 KiB values, no compression", ALL_CLIENTS, n(300_000), n(20_000), value_bytes=1024),
+        Scenario("1KiB-lz4", "1 KiB values, lz4", JAVA_CLIENTS, n(300_000), n(20_000), value_bytes=1024,
+                 codec="lz4"),
         Scenario("10KiB", "10 KiB values, no compression", ALL_CLIENTS, n(20_000), n(5_000), value_bytes=10240),
         Scenario("latency", "10,000 records/s, linger.ms 0",
-                 ["cykafka", "confluent", "aiokafka", "kafka-python"], n(30_000), n(30_000), mode="latency"),
+                 ["cykafka", "java", "confluent", "aiokafka", "kafka-python"], n(30_000), n(30_000),
+                 mode="latency"),
         Scenario("latency-busy", f"10,000 records/s, linger.ms 0, the caller busy {BUSY_US} µs in Python after "
                  "each send", ["cykafka", "confluent", "aiokafka"], n(30_000), n(30_000), mode="latency",
                  busy_us=BUSY_US),
@@ -156,37 +195,164 @@ def scenarios(scale: float) -> list[Scenario]:
     ]
 
 
-def run_round(scenario: Scenario, round_no: int, profile_dir: str | None) -> None:
-    """One round: a fresh broker (behind the proxy for overload), every client once; the order rotates by round
-    (a broker holding more records answers a little slower: no client is always first)."""
-    proxy: ThrottleProxy | None = None
-    if scenario.throttle_bytes_per_s:
-        broker_port = free_port()
-        proxy = ThrottleProxy(broker_port, scenario.throttle_bytes_per_s).start()
-        broker = EmbeddedBroker(broker_port, advertised_port=proxy.port).start()
-        bootstrap = f"127.0.0.1:{proxy.port}"
-    else:
-        broker = EmbeddedBroker().start()
-        bootstrap = broker.bootstrap_servers
-    try:
+@dataclass
+class Broker:
+    """What a round runs against: the clients' bootstrap, the broker's pid (its CPU is read from /proc) and how to
+    drop a topic once its worker is done (a no-op where the broker is thrown away after the round)."""
+    bootstrap_servers: str
+    pid: int | None
+    drop: Callable[[str], None] = lambda _topic: None
+
+
+class Site:
+    """A kind of broker for the whole run: `round(throttle)` gives the broker for one (scenario, round)."""
+    name = ""
+    title = ""
+    java_version = java_peer.VERSION  # the Java client's kafka-clients: the Apache Kafka broker's version
+    java_note = ""
+
+    @contextmanager
+    def round(self, throttle_bytes_per_s: float) -> Iterator[Broker]:
+        raise NotImplementedError
+        yield
+
+    def shared_bootstrap(self) -> tuple[str, Callable[[], None]]:
+        """A broker for the neighbour scripts (consume): its bootstrap and what stops it."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class TansuSite(Site):
+    """Tansu (embedded, memory storage): a fresh broker for every (scenario, round), behind the proxy for overload."""
+    name = "tansu"
+    title = "Tansu (embedded, memory storage)"
+    # kafka-clients 4.4 sends ApiVersions v5 (naming the cluster and node) once it knows the cluster, and Tansu drops
+    # that connection: its producer never gets past its first batch. 4.0.2 (tests/apache_kafka.py OLDEST) asks v4.
+    java_version = java_peer.apache_kafka.OLDEST
+    java_note = (f"on Tansu the Java client is kafka-clients {java_peer.apache_kafka.OLDEST}: Tansu drops the "
+                 f"connection on {java_peer.VERSION}'s ApiVersions v5 (sent once the cluster id is known)")
+
+    @contextmanager
+    def round(self, throttle_bytes_per_s: float) -> Iterator[Broker]:
+        proxy: ThrottleProxy | None = None
+        if throttle_bytes_per_s:
+            broker_port = free_port()
+            proxy = ThrottleProxy(broker_port, throttle_bytes_per_s).start()
+            broker = EmbeddedBroker(broker_port, advertised_port=proxy.port).start()
+            bootstrap = f"127.0.0.1:{proxy.port}"
+        else:
+            broker = EmbeddedBroker().start()
+            bootstrap = broker.bootstrap_servers
+        try:
+            yield Broker(bootstrap, broker.pid)
+        finally:
+            broker.stop()
+            if proxy is not None:
+                proxy.stop()
+
+    def shared_bootstrap(self) -> tuple[str, Callable[[], None]]:
+        return "", lambda: None  # the neighbour script starts its own embedded broker
+
+
+class KafkaSite(Site):
+    """Apache Kafka (tests/apache_kafka.py): one KRaft node for the whole run (a start takes seconds and warms its
+    JVM), a fresh topic per worker, deleted after it; overload gets a node of its own per round whose advertised
+    listener is the throttling proxy."""
+    name = "kafka"
+    title = (f"Apache Kafka {java_peer.VERSION} (one KRaft node, broker+controller, 1 GiB heap, on-disk log, a fresh "
+             "topic per worker)")
+
+    def __init__(self) -> None:
+        self.cluster: Any = None
+
+    def _shared(self) -> Any:
+        if self.cluster is None:
+            self.cluster = java_peer.apache_kafka.KafkaCluster(1).start()
+            warm_up(self.cluster)
+        return self.cluster
+
+    @contextmanager
+    def round(self, throttle_bytes_per_s: float) -> Iterator[Broker]:
+        if not throttle_bytes_per_s:
+            cluster = self._shared()
+            yield Broker(cluster.bootstrap_servers, cluster.pid, lambda topic: delete_topic(cluster, topic))
+            return
+        cluster = java_peer.apache_kafka.KafkaCluster(1)
+        proxy = ThrottleProxy(cluster.port, throttle_bytes_per_s).start()
+        cluster.broker_config["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
+        try:
+            cluster.start()
+            yield Broker(f"127.0.0.1:{proxy.port}", cluster.pid)
+        finally:
+            cluster.stop()
+            proxy.stop()
+
+    def shared_bootstrap(self) -> tuple[str, Callable[[], None]]:
+        return self._shared().bootstrap_servers, lambda: None
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+
+def warm_up(cluster: Any, records: int = 400_000) -> None:
+    """A new broker's JVM interprets its request paths until the JIT has compiled them: the first client measured
+    would pay for that. Before any clock: records through a producer and a consumer (lz4 and none), then the topics
+    are dropped."""
+    for codec in ("lz4", "none"):
+        topic = f"warm-up-{codec}-{time.monotonic_ns()}"
+        consume_bench.fill(cluster.bootstrap_servers, topic, 4, records, 100, codec)
+        from cykafka import Consumer, TopicPartition
+
+        with Consumer({"bootstrap.servers": cluster.bootstrap_servers, "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([TopicPartition(topic, p) for p in range(4)])
+            seen = 0
+            while seen < records:
+                seen += consumer.poll_batch(1.0, max_records=10_000).num_rows
+        delete_topic(cluster, topic)
+
+
+def delete_topic(cluster: Any, topic: str) -> None:
+    """Drops a finished worker's topic (the log on disk and in the page cache stays bounded over a long run)."""
+    from cykafka import Admin
+
+    with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        for future in admin.delete_topics([topic]).values():
+            try:
+                future.result()
+            except Exception as e:  # a worker that failed early may have made no topic
+                print(f"  (topic {topic} not deleted: {e})", file=sys.stderr)
+
+
+SITES: dict[str, Callable[[], Site]] = {"tansu": TansuSite, "kafka": KafkaSite}
+
+
+def run_round(scenario: Scenario, round_no: int, profile_dir: str | None, site: Site) -> None:
+    """One round: the site's broker for it (a fresh one on Tansu, behind the proxy for overload), every client once;
+    the order rotates by round (a broker holding more records answers a little slower: no client is always
+    first)."""
+    with site.round(scenario.throttle_bytes_per_s) as broker:
         shift = round_no % len(scenario.clients)
         for client in scenario.clients[shift:] + scenario.clients[:shift]:
             profile_path = None
             if profile_dir is not None and client.startswith("cykafka"):
-                profile_path = os.path.join(profile_dir, f"{scenario.name}-{client}.prof")
+                profile_path = os.path.join(profile_dir, f"{site.name}-{scenario.name}-{client}.prof")
+            topic = f"bench-{scenario.name}-{client}-{round_no}-{time.monotonic_ns()}"
             broker_cpu_before_s = process_cpu_s(broker.pid)
-            result = e2e.measure(scenario.command(client, bootstrap, profile_path))
+            result = e2e.measure(scenario.command(client, broker.bootstrap_servers, profile_path, topic,
+                                                  site.java_version))
             # the broker's CPU during the worker's whole run (its start-up and warm-up record included)
             result["broker_cpu_s"] = process_cpu_s(broker.pid) - broker_cpu_before_s
+            broker.drop(topic)
             scenario.runs.setdefault(client, []).append(result)
-            print(f"  {scenario.name} {client}: {summary(scenario, result)}", file=sys.stderr, flush=True)
+            print(f"  {site.name} {scenario.name} {client}: {summary(scenario, result)}", file=sys.stderr,
+                  flush=True)
             if profile_path is not None:
                 with open(profile_path[:-5] + ".txt", "w") as out:
                     pstats.Stats(profile_path, stream=out).sort_stats("tottime").print_stats(40)
-    finally:
-        broker.stop()
-        if proxy is not None:
-            proxy.stop()
 
 
 def process_cpu_s(pid: int | None) -> float:
@@ -216,6 +382,10 @@ def median(scenario: Scenario, client: str, key: str) -> float:
 def value_of(r: dict[str, Any], key: str) -> float:
     if key == "rate":
         return float(r["records"] / r["elapsed_s"])
+    if key == "steady_rate":  # the Java client without its JIT warm-up: the last 90% of its records (others: rate)
+        if "first_tenth_s" not in r:
+            return float(r["records"] / r["elapsed_s"])
+        return steady_rate(r)
     if key == "cpu_us":
         return float(r["cpu_s"] / r["records"] * 1e6)
     if key == "broker_cpu_us":
@@ -223,18 +393,25 @@ def value_of(r: dict[str, Any], key: str) -> float:
     return float(r[key])
 
 
-def paired(scenario: Scenario, client: str, key: str) -> float:
-    """Median over rounds of client / confluent-kafka measured in the same round (on the same broker, minutes
-    apart): the ratio the targets are about, steadier than a ratio of medians on a noisy machine."""
-    mine, theirs = scenario.runs.get(client, []), scenario.runs.get(BASE, [])
+def steady_rate(r: dict[str, Any]) -> float:
+    """A Java run's records/s over the last 90% of its records (after the first tenth, the JIT's warm-up)."""
+    return float(0.9 * r["records"] / (r["elapsed_s"] - r["first_tenth_s"]))
+
+
+def paired(scenario: Scenario, client: str, key: str, base: str = BASE) -> float:
+    """Median over rounds of client / base (confluent-kafka, or the Java client) measured in the same round (on the
+    same broker, minutes apart): the ratio the targets are about, steadier than a ratio of medians on a noisy
+    machine."""
+    mine, theirs = scenario.runs.get(client, []), scenario.runs.get(base, [])
     ratios = [value_of(a, key) / value_of(b, key) for a, b in zip(mine, theirs, strict=False) if value_of(b, key)]
     return statistics.median(ratios) if ratios else math.nan
 
 
-def _run_json(script: str, records: int, slow_records: int, rounds: int, codec: str, timeout_s: int) -> Any:
+def _run_json(script: str, records: int, slow_records: int, rounds: int, codec: str, timeout_s: int,
+              *extra: str) -> Any:
     """Runs a neighbour bench script with --json; its last stdout line, parsed."""
     command = [sys.executable, os.path.join(HERE, script), "--records", str(records), "--slow-records",
-               str(slow_records), "--rounds", str(rounds), "--codec", codec, "--json"]
+               str(slow_records), "--rounds", str(rounds), "--codec", codec, "--json", *extra]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=timeout_s)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -249,9 +426,24 @@ def run_async(records: int, rounds: int, codec: str) -> dict[str, Any]:
     return result
 
 
-def run_consume(records: int, rounds: int, codec: str) -> dict[str, Any]:
-    result: dict[str, Any] = _run_json("consume_bench.py", records, max(1000, records // 10), rounds, codec, 3600)
+def run_consume(records: int, rounds: int, codec: str, bootstrap: str = "", clients: list[str] | None = None,
+                java_version: str = java_peer.VERSION) -> dict[str, Any]:
+    """consume_bench.py: on its own embedded broker, or on `bootstrap` (a fresh topic there)."""
+    extra = (["--bootstrap", bootstrap] if bootstrap else []) + (["--clients", ",".join(clients)] if clients else [])
+    extra += ["--java-version", java_version]
+    result: dict[str, Any] = _run_json("consume_bench.py", records, max(1000, records // 10), rounds, codec, 3600,
+                                       *extra)
     return result
+
+
+def run_crosscheck(bootstrap: str, records: int, version: str) -> dict[str, Any]:
+    """Kafka's own ProducerPerformance (100-byte records, lz4, the bench's batching and guarantee) and
+    ConsumerPerformance (reading them back), once: the Java figures seen through Kafka's own tools."""
+    topic = f"perf-tools-{time.monotonic_ns()}"
+    settings = {**PEER_SETTINGS[JAVA], "linger.ms": e2e.LINGER_MS, "batch.size": e2e.BATCH_SIZE}
+    produced = java_peer.producer_performance(bootstrap, topic, records, 100, "lz4", settings, version)
+    consumed = java_peer.consumer_performance(bootstrap, topic, records, version)
+    return {"records": records, "producer": produced, "consumer": consumed, "settings": settings, "version": version}
 
 
 def run_group(rounds: int) -> dict[str, Any]:
@@ -274,7 +466,7 @@ def consume_targets(results: list[dict[str, Any]]) -> str:
              "|---|---:|---:|---|"]
     for client, codec, min_rate, max_cpu in CONSUME_TARGETS:
         for result in results:
-            if result["codec"] != codec or client not in result["runs"]:
+            if result["codec"] != codec or client not in result["runs"] or consume_bench.BASE not in result["runs"]:
                 continue
             rate, cpu, _ = consume_bench.rates(result, client)
             base_rate, base_cpu, _ = consume_bench.rates(result, consume_bench.BASE)
@@ -282,6 +474,109 @@ def consume_targets(results: list[dict[str, Any]]) -> str:
             lines.append(f"| {client}, {codec} | {r:.2f}x (>= {min_rate}x) | {c:.2f}x (<= {max_cpu}x) | "
                          f"{'yes' if r >= min_rate and c <= max_cpu else 'NO'} |")
     return "\n".join(lines) + "\n\n"
+
+
+# Issue 29's goals against Kafka's Java clients: (what, records/s at least, client CPU per record at most or None)
+JAVA_PRODUCE_GOALS = [("cykafka-batch", 1.0, 1.0), ("cykafka", 0.5, None)]
+JAVA_CONSUME_GOALS = [("cykafka-batch", 1.0, 1.0), ("cykafka", 0.5, None)]
+JAVA_NAMES = {"cykafka-batch": "send_batch", "cykafka": "send()"}
+JAVA_CONSUME_NAMES = {"cykafka-batch": "poll_batch", "cykafka": "poll()"}
+
+
+def consume_paired(result: dict[str, Any], client: str, base: str, key: str) -> float:
+    """consume_bench's runs, round by round (the clients of a round read the same topic back to back): the median
+    of client / base per round."""
+    def value(r: dict[str, Any]) -> float:
+        if "error" in r or not r["records"]:
+            return math.nan
+        if key == "steady_rate" and "first_tenth_s" in r:
+            return steady_rate(r)
+        return float(r["records"] / r["elapsed_s"] if key in ("rate", "steady_rate") else r["cpu_s"] / r["records"]
+                     * 1e6)
+
+    pairs = [ratio(value(a), value(b)) for a, b in zip(result["runs"].get(client, []), result["runs"].get(base, []),
+                                                       strict=False)]
+    pairs = [p for p in pairs if not math.isnan(p)]
+    return statistics.median(pairs) if pairs else math.nan
+
+
+def java_targets(all_scenarios: list[Scenario], consume: list[dict[str, Any]]) -> str:
+    """The goals of issue 29, each a median of per-round ratios against the Java client on this broker."""
+    rows: list[str] = []
+
+    def row(label: str, value: float, goal: float, at_most: bool) -> None:
+        met = "n/a" if math.isnan(value) else "yes" if (value <= goal if at_most else value >= goal) else "NO"
+        rows.append(f"| {label} | {value:.2f}x ({'<=' if at_most else '>='} {goal}x) | {met} |")
+
+    for s in all_scenarios:
+        if s.mode != "throughput" or JAVA not in s.runs:
+            continue
+        for client, min_rate, max_cpu in JAVA_PRODUCE_GOALS:
+            if client in s.runs:
+                row(f"{JAVA_NAMES[client]} records/s vs Java, {s.name}", paired(s, client, "rate", JAVA), min_rate,
+                    False)
+                row(f"{JAVA_NAMES[client]} records/s vs Java's steady rate (its warm-up left out), {s.name}",
+                    paired(s, client, "steady_rate", JAVA), min_rate, False)
+                if max_cpu is not None:
+                    row(f"{JAVA_NAMES[client]} client CPU/record vs Java, {s.name}", paired(s, client, "cpu_us", JAVA),
+                        max_cpu, True)
+    for result in consume:
+        if JAVA not in result["runs"]:
+            continue
+        for client, min_rate, max_cpu in JAVA_CONSUME_GOALS:
+            if client in result["runs"]:
+                name = f"{JAVA_CONSUME_NAMES[client]}, {result['codec']}"
+                row(f"{name} records/s vs Java", consume_paired(result, client, JAVA, "rate"), min_rate, False)
+                row(f"{name} records/s vs Java's steady rate (its warm-up left out)",
+                    consume_paired(result, client, JAVA, "steady_rate"), min_rate, False)
+                if max_cpu is not None:
+                    row(f"{name} client CPU/record vs Java", consume_paired(result, client, JAVA, "cpu"), max_cpu,
+                        True)
+    if not rows:
+        return ""
+    return "\n".join(["### Goals against Kafka's Java clients (issue 29)", "", "| goal | measured | met |",
+                      "|---|---|---|", *rows]) + "\n\n"
+
+
+def java_warmup(all_scenarios: list[Scenario], consume: list[dict[str, Any]]) -> str:
+    """The Java client's JVM warm-up, apart: start-up outside the clock, and inside it the first tenth's excess over
+    the steady rate of the other 90%."""
+    lines = ["### The Java client's JVM warm-up (medians; start-up is outside the clock, the first tenth inside it)",
+             "", "| run | JVM start to ready s | its CPU s | timed run s | first 10% of records s | "
+             "beyond the steady rate s | share of the timed run | records/s | steady records/s (last 90%) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    runs = [(s.name, s.runs[JAVA]) for s in all_scenarios if s.mode == "throughput" and JAVA in s.runs]
+    runs += [(f"consume {r['codec']}", [x for x in r["runs"][JAVA] if "error" not in x]) for r in consume
+             if JAVA in r["runs"]]
+    for name, results in runs:
+        if not results or "warmup_s" not in results[0]:
+            continue
+
+        def med(key: str, results: list[dict[str, Any]] = results) -> float:
+            return statistics.median(float(r[key]) for r in results)
+
+        lines.append(f"| {name} | {med('startup_s'):.2f} | {med('startup_cpu_s'):.2f} | {med('elapsed_s'):.2f} | "
+                     f"{med('first_tenth_s'):.2f} | {med('warmup_s'):.2f} | "
+                     f"{statistics.median(r['warmup_s'] / r['elapsed_s'] for r in results):.0%} | "
+                     f"{statistics.median(r['records'] / r['elapsed_s'] for r in results):,.0f} | "
+                     f"{statistics.median(steady_rate(r) for r in results):,.0f} |")
+    return "\n".join(lines) + "\n\n" if len(lines) > 4 else ""
+
+
+def crosscheck_table(check: dict[str, Any] | None, java_rate: float, java_consume_rate: float) -> str:
+    if not check:
+        return ""
+    p, c = check["producer"], check["consumer"]
+    return "\n".join([
+        f"### Cross-check: Kafka's own perf tools (kafka-tools {check['version']}), {check['records']:,} records of "
+        "100 B, lz4, once", "",
+        "| tool | records/s | the bench's Java worker (median) | notes |", "|---|---:|---:|---|",
+        f"| ProducerPerformance | {p['records_per_s']:,.0f} | {java_rate:,.0f} | unkeyed random values, "
+        f"{', '.join(f'{k}={v}' for k, v in check['settings'].items())}; its clock starts at the first send (JVM "
+        f"warm-up inside); p50 {p['p50_ms']:.0f} ms, p99 {p['p99_ms']:.0f} ms |",
+        f"| ConsumerPerformance | {c['records_per_s']:,.0f} (fetch only: {c['fetch_records_per_s']:,.0f}) | "
+        f"{java_consume_rate:,.0f} | a group subscription (its join in the first figure), check.crcs=true |",
+    ]) + "\n\n"
 
 
 # -- report ----------------------------------------------------------------------------------------------------------
@@ -296,29 +591,31 @@ def tables(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]], r
     throughput = [s for s in all_scenarios if s.mode == "throughput" and s.runs]
     if throughput:
         lines += [f"### Throughput (medians of {rounds} interleaved rounds; ratios: median of the per-round ratios "
-                  f"against {BASE})", "",
-                  "| scenario | client | records | records/s | vs confluent | client CPU µs/record | CPU vs confluent "
-                  "| broker CPU µs/record | errors |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  f"against {BASE} and against the Java client)", "",
+                  "| scenario | client | records | records/s | vs confluent | vs Java | client CPU µs/record | "
+                  "CPU vs confluent | CPU vs Java | broker CPU µs/record | errors |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for s in throughput:
             for c in s.clients:
                 if c not in s.runs:
                     continue
                 rate, cpu = median(s, c, "rate"), median(s, c, "cpu_us")
                 lines.append(f"| {s.name} | {c} | {s.runs[c][0]['records']:,} | {rate:,.0f} | "
-                             f"{paired(s, c, 'rate'):.2f}x | {cpu:.2f} | "
-                             f"{paired(s, c, 'cpu_us'):.2f}x | {median(s, c, 'broker_cpu_us'):.2f} | "
-                             f"{sum(r['errors'] for r in s.runs[c])} |")
+                             f"{paired(s, c, 'rate'):.2f}x | {paired(s, c, 'rate', JAVA):.2f}x | {cpu:.2f} | "
+                             f"{paired(s, c, 'cpu_us'):.2f}x | {paired(s, c, 'cpu_us', JAVA):.2f}x | "
+                             f"{median(s, c, 'broker_cpu_us'):.2f} | {sum(r['errors'] for r in s.runs[c])} |")
         lines.append("")
     for s in all_scenarios:
         if s.mode == "latency" and s.runs:
             lines += [f"### Latency (send->ack): {s.title}", "",
-                      "| client | records | p50 ms | p99 ms | p50 vs confluent | p99 vs confluent | errors |",
-                      "|---|---:|---:|---:|---:|---:|---:|"]
+                      "| client | records | p50 ms | p99 ms | p50 vs confluent | p99 vs confluent | p50 vs Java | "
+                      "p99 vs Java | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for c in s.clients:
                 if c in s.runs:
                     p50, p99 = median(s, c, "p50_ms"), median(s, c, "p99_ms")
                     lines.append(f"| {c} | {s.runs[c][0]['records']:,} | {p50:.2f} | {p99:.2f} | "
                                  f"{paired(s, c, 'p50_ms'):.3f}x | {paired(s, c, 'p99_ms'):.3f}x | "
+                                 f"{paired(s, c, 'p50_ms', JAVA):.3f}x | {paired(s, c, 'p99_ms', JAVA):.3f}x | "
                                  f"{sum(r['errors'] for r in s.runs[c])} |")
             lines.append("")
         if s.mode == "overload" and s.runs:
@@ -355,7 +652,9 @@ def settings_table(clients: list[str]) -> str:
     for client in clients:
         settings = ", ".join(f"{key}={value if isinstance(value, str) else json.dumps(value)}"
                              for key, value in peer_settings(client).items())
-        lines.append(f"| {client} | {installed_version(client)} | {settings} | {missing_idempotence(client) or ''} |")
+        note = missing_idempotence(client) or ("its own JVM (java " + java_peer.HEAP + ", G1); KafkaProducer's and "
+                                               "KafkaConsumer's defaults otherwise" if client == JAVA else "")
+        lines.append(f"| {client} | {installed_version(client)} | {settings} | {note} |")
     return "\n".join(lines) + "\n"
 
 
@@ -397,13 +696,15 @@ def targets(all_scenarios: list[Scenario], encode: dict[str, dict[str, float]]) 
         r = ratio(rates.get("cykafka RecordBatchBuilder", math.nan),
                   rates.get("aiokafka DefaultRecordBatchBuilder (Cython)", math.nan))
         check(f"encode-only vs aiokafka's Cython builder, {codec}", r, ">= 2x", r >= 2)
+    if not rows:
+        return ""
     lines = ["### Targets", "", "| target | measured | met |", "|---|---|---|"]
     for label, value, met in rows:
         lines.append(f"| {label} | {value} | {'n/a' if met is None else 'yes' if met else 'NO'} |")
     return "\n".join(lines) + "\n"
 
 
-def plot(all_scenarios: list[Scenario], path: str) -> None:
+def plot(all_scenarios: list[Scenario], path: str, broker_title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -438,19 +739,42 @@ def plot(all_scenarios: list[Scenario], path: str) -> None:
         ax.set_title(f"send->ack latency, 10k records/s, linger.ms 0 (busy: {BUSY_US} µs of Python per send)",
                      fontsize=10)
         ax.legend(fontsize=8)
-    fig.suptitle(f"cykafka vs peers on Tansu, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", fontsize=11)
+    fig.suptitle(f"cykafka vs peers on {broker_title.split(' (')[0]}, {os.cpu_count()} CPUs, Python "
+                 f"{sys.version.split()[0]}", fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+JAVA_SCENARIOS = ("100B-none", "100B-lz4", "1KiB", "1KiB-lz4", "latency")  # --only java: these, JAVA_CLIENTS
+
+
+def selected(only: set[str], scale: float) -> list[Scenario]:
+    """The scenarios --only names (every one without it); 'java' adds JAVA_SCENARIOS with JAVA_CLIENTS."""
+    chosen = []
+    for s in scenarios(scale):
+        if not only or s.name in only:
+            chosen.append(s)
+        elif "java" in only and s.name in JAVA_SCENARIOS:
+            s.clients = [c for c in s.clients if c in JAVA_CLIENTS]
+            chosen.append(s)
+    return chosen
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", choices=["tansu", "kafka", "both"], default="tansu",
+                        help="Tansu (embedded), Apache Kafka (one KRaft node) or both, one after the other")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
     parser.add_argument("--only", default="",
-                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async', 'group')")
+                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async', 'group', 'java')")
     parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -461,39 +785,76 @@ def main() -> int:
     profile_dir = os.path.join(args.out, "profile") if args.profile else None
     if profile_dir is not None:
         os.makedirs(profile_dir, exist_ok=True)
-    chosen = [s for s in scenarios(scale) if not only or s.name in only]
     started = time.monotonic()
-    for round_no in range(rounds):
-        for scenario in chosen:
-            print(f"round {round_no + 1}/{rounds}: {scenario.name}", file=sys.stderr, flush=True)
-            run_round(scenario, round_no, profile_dir)
+    load_at_start = load()
+    sections: list[str] = []
+    raw: dict[str, Any] = {"brokers": {}}
+    all_clients: list[str] = []
+    for broker_name in (["tansu", "kafka"] if args.broker == "both" else [args.broker]):
+        site = SITES[broker_name]()
+        chosen = selected(only, scale)
+        consume: list[dict[str, Any]] = []
+        crosscheck: dict[str, Any] | None = None
+        began, load_before = time.monotonic(), load()
+        try:
+            for round_no in range(rounds):
+                for scenario in chosen:
+                    print(f"{site.name} round {round_no + 1}/{rounds}: {scenario.name}", file=sys.stderr, flush=True)
+                    run_round(scenario, round_no, profile_dir, site)
+            if not only or "consume" in only or "java" in only:
+                bootstrap, _ = site.shared_bootstrap()
+                clients = None if not only or "consume" in only else JAVA_CLIENTS
+                for codec in ("lz4", "none"):
+                    print(f"{site.name}: consume {codec}", file=sys.stderr, flush=True)
+                    consume.append(run_consume(max(20_000, int(2_000_000 * scale)), rounds, codec, bootstrap,
+                                               clients, site.java_version))
+            if not only or "java" in only:
+                print(f"{site.name}: Kafka's perf tools", file=sys.stderr, flush=True)
+                with site.round(0) as broker:
+                    crosscheck = run_crosscheck(broker.bootstrap_servers, max(20_000, int(2_000_000 * scale)),
+                                                site.java_version)
+        finally:
+            site.close()
+        java_rate = next((median(s, JAVA, "rate") for s in chosen if s.name == "100B-lz4" and JAVA in s.runs),
+                         math.nan)
+        java_consume = next((consume_bench.rates(r, JAVA)[0] for r in consume if r["codec"] == "lz4"
+                             and JAVA in r["runs"]), math.nan)
+        sections.append(
+            f"## On {site.title}\n\n{time.monotonic() - began:.0f} s; {load_before} at the start, {load()} at the end "
+            f"(2 cores: a load above ~2 means other work shared the machine). The Java client: kafka-clients "
+            f"{site.java_version}{'; ' + site.java_note if site.java_note else ''}.\n\n"
+            + targets(chosen, {}) + "\n" + consume_targets(consume) + java_targets(chosen, consume)
+            + tables(chosen, {}, rounds) + "".join("\n" + consume_bench.table(r) for r in consume) + "\n"
+            + java_warmup(chosen, consume) + crosscheck_table(crosscheck, java_rate, java_consume))
+        raw["brokers"][site.name] = {"scenarios": {s.name: s.runs for s in chosen}, "consume": consume,
+                                     "crosscheck": crosscheck}
+        all_clients += [c for c in ALL_CLIENTS if any(c in s.clients for s in chosen) and c not in all_clients]
+        if any(s.runs for s in chosen if s.mode == "throughput"):
+            plot(chosen, os.path.join(args.out, "results.png" if site.name == "tansu" else f"results-{site.name}.png"),
+                 site.title)
     encode: dict[str, dict[str, float]] = {}
     if not only or "encode" in only:
         for codec in ("none", "lz4"):
             encode[codec] = run_encode(max(10_000, int(1_000_000 * scale)), rounds, codec)
-    consume: list[dict[str, Any]] = []
-    if not only or "consume" in only:
-        for codec in ("lz4", "none"):
-            consume.append(run_consume(max(20_000, int(2_000_000 * scale)), rounds, codec))
+    # async_bench.py and group_bench.py start their own embedded broker (group: Tansu's join hold is its subject)
     asyncio_runs: list[dict[str, Any]] = []
     if not only or "async" in only:
         asyncio_runs.append(run_async(max(20_000, int(1_000_000 * scale)), rounds, "lz4"))
     group = run_group(max(3, rounds)) if not only or "group" in only else None
-    header = (f"## Results\n\nbench/run.py{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} "
-              f"CPUs, Python {sys.version.split()[0]}, broker Tansu (embedded, memory storage), "
-              f"{time.monotonic() - started:.0f} s\n\n")
-    clients = [c for c in ALL_CLIENTS if any(c in s.clients for s in chosen)]
-    report = (header + settings_table(clients) + "\n" + targets(chosen, encode) + "\n" + consume_targets(consume)
-              + tables(chosen, encode, rounds) + "".join("\n" + consume_bench.table(r) for r in consume)
-              + "".join("\n" + async_bench.table(r) for r in asyncio_runs)
-              + ("\n" + group_bench.table(group) if group is not None else ""))
+    header = (f"## Results\n\nbench/run.py --broker {args.broker}{' --only ' + args.only if args.only else ''}"
+              f"{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} CPUs, Python "
+              f"{sys.version.split()[0]}, {time.monotonic() - started:.0f} s; {load_at_start} at the start, {load()} "
+              f"at the end\n\n")
+    neighbours = ((("\n" + targets([], encode)) if encode else "") + tables([], encode, rounds)
+                  + "".join("\n" + async_bench.table(r) for r in asyncio_runs)
+                  + ("\n" + group_bench.table(group) if group is not None else ""))
+    if neighbours.strip():
+        neighbours = "## On Tansu (embedded): encode, asyncio, group join\n" + neighbours
+    report = header + settings_table(all_clients) + "\n" + "\n".join(sections) + neighbours
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
-        json.dump({"scenarios": {s.name: s.runs for s in chosen}, "encode": encode, "consume": consume,
-                   "async": asyncio_runs, "group": group}, f, indent=1)
-    if any(s.runs for s in chosen if s.mode == "throughput"):
-        plot(chosen, os.path.join(args.out, "results.png"))
+        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group}, f, indent=1)
     print(report)
     return 0
 

@@ -10,6 +10,19 @@ and sums must agree. A third reader is the ceiling of Spark's Python read path: 
 Arrow batches of the same shape, no Kafka at all; cykafka's share of the read time is what separates it from that.
 
     python bench/spark_bench.py [--rows N] [--rounds R] [--partitions P] [--compression lz4]
+
+--jvm: Spark's own JVM connector, format("kafka") (spark-sql-kafka-0-10, at-least-once), beside format("cykafka")
+(at-least-once and exactly-once), on the same broker, the same DataFrame (demo_frame: a key, a 100-byte value, 2
+headers), the same topic layout (--partitions partitions, created first) and compression: a batch write, a batch read
+(every value's length summed; and the no-Kafka ceiling of Spark's Python read path beside it), and a stream read ->
+write (readStream from the beginning -> writeStream, trigger availableNow), each on local[2] and on a standalone
+cluster (a master and 2 one-core workers, tests/spark_cluster.py), on Tansu and/or Apache Kafka (--broker).
+Every written topic is counted back by an independent consumer (duplicates told by the rows' seq header); every
+read's rows and bytes are checked. The connector must match the running Spark exactly and Maven Central has none for
+the project's pyspark (4.3.0), so this runs on the pinned pyspark of bench/spark_jvm.py (SPARK_VERSION), in a child
+process per (broker, master); the same cykafka build.
+
+    python bench/spark_bench.py --jvm [--broker tansu|kafka|both] [--masters local,cluster] [--rows N] [--rounds R]
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
@@ -180,13 +194,267 @@ def arrow_ceiling_source(rows: int, partitions: int, value_bytes: int) -> Any:
     return ArrowCeiling
 
 
+# -- --jvm: Spark's own Kafka connector beside format("cykafka") ----------------------------------------------------
+
+JVM_WRITERS = {"format(\"kafka\")": ("kafka", {}),
+               "format(\"cykafka\")": ("cykafka", {}),
+               "format(\"cykafka\") exactly-once": ("cykafka", {"cykafka.delivery": "exactly-once"})}
+JVM_READERS = {"format(\"kafka\")": "kafka", "format(\"cykafka\")": "cykafka",
+               "ceiling: Spark's Python read path alone (prebuilt Arrow, no Kafka)": "arrow_ceiling_bench"}
+JVM_BASE = "format(\"kafka\")"
+STREAM_PARTS = [("kafka", "kafka"), ("cykafka", "cykafka"), ("cykafka", "kafka"), ("kafka", "cykafka"),
+                ("kafka", "noop"), ("cykafka", "noop")]  # --stream-parts: (readStream source, writeStream sink)
+
+
+def jvm_child(args: argparse.Namespace) -> None:
+    """One (broker, master): every writer, reader and stream, interleaved rounds; one JSON line of seconds and
+    counts. Runs under the pinned pyspark (spark_jvm.pinned_python)."""
+    import json
+
+    import pyspark
+    from pyspark.sql import functions as sf
+
+    from cykafka import Admin, NewTopic
+    from cykafka.spark import local_session
+
+    sys.path.append(os.path.join(os.path.dirname(HERE), "tests"))
+    workdir = tempfile.mkdtemp(prefix="cykafka-spark-jvm-")
+    os.chdir(workdir)  # Spark's workers start in our cwd: not the source tree
+    cluster = None
+    master = "local[2]"
+    if args.master == "cluster":
+        from pathlib import Path
+
+        from spark_cluster import StandaloneCluster
+
+        cluster = StandaloneCluster(Path(workdir)).start()
+        master = cluster.url
+    bootstrap = args.bootstrap
+    counter = iter(range(1_000_000))
+
+    def new_topic(prefix: str) -> str:
+        topic = f"{prefix}-{next(counter)}-{time.monotonic_ns()}"
+        with Admin({"bootstrap.servers": bootstrap}) as admin:
+            admin.create_topics([NewTopic(topic, args.partitions)])[topic].result()
+        return topic
+
+    try:
+        spark = local_session(master, "cykafka-spark-jvm-bench", {"spark.jars": args.jars,
+                                                                 "spark.executor.memory": "512m"})
+        try:
+            spark.dataSource.register(arrow_ceiling_source(args.rows, args.partitions, 100))
+            frame = demo_frame(spark, args.rows, 100, args.partitions).cache()
+            frame.count()  # generated once, outside the timings
+
+            def write(name: str, topic: str) -> None:
+                source, options = JVM_WRITERS[name]
+                writer = (frame.write.format(source).option("kafka.bootstrap.servers", bootstrap)
+                          .option("kafka.compression.type", args.compression).option("kafka.linger.ms", "5")
+                          .option("topic", topic))
+                for key, value in options.items():
+                    writer = writer.option(key, value)
+                writer.mode("append").save()
+
+            def read(source: str, topic: str) -> tuple[int, int]:
+                loaded = (spark.read.format(source).option("kafka.bootstrap.servers", bootstrap)
+                          .option("subscribe", topic).load())
+                row = loaded.agg(sf.count("*").alias("rows"), sf.sum(sf.length("value")).alias("bytes")).first()
+                return int(row["rows"]), int(row["bytes"] or 0)
+
+            def stream(name: str, source_topic: str, topic: str) -> None:
+                source, options = JVM_WRITERS[name]
+                stream_with(source, source, options, source_topic, topic)
+
+            def stream_with(source: str, sink: str, options: dict[str, str], source_topic: str, topic: str) -> None:
+                query = (spark.readStream.format(source).option("kafka.bootstrap.servers", bootstrap)
+                         .option("subscribe", source_topic).option("startingOffsets", "earliest").load()
+                         .select("key", "value").writeStream.format(sink)
+                         .option("kafka.bootstrap.servers", bootstrap)
+                         .option("kafka.compression.type", args.compression).option("kafka.linger.ms", "5")
+                         .option("topic", topic).option("checkpointLocation", tempfile.mkdtemp(dir=workdir)))
+                for key, value in options.items():
+                    query = query.option(key, value)
+                query.trigger(availableNow=True).start().awaitTermination()
+
+            for name in JVM_WRITERS:  # warm up: the Python workers, the JVM's classes, each path once
+                write(name, new_topic("warmup"))
+            result: dict[str, Any] = {"pyspark": pyspark.__version__, "master": args.master, "rows": args.rows,
+                                      "write_s": {n: [] for n in JVM_WRITERS}, "write_topics": {n: [] for n in
+                                                                                                JVM_WRITERS},
+                                      "read_s": {n: [] for n in JVM_READERS}, "read_answers": {n: [] for n in
+                                                                                               JVM_READERS},
+                                      "stream_s": {n: [] for n in JVM_WRITERS},
+                                      "stream_topics": {n: [] for n in JVM_WRITERS}}
+            for round_ in range(args.rounds):
+                names = list(JVM_WRITERS)
+                names = names[round_ % len(names):] + names[:round_ % len(names)]  # no writer always first
+                for name in names:
+                    topic = new_topic("spark-jvm-write")
+                    started = time.perf_counter()
+                    write(name, topic)
+                    result["write_s"][name].append(time.perf_counter() - started)
+                    result["write_topics"][name].append(topic)
+            read_topic = result["write_topics"][JVM_BASE][0]
+            for source in JVM_READERS.values():  # warm up
+                read(source, read_topic)
+            for _ in range(args.rounds):
+                for name, source in JVM_READERS.items():
+                    started = time.perf_counter()
+                    answer = read(source, read_topic if source != "arrow_ceiling_bench" else "ceiling")
+                    result["read_s"][name].append(time.perf_counter() - started)
+                    result["read_answers"][name].append(answer)
+            for name in JVM_WRITERS:  # warm up: a stream's first query starts its source's Python planner
+                stream(name, read_topic, new_topic("warmup-stream"))
+            for round_ in range(args.rounds):
+                names = list(JVM_WRITERS)
+                for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+                    topic = new_topic("spark-jvm-stream")
+                    started = time.perf_counter()
+                    stream(name, read_topic, topic)
+                    result["stream_s"][name].append(time.perf_counter() - started)
+                    result["stream_topics"][name].append(topic)
+            if args.stream_parts:  # where a stream's time goes: each source into each sink, and into "noop"
+                result["parts_s"] = {f"{a} -> {b}": [] for a, b in STREAM_PARTS}
+                for source, sink in STREAM_PARTS:  # warm up
+                    stream_with(source, sink, {}, read_topic, new_topic("warmup-parts"))
+                for _ in range(args.rounds):
+                    for source, sink in STREAM_PARTS:
+                        started = time.perf_counter()
+                        stream_with(source, sink, {}, read_topic, new_topic("spark-jvm-parts"))
+                        result["parts_s"][f"{source} -> {sink}"].append(time.perf_counter() - started)
+        finally:
+            spark.stop()
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    counts = {t: count_back(bootstrap, t, unique_header="seq") for ts in result["write_topics"].values() for t in ts}
+    result["write_counted"] = {n: [[counts[t].records, counts[t].unique] for t in ts]
+                               for n, ts in result["write_topics"].items()}
+    result["stream_counted"] = {n: [count_back(bootstrap, t).records for t in ts]
+                                for n, ts in result["stream_topics"].items()}
+    print(json.dumps(result))
+
+
+def jvm_parent(args: argparse.Namespace) -> int:
+    """Fetches the connector and the pinned pyspark, starts each broker, runs a child per (broker, master), prints
+    the tables; exit 1 when a row was lost or duplicated or a read disagreed."""
+    import json
+    import subprocess
+
+    import java_peer
+    import spark_jvm
+
+    from cykafka.broker import EmbeddedBroker
+
+    jars = ",".join(str(jar) for jar in spark_jvm.connector_jars())
+    python = spark_jvm.pinned_python()
+    masters = [m.strip() for m in args.masters.split(",") if m.strip()]
+    results: list[dict[str, Any]] = []
+    for broker_name in (["tansu", "kafka"] if args.broker == "both" else [args.broker]):
+        broker: Any = (EmbeddedBroker() if broker_name == "tansu" else java_peer.apache_kafka.KafkaCluster(1)).start()
+        try:
+            prepare_coordinators(broker.bootstrap_servers)
+            for master in masters:
+                print(f"spark --jvm: {broker_name}, {master}", file=sys.stderr, flush=True)
+                load_before = os.getloadavg()
+                done = subprocess.run([python, os.path.abspath(__file__), "--jvm-child", "--bootstrap",
+                                       broker.bootstrap_servers, "--master", master, "--jars", jars, "--rows",
+                                       str(args.rows), "--rounds", str(args.rounds), "--partitions",
+                                       str(args.partitions), "--compression", args.compression]
+                                      + (["--stream-parts"] if args.stream_parts else []),
+                                      capture_output=True, text=True, timeout=3600, check=False, cwd="/")
+                if done.returncode != 0:
+                    raise RuntimeError(f"the Spark child ({broker_name}, {master}) failed:\n{done.stderr[-5000:]}")
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                result.update(broker=broker_name, load_before=load_before, load_after=os.getloadavg())
+                results.append(result)
+        finally:
+            broker.stop()
+    print(jvm_tables(results, args))
+    if args.json:
+        print(json.dumps(results))
+    return 0 if all(jvm_verified(r) for r in results) else 1
+
+
+def prepare_coordinators(bootstrap: str) -> None:
+    """A group offset commit and a transaction before any clock, so a new Apache Kafka has created and loaded
+    __consumer_offsets and __transaction_state (the first exactly-once stream otherwise meets the offsets topic being
+    created: NOT_COORDINATOR from the OffsetFetch that looks up its last batch, which Admin does not retry)."""
+    from cykafka import Consumer, Producer, TopicPartition
+
+    topic = f"prepare-{time.monotonic_ns()}"
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": topic}) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"prepare")
+        producer.commit_transaction()
+    with Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False}) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.commit({TopicPartition(topic, 0): 0})
+
+
+def jvm_verified(result: dict[str, Any]) -> bool:
+    """Every written topic holds every row once (records == distinct seq == rows), every stream wrote every row,
+    every read saw every row. Except format("kafka") reading from Tansu, which answers ListOffsets "latest" short
+    of the end (the connector misses the last batch of each partition; cykafka takes the end from a Fetch's high
+    watermark): its reads and streams are shown, not failed."""
+    rows = result["rows"]
+    quirk = {JVM_BASE} if result["broker"] == "tansu" else set()
+    writes = all(c == [rows, rows] for counts in result["write_counted"].values() for c in counts)
+    streams = all(c == rows for name, counts in result["stream_counted"].items() if name not in quirk for c in counts)
+    reads = all(a[0] == rows for name, answers in result["read_answers"].items() if name not in quirk for a in answers)
+    return writes and streams and reads
+
+
+def jvm_tables(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    lines = [f"\nSpark {results[0]['pyspark'] if results else '?'} (pinned: the newest with spark-sql-kafka on Maven "
+             f"Central), {args.rows:,} rows x {args.partitions} partitions (key, 100-byte value, 2 headers), "
+             f"compression {args.compression}, linger.ms 5, median of {args.rounds} interleaved rounds\n",
+             "| broker | master | what | path | rows/s | vs format(\"kafka\") | rows counted back per round "
+             "(records, distinct) |", "|---|---|---|---|---:|---:|---|"]
+    for r in results:
+        where = f"| {r['broker']} | {r['master']} "
+        for what, seconds, counted in (("batch write", r["write_s"], r["write_counted"]),
+                                       ("batch read", r["read_s"], r["read_answers"]),
+                                       ("stream read -> write", r["stream_s"], r["stream_counted"])):
+            rate = {name: statistics.median(r["rows"] / s for s in secs) for name, secs in seconds.items()}
+            for name in seconds:
+                lines.append(f"{where}| {what} | {name} | {rate[name]:,.0f} | {rate[name] / rate[JVM_BASE]:.2f}x | "
+                             f"{counted[name]} |")
+        eos = {what: statistics.median(r["rows"] / s for s in r[key]["format(\"cykafka\") exactly-once"])
+               / statistics.median(r["rows"] / s for s in r[key]["format(\"cykafka\")"])
+               for what, key in (("batch write", "write_s"), ("stream", "stream_s"))}
+        for combo, secs in r.get("parts_s", {}).items():
+            lines.append(f"{where}| stream part | {combo} | {statistics.median(r['rows'] / x for x in secs):,.0f} | "
+                         f"| |")
+        lines.append(f"{where}| exactly-once / at-least-once | format(\"cykafka\") | | "
+                     f"{eos['batch write']:.2f}x (write), {eos['stream']:.2f}x (stream) | load "
+                     f"{r['load_before'][0]:.1f} -> {r['load_after'][0]:.1f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--compression", default="lz4")
+    parser.add_argument("--jvm", action="store_true", help="Spark's own JVM connector beside format(\"cykafka\")")
+    parser.add_argument("--broker", choices=["tansu", "kafka", "both"], default="both", help="--jvm: the brokers")
+    parser.add_argument("--masters", default="local,cluster", help="--jvm: local (local[2]) and/or cluster")
+    parser.add_argument("--json", action="store_true", help="--jvm: also print the raw results as JSON")
+    parser.add_argument("--stream-parts", action="store_true",
+                        help="--jvm: also time each stream source into each sink and into noop (where the time goes)")
+    parser.add_argument("--jvm-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--master", default="local", help=argparse.SUPPRESS)
+    parser.add_argument("--jars", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.jvm_child:
+        jvm_child(args)
+        return
+    if args.jvm:
+        sys.exit(jvm_parent(args))
     from pyspark.sql import functions as sf
 
     from cykafka.spark import local_session

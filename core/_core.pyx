@@ -15,6 +15,7 @@ from cykafka.errors import (
     ProducerFencedError,
     RecordTooLargeError,
     SerializationError,
+    TimestampOverflowError,
     TransactionAbortableError,
     TransactionFatalError,
     TransactionStateError,

@@ -151,6 +151,14 @@ cdef class RecordFuture:
         self._wait(timeout)
         return self._error
 
+    def _waitable(self):
+        """The completion set once the record is final and its callback ran (its first batch's: it covers split
+        pieces; cykafka.aio resolves an asyncio future from it), made on first use; None once the record is final
+        (or when its producer gives no completion)."""
+        if self._done or self._wait_batch is None:
+            return None
+        return self._wait_batch.waitable()
+
     def __await__(self):
         """`await future` in a coroutine: result() without blocking the event loop (the batch's completion wakes
         the loop from the sender thread). Cancelling the awaiting task only stops the wait; the record is sent."""
@@ -326,8 +334,7 @@ cdef class ProducerBatch:
     cpdef object waitable(self):
         """The completion to wait on, made on first use (most batches are never waited on); already set when the
         batch was released."""
-        self._completion = _completion_for(self._completion, self._completion_factory, self._released)
-        return self._completion
+        return _completion_of(self)
 
     cpdef void release_waiters(self):
         """Called once the batch is final and its callbacks ran: wakes its waiters, and a split parent's once all

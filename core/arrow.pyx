@@ -136,6 +136,11 @@ cdef enum:  # _append_row outcomes
     _ROW_FULL = -2  # an int32 offset would overflow: finish() this builder and go on with another
     _ROW_BAD_HEADER_KEY = -3
     _ROW_BAD_HEADERS = -4
+    _ROW_TIMESTAMP_RANGE = -5  # the record's timestamp in microseconds would overflow int64
+
+
+# the widest timestamp (ms) Arrow's timestamp[us] column holds: INT64_MAX // 1000 (a year beyond 292,000)
+cdef int64_t _ARROW_MAX_TIMESTAMP_MS = 9223372036854775
 
 
 cdef int _columns_start(_Columns* c) noexcept nogil:

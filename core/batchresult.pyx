@@ -15,14 +15,28 @@ from libc.stdint cimport int32_t, uint32_t
 cdef class BatchResult
 
 
-cdef inline object _completion_for(object completion, object completion_factory, bint released):
-    """What a waiter waits on (a ProducerBatch's or a BatchResult's): `completion`, else a new one from the factory
-    (most are never waited on: made on first use; None without a factory); set already when released."""
-    if completion is None and completion_factory is not None:
-        completion = completion_factory()
-    if completion is not None and released:
-        completion.set()
-    return completion
+cdef class ProducerBatch
+
+
+ctypedef fused _Waitable:
+    ProducerBatch
+    BatchResult
+
+
+cdef object _completion_of(_Waitable owner):
+    """What a waiter of `owner` (a ProducerBatch or a BatchResult) waits on: its completion, made from its factory on
+    first use (most are never waited on; None without a factory), set already when the owner was released.
+    Race-free against release from another thread (which sets `_released`, then sets `_completion` if any): the
+    factory is Python code, so another thread may make a completion or release the owner meanwhile; the first one
+    stored is kept, and `_released` is read after it was stored."""
+    cdef object made
+    if owner._completion is None and owner._completion_factory is not None:
+        made = owner._completion_factory()
+        if owner._completion is None:
+            owner._completion = made
+    if owner._completion is not None and owner._released:
+        owner._completion.set()
+    return owner._completion
 
 
 @cython.final
@@ -137,10 +151,10 @@ cdef class BatchResult:
 
     # -- the caller's side ---------------------------------------------------------------------------------------
 
-    cdef object _waitable(self):
-        """The completion to wait on, made on first use; already set when the records were released."""
-        self._completion = _completion_for(self._completion, self._completion_factory, self._released)
-        return self._completion
+    cpdef object _waitable(self):
+        """The completion to wait on (cykafka.completion.Completion; cykafka.aio resolves an asyncio future from it),
+        made on first use; already set when the records were released; None without a completion factory."""
+        return _completion_of(self)
 
     def __await__(self):
         """`await result` in a coroutine: result() without blocking the event loop (the completion wakes the loop

@@ -8,7 +8,8 @@
 #
 # Offsets: records below fetch_offset are skipped (a fetch answers whole batches), control batches are skipped, a
 # trailing partial batch is ignored (answers are cut at max.partition.fetch.bytes). next_offset is the position after
-# everything handed out or skipped: what the consumer fetches or commits next.
+# everything handed out or skipped: what the consumer fetches or commits next; last_epoch is the partition leader
+# epoch of the batch it was reached in (-1: none), the epoch the consumer's position carries (KIP-320).
 #
 # read_committed (docs/consumer.md, "Decoding and read_committed"):
 # - the broker sent a non-empty aborted-transaction list: Java's algorithm (CompletedFetch): an aborted (producer,
@@ -164,6 +165,7 @@ cdef class PartitionFetch:
     cdef readonly int32_t partition
     cdef readonly int64_t fetch_offset
     cdef readonly int64_t next_offset
+    cdef readonly int32_t last_epoch  # partition leader epoch of the last batch passed or entered; -1: none (KIP-320)
     cdef readonly bint read_committed
     cdef readonly bint check_crcs
     cdef readonly bint blocked_on_open_transaction
@@ -224,6 +226,7 @@ cdef class PartitionFetch:
         self._topic_utf8_ptr = <const unsigned char*>PyBytes_AS_STRING(self._topic_utf8)
         self._topic_bytes = len(self._topic_utf8)
         self.fetch_offset = self.next_offset = fetch_offset
+        self.last_epoch = -1
         self.check_crcs, self.read_committed = check_crcs, read_committed
         # where the walk is (all zero/False again when __init__ runs twice)
         self._pos = self._batch_index = self._aborted_next = 0
@@ -339,6 +342,8 @@ cdef class PartitionFetch:
                 self._ended = True
                 self.blocked_on_open_transaction = True
                 break
+            if last_offset >= self.next_offset:  # the position moves into or past this batch: its epoch
+                self.last_epoch = self._batch.partition_leader_epoch
             if (decision == _DROP or self._batch.attributes & _ATTR_CONTROL or last_offset < self.next_offset
                     or self._batch.record_count == 0):
                 self._pos += size_bytes
@@ -557,6 +562,13 @@ cdef class PartitionFetch:
         if handed_out:
             self.next_offset = f.offset + 1
 
+    cdef inline int64_t _timestamp_ms(self, _Fields* f, bint log_append) noexcept nogil:
+        """The record's timestamp: the batch's max timestamp with LogAppendTime (every record carries it, as Java's
+        consumer reports), else the batch's base timestamp + the record's delta (wrapping as Java's long sum)."""
+        if log_append:
+            return self._batch.max_timestamp_ms
+        return <int64_t>(<uint64_t>self._batch.base_timestamp_ms + <uint64_t>f.head.timestamp_delta)
+
     cdef object _problem(self, _Fields* f):
         """The CorruptRecordError for a record _parse refused (or one whose header key is not UTF-8)."""
         cdef const unsigned char* p = self._section
@@ -607,12 +619,8 @@ cdef class PartitionFetch:
                 record.topic = self.topic
                 record.partition = self.partition
                 record.offset = f.offset
-                if log_append:
-                    record.timestamp_ms = self._batch.max_timestamp_ms
-                    record.timestamp_type = 1
-                else:
-                    record.timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms
-                                                    + <uint64_t>f.head.timestamp_delta)
+                record.timestamp_ms = self._timestamp_ms(&f, log_append)
+                record.timestamp_type = log_append
                 if f.key_bytes >= 0:
                     record.key = PyBytes_FromStringAndSize(<const char*>f.key, f.key_bytes)
                 if f.value_bytes >= 0:
@@ -647,7 +655,7 @@ cdef class PartitionFetch:
         builder._busy = True
         try:
             self._arrow_into(builder, max_records, &appended)
-        except CorruptRecordError:
+        except (CorruptRecordError, TimestampOverflowError):
             if appended:
                 return appended
             raise
@@ -668,6 +676,12 @@ cdef class PartitionFetch:
             if status == _ROW_BAD_HEADER_KEY:
                 f.field = _FIELD_HEADER_KEY
                 raise self._problem(&f)
+            if status == _ROW_TIMESTAMP_RANGE:
+                raise TimestampOverflowError(
+                    f"topic {self.topic!r} partition {self.partition} offset {f.offset}: the record's timestamp "
+                    f"{self._timestamp_ms(&f, (self._batch.attributes & _ATTR_LOG_APPEND_TIME) != 0)} ms is beyond "
+                    f"what an Arrow timestamp[us] column holds (+-{_ARROW_MAX_TIMESTAMP_MS} ms): read it with "
+                    f"poll(), or seek() past it (Spark's own Kafka source fails on it too)")
             if status != _ROW_OK:
                 raise self._problem(&f)
             if self._records_left == 0:
@@ -694,6 +708,9 @@ cdef class PartitionFetch:
             if f.offset < self.next_offset:
                 self._consumed(f, False)
                 continue
+            timestamp_ms = self._timestamp_ms(f, log_append)
+            if timestamp_ms > _ARROW_MAX_TIMESTAMP_MS or timestamp_ms < -_ARROW_MAX_TIMESTAMP_MS:
+                return _ROW_TIMESTAMP_RANGE  # refused, never wrapped: f is the record, not consumed
             if (c.b[_KEY_DATA].size + f.head.length > INT32_MAX or c.b[_VALUE_DATA].size + f.head.length > INT32_MAX
                     or c.b[_TOPIC_DATA].size + self._topic_bytes > INT32_MAX
                     or c.b[_HEADER_KEY_DATA].size + f.head.length > INT32_MAX
@@ -721,11 +738,7 @@ cdef class PartitionFetch:
             _put_span(&c.b[_TOPIC_OFFSETS], &c.b[_TOPIC_DATA], self._topic_utf8_ptr, self._topic_bytes)
             _put_i32(&c.b[_PARTITION], self.partition)
             _put_i64(&c.b[_OFFSET], f.offset)
-            if log_append:
-                timestamp_ms = self._batch.max_timestamp_ms
-            else:
-                timestamp_ms = <int64_t>(<uint64_t>self._batch.base_timestamp_ms + <uint64_t>f.head.timestamp_delta)
-            _put_i64(&c.b[_TIMESTAMP], <int64_t>(<uint64_t>timestamp_ms * 1000))
+            _put_i64(&c.b[_TIMESTAMP], timestamp_ms * 1000)
             _put_i32(&c.b[_TIMESTAMP_TYPE], timestamp_type)
             if include_headers:
                 _put_bit(&c.b[_HEADERS_VALID], row, f.header_count > 0)

@@ -53,6 +53,7 @@ from cykafka.requests.offsets import (
     read_offset_fetch,
 )
 from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
+from cykafka.serialization import validate_topic
 
 T = TypeVar("T")
 _RESOURCE_TYPES = {"topic": 2, "broker": 4}  # ConfigResource.Type codes
@@ -182,6 +183,34 @@ def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
     return results
 
 
+MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)
+
+
+def _check_new_topic(topic: object) -> None:
+    """A NewTopic whose fields a CreateTopics request can carry and a broker should take, else the error naming the
+    field: a valid topic name (the producer's rule: InvalidTopicError), num_partitions -1 (the broker's default) or
+    1..MAX_PARTITIONS_PER_TOPIC, replication_factor -1 or 1..32767, config {str: str or None}."""
+    if not isinstance(topic, NewTopic):
+        raise InvalidArgumentError(f"create_topics takes NewTopic values, got {type(topic).__name__}")
+    validate_topic(topic.name)
+    for field, value, high in (("num_partitions", topic.num_partitions, MAX_PARTITIONS_PER_TOPIC),
+                               ("replication_factor", topic.replication_factor, 2**15 - 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= high):
+            raise InvalidArgumentError(f"NewTopic({topic.name!r}).{field} must be an int, -1 (the broker's default) "
+                                       f"or 1 to {high}, got {value!r}")
+    _check_configs(topic.config or {}, f"NewTopic({topic.name!r}).config")
+
+
+def _check_configs(configs: object, what: str) -> None:
+    """{name: value} as a request carries it: str names, str (or None) values; else InvalidArgumentError naming it."""
+    if not isinstance(configs, Mapping):
+        raise InvalidArgumentError(f"{what} must be a mapping of config names to str values, got "
+                                   f"{type(configs).__name__}")
+    for name, value in configs.items():
+        if not isinstance(name, str) or not (value is None or isinstance(value, str)):
+            raise InvalidArgumentError(f"{what}: {name!r} must map to a str value (e.g. '{value}'), got {value!r}")
+
+
 def _checked_names(names: object, what: str) -> list[str]:
     if isinstance(names, str) or not isinstance(names, Iterable):
         raise InvalidArgumentError(f"{what} must be a list of str, got {type(names).__name__}")
@@ -211,16 +240,20 @@ class Admin:
         calls = CallQueue(Router(self._transport, self._metadata_seen, self._coordinators, cfg.retry_backoff_ms))
         self._loop = NetworkLoop(self._transport, self._metadata_seen, self._clock, [calls, self._coordinators],
                                  cfg.connection.request_timeout_ms, self._coordinators)
+        self._local = threading.local()  # the timeout of this thread's call, for its timeout's message
         self._asker = Asker(calls, self._clock, cfg.retry_backoff_ms, drive=self._loop.run_once,
                             closed=lambda: self._closed, client="Admin client",
-                            timeout_note=f"timeout_ms / default.api.timeout.ms {cfg.default_api_timeout_ms}")
+                            timeout_note=lambda: getattr(self._local, "timeout", ""))
 
     # -- the loop ---------------------------------------------------------------------------------------------------
 
     def _deadline(self, timeout_ms: int | None) -> int:
-        if timeout_ms is not None and (not isinstance(timeout_ms, int) or timeout_ms < 0):
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
+                                       or timeout_ms < 0):
             raise InvalidArgumentError(f"timeout_ms must be an int >= 0 (None: default.api.timeout.ms), got "
                                        f"{timeout_ms!r}")
+        self._local.timeout = (f"default.api.timeout.ms {self.config.default_api_timeout_ms}" if timeout_ms is None
+                               else f"timeout_ms {timeout_ms}")  # this thread's call, for its timeout's message
         timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
         return self._clock.monotonic_ms() + timeout
 
@@ -323,8 +356,7 @@ class Admin:
         TOPIC_ALREADY_EXISTS error. validate_only: the broker checks, creates nothing."""
         topics = list(new_topics)
         for t in topics:
-            if not isinstance(t, NewTopic):
-                raise InvalidArgumentError(f"create_topics takes NewTopic values, got {type(t).__name__}")
+            _check_new_topic(t)
         by_name = {t.name: t for t in topics}
         names = _checked_names([t.name for t in topics], "create_topics' topics")
         deadline_ms = self._deadline(timeout_ms)
@@ -441,6 +473,7 @@ class Admin:
                 if not (isinstance(entry, tuple) and len(entry) == 3 and entry[1] in _ALTER_OPS):
                     raise InvalidArgumentError(f"incremental_alter_configs: {resource} takes (name, op, value) "
                                                f"tuples with op one of {', '.join(_ALTER_OPS)}, got {entry!r}")
+                _check_configs({entry[0]: entry[2]}, f"incremental_alter_configs: {resource}")
                 ops[resource].append({"name": entry[0], "config_operation": _ALTER_OPS[entry[1]], "value": entry[2]})
         deadline_ms = self._deadline(timeout_ms)
 

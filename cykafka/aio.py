@@ -6,7 +6,10 @@ sender and network threads; no second protocol implementation). Nothing here blo
   loop's thread) and the coroutine awaits: metadata is looked for every 5 ms (as the sync wait does), memory through
   a waiter in the pool's FIFO queue that the sender thread wakes with loop.call_soon_threadsafe. Both share one
   max.block.ms deadline and raise what the sync send raises (KafkaTimeoutError, BufferExhaustedError).
-- Acknowledgements: RecordFuture and BatchResult are awaitable (cykafka.completion wakes the loop).
+- Acknowledgements: send() returns an asyncio future of the running loop (send_batch one per call), so gather,
+  wait, as_completed and shield take it as it is (no Task each). The sender thread completes a batch; its Completion
+  (cykafka.completion) hands the loop one call_soon_threadsafe, which resolves the futures of every record of that
+  batch: one cross-thread call per batch, none per record. The sync RecordFuture and BatchResult are awaitable too.
 - send_batch, transactions and close, and every AsyncConsumer call, run on one thread per client, in call order
   (the Consumer is single-threaded).
 Cancellation and the other decisions: docs/asyncio.md.
@@ -25,6 +28,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from cykafka.completion import Completion
 from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
 from cykafka.errors import KafkaError
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 
     import pyarrow
 
-__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener"]
+__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener", "SendBatchFuture"]
 
 T = TypeVar("T")
 _METADATA_POLL_MS = 5  # as Producer._wait_on_metadata
@@ -151,6 +155,10 @@ class AsyncProducer:
     def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         self._producer = _LoopProducer(config, **kwargs)
         self._thread = _ClientThread(f"cykafka-aio-{self._producer.config.client_id}")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # the records handed out on self._loop whose batch is not final yet, by the batch's completion:
+        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
+        self._settling: dict[Completion, list[Any]] = {}
 
     @property
     def producer(self) -> Producer:
@@ -176,22 +184,45 @@ class AsyncProducer:
         await self.stop()
 
     async def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers: object = None) -> RecordFuture:
+                   timestamp_ms: int | None = None, headers: object = None) -> asyncio.Future[RecordMetadata]:
         """Queues the record, waiting (not blocking) up to max.block.ms for its topic's metadata or for buffer
-        memory, and returns its RecordFuture: `await` it for the RecordMetadata (aiokafka's two awaits; one:
-        send_and_wait). Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued."""
+        memory, and returns an asyncio future of the running loop: `await` it for the RecordMetadata or the
+        record's KafkaError (aiokafka's two awaits; one: send_and_wait); gather, wait, as_completed and shield take
+        it as it is. Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued.
+        Cancelling the returned future only stops waiting for it: the record is sent."""
         producer = self._producer
         producer.loop_thread = threading.get_ident()
         if not producer._interceptors:
             try:
-                return producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                     headers=headers)
+                record = producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                       headers=headers)
             except _WouldBlock as blocked:
-                return await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
-        # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way there
-        validate_topic(topic)
-        return await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition, timestamp_ms,
-                                        headers)
+                record = await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
+        else:
+            # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way
+            validate_topic(topic)
+            record = await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition,
+                                              timestamp_ms, headers)
+        return self._loop_future(record)
+
+    def _loop_future(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
+        """An asyncio future of the running loop for `record`, resolved on the loop together with the other records
+        of its batch: one call_soon_threadsafe per batch (from the sender thread's completion of it), none per
+        record."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop: the old one's records are resolved there still (their callbacks)
+            self._loop, self._settling = loop, {}
+        future = loop.create_future()
+        completion: Any = record._waitable()  # the producer's Completion
+        if completion is None:  # final already
+            _settle(future, record)
+            return future
+        settling = self._settling.get(completion)
+        if settling is None:
+            settling = self._settling[completion] = [loop.create_future()]
+            completion.call_soon_on(loop, functools.partial(_settle_batch, self._settling, completion, settling))
+        settling += (future, record)
+        return future
 
     async def _send_blocked(self, blocked: _WouldBlock, topic: str, value: object, key: object,
                             partition: int | None, timestamp_ms: int | None, headers: object) -> RecordFuture:
@@ -259,24 +290,38 @@ class AsyncProducer:
         return await future
 
     async def send_batch(self, topic: str, values: Any, keys: Any = None, *, partitions: Any = None,
-                         timestamps_ms: Any = None, headers: Any = None) -> BatchResult:
-        """Producer.send_batch on the producer's thread (it may wait for memory between chunks); returns the
-        BatchResult once every record is queued or failed: `await` it for the outcome. Cancelling the first await
-        stops waiting only: the call runs to its end (its records are sent or fail in the BatchResult)."""
-        return await self._thread.run(self._producer.send_batch, topic, values, keys, partitions=partitions,
-                                      timestamps_ms=timestamps_ms, headers=headers)
+                         timestamps_ms: Any = None, headers: Any = None) -> SendBatchFuture:
+        """Producer.send_batch on the producer's thread (it may wait for memory between chunks); once every record
+        is queued or failed, returns a SendBatchFuture (an asyncio future of the running loop): `await` it for the
+        records delivered (or BatchDeliveryError); its batch_result is the call's BatchResult. Cancelling the first
+        await stops waiting only: the call runs to its end (its records are sent or fail in the BatchResult)."""
+        result = await self._thread.run(self._producer.send_batch, topic, values, keys, partitions=partitions,
+                                        timestamps_ms=timestamps_ms, headers=headers)
+        loop = asyncio.get_running_loop()
+        future = SendBatchFuture(result, loop=loop)
+        completion = result._waitable()
+        if completion is None or result.done():
+            _settle(future, result)
+        else:
+            assert isinstance(completion, Completion)
+            completion.call_soon_on(loop, functools.partial(_settle, future, result))
+        return future
 
     async def flush(self, timeout: float | None = None) -> int:
         """Sends everything queued now and awaits it; returns the records still pending (0: all done) when
-        `timeout` seconds pass first. Cancelled: stops waiting, the records are still sent."""
+        `timeout` seconds pass first. The futures send() returned before are resolved when it returns 0.
+        Cancelled: stops waiting, the records are still sent."""
         producer = self._producer
         batches = producer._begin_flush()
+        settled = [settling[0] for settling in self._settling.values()]
         try:
             async with asyncio.timeout(timeout):
                 for batch in batches:
                     completion = batch.waitable()
                     if completion is not None:
                         await completion
+                if settled:  # resolved on the loop right after their batch's completion
+                    await asyncio.wait(settled)
         except TimeoutError:
             pass
         finally:
@@ -330,6 +375,35 @@ class AsyncProducer:
         await self.commit_transaction()
 
 
+class SendBatchFuture(asyncio.Future[int]):
+    """What AsyncProducer.send_batch returns: an asyncio future of the call's outcome, the number of records
+    delivered (or BatchDeliveryError listing (index, error) of each failed record), resolved on its loop once every
+    record is final. batch_result: the call's BatchResult (errors, delivered_by_partition, so far)."""
+
+    def __init__(self, batch_result: BatchResult, *, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.batch_result = batch_result
+
+
+def _settle(future: asyncio.Future[Any], outcome: RecordFuture | BatchResult) -> None:
+    """Resolves future (on its loop) with a final outcome's result, or its error (a fresh copy each)."""
+    if future.done():  # cancelled by its awaiter
+        return
+    try:
+        future.set_result(outcome.result(0))
+    except KafkaError as error:
+        future.set_exception(error)
+
+
+def _settle_batch(settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
+    """On the loop, once a batch is final: resolves the futures AsyncProducer.send handed out for its records."""
+    del settling[completion]
+    for i in range(1, len(futures), 2):
+        _settle(futures[i], futures[i + 1])
+    if not futures[0].done():
+        futures[0].set_result(None)
+
+
 class AsyncRebalanceListener(Protocol):
     """What AsyncConsumer.subscribe(listener=...) takes: Consumer's rebalance listener, each method a plain function
     or `async def`; all run on the event loop while the consumer's thread waits for them."""
@@ -341,10 +415,11 @@ class AsyncRebalanceListener(Protocol):
 
 class _ListenerOnLoop:
     """The listener Consumer calls on its polling thread: has the user's listener methods (so the Consumer's own
-    defaults apply to the missing ones), each running the user's on the loop while the polling thread waits."""
+    defaults apply to the missing ones), each running the user's on the loop while the polling thread waits (and
+    lends the loop's thread the Consumer meanwhile: the sync `AsyncConsumer.consumer` may be used there)."""
 
-    def __init__(self, listener: object, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self, listener: object, loop: asyncio.AbstractEventLoop, consumer: Consumer) -> None:
+        self._loop, self._consumer, self._loop_thread = loop, consumer, threading.get_ident()
         for name in _LISTENER_METHODS:
             method = getattr(listener, name, None)
             inherited = getattr(type(listener), name, None) is getattr(ConsumerRebalanceListener, name)
@@ -357,14 +432,15 @@ class _ListenerOnLoop:
             if inspect.isawaitable(outcome):
                 await outcome
 
-        asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+        with self._consumer._lent_to(self._loop_thread):
+            asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
     @staticmethod
-    def wrap(listener: object, loop: asyncio.AbstractEventLoop) -> object:
+    def wrap(listener: object, loop: asyncio.AbstractEventLoop, consumer: Consumer) -> object:
         """The wrapper, or the listener itself when it has no listener method (the Consumer names it then)."""
         if listener is None or not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
             return listener
-        return _ListenerOnLoop(listener, loop)
+        return _ListenerOnLoop(listener, loop, consumer)
 
 
 _LISTENER_METHODS = tuple(name for name in vars(ConsumerRebalanceListener) if name.startswith("on_"))
@@ -394,8 +470,9 @@ class AsyncConsumer:
         """Optional (aiokafka's shape): the consumer runs from construction."""
 
     async def stop(self, timeout: float = 30.0) -> None:
-        """Consumer.close (commits with enable.auto.commit, leaves the group)."""
-        await self._thread.run(self._consumer.close, timeout)
+        """Consumer.close (commits with enable.auto.commit, leaves the group) within `timeout` seconds: a call
+        waiting on the consumer's thread (a getmany's wait) is interrupted, not waited out."""
+        await asyncio.to_thread(self._consumer.close, timeout)
         self._thread.shutdown()
 
     async def __aenter__(self) -> AsyncConsumer:
@@ -407,24 +484,30 @@ class AsyncConsumer:
 
     # -- records ------------------------------------------------------------------------------------------------
 
-    async def _poll(self, kind: str, fn: Callable[..., T], timeout_s: float, *args: Any) -> T:
-        """fn(timeout_s, *args), a poll. First fn(0) on the loop thread when the consumer's thread is idle (what is
-        buffered already, decoded in C: no thread hop); when that found nothing, fn(timeout_s) waits on the
-        consumer's thread. Cancelled while that runs: its result is held for the next poll of the same kind, so no
-        record is skipped."""
+    async def _poll(self, kind: str, fn: Callable[..., T], timeout_s: float, limit: int) -> T:
+        """fn(timeout_s, limit), a poll of at most `limit` records. First fn(0) on the loop thread when the
+        consumer's thread is idle (what is buffered already, decoded in C: no thread hop); when that found nothing,
+        fn(timeout_s) waits on the consumer's thread. Cancelled while that runs: its records are held, and the
+        next polls of the same kind hand them out first, at most their own limit each, so none is skipped."""
         future = self._held.pop(kind, None)
         if future is None:
             if self._poll_on_loop and self._thread.idle():
-                got = fn(0.0, *args)
+                got = fn(0.0, limit)
                 if timeout_s <= 0 or len(got):  # type: ignore[arg-type]  # a dict or a pyarrow.RecordBatch
                     return got
-            future = self._thread.submit(fn, timeout_s, *args)
+            future = self._thread.submit(fn, timeout_s, limit)
         try:
-            return await asyncio.shield(asyncio.wrap_future(future))
+            got = await asyncio.shield(asyncio.wrap_future(future))
         except asyncio.CancelledError:
             if not future.cancel():  # it runs or ran: keep what it returns
                 self._held[kind] = future
             raise
+        got, rest = _split(got, limit)
+        if rest is not None:
+            held: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            held.set_result(rest)
+            self._held[kind] = held
+        return got
 
     async def getmany(self, timeout_ms: int = 0, max_records: int | None = None
                       ) -> dict[TopicPartition, list[ConsumerRecord]]:
@@ -447,7 +530,8 @@ class AsyncConsumer:
 
     async def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """Consumer.poll_batch: one pyarrow.RecordBatch (Spark's Kafka source schema), built in C."""
-        return await self._poll("arrow", self._consumer.poll_batch, timeout, max_records)
+        return await self._poll("arrow", self._consumer.poll_batch, timeout,
+                                max_records or self._consumer.config.max_poll_records)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._records()
@@ -468,7 +552,7 @@ class AsyncConsumer:
                         listener: AsyncRebalanceListener | object | None = None) -> None:
         """Consumer.subscribe (group mode). The listener's methods (ConsumerRebalanceListener's) may be `async def`;
         they run on this loop while the consumer's thread (in the poll that rebalances) waits for them."""
-        on_loop = _ListenerOnLoop.wrap(listener, asyncio.get_running_loop())
+        on_loop = _ListenerOnLoop.wrap(listener, asyncio.get_running_loop(), self._consumer)
         self._poll_on_loop = False
         await self._thread.run(self._consumer.subscribe, topics, listener=on_loop)
 
@@ -533,7 +617,6 @@ def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[Topi
     """Consumer.poll with its own record limit (getmany's max_records, getone's 1; nothing is read ahead of what is
     returned, so positions and commits stay what the caller has seen), by partition: one dict step per run of a
     partition's records, none per record."""
-    consumer._check_open()
     by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}
 
     def take(fetch: PartitionFetch, count: int) -> int:
@@ -548,7 +631,32 @@ def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[Topi
                 records.extend(got)
         return len(got)
 
-    consumer._poll(timeout_s, limit, take)
+    consumer._acquire("poll")
+    try:
+        consumer._poll(timeout_s, limit, take)
+    finally:
+        consumer._release()
     return by_partition
+
+
+def _split(got: Any, limit: int) -> tuple[Any, Any]:
+    """A poll's outcome (records by partition, or a pyarrow.RecordBatch) cut at `limit` records: (the first ones,
+    the rest or None)."""
+    if isinstance(got, dict):
+        if sum(map(len, got.values())) <= limit:
+            return got, None
+        first: dict[TopicPartition, list[ConsumerRecord]] = {}
+        rest: dict[TopicPartition, list[ConsumerRecord]] = {}
+        room = limit
+        for tp, records in got.items():
+            if room > 0:
+                first[tp] = records[:room]
+            if len(records) > room:
+                rest[tp] = records[max(room, 0):]
+            room -= len(records)
+        return first, rest
+    if got.num_rows <= limit:
+        return got, None
+    return got.slice(0, limit), got.slice(limit)
 
 

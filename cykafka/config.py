@@ -298,7 +298,8 @@ class ProducerConfig:
 
     def connection_settings(self) -> ports.ConnectionSettings:
         """The narrow settings the transport takes (adapters never see a whole config)."""
-        return _pick(ports.ConnectionSettings, self, security=self.security_settings())
+        return _pick(ports.ConnectionSettings, self, security=self.security_settings(),
+                     max_response_bytes=ports.MAX_RESPONSE_BYTES)
 
     def metadata_settings(self) -> ports.MetadataSettings:
         return _pick(ports.MetadataSettings, self)
@@ -701,6 +702,10 @@ class ConsumerConfig:
             own.setdefault("enable_auto_commit", True)
         cfg = cls(connection, metadata, cast(int, values.get("retry_backoff_ms", 100)),
                   **own)  # type: ignore[arg-type]
+        # a Fetch answer holds up to fetch.max.bytes of records plus one batch past it (KIP-74) and its own fields:
+        # the transport takes frames up to fetch.max.bytes + 64 MiB (at least its own 100 MiB)
+        cfg = dataclasses.replace(cfg, connection=dataclasses.replace(cfg.connection, max_response_bytes=min(
+            INT32_MAX, max(cfg.connection.max_response_bytes, cfg.fetch_max_bytes + 64 * 1024 * 1024))))
         if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
             raise ConfigError(f"heartbeat.interval.ms ({cfg.heartbeat_interval_ms}) must be lower than "
                               f"session.timeout.ms ({cfg.session_timeout_ms})")

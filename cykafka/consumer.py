@@ -15,9 +15,13 @@ or the issue was silent, and Tansu's quirks: docs/consumer.md.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
+import math
+import os
 import re
 import threading
 import weakref
@@ -36,19 +40,30 @@ from cykafka.consumer_network import NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
 from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import (
+    ConcurrentAccessError,
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
+    LogTruncationError,
     NoOffsetForPartitionError,
+    UnsupportedVersionError,
 )
-from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, fetch_request
-from cykafka.ports import Clock, PartitionInfo, Ports, TopicPartition, checked_partitions
-from cykafka.ports.values import ConsumerGroupMetadata, ListOffsetsResultInfo, OffsetAndMetadata
+from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, divergence, fetch_request
+from cykafka.ports import (
+    Clock,
+    ClusterSnapshot,
+    PartitionInfo,
+    Ports,
+    TopicPartition,
+    by_topic,
+    checked_partitions,
+)
+from cykafka.ports.values import ConsumerGroupMetadata, ListOffsetsResultInfo, OffsetAndMetadata, checked_offset
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import ErrorKind, error_for, kinds_of
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.calls import Call, CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.offsets import (
@@ -65,10 +80,12 @@ if TYPE_CHECKING:
     import pyarrow
 
 T = TypeVar("T")
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
 _EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
-_WAIT_SLICE_S = 0.1  # a waiting poll looks at positions to resolve at least this often
+_WAIT_SLICE_S = 0.1  # a waiting call looks at positions to resolve, and at a close from another thread, this often
+_FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
 CommitCallback = Callable[[KafkaError | None, dict[TopicPartition, OffsetAndMetadata]], None]
 
 
@@ -103,6 +120,20 @@ class _AsyncCommit:
     call: Call | None = None
 
 
+def _one_thread(method: _Method) -> _Method:
+    """A public Consumer call (Java's acquireAndEnsureOpen): raises IllegalStateError when the consumer is closed or
+    was made by another process (before a fork()), ConcurrentAccessError when another thread is inside a call."""
+    @functools.wraps(method)
+    def call(self: Consumer, *args: Any, **kwargs: Any) -> Any:
+        self._acquire(method.__name__)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._release()
+
+    return call  # type: ignore[return-value]
+
+
 class Consumer:
     """A Kafka consumer with Java's semantics: `Consumer({"bootstrap.servers": ..., "group.id": ...})`, then
     `subscribe(["t"])` (the group shares the partitions) or `assign([TopicPartition("t", 0)])`, and `poll(timeout)`;
@@ -132,6 +163,13 @@ class Consumer:
         conn = cfg.connection
         self._clock: Clock = ports.clock or SystemClock()
         self._closed = False
+        self._closing_thread: int | None = None  # close() runs on it: other threads' calls end, new ones are refused
+        self._owner_lock = threading.Condition(threading.Lock())
+        self._owner: int | None = None  # the thread inside a call (Java's light lock), with its call and depth
+        self._owner_call = ""
+        self._owner_depth = 0
+        self._lent: int | None = None  # a thread the one inside a call lets call too while it waits for it
+        self._pid = os.getpid()
         transport = ports.transport
         self._owns_transport = transport is None
         if transport is None:
@@ -171,15 +209,18 @@ class Consumer:
         # the thread holds no reference to this Consumer: dropped unclosed, it is finalized and its thread stopped
         self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
                                            transport if self._owns_transport else None)
+        _live_consumers.add(self)
 
     # -- assignment ---------------------------------------------------------------------------------------------
 
+    @_one_thread
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Reads exactly these partitions (replacing the assignment), outside any group rebalance. A partition kept
         keeps its position; a new one starts at its committed offset (with a group.id), else where
         auto.offset.reset says. Not while subscribed (IllegalStateError, as Java)."""
-        self._check_open()
         tps = checked_partitions(partitions, "assign")
+        for tp in tps:
+            validate_topic(tp.topic)  # as subscribe()'s
         if self._subscribed:
             raise IllegalStateError("assign: the consumer is subscribed to topics; unsubscribe() first (a consumer "
                                     "either joins a group with subscribe() or picks its partitions with assign())")
@@ -197,18 +238,19 @@ class Consumer:
             self._metadata.add_topic(topic, now_ms)
         self._transport.wakeup()
 
+    @_one_thread
     def assignment(self) -> set[TopicPartition]:
         """The partitions this consumer reads: assign()'s, or what the group gave it (empty until it joined)."""
         with self._subscription.lock:
             return set(self._subscription.states)
 
+    @_one_thread
     def subscribe(self, topics: Iterable[str] | re.Pattern[str],
                   listener: ConsumerRebalanceListener | object | None = None) -> None:
         """Joins the group (group.id) reading these topics, or every topic whose whole name matches a compiled
         pattern (`re.compile("orders-.*")`), sharing their partitions with the group's other members; the
         partitions arrive in a later poll(). Replaces an earlier subscription; an empty list unsubscribes.
         listener: a ConsumerRebalanceListener (or any object with some of its methods), called inside poll()."""
-        self._check_open()
         self._group("subscribe")
         if isinstance(topics, re.Pattern):
             names: list[str] = []
@@ -243,6 +285,7 @@ class Consumer:
         self._listener, self._subscribed = listener, True
         self._transport.wakeup()
 
+    @_one_thread
     def subscription(self) -> set[str]:
         """The subscribed topics (for a pattern: those it matches now); empty when not subscribed."""
         driver = self._group_driver
@@ -251,10 +294,10 @@ class Consumer:
         with driver.lock:
             return set(driver.member.subscription)
 
+    @_one_thread
     def unsubscribe(self) -> None:
         """Reads nothing any more: leaves the group (its partitions are revoked first: listener, auto commit) or
         drops assign()'s partitions; fetched data is dropped."""
-        self._check_open()
         driver = self._group_driver
         if self._subscribed and driver is not None:
             with driver.lock:
@@ -266,6 +309,7 @@ class Consumer:
 
     unassign = unsubscribe
 
+    @_one_thread
     def group_metadata(self) -> ConsumerGroupMetadata:
         """The group, generation and member id, for Producer.send_offsets_to_transaction (KIP-447 fencing)."""
         group_id = self._group("group_metadata")
@@ -276,14 +320,24 @@ class Consumer:
             return ConsumerGroupMetadata(group_id, member.generation_id, member.member_id,
                                          self.config.group_instance_id)
 
+    @_one_thread
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
-        """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds."""
+        """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds;
+        [] when the cluster answers that the topic does not exist (Java's: auto-creation off at the broker, or
+        allow.auto.create.topics false here), at once instead of after the timeout."""
         validate_topic(topic)
         deadline_ms = self._deadline(timeout, "timeout")
+        asked = None  # the snapshot when the metadata was asked for: an answer after it may say "no such topic"
         while True:
-            parts = self._metadata.snapshot().partitions.get(topic)
+            snapshot = self._metadata.snapshot()
+            parts = snapshot.partitions.get(topic)
             if parts:
                 return list(parts)
+            if (asked is not None and snapshot is not asked
+                    and snapshot.topic_errors.get(topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                return []
+            if asked is None:
+                asked = snapshot
             self._metadata.add_topic(topic, self._clock.monotonic_ms())
             self._metadata.request_update()
             self._transport.wakeup()
@@ -300,59 +354,68 @@ class Consumer:
             raise InvalidArgumentError(f"{call}: {checked} is not assigned to this consumer (assign() it first)")
         return state
 
+    @_one_thread
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
-        """The next poll returns partition's records from offset on."""
-        self._check_open()
-        value = offset.offset if isinstance(offset, OffsetAndMetadata) else offset
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidArgumentError(f"seek: offset must be an int >= 0 (or an OffsetAndMetadata), got {offset!r}")
+        """The next poll returns partition's records from offset on. An OffsetAndMetadata with a leader_epoch (a
+        committed offset, LogTruncationError's divergent offset) is checked with the partition's leader first, as
+        Java's seek does (KIP-320: docs/consumer.md)."""
+        checked = checked_offset(offset, "seek: offset")
+        value, epoch = checked.offset, checked.leader_epoch
         with self._subscription.lock:
-            self._state(partition, "seek").seek(value)
+            self._state(partition, "seek").seek(value, offset_epoch=epoch, validate=epoch >= 0)
         self._transport.wakeup()
 
+    @_one_thread
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves to the first offset of each partition (default: every assigned one), resolved on the next poll."""
         self._seek_to(partitions, "earliest", "seek_to_beginning")
 
+    @_one_thread
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves past the last record of each partition (default: every assigned one): the high watermark, the last
         stable offset with read_committed; resolved on the next poll."""
         self._seek_to(partitions, "latest", "seek_to_end")
 
     def _seek_to(self, partitions: Iterable[TopicPartition] | None, reset: str, call: str) -> None:
-        self._check_open()
         with self._subscription.lock:
             tps = list(self._subscription.states) if partitions is None else checked_partitions(partitions, call)
             for tp in tps:
                 self._state(tp, call).seek(None, reset)
 
+    @_one_thread
     def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
         """The offset of the next record poll returns for partition, resolved now if unknown (committed offset,
         else auto.offset.reset) within timeout seconds (default default.api.timeout.ms)."""
-        self._check_open()
         with self._subscription.lock:
             state = self._state(partition, "position")
         deadline_ms = self._deadline(timeout, "timeout")
         while True:
             self._resolve_positions(deadline_ms)
-            if state.position is not None:
-                return state.position
+            self._validate_positions()
+            with self._subscription.lock:
+                position = None if state.awaiting_validation else state.position
+            if position is not None:
+                return position
             if self._clock.monotonic_ms() >= deadline_ms:
                 raise KafkaTimeoutError(f"position({partition}): not known before the timeout")
+            if state.position is not None:  # its validation is out: wait a little for the answer
+                self._backoff(deadline_ms)
 
+    @_one_thread
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stops fetching and returning these partitions (positions are kept) until resume()."""
         self._set_paused(partitions, True, "pause")
 
+    @_one_thread
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         self._set_paused(partitions, False, "resume")
 
+    @_one_thread
     def paused(self) -> set[TopicPartition]:
         with self._subscription.lock:
             return {tp for tp, state in self._subscription.states.items() if state.paused}
 
     def _set_paused(self, partitions: Iterable[TopicPartition], paused: bool, call: str) -> None:
-        self._check_open()
         tps = checked_partitions(partitions, call)
         with self._subscription.lock:
             for tp in tps:
@@ -361,6 +424,7 @@ class Consumer:
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
+    @_one_thread
     def beginning_offsets(self, partitions: Iterable[TopicPartition],
                           timeout: float | None = None) -> dict[TopicPartition, int]:
         """The first offset of each partition (ListOffsets, earliest)."""
@@ -368,6 +432,7 @@ class Consumer:
         found = self._list_offsets(dict.fromkeys(tps, _EARLIEST), self._deadline(timeout, "timeout"))
         return {tp: info.offset for tp, info in found.items()}
 
+    @_one_thread
     def end_offsets(self, partitions: Iterable[TopicPartition],
                     timeout: float | None = None) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition: the high watermark (the last stable offset with
@@ -375,6 +440,7 @@ class Consumer:
         tps = checked_partitions(partitions, "end_offsets")
         return self._end_offsets(tps, self._deadline(timeout, "timeout"))
 
+    @_one_thread
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None,
                           ) -> dict[TopicPartition, ListOffsetsResultInfo | None]:
         """For each partition, the first offset whose record timestamp is >= the given one (ms), with that record's
@@ -388,6 +454,7 @@ class Consumer:
         found = self._list_offsets({tp: timestamps[tp] for tp in tps}, self._deadline(timeout, "timeout"))
         return {tp: info if info.offset >= 0 else None for tp, info in found.items()}
 
+    @_one_thread
     def committed(self, partitions: Iterable[TopicPartition],
                   timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch at its coordinator); None where none is committed."""
@@ -409,6 +476,7 @@ class Consumer:
                         for tp in tps for value in [found.get(tp)]}
             self._retry_or_raise(failed[0], deadline_ms)
 
+    @_one_thread
     def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                timeout: float | None = None) -> None:
         """Commits offsets for the group (default: every position; an offset is the next record to read), waiting
@@ -429,6 +497,7 @@ class Consumer:
                 return
             self._retry_or_raise(errors[0], deadline_ms)
 
+    @_one_thread
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Commits without waiting; callback(error, offsets) runs on this thread inside a later poll() or commit()
@@ -443,21 +512,16 @@ class Consumer:
 
     def _offsets_to_commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None,
                            call: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        self._check_open()
         if offsets is None:
             with self._subscription.lock:
-                return {tp: OffsetAndMetadata(s.position) for tp, s in self._subscription.states.items()
+                return {tp: OffsetAndMetadata(s.position, leader_epoch=s.offset_epoch)
+                        for tp, s in self._subscription.states.items()
                         if s.position is not None}
         if not isinstance(offsets, Mapping):
             raise InvalidArgumentError(f"{call}: offsets must be a mapping of TopicPartition to an offset or "
                                        f"OffsetAndMetadata, got {type(offsets).__name__}")
-        out = {}
-        for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True):
-            om = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
-            if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
-                raise InvalidArgumentError(f"{call}: the offset of {tp} must be an int >= 0, got {offset!r}")
-            out[tp] = om
-        return out
+        return {tp: checked_offset(offset, f"{call}: the offset of {tp}")
+                for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True)}
 
     def _run_async_commits(self) -> None:
         """Steps every pending commit_async; finished ones run their callbacks here, on the caller's thread."""
@@ -492,10 +556,10 @@ class Consumer:
 
     # -- poll ---------------------------------------------------------------------------------------------------
 
+    @_one_thread
     def poll(self, timeout: float) -> list[ConsumerRecord]:
         """The next records of the assigned partitions, at most max.poll.records; waits up to timeout seconds for
         some, returns [] when none came. Raises a partition's error (e.g. NoOffsetForPartitionError)."""
-        self._check_open()
         records: list[ConsumerRecord] = []
 
         def take(fetch: PartitionFetch, limit: int) -> int:
@@ -506,10 +570,10 @@ class Consumer:
         self._poll(timeout, self.config.max_poll_records, take)
         return records
 
+    @_one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
         timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time."""
-        self._check_open()
         if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
                                         or max_records < 1):
             raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
@@ -520,9 +584,15 @@ class Consumer:
         return builder.finish()
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        """Every record, as poll returns them, until close()."""
-        while not self._closed:
-            yield from self.poll(1.0)
+        """Every record, as poll returns them, until close() (from the loop's body, or from another thread)."""
+        while not self._interrupted():
+            try:
+                records = self.poll(1.0)
+            except IllegalStateError:
+                if self._interrupted():
+                    return  # closed by another thread meanwhile
+                raise
+            yield from records
 
     def _poll(self, timeout: float, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         deadline_ms = self._deadline(timeout, "timeout", default=None)
@@ -532,6 +602,13 @@ class Consumer:
                 driver.member.poll(self._clock.monotonic_ms())  # max.poll.interval.ms starts again
         self._run_async_commits()
         self._maybe_auto_commit()
+        try:
+            self._poll_until(deadline_ms, limit, take)
+        except IllegalStateError:
+            if not self._interrupted():
+                raise  # close() on another thread: the poll returns what it took
+
+    def _poll_until(self, deadline_ms: int, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         sub = self._subscription
         while True:
             self._handle_group_events()
@@ -539,10 +616,11 @@ class Consumer:
                 self._resolve_positions(deadline_ms)
             except KafkaTimeoutError:
                 pass  # the requests stay out: a later poll picks up their answers
+            self._validate_positions()
             if self._drain(limit, take):
                 return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
-            if remaining_ms <= 0 or self._closed:
+            if remaining_ms <= 0 or self._interrupted():
                 return
             if self._thread is None:
                 self.network.run_once()
@@ -641,13 +719,14 @@ class Consumer:
                 if state is None or state.epoch != item.epoch:
                     continue
                 fetch = item.fetch
-                state.position = fetch.next_offset
+                if fetch.next_offset != state.position:  # moved: the epoch of the batch it was reached in (KIP-320)
+                    state.position, state.offset_epoch = fetch.next_offset, fetch.last_epoch
                 if fetch.blocked_on_open_transaction and self._look_ahead(item, state):
                     continue
                 if fetch.blocked_on_open_transaction:  # the transaction is open: fetch it again later
                     if fetch.bytes_size >= state.fetch_size_bytes:  # a full answer: the transaction may not fit
                         state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
-                    state.seek(fetch.next_offset)
+                    state.seek(fetch.next_offset, offset_epoch=state.offset_epoch)
                     state.not_before_ms = self._clock.monotonic_ms() + self.config.retry_backoff_ms
                     sub.release(item)
                 elif fetch.done:
@@ -703,10 +782,11 @@ class Consumer:
         policy = self.config.auto_offset_reset
         resets: dict[str, list[TopicPartition]] = defaultdict(list)
         found: dict[TopicPartition, int] = {}
+        epochs: dict[TopicPartition, int] = {}  # a committed offset's leader epoch: validated before fetching
         for tp, (_, reset) in missing.items():
             om = committed.get(tp)
             if om is not None:
-                found[tp] = om.offset
+                found[tp], epochs[tp] = om.offset, om.leader_epoch
             else:
                 resets[reset or policy].append(tp)
         if resets["none"]:
@@ -728,8 +808,132 @@ class Consumer:
             for tp, offset in found.items():
                 state = sub.states.get(tp)
                 if state is not None and state.epoch == missing[tp][0]:
-                    state.seek(offset)
+                    epoch = epochs.get(tp, -1)
+                    state.seek(offset, offset_epoch=epoch, validate=epoch >= 0)
         self._transport.wakeup()
+
+    def _validate_positions(self) -> None:
+        """KIP-320, Java's validatePositionsIfNeeded: a partition whose leader epoch grew since its position was
+        checked, while the position knows the leader epoch it was read in (or comes with one: a committed offset, a
+        seek with an OffsetAndMetadata), is not fetched until its leader answers OffsetForLeaderEpoch: where does that
+        epoch end in your log? Never waits: the requests go out, a later call (the poll loop's next turn) takes the
+        answers. `divergence` decides: the log holds the position (fetch on), or it was truncated under it: with
+        auto.offset.reset the position moves to the first offset known to diverge (the policy's reset when that is
+        unknown), with none LogTruncationError is raised, again by each poll until seek(). A broker without the API
+        (Tansu) is not asked, nor a partition whose metadata carries no leader epoch: Java skips the check there."""
+        snapshot = self._metadata.snapshot()
+        now_ms = self._clock.monotonic_ms()
+        due = self._positions_to_validate(snapshot, now_ms)
+        if not due:
+            return
+        routes: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp in due:
+            routes[snapshot.leader(tp.topic, tp.partition)].append(tp)
+        truncated: dict[TopicPartition, tuple[int, tuple[int, int]]] = {}
+        for node_id, tps in routes.items():
+            request = Request(api.OFFSET_FOR_LEADER_EPOCH.key, {"replica_id": -2, "topics": by_topic(tps, lambda tp: {
+                "partition": tp.partition, "current_leader_epoch": due[tp][2], "leader_epoch": due[tp][1]},
+                topic="topic")})
+            try:
+                _, answer = self._ask(node_id, request, now_ms)  # still out: KafkaTimeoutError, taken by a later call
+            except KafkaTimeoutError:
+                continue
+            except UnsupportedVersionError:  # the broker cannot check: fetch without (Java)
+                answer = {"topics": by_topic(tps, lambda tp: {"partition": tp.partition, "error_code": 0,
+                                                              "leader_epoch": due[tp][1], "end_offset": due[tp][0]},
+                                             topic="topic")}
+            except KafkaError as e:
+                if not e.retriable:
+                    raise
+                self._validation_backoff(tps, now_ms)  # a lost connection, mostly
+                continue
+            with self._subscription.lock:
+                for t in answer["topics"]:
+                    for p in t["partitions"]:
+                        tp = TopicPartition(t["topic"], p["partition"])
+                        if tp in due and (found := self._validated(tp, p, due[tp], now_ms)) is not None:
+                            truncated[tp] = found
+        self._transport.wakeup()
+        if truncated:
+            raise LogTruncationError(fetch_offsets={tp: position for tp, (position, _) in truncated.items()},
+                                     divergent_offsets={tp: d for tp, (_, d) in truncated.items() if d[0] >= 0})
+
+    def _validation_backoff(self, tps: Iterable[TopicPartition], now_ms: int) -> None:
+        """A position's check failed in a way worth retrying: again after retry.backoff.ms, with fresh metadata."""
+        self._metadata.request_update()
+        with self._subscription.lock:
+            for tp in tps:
+                state = self._subscription.states.get(tp)
+                if state is not None:
+                    state.not_before_ms = now_ms + self.config.retry_backoff_ms
+
+    def _positions_to_validate(self, snapshot: ClusterSnapshot, now_ms: int) -> dict[TopicPartition, tuple[int, int,
+                                                                                                           int]]:
+        """With the metadata's leader epochs: the positions to check now, {partition: (position, its leader epoch,
+        the current leader epoch)}; a partition whose leader epoch grew starts awaiting validation here."""
+        due: dict[TopicPartition, tuple[int, int, int]] = {}
+        with self._subscription.lock:
+            for tp, state in self._subscription.states.items():
+                if state.position is None:
+                    continue
+                parts = snapshot.partitions.get(tp.topic)
+                info = parts[tp.partition] if parts is not None and 0 <= tp.partition < len(parts) else None
+                leader = info.leader if info is not None else -1
+                if info is not None and leader >= 0 and info.leader_epoch > state.leader_epoch:
+                    state.leader_epoch = info.leader_epoch
+                    if state.offset_epoch >= 0 and not state.awaiting_validation:  # drops what was fetched for it
+                        state.seek(state.position, offset_epoch=state.offset_epoch, validate=True)
+                if not state.awaiting_validation or now_ms < state.not_before_ms:
+                    continue
+                if leader < 0:  # wait for the leader (the fetcher does not look at this partition now)
+                    self._metadata.add_topic(tp.topic, now_ms)
+                    self._metadata.request_update()
+                    state.not_before_ms = now_ms + self.config.retry_backoff_ms
+                elif state.leader_epoch < 0:  # the broker gives no leader epochs: nothing to check against
+                    state.awaiting_validation = False
+                else:
+                    due[tp] = (state.position, state.offset_epoch, state.leader_epoch)
+        return due
+
+    def _validated(self, tp: TopicPartition, p: Mapping[str, Any], asked: tuple[int, int, int],
+                   now_ms: int) -> tuple[int, tuple[int, int]] | None:
+        """With the lock held: one partition's OffsetForLeaderEpoch answer p to `asked` (position, its epoch, leader
+        epoch) applied to its state. Returns (position, divergence) when the log was truncated and auto.offset.reset
+        is none (LogTruncationError's)."""
+        state = self._subscription.states.get(tp)
+        if (state is None or not state.awaiting_validation
+                or (state.position, state.offset_epoch, state.leader_epoch) != asked):
+            return None  # sought, reset or validated since it was asked
+        position, offset_epoch, _ = asked
+        if p["error_code"]:
+            error = error_for(p["error_code"], f"validating the position of {tp.topic} [{tp.partition}] at offset "
+                                               f"{position}")
+            if not error.retriable:
+                raise error
+            self._metadata.request_update()  # a stale leader, mostly: again after a backoff
+            state.not_before_ms = now_ms + self.config.retry_backoff_ms
+            return None
+        diverged = divergence(position, p["end_offset"], p["leader_epoch"])
+        policy = self.config.auto_offset_reset
+        if diverged is None:
+            state.awaiting_validation = False
+        elif policy == "none":
+            log.warning("truncation detected for %s [%s] at offset %s (leader epoch %s): the leader's log ends at %s "
+                        "in that epoch, and auto.offset.reset is none", tp.topic, tp.partition, position,
+                        offset_epoch, diverged[0])
+            state.not_before_ms = now_ms + self.config.retry_backoff_ms
+            return position, diverged
+        elif diverged[0] < 0:
+            log.info("truncation detected for %s [%s] at offset %s (leader epoch %s), the first offset to diverge is "
+                     "unknown: resetting the position (auto.offset.reset=%s)", tp.topic, tp.partition, position,
+                     offset_epoch, policy)
+            state.seek(None, policy)
+        else:
+            log.info("truncation detected for %s [%s] at offset %s (leader epoch %s): resetting the position to %s, "
+                     "the first offset known to diverge (leader epoch %s)", tp.topic, tp.partition, position,
+                     offset_epoch, *diverged)
+            state.seek(diverged[0], offset_epoch=diverged[1])
+        return None
 
     def _list_offsets(self, timestamps: Mapping[TopicPartition, int],
                       deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo]:
@@ -749,7 +953,7 @@ class Consumer:
         read_committed = self.config.read_committed
 
         def request(group: list[TopicPartition]) -> Request:  # Tansu answers max_wait_ms=0 with no partitions
-            return fetch_request({tp: (starts[tp], 1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
+            return fetch_request({tp: (starts[tp], 1, -1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
                                  read_committed=read_committed)
 
         def end(answer: Mapping[str, Any]) -> dict[TopicPartition, int | KafkaError]:
@@ -765,13 +969,19 @@ class Consumer:
                     request: Callable[[list[TopicPartition]], Request],
                     read: Callable[[Mapping[str, Any]], Mapping[TopicPartition, T | KafkaError]],
                     ) -> dict[TopicPartition, T]:
-        """One request per leader for its partitions, its answer read per partition. A stale leader's partitions are
-        asked again after a metadata refresh, until deadline_ms."""
+        """One request per leader for its partitions, its answer read per partition. A stale leader's partitions, or
+        those of a leader that could not be asked (it died: its connection failed), are asked again after a metadata
+        refresh, until deadline_ms."""
         out: dict[TopicPartition, T] = {}
         pending = set(tps)
         while pending:
             for node, group in self._leaders(pending, deadline_ms).items():
-                _, answer = self._ask(node, request(group), deadline_ms)
+                try:
+                    _, answer = self._ask(node, request(group), deadline_ms, once=True)
+                except KafkaError as e:
+                    self._retry_or_raise(e, deadline_ms, sleep=False)
+                    self._metadata.request_update()  # the leader may be gone: ask its partitions' new one
+                    continue
                 for tp, found in read(answer).items():
                     if tp not in pending:
                         continue
@@ -792,21 +1002,24 @@ class Consumer:
         self._calls.submit(call)
         return call
 
-    def _ask(self, node_id: int | None, request: Request, deadline_ms: int) -> tuple[int, dict[str, Any]]:
+    def _ask(self, node_id: int | None, request: Request, deadline_ms: int,
+             once: bool = False) -> tuple[int, dict[str, Any]]:
         """(node, answer) of request to node_id (None: the least loaded), sent again after retry.backoff.ms on a
-        retriable failure until deadline_ms. A request still out at the deadline is kept: the same request asked
-        again (the next poll) waits for it instead of sending another."""
+        retriable failure until deadline_ms (once: the failure is raised, for the caller to choose the node again).
+        A request still out at the deadline is kept: the same request asked again (the next poll) waits for it
+        instead of sending another."""
         call = self._answer(self._outstanding, (request.api_key, node_id, repr(request.body)),
                             lambda: self._submit(request, node_id), deadline_ms,
-                            f"{api.API_NAMES[request.api_key]}: no answer")
+                            f"{api.API_NAMES[request.api_key]}: no answer", once)
         assert call.response is not None
         return call.answered_by, call.response
 
     def _answer(self, outstanding: dict[Any, Call], key: Any, submit: Callable[[], Call], deadline_ms: int,
-                no_answer: str) -> Call:
+                no_answer: str, once: bool = False) -> Call:
         """The call kept under key in outstanding (submitted when none is out) once it has an answer; submitted
-        again after retry.backoff.ms on a retriable failure until deadline_ms. A call still out at the deadline
-        stays: the same request asked again (the next poll) waits for it instead of sending another."""
+        again after retry.backoff.ms on a retriable failure until deadline_ms (once: its failure is raised). A call
+        still out at the deadline stays: the same request asked again (the next poll) waits for it instead of
+        sending another."""
         while True:
             call = outstanding.get(key)
             if call is None:
@@ -819,17 +1032,20 @@ class Consumer:
             del outstanding[key]
             if call.error is None and call.response is not None:
                 return call
+            if once:
+                raise call.error or KafkaError(no_answer)
             self._retry_or_raise(call.error or KafkaError(no_answer), deadline_ms)
 
     def _wait(self, done: threading.Event, deadline_ms: int) -> None:
-        while not done.is_set() and not self._closed:
+        while not done.is_set():
+            self._check_open()
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
             if remaining_ms <= 0:
                 return
             if self._thread is None:
                 self.network.run_once()
             else:
-                done.wait(remaining_ms / 1000)
+                done.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
 
     def _retry_or_raise(self, error: KafkaError, deadline_ms: int, sleep: bool = True) -> None:
         """Raises error unless it is retriable and the deadline leaves time; refreshes what it says is stale."""
@@ -842,6 +1058,7 @@ class Consumer:
             self._backoff(deadline_ms)
 
     def _backoff(self, deadline_ms: int) -> None:
+        self._check_open()
         now_ms = self._clock.monotonic_ms()
         if now_ms >= deadline_ms:
             raise KafkaTimeoutError("no answer before the deadline")
@@ -890,43 +1107,111 @@ class Consumer:
         return call.response
 
     def _deadline(self, timeout: float | None, name: str, default: int | None = -1) -> int:
+        """now + timeout seconds, in ms; math.inf (or any timeout past 2**62 ms) is no deadline."""
         if timeout is None and default is not None:
             return self._clock.monotonic_ms() + self.config.default_api_timeout_ms
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
-            raise InvalidArgumentError(f"{name} must be a number of seconds >= 0"
+            raise InvalidArgumentError(f"{name} must be a number of seconds >= 0 (math.inf: no limit)"
                                        f"{' or None (default.api.timeout.ms)' if default is not None else ''}, got "
                                        f"{timeout!r}")
+        if math.isinf(timeout) or timeout * 1000 >= _FOREVER_MS:
+            return self._clock.monotonic_ms() + _FOREVER_MS
         return self._clock.monotonic_ms() + int(timeout * 1000)
 
+    def _acquire(self, call: str) -> None:
+        """Enters a call on this thread (Java's acquireAndEnsureOpen, with a depth: a listener's calls inside poll
+        are this thread's too); _release() leaves it."""
+        if os.getpid() != self._pid:
+            raise IllegalStateError(
+                f"{call}: this Consumer was made in process {self._pid}, before a fork(); its threads, connections "
+                f"and group membership stayed there (and its fetched records are the parent's to hand out): make a "
+                f"new Consumer in this process")
+        me = threading.get_ident()
+        with self._owner_lock:
+            closing, lent = self._closing_thread, me == self._lent
+            if self._closed or (closing is not None and closing != me and not lent):
+                raise IllegalStateError(f"{call}: the consumer is closed")
+            if self._owner is not None and self._owner != me and not lent:
+                raise ConcurrentAccessError(
+                    f"{call}: another thread is inside this Consumer's {self._owner_call}(); a Consumer is not "
+                    f"thread-safe (as Java's KafkaConsumer): use it from one thread at a time (one Consumer per "
+                    f"thread), only close() may come from another thread")
+            if self._owner is None:
+                self._owner, self._owner_call = me, call
+            self._owner_depth += 1
+
+    def _release(self) -> None:
+        with self._owner_lock:
+            self._owner_depth -= 1
+            if self._owner_depth == 0:
+                self._owner = None
+                self._owner_lock.notify_all()
+
+    @contextlib.contextmanager
+    def _lent_to(self, thread: int) -> Iterator[None]:
+        """The calling thread, inside a call, lets `thread` make calls while it waits for it (cykafka.aio runs the
+        rebalance listener on the event loop's thread while the polling thread waits)."""
+        lent, self._lent = self._lent, thread
+        try:
+            yield
+        finally:
+            self._lent = lent
+
+    def _interrupted(self) -> bool:
+        """close() runs on another thread: this thread's waits end (a poll returns, other calls raise)."""
+        closing, me = self._closing_thread, threading.get_ident()
+        return self._closed or (closing is not None and closing != me and me != self._lent)
+
     def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaError("the consumer is closed")
+        if self._interrupted():
+            raise IllegalStateError("the consumer is closed")
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
     def close(self, timeout: float = 30.0) -> None:
         """Commits the positions (enable.auto.commit), leaves the group (the listener's on_partitions_revoked, then
         LeaveGroup, unless static), waits for pending commit_async, stops the network thread and closes the
-        connections, all within timeout seconds."""
-        if self._closed:
-            return
+        connections, all within timeout seconds. From another thread: a call running on the consumer's thread is
+        interrupted first (a waiting poll returns, a waiting call raises IllegalStateError) and close waits for it to
+        end; one still running at the deadline is left to end alone, and the goodbyes (commit, LeaveGroup) are
+        skipped. In a process forked from the one that made it: only marks it closed (all it holds is the parent's)."""
         deadline_ms = self._deadline(timeout, "timeout")
+        me = threading.get_ident()
+        with self._owner_lock:
+            if self._closed or self._closing_thread is not None:
+                return
+            self._closing_thread = me
+            other = self._owner is not None and self._owner != me
+        if os.getpid() != self._pid:
+            self._closed = True
+            return
         self._finalizer.detach()
+        if other:  # interrupt its waits, then let it leave
+            self._transport.wakeup()
+            with self._subscription.lock:
+                self._subscription.data_ready.notify_all()
+            with self._owner_lock:
+                while self._owner is not None and (remaining_ms := deadline_ms - self._clock.monotonic_ms()) > 0:
+                    self._owner_lock.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
+                other = self._owner is not None
         try:
-            if self._subscribed:
+            if other:
+                log.warning("close(): a call of another thread (%s) did not end by the deadline: closing without "
+                            "the last commit and LeaveGroup", self._owner_call)
+            elif self._subscribed:
                 self._leave_group(deadline_ms)
             elif self.config.enable_auto_commit:
                 try:
                     self.commit(timeout=max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
                 except KafkaError as e:
                     log.warning("the consumer's last auto commit failed on close: %s", e)
-            while self._async_commits and self._clock.monotonic_ms() < deadline_ms:
+            while not other and self._async_commits and self._clock.monotonic_ms() < deadline_ms:
                 self._run_async_commits()
                 if self._async_commits:
                     self._backoff(deadline_ms)
             self._fetcher.close_sessions()  # Java's close: each broker's fetch session ends (KIP-227)
             self._transport.wakeup()
-            while not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
+            while not other and not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
                 self._backoff(deadline_ms)
         except KafkaTimeoutError:
             pass
@@ -968,6 +1253,19 @@ class Consumer:
         self.close()
 
 
+_live_consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    """After fork(), in the child: a Consumer of the parent is the parent's (threads, connections, group), so its
+    finalizer must not stop or close anything here; its calls raise IllegalStateError (Consumer._acquire)."""
+    for consumer in list(_live_consumers):
+        consumer._finalizer.detach()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Request]:
     return lambda member: member.commit_request(
         {tp: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()})
@@ -984,6 +1282,9 @@ def _caller_waker(sub: Subscription) -> Callable[[], None]:
 
 
 def _log_auto_commit(error: KafkaError | None, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    """As Java's: a retriable failure (the coordinator moving or gone, a lost connection) is logged at DEBUG, the next
+    auto commit carries the offsets; any other at WARNING."""
     if error is not None:
-        log.warning("auto commit of %d offset(s) failed: %s", len(offsets), error)
+        log.log(logging.DEBUG if error.retriable else logging.WARNING, "auto commit of %d offset(s) failed: %s",
+                len(offsets), error)
 

@@ -6,8 +6,9 @@ lost, a lookup wanted or failed), the metadata the member asks for, and the call
 member builds when it goes, so it carries its generation and holds back its next JoinGroup until answered; an
 OffsetFetch) — in assign mode too, where the member is never subscribed. Every request, the member's own and the
 caller's, is a `Call` to the group's coordinator on the client's CallQueue: one way to wait for a connection, one
-call record. Nothing here runs user code: the caller's thread takes the member's events in poll()
-(cykafka/consumer.py).
+call record; one of the member's that cannot go within its own timeout, or whose coordinator's connection failed,
+fails, and the member looks its coordinator up again. Nothing here runs user code: the caller's thread takes the
+member's events in poll() (cykafka/consumer.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from cykafka.errors import KafkaError
 from cykafka.ports import Clock, MetadataSource
 from cykafka.protocol import API_NAMES, Request
 from cykafka.protocol.apis import JOIN_GROUP, OFFSET_COMMIT
-from cykafka.requests.calls import NEVER_MS, Call, CallQueue
+from cykafka.requests.calls import Call, CallQueue
 from cykafka.requests.coordinators import Coordinators, group_coordinator
 from cykafka.requests.offsets import offset_commit_codes, offset_fetch_error
 
@@ -40,6 +41,7 @@ class GroupDriver:
         # the coordinator holds a JoinGroup until the group has joined: up to the rebalance timeout (Java)
         self._join_timeout_ms = max(request_timeout_ms,
                                     member.settings.max_poll_interval_ms + _JOIN_TIMEOUT_LAPSE_MS)
+        self._request_timeout_ms = request_timeout_ms
         self.lock = threading.Lock()
         self.calls = calls
         self.coordinators = coordinators
@@ -79,9 +81,11 @@ class GroupDriver:
                 #                              cache's lookup error themselves, in the CallQueue)
             delay_ms = member.poll_timeout_ms(now_ms, events_elsewhere=True)
         for request in requests:  # outside the lock: a send that fails at once completes its call here
-            self.calls.submit(Call(self.route, NEVER_MS, request, on_answer=self._member_answered,
-                                   timeout_ms=self._join_timeout_ms if request.api_key == JOIN_GROUP.key else None),
-                              now_ms)
+            timeout_ms = self._join_timeout_ms if request.api_key == JOIN_GROUP.key else self._request_timeout_ms
+            # unsent within its own timeout (or its coordinator's connection failed), it fails and the member looks
+            # its coordinator up again (Java's ConsumerNetworkClient)
+            self.calls.submit(Call(self.route, now_ms + timeout_ms, request, on_answer=self._member_answered,
+                                   timeout_ms=timeout_ms if request.api_key == JOIN_GROUP.key else None), now_ms)
         if failed:
             self._on_change()
         return delay_ms

@@ -1,9 +1,12 @@
 """The Fetcher: the consumer's Fetch requests, a request source of the network loop (cykafka/requests/calls.py).
 
 Shared with the caller's thread under one lock (`Subscription.lock`, with a condition the caller waits on):
-- per assigned partition a `PartitionState`: `position` (the next offset poll returns), `fetch_offset` (the next
-  offset to fetch: past the position while fetched data waits in the buffer), `epoch` (bumped by every seek or
-  reset: fetched data and answers of an older epoch are dropped), pause flag, backoff, watermarks, pending reset;
+- per assigned partition a `PartitionState`: `position` (the next offset poll returns) and `offset_epoch` (the
+  leader epoch of the batch it was reached in), `fetch_offset` (the next offset to fetch: past the position while
+  fetched data waits in the buffer), `leader_epoch` (the partition leader's epoch the position was checked against,
+  sent in every Fetch as current_leader_epoch), `awaiting_validation` (KIP-320, below), `epoch` (bumped by every
+  seek or reset: fetched data and answers of an older epoch are dropped), pause flag, backoff, watermarks, pending
+  reset;
 - the buffer of fetched, not yet consumed data: one `Buffered` per partition per answer, in arrival order, each a
   `PartitionFetch` (the compiled decoder, cykafka.core) the caller decodes lazily in poll.
 
@@ -20,6 +23,13 @@ offset or size changed, and forget those no longer fetched there (paused, moved,
 names only partitions with news. A broker that lost the session (FETCH_SESSION_ID_NOT_FOUND,
 INVALID_FETCH_SESSION_EPOCH) gets a full fetch at once; a lost answer makes the next fetch full too.
 `close_sessions()` turns the Fetcher into closing the sessions (epoch -1), as Java's consumer does on close.
+
+Positions after a leader change (KIP-320, Java's SubscriptionState validation): a partition whose metadata shows a
+newer leader epoch than its `leader_epoch`, while its position carries an `offset_epoch`, awaits validation: it is not
+fetched (what was fetched for it is dropped) until the caller's poll has asked the leader with OffsetForLeaderEpoch
+where `offset_epoch` ends in its log (cykafka/consumer.py, `_validate_positions`); `divergence` decides from the
+answer. Every Fetch carries the partition's `leader_epoch`, so a leader the consumer has not validated against
+answers FENCED_LEADER_EPOCH instead of data.
 """
 
 from __future__ import annotations
@@ -47,26 +57,42 @@ if TYPE_CHECKING:
 log = logging.getLogger("cykafka")
 _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
-def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int]], *, max_wait_ms: int, min_bytes: int,
+def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int, int]], *, max_wait_ms: int, min_bytes: int,
                   max_bytes: int, read_committed: bool, session_id: int = INVALID_SESSION_ID,
                   session_epoch: int = FINAL_EPOCH, forgotten: Iterable[TopicPartition] = ()) -> Request:
-    """A Fetch for {partition: (fetch offset, partition_max_bytes)}; by default outside any fetch session (KIP-227),
-    else in the session and epoch given, forgetting `forgotten` (core/fetch_session.py plans them)."""
+    """A Fetch for {partition: (fetch offset, partition_max_bytes, current leader epoch or -1)}; by default outside
+    any fetch session (KIP-227), else in the session and epoch given, forgetting `forgotten` (core/fetch_session.py
+    plans them)."""
     return Request(api.FETCH.key, {
         "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
         "isolation_level": int(read_committed), "session_id": session_id, "session_epoch": session_epoch,
         "topics": by_topic(partitions, lambda tp: {
-            "partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": partitions[tp][0],
+            "partition": tp.partition, "current_leader_epoch": partitions[tp][2], "fetch_offset": partitions[tp][0],
             "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": partitions[tp][1]},
             topic="topic"),
         "forgotten_topics_data": by_topic(forgotten, lambda tp: tp.partition, topic="topic"),
         "rack_id": ""})
 
 
+def divergence(position: int, end_offset: int, end_epoch: int) -> tuple[int, int] | None:
+    """What a leader's OffsetForLeaderEpoch answer (end_offset, end_epoch: where the epoch of the position's last
+    record ends in its log) says of the position (Java's SubscriptionState.maybeCompleteValidation): None, the log
+    holds it; else the log was truncated under it and (offset, leader epoch) is the first offset known to diverge,
+    (-1, -1) when the leader knows no epoch that old (UNDEFINED: where it diverges is unknown)."""
+    if end_offset < 0 or end_epoch < 0:
+        return -1, -1
+    if end_offset < position:
+        return end_offset, end_epoch
+    return None
+
+
 @dataclass(slots=True)
 class PartitionState:
     fetch_size_bytes: int  # max.partition.fetch.bytes, grown when a batch does not fit
     position: int | None = None
+    offset_epoch: int = -1  # leader epoch of the batch the position was reached in (Java's offsetEpoch); -1 unknown
+    leader_epoch: int = -1  # the leader's epoch the position was checked against (Fetch current_leader_epoch)
+    awaiting_validation: bool = False  # KIP-320: not fetched until OffsetForLeaderEpoch confirms the position
     fetch_offset: int | None = None
     epoch: int = 0
     reset: str | None = None  # "earliest" / "latest": the caller resolves it on its next poll
@@ -78,9 +104,14 @@ class PartitionState:
     log_start_offset: int = -1
     error: KafkaError | None = None  # raised by the caller's next poll
 
-    def seek(self, offset: int | None, reset: str | None = None) -> None:
-        """A new position (None: unknown, `reset` says how to find it); fetched data of the old one is dropped."""
+    def seek(self, offset: int | None, reset: str | None = None, *, offset_epoch: int = -1,
+             validate: bool = False) -> None:
+        """A new position (None: unknown, `reset` says how to find it) reached in leader epoch offset_epoch (-1:
+        unknown); fetched data of the old one is dropped. validate: check it with the leader before fetching (a
+        committed offset, a seek with a leader epoch, a leader change; needs offset_epoch)."""
         self.position = self.fetch_offset = offset
+        self.offset_epoch = offset_epoch if offset is not None else -1
+        self.awaiting_validation = validate and offset is not None and offset_epoch >= 0
         self.reset = reset
         self.epoch += 1
         self.not_before_ms = 0
@@ -127,7 +158,7 @@ class Fetcher:
         self.metadata = metadata
         self._nodes_in_flight: set[int] = set()
         self._retry_backoff_ms = config.retry_backoff_ms
-        self.sessions: dict[int, FetchSession[TopicPartition, tuple[int, int]]] = defaultdict(FetchSession)
+        self.sessions: dict[int, FetchSession[TopicPartition, tuple[int, int, int]]] = defaultdict(FetchSession)
         self._closing = False
         self._closes_in_flight: set[int] = set()
 
@@ -159,7 +190,7 @@ class Fetcher:
             self._closes_in_flight.add(node_id)
         return 2**31
 
-    def _request(self, plan: FetchPlan[TopicPartition, tuple[int, int]], *, max_wait_ms: int,
+    def _request(self, plan: FetchPlan[TopicPartition, tuple[int, int, int]], *, max_wait_ms: int,
                  max_bytes: int) -> Request:
         return fetch_request(plan.to_send, max_wait_ms=max_wait_ms, min_bytes=self.config.fetch_min_bytes,
                              max_bytes=max_bytes, read_committed=self.config.read_committed,
@@ -173,7 +204,8 @@ class Fetcher:
         by_node: dict[int, dict[TopicPartition, PartitionState]] = defaultdict(dict)
         with sub.lock:
             for tp, state in sub.states.items():
-                if state.fetch_offset is None or state.paused or state.in_flight or state.error is not None:
+                if (state.fetch_offset is None or state.paused or state.in_flight or state.error is not None
+                        or state.awaiting_validation):
                     continue
                 if now_ms < state.not_before_ms:
                     delay_ms = min(delay_ms, state.not_before_ms - now_ms)
@@ -186,7 +218,10 @@ class Fetcher:
                     continue
                 by_node[leader][tp] = state
             for node_id, states in by_node.items():
-                room_bytes = self.config.fetch_max_bytes - sub.buffered_bytes[node_id]
+                buffered_bytes = sub.buffered_bytes[node_id]
+                # room for fetch.max.bytes per broker in the buffer; with none of its data buffered, at least 1 byte
+                # (fetch.max.bytes=0 as Java: Kafka still answers with one batch, KIP-74; Tansu answers 0 with none)
+                room_bytes = max(self.config.fetch_max_bytes - buffered_bytes, 0 if buffered_bytes else 1)
                 if node_id in self._nodes_in_flight or room_bytes <= 0:
                     continue  # an answer or the caller's consuming frees it
                 ready, wait_ms = ready_node(self.transport, node_id, now_ms, self._retry_backoff_ms)
@@ -195,8 +230,8 @@ class Fetcher:
                     continue
                 sent = {tp: (state.epoch, state.fetch_offset) for tp, state in states.items()}
                 session = self.sessions[node_id]
-                plan = session.build({tp: (state.fetch_offset, state.fetch_size_bytes)  # type: ignore[misc]
-                                      for tp, state in states.items()})
+                plan = session.build({tp: (state.fetch_offset, state.fetch_size_bytes,  # type: ignore[misc]
+                                           state.leader_epoch) for tp, state in states.items()})
                 request = self._request(plan, max_wait_ms=self.config.fetch_max_wait_ms, max_bytes=room_bytes)
                 try:
                     self.transport.send(node_id, request, now_ms,

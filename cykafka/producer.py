@@ -62,7 +62,7 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offset
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
@@ -672,7 +672,7 @@ class Producer(SendPath):
         _, requests = self._transactional()
         group = group_metadata if isinstance(group_metadata, ConsumerGroupMetadata) else ConsumerGroupMetadata(
             group_metadata)
-        positions = {tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(int(o))
+        positions = {tp: checked_offset(o, f"send_offsets_to_transaction: the offset of {tp}")
                      for tp, o in offsets.items()}
         with self._lock:
             result = requests.send_offsets(positions, group)

@@ -187,8 +187,8 @@ class Sender:
 
     def _transactional_target(self, handler: TxnHandler, now_ms: int) -> int | None:
         """The node a transactional request goes to (its route: the request layer's Router over the coordinator
-        cache), if it can go now; else it is queued again (its coordinator looked up when unknown, or when
-        unreachable for request.timeout.ms)."""
+        cache), if it can go now; else it is queued again (its coordinator looked up when unknown, when its connection
+        failed, or when not ready for request.timeout.ms: Java's awaitReady ends the same ways)."""
         requests, router = self.txn_requests, self._router
         assert requests is not None and router is not None
         route = handler.route
@@ -213,7 +213,8 @@ class Sender:
         if handler.waiting_since_ms is None:
             handler.waiting_since_ms = now_ms
         with self.lock:
-            if coordinator and now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms:
+            if coordinator and (now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms
+                                or (node_id is not None and self.transport.connection_failed(node_id))):  # it died
                 handler.waiting_since_ms = None
                 requests.coordinator_moved(route)
             if node_id is None:  # no node to try: back off

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 # where messages send the reader: the docs of the project's home (docs/development.md, "The project's address"); the
 # same address is pyproject's Documentation URL. Files under it: DOCS_URL + "config.md".
@@ -143,6 +143,12 @@ class InvalidRecordError(KafkaError, ValueError):
     interceptor or partitioner result); the message names the argument; nothing of the call was queued."""
 
 
+class TimestampOverflowError(KafkaError, OverflowError):
+    """A record's timestamp does not fit where it is asked to go: poll_batch (and the Spark source) refuse one beyond
+    an Arrow timestamp[us] column's range (+-9223372036854775 ms) rather than write a wrapped value; the message
+    names the topic, partition and offset."""
+
+
 class SerializationError(InvalidRecordError, TypeError):
     """A key, value or header could not be turned into bytes (a type not accepted, a str that is not valid UTF-8, a
     buffer that is not C-contiguous bytes); an InvalidRecordError and a TypeError; nothing of the call was queued."""
@@ -178,6 +184,12 @@ class IllegalStateError(KafkaError, RuntimeError):
     subscribed consumer; the message says what to do first."""
 
 
+class ConcurrentAccessError(IllegalStateError):
+    """A Consumer was called from a second thread while another thread was inside one of its calls (Java's
+    ConcurrentModificationException): a Consumer is used from one thread at a time; only close() may come from
+    another thread. The message names the call running."""
+
+
 class NoOffsetForPartitionError(KafkaError):
     """A consumer has no position for partitions and auto.offset.reset is none (no committed offset, or it fell
     out of range): seek() them. `partitions` lists them."""
@@ -185,3 +197,28 @@ class NoOffsetForPartitionError(KafkaError):
     def __init__(self, message: str = "", *, partitions: Sequence[tuple[str, int]] = ()) -> None:
         super().__init__(message)
         self.partitions = list(partitions)
+
+
+class LogTruncationError(KafkaError):
+    """The log of partitions this consumer reads was truncated under it (Java's LogTruncationException, KIP-320):
+    after a leader change, the new leader's log ends before the consumer's position in the leader epoch of the last
+    record it read, so records it read are gone (an unclean leader election) and others may be written at their
+    offsets. Raised by poll() when auto.offset.reset is none; with a reset policy the position moves to the first
+    offset known to diverge instead (logged at INFO).
+
+    `fetch_offsets`: {(topic, partition): the position found past the truncation}; `divergent_offsets`:
+    {(topic, partition): (offset, leader_epoch)}, the first offset known to diverge from what the consumer read and
+    the leader epoch it ends, for each partition whose leader knows it (Java's divergentOffsets(); absent when the
+    leader knows no epoch that old); `partitions`: the truncated partitions. seek() each to go on."""
+
+    def __init__(self, message: str = "", *, fetch_offsets: Mapping[tuple[str, int], int] | None = None,
+                 divergent_offsets: Mapping[tuple[str, int], tuple[int, int]] | None = None) -> None:
+        self.fetch_offsets = dict(fetch_offsets or {})
+        self.divergent_offsets = dict(divergent_offsets or {})
+        self.partitions = sorted(self.fetch_offsets)
+        super().__init__(message or "truncated partitions detected with divergent offsets " + ", ".join(
+            f"{topic} [{partition}]: position {offset}, "
+            + (f"diverges from offset {self.divergent_offsets[(topic, partition)][0]} (leader epoch "
+               f"{self.divergent_offsets[(topic, partition)][1]})" if (topic, partition) in self.divergent_offsets
+               else "divergent offset unknown")
+            for (topic, partition), offset in sorted(self.fetch_offsets.items())))

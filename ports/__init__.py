@@ -185,6 +185,11 @@ class Transport(Protocol):
 
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int: ...
 
+    def connection_failed(self, node_id: int) -> bool:
+        """True while the last connection to node_id failed or was lost and no new one is open (Java's
+        NetworkClient.connectionFailed): requests waiting for it should fail rather than wait."""
+        ...
+
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
              timeout_ms: int | None = None) -> None:
@@ -242,6 +247,9 @@ class SecuritySettings:
         return self.security_protocol in ("sasl_plaintext", "sasl_ssl")
 
 
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024  # a transport's default limit on a response's size
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectionSettings:
     """What a Transport adapter needs: where the brokers are, how to name ourselves, connection and request limits.
@@ -257,6 +265,9 @@ class ConnectionSettings:
     send_buffer_bytes: int = 131072
     receive_buffer_bytes: int = 32768
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    # a response's size prefix above this is a protocol error, never an allocation (a consumer raises it to fit its
+    # fetch.max.bytes: ConsumerConfig)
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
 
 @dataclass(frozen=True, slots=True)

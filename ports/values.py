@@ -10,6 +10,7 @@ public ones; `cykafka.ports` re-exports those that cross the ports (TopicPartiti
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -35,9 +36,10 @@ def checked_partitions(partitions: Iterable[object], call: str) -> list[TopicPar
     out = [TopicPartition(*tp) if isinstance(tp, tuple) and len(tp) == 2 else tp for tp in partitions]
     for tp in out:
         if not (isinstance(tp, TopicPartition) and isinstance(tp.topic, str) and tp.topic
-                and isinstance(tp.partition, int) and not isinstance(tp.partition, bool) and tp.partition >= 0):
+                and isinstance(tp.partition, int) and not isinstance(tp.partition, bool)
+                and 0 <= tp.partition <= 2**31 - 1):
             raise InvalidArgumentError(f"{call} takes TopicPartition(topic, partition) keys (a non-empty topic, a "
-                                       f"partition >= 0), got {tp!r}")
+                                       f"partition in [0, 2**31 - 1]), got {tp!r}")
     return out  # type: ignore[return-value]
 
 
@@ -77,6 +79,24 @@ class OffsetAndMetadata:
     offset: int
     metadata: str | None = None
     leader_epoch: int = -1
+
+
+def checked_offset(offset: object, what: str) -> OffsetAndMetadata:
+    """offset (an int, or an OffsetAndMetadata) as an OffsetAndMetadata a request can carry: the offset in
+    [0, 2**63 - 1], metadata a str or None, a leader epoch in [-1, 2**31 - 1]; else InvalidArgumentError naming
+    `what` (e.g. "commit: the offset of TopicPartition('t', 0)")."""
+    om = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)  # type: ignore[arg-type]
+    fields = (("", om.offset, 0, 2**63 - 1), (".leader_epoch", om.leader_epoch, -1, 2**31 - 1))
+    for name, value, low, high in fields:
+        try:
+            number = operator.index(value)  # an int, or an int-like (numpy); never a float or a str
+        except TypeError:
+            number = None
+        if isinstance(value, bool) or number is None or not low <= number <= high:
+            raise InvalidArgumentError(f"{what}{name} must be an int in [{low}, {high}], got {value!r}")
+    if om.metadata is not None and not isinstance(om.metadata, str):
+        raise InvalidArgumentError(f"{what}.metadata must be a str or None, got {om.metadata!r}")
+    return OffsetAndMetadata(operator.index(om.offset), om.metadata, operator.index(om.leader_epoch))
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,7 @@ class KafkaNode:
     ports: dict[str, int]  # listener name -> port (PLAINTEXT, CONTROLLER; SSL, SASL_PLAINTEXT, SASL_SSL with security)
     process: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = field(default=None, repr=False)
+    down: bool = False  # killed or stopped on purpose (kill, stop_node): not waited for until restarted
 
     @property
     def pid(self) -> int | None:
@@ -378,6 +379,7 @@ class KafkaCluster:
 
     def _launch(self, node: KafkaNode) -> None:
         node.log = open(node.directory / "stdout.log", "ab")
+        node.down = False
         node.process = subprocess.Popen(
             self._java(node, "kafka.Kafka", str(node.directory / "server.properties"), heap_mb=self.heap_mb),
             stdin=subprocess.DEVNULL, stdout=node.log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
@@ -386,7 +388,7 @@ class KafkaCluster:
         """Until every running node answers Metadata listing every running node."""
         deadline = time.monotonic() + timeout_s
         while True:
-            running = [node for node in (nodes or self.nodes) if node.process is not None]
+            running = [node for node in (nodes or self.nodes) if node.process is not None and not node.down]
             for node in running:
                 if not node.alive:
                     raise BrokerNotFoundError(f"Kafka node {node.node_id} exited with {node.process.returncode}; "
@@ -402,6 +404,7 @@ class KafkaCluster:
     def kill(self, node_id: int) -> None:
         """SIGKILL node `node_id` (its data stays for restart)."""
         node = self.node(node_id)
+        node.down = True
         if node.process is not None and node.process.poll() is None:
             node.process.send_signal(signal.SIGKILL)
             node.process.wait(30)
@@ -410,6 +413,7 @@ class KafkaCluster:
     def stop_node(self, node_id: int, timeout_s: float = 30.0) -> None:
         """Controlled shutdown of node `node_id` (SIGTERM; SIGKILL after timeout_s)."""
         node = self.node(node_id)
+        node.down = True
         if node.process is not None and node.process.poll() is None:
             node.process.terminate()
             try:

@@ -1,6 +1,7 @@
 """A loopback Kafka proxy for fault tests: forwards 127.0.0.1 connections to one broker (rewriting the broker
 addresses in Metadata/FindCoordinator answers to itself) and cuts every connection on command, between frames
-(drop_all) or in the middle of the next request or response (cut_mid_frame). One thread, bounded, stopped by close().
+(drop_all) or in the middle of the next request or response (cut_mid_frame); `rewrite[api_key]` changes answers on
+their way (an error the broker would not give on its own). One thread, bounded, stopped by close().
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from cykafka.protocol import decode_response, encode_response
 from cykafka.protocol.apis import FIND_COORDINATOR, METADATA
@@ -49,6 +52,8 @@ class KafkaProxy:
         self._drop = False
         self._cut_after_bytes: int | None = None  # cut_mid_frame(): forward this many bytes of the next frame, then cut
         self._stop = False
+        # api key -> function(decoded answer) -> answer: what the broker said, rewritten on its way to the client
+        self.rewrite: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
         self.drops = 0
         self.cut_requests = 0  # requests in flight when connections were cut
         self.connections = 0
@@ -194,14 +199,17 @@ class KafkaProxy:
     def _answer(self, pipe: _Pipe, frame: bytes) -> bytes:
         (correlation_id,) = _SIZE.unpack_from(frame)
         api_key, version = pipe.requests.pop(correlation_id, (-1, -1))
-        if api_key not in _REWRITTEN:
+        rewrite = self.rewrite.get(api_key)
+        if api_key not in _REWRITTEN and rewrite is None:
             return _SIZE.pack(len(frame)) + frame
         _, response = decode_response(api_key, version, frame)
         here = {"host": "127.0.0.1", "port": self.port}
         if api_key == METADATA.key:
             response["brokers"] = [{**b, **here} for b in response["brokers"]]
-        else:  # FindCoordinator: the body's own fields (v1-3) and each coordinator (v4+)
+        elif api_key == FIND_COORDINATOR.key:  # the body's own fields (v1-3) and each coordinator (v4+)
             response.update(here, coordinators=[{**c, **here} for c in response["coordinators"]])
+        if rewrite is not None:
+            response = rewrite(response)
         return encode_response(api_key, version, correlation_id, response)
 
     def _write(self, pipe: _Pipe) -> None:

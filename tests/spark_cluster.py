@@ -21,6 +21,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# the first lines of a driver program run_job runs: a session on the cluster (PARAMS["master"]), bound to 127.0.0.1,
+# format("cykafka") registered; `spark` and `sf` (pyspark.sql.functions) in scope
+DRIVER_SESSION = """
+from pyspark.sql import SparkSession, functions as sf
+from cykafka.spark import register
+
+spark = (SparkSession.builder.master(PARAMS["master"]).appName("cykafka-cluster-test")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.ui.enabled", "false").config("spark.executor.memory", "512m").getOrCreate())
+register(spark)
+"""
+
+
 class StandaloneCluster:
     def __init__(self, directory: Path, workers: int = 2) -> None:
         import pyspark

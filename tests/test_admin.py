@@ -16,6 +16,7 @@ from cykafka import (
     ConfigError,
     ConfigResource,
     InvalidArgumentError,
+    InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
     NewTopic,
@@ -26,7 +27,7 @@ from cykafka import (
 )
 from cykafka.broker import EmbeddedBroker
 
-TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION = 36, 3
+TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 36, 3, 41
 
 
 def _name(prefix: str) -> str:
@@ -346,3 +347,65 @@ def test_close_from_another_thread_ends_a_running_call() -> None:
     thread.join(30)
     assert not thread.is_alive()
     assert len(failures) == 1 and isinstance(failures[0], KafkaError) and "closed" in str(failures[0])
+
+
+# -- what probing found (issue 24) ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("topic", "error", "message"), [
+    (NewTopic(".", 1), InvalidTopicError, "must not be empty, '.' or '..'"),
+    (NewTopic("..", 1), InvalidTopicError, "must not be empty, '.' or '..'"),
+    (NewTopic("a/b", 1), InvalidTopicError, "characters other than"),
+    (NewTopic("t", -2), InvalidArgumentError, r"NewTopic\('t'\)\.num_partitions must be an int, -1 .* got -2"),
+    (NewTopic("t", 2**31 - 1), InvalidArgumentError, r"num_partitions .* or 1 to 10000, got 2147483647"),
+    (NewTopic("t", "3"), InvalidArgumentError, r"NewTopic\('t'\)\.num_partitions must be an int"),  # type: ignore[arg-type]
+    (NewTopic("t", 1, 0), InvalidArgumentError, r"replication_factor must be an int, -1 .* got 0"),
+    (NewTopic("t", 1, config={"retention.ms": 1000}), InvalidArgumentError,  # type: ignore[dict-item]
+     r"NewTopic\('t'\)\.config: 'retention\.ms' must map to a str value \(e\.g\. '1000'\), got 1000"),
+])
+def test_create_topics_refuses_what_no_broker_should_get_naming_the_field(topic: NewTopic, error: type[Exception],
+                                                                           message: str) -> None:
+    """Tansu created '.', '..' and 'a/b' (our producer refuses them), took -2 partitions, and crashed on 2**31 - 1
+    (a ~192 GiB allocation); "3" and int config values failed in the encoder without naming the field."""
+    with Admin({"bootstrap.servers": "127.0.0.1:1"}) as a:
+        with pytest.raises(error, match=message):
+            a.create_topics([topic], timeout_ms=100)
+        with pytest.raises(InvalidArgumentError, match=r"'cleanup\.policy' must map to a str value"):
+            a.incremental_alter_configs({ConfigResource("topic", "t"): [("cleanup.policy", "set", 1)]})  # type: ignore[list-item]
+
+
+def test_timeout_ms_is_an_int_and_the_timeout_message_names_the_one_given() -> None:
+    with Admin({"bootstrap.servers": "127.0.0.1:1"}) as a:
+        with pytest.raises(InvalidArgumentError, match="timeout_ms must be an int >= 0"):
+            a.list_topics(timeout_ms=True)  # was taken as 1 ms
+        with pytest.raises(KafkaTimeoutError, match=r"deadline \(timeout_ms 300\)"):  # quoted 60000 always
+            a.list_topics(timeout_ms=300)
+    with Admin({"bootstrap.servers": "127.0.0.1:1", "default.api.timeout.ms": 400}) as a:
+        with pytest.raises(KafkaTimeoutError, match=r"deadline \(default\.api\.timeout\.ms 400\)"):
+            a.list_topics()
+
+
+def test_not_controller_items_are_sent_again_alone(broker: EmbeddedBroker) -> None:
+    """A CreateTopics item answered NOT_CONTROLLER goes again, alone, after a metadata update (the others keep their
+    outcome). KRaft brokers forward to the controller, so the proxy says NOT_CONTROLLER for the first item once."""
+    from kafka_proxy import KafkaProxy
+
+    first, second = _name("nc-a"), _name("nc-b")
+    asked: list[list[str]] = []
+
+    def first_item_not_controller(answer: dict[str, Any]) -> dict[str, Any]:
+        asked.append([t["name"] for t in answer["topics"]])
+        if len(asked) == 1:
+            answer["topics"][0].update(error_code=NOT_CONTROLLER, error_message=None)
+        return answer
+
+    proxy = KafkaProxy(broker.host, broker.port)
+    try:
+        proxy.rewrite[protocol.apis.CREATE_TOPICS.key] = first_item_not_controller
+        with Admin({"bootstrap.servers": proxy.bootstrap_servers, "retry.backoff.ms": 10}) as a:
+            results = a.create_topics([NewTopic(first, 1), NewTopic(second, 1)], timeout_ms=20000)
+    finally:
+        proxy.close()
+    assert asked == [[first, second], [first]]
+    assert results[second].error is None
+    # the broker had created it: the second ask says so (a broker that answered NOT_CONTROLLER would create it now)
+    assert getattr(results[first].error, "code", None) in (None, TOPIC_ALREADY_EXISTS)

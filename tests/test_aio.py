@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import threading
@@ -17,8 +18,10 @@ from typing import Any
 import pytest
 
 from cykafka import (
+    BrokerResponseError,
     BufferExhaustedError,
     Consumer,
+    IllegalStateError,
     InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
@@ -32,7 +35,9 @@ from cykafka.aio import AsyncConsumer, AsyncProducer
 from cykafka.broker import EmbeddedBroker
 from cykafka.completion import Completion
 from cykafka.consumer import ConsumerRebalanceListener
+from cykafka.core import BatchResult
 from cykafka.ports import Ports
+from cykafka.protocol.error_codes import ErrorCode
 
 POLLS = 120  # bounded read-back loops: 120 polls of at most 0.5 s
 
@@ -111,6 +116,10 @@ async def _fill_buffer(producer: AsyncProducer, topic: str) -> list[Any]:
     raise AssertionError("the buffer never filled")
 
 
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
 def _small_buffer_config(broker: EmbeddedBroker, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": broker.bootstrap_servers, "buffer.memory": 65536, "batch.size": 16384,
             "linger.ms": 0, "max.in.flight.requests.per.connection": 1, **extra}
@@ -155,7 +164,117 @@ async def test_record_future_and_batch_result_are_awaitable(broker: EmbeddedBrok
         assert probe.ticks > 0
 
 
+class _CallCounter:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def _count_calls(loop: asyncio.AbstractEventLoop, method: str) -> _CallCounter:
+    """Counts the loop's calls of `method` (e.g. call_soon_threadsafe) from now on: the loop's own attribute,
+    wrapped (del it to stop)."""
+    counter = _CallCounter()
+    original = getattr(loop, method)
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        counter.count += 1
+        return original(*args, **kwargs)
+
+    setattr(loop, method, counting)
+    return counter
+
+
+def test_a_completion_made_while_the_owner_is_released_on_another_thread_is_set() -> None:
+    """The completion factory is Python code: another thread may release the owner, or make a completion of its
+    own, meanwhile. The waiter must get a set completion, and every waiter the same one (else it waits forever)."""
+    def releasing_factory() -> Completion:
+        result._record_done(0, None)  # the sender thread releases it while the completion is being made
+        return Completion()
+
+    result = BatchResult(1, releasing_factory)
+    completion = result._waitable()
+    assert completion is not None and completion.wait(0)
+
+    made: list[Completion] = []
+
+    def racing_factory() -> Completion:
+        completion = Completion()
+        made.append(completion)
+        if len(made) == 1:
+            other._waitable()  # another waiter makes and stores one meanwhile
+        return completion
+
+    other = BatchResult(1, racing_factory)
+    assert other._waitable() is made[1] and other._waitable() is made[1] and len(made) == 2
+    other._record_done(0, None)
+    assert made[1].wait(0)
+
+
+@pytest.mark.asyncio
+async def test_completion_callbacks_run_on_the_loop_in_order_once_per_loop() -> None:
+    loop = asyncio.get_running_loop()
+    completion = Completion()
+    calls: list[str] = []
+    threadsafe = _count_calls(loop, "call_soon_threadsafe")
+    for name in "abc":
+        completion.call_soon_on(loop, functools.partial(calls.append, name))
+    await asyncio.to_thread(completion.set)
+    await asyncio.sleep(0)
+    completion.call_soon_on(loop, functools.partial(calls.append, "late"))  # set already: after those
+    await asyncio.sleep(0)
+    assert calls == ["a", "b", "c", "late"] and threadsafe.count <= 2  # to_thread's own + the completion's one
+
+
 # -- AsyncProducer -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_send_returns_asyncio_futures_resolved_once_per_batch(broker: EmbeddedBroker) -> None:
+    """What send() returns is an asyncio future of the loop: gather, wait, as_completed and shield take it as it
+    is (no Task each), and a batch's records are resolved by one cross-thread call, not one per record."""
+    topic = _topic()
+    loop = asyncio.get_running_loop()
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 200,
+                              "batch.size": 1 << 20}) as producer:
+        await producer.send_and_wait(topic, b"warm-up", partition=0)
+        threadsafe, tasks_made = _count_calls(loop, "call_soon_threadsafe"), _count_calls(loop, "create_task")
+        futures = [await producer.send(topic, b"%d" % i, partition=0) for i in range(2000)]
+        assert all(type(f) is asyncio.Future and asyncio.ensure_future(f) is f for f in futures)
+        metadata = await asyncio.wait_for(asyncio.gather(*futures), 30)
+        del loop.create_task
+        assert tasks_made.count == 0 and threadsafe.count <= 2, (tasks_made.count, threadsafe.count)
+        assert [m.offset for m in metadata] == list(range(1, 2001))
+        done, pending = await asyncio.wait(futures)
+        assert len(done) == 2000 and not pending
+        assert len([f async for f in _as_completed(futures)]) == 2000
+        assert (await asyncio.shield(futures[7])).offset == 8
+        for i, future in enumerate(futures):
+            assert (await future).offset == i + 1
+
+
+async def _as_completed(futures: list[Any]) -> AsyncIterator[Any]:
+    for next_done in asyncio.as_completed(futures):
+        yield await next_done
+
+
+@pytest.mark.asyncio
+async def test_failed_records_fail_their_futures_each_with_its_own_error() -> None:
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 2)
+    cluster.inject_error(ErrorCode.INVALID_RECORD, topic="t", partition=1)
+    async with AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 50, "retries": 0},
+                             ports=Ports(transport=cluster)) as producer:
+        futures = [await producer.send("t", b"v%d" % i, partition=i % 2) for i in range(10)]
+        outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        batch = await producer.send_batch("t", [b"a", b"b"], partitions=0)
+        assert asyncio.isfuture(batch) and await asyncio.gather(batch) == [2]
+        assert batch.batch_result.delivered_by_partition == {("t", 0): 2}
+    assert [isinstance(o, RecordMetadata) for o in outcomes] == [True, False] * 5
+    errors = outcomes[1::2]
+    assert all(isinstance(e, BrokerResponseError) and e.name == "INVALID_RECORD" for e in errors)
+    assert len({id(e) for e in errors}) == 5  # a copy each: tracebacks of one never pile up on another's
+
+
 
 
 @pytest.mark.broker
@@ -175,7 +294,7 @@ async def test_a_full_buffer_is_awaited_without_blocking_the_loop_until_max_bloc
         # the loop ran all along: a blocked loop would show one tick ~1.5 s late
         assert probe.max_lag_s < 0.2 and probe.ticks > 100, (probe.max_lag_s, probe.ticks)
         assert await producer.flush(30) == 0
-        assert all(f.exception(0) is None for f in futures)
+        assert all(f.exception() is None for f in futures)
 
 
 @pytest.mark.asyncio
@@ -223,17 +342,22 @@ async def test_cancellation_loses_and_duplicates_nothing(broker: EmbeddedBroker)
             waiting.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await waiting
-            ack_wait = asyncio.ensure_future(appended[-1])  # appended: cancelling the await only stops the wait
+            # appended: cancelling a wait stops the wait only. A task awaiting the future cancels it (asyncio's
+            # rule: that future tells nothing more), a shielded one resolves; both records are sent
+            ack_wait = asyncio.create_task(_await(appended[-2]))
+            shielded = asyncio.create_task(_await(asyncio.shield(appended[-1])))
             await asyncio.sleep(0.05)
-            assert not ack_wait.done()
+            assert not ack_wait.done() and not shielded.done()
             ack_wait.cancel()
+            shielded.cancel()
         assert await producer.flush(30) == 0
+        assert appended[-2].cancelled() and not appended[-1].cancelled()
         last = await producer.send_and_wait(topic, b"last", partition=0)
     records = _read_back(broker.bootstrap_servers, topic, len(appended) + 2)
     values = [r.value for r in records]
     assert b"cancelled".ljust(1024, b"-") not in values and all(r.partition == 0 for r in records)
     assert values == [b"first", *[b"x" * 1024] * len(appended), b"last"]
-    assert appended[-1].result(0).offset == len(appended)
+    assert appended[-1].result().offset == len(appended)
     assert last.offset == len(appended) + 1
 
 
@@ -269,7 +393,7 @@ async def test_send_batch_flush_and_a_transaction(broker: EmbeddedBroker) -> Non
         assert producer.producer.transaction_state().state == "READY"
     values = [r.value for r in _read_back(broker.bootstrap_servers, topic, 3) if r.value]
     # the aborted record fails unsent, or (sent before the abort) Tansu shows it to read_uncommitted readers
-    assert values == [b"a", b"b", b"c"] + ([] if aborted.exception(0) else [b"aborted"])
+    assert values == [b"a", b"b", b"c"] + ([] if aborted.exception() else [b"aborted"])
 
 
 # -- AsyncConsumer -----------------------------------------------------------------------------------------------
@@ -348,6 +472,51 @@ async def test_a_cancelled_getmany_skips_no_record(broker: EmbeddedBroker) -> No
 
 @pytest.mark.broker
 @pytest.mark.asyncio
+async def test_records_held_from_a_cancelled_getmany_come_back_one_by_one_to_getone(broker: EmbeddedBroker) -> None:
+    """The held batch of 10 was taken whole by the first getone(), which returned one record: 9 were lost. Held
+    records now come back first, each call taking at most its own limit (getone 1, getmany max_records)."""
+    topic = _topic()
+    tp = TopicPartition(topic, 0)
+    async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20}) as producer, \
+            AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"}) as consumer:
+        await producer.send_and_wait(topic, b"first", partition=0)
+        await consumer.assign([tp])
+        assert [r.value for r in (await consumer.getmany(timeout_ms=5000))[tp]] == [b"first"]
+        task = asyncio.create_task(consumer.getmany(timeout_ms=10000))
+        await asyncio.sleep(0.3)  # its poll waits on the consumer's thread
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        futures = [await producer.send(topic, b"%d" % i, partition=0) for i in range(10)]
+        await asyncio.gather(*futures)  # one batch: the cancelled poll takes all 10
+        values = [(await asyncio.wait_for(consumer.getone(), 10)).value for _ in range(3)]  # bounded: 9 got lost
+        values += [r.value for r in (await consumer.getmany(timeout_ms=100, max_records=4))[tp]]
+        for _ in range(20):
+            if len(values) >= 10:
+                break
+            values += [r.value for r in await consumer.poll(0.5)]
+        assert values == [b"%d" % i for i in range(10)]
+        assert await consumer.position(tp) == 11
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
+async def test_stop_interrupts_a_waiting_getmany(broker: EmbeddedBroker) -> None:
+    """stop(timeout=2) while a getmany(timeout_ms=15000) waited took 14.5 s: the close queued behind the poll."""
+    consumer = AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"})
+    await consumer.assign([TopicPartition(_topic(), 0)])
+    waiting = asyncio.create_task(consumer.getmany(timeout_ms=15000))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await consumer.stop(timeout=2)
+    assert time.monotonic() - started < 3
+    assert await asyncio.wait_for(waiting, 3) == {}  # the interrupted poll returned empty
+    with pytest.raises(IllegalStateError, match="closed"):
+        await consumer.getmany()
+
+
+@pytest.mark.broker
+@pytest.mark.asyncio
 async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBroker) -> None:
     topic = _topic()
     async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
@@ -364,6 +533,11 @@ async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBro
 
         def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
             calls.append(("revoked", partitions, threading.get_ident() == loop_thread))
+            try:  # the sync Consumer, lent to the loop's thread while the listener runs (close() would log a raise)
+                consumer.consumer.commit()
+                calls.append(("committed", partitions, True))
+            except KafkaError as e:
+                calls.append((repr(e), partitions, False))
 
     tps = {TopicPartition(topic, p) for p in range(4)}
     async with AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"g-{topic}",
@@ -379,4 +553,5 @@ async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBro
                 got += [r for records in (await consumer.getmany(timeout_ms=500)).values() for r in records]
         assert sorted(r.value for r in got) == [b"v0", b"v1", b"v2", b"v3"]
         assert probe.max_lag_s < 0.2 and await consumer.assignment() == tps
-    assert calls == [("assigned", tps, True), ("revoked", tps, True)]  # revoked on close, on the loop too
+    # revoked on close, on the loop too
+    assert calls == [("assigned", tps, True), ("revoked", tps, True), ("committed", tps, True)]

@@ -1,6 +1,8 @@
 """bench/ keeps running (tiny sizes, no timing assertions: throughput belongs in bench/): the one-command runner's
 report, the same guarantee (acks=all, idempotence) for every client in every scenario, the busy-caller latency
-scenario end to end, and the end-to-end workers under `python -m cProfile`."""
+scenario end to end, the end-to-end workers under `python -m cProfile`, and the JVM comparisons (issue 29: Kafka's
+Java clients through `bench/run.py --only java`, Spark's own connector through `bench/spark_bench.py --jvm`) in a
+smoke size on both brokers."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from cykafka.broker import EmbeddedBroker
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
 IDEMPOTENCE_KEY = {"cykafka": "enable.idempotence", "cykafka-batch": "enable.idempotence",
                    "confluent": "enable.idempotence", "aiokafka": "enable_idempotence",
-                   "kafka-python": "enable_idempotence"}
+                   "kafka-python": "enable_idempotence", "java": "enable.idempotence"}
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +44,19 @@ def test_every_scenario_runs_every_client_at_acks_all_with_idempotence(run: Any)
     for scenario in run.scenarios(0.001):
         for client in scenario.clients:
             command = scenario.command(client, "127.0.0.1:9092", None)
-            settings = json.loads(command[command.index("--settings") + 1])
+            if client == "java":  # --set key=value each, Java's spelling of the same JSON values
+                given = [command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--set"]
+                settings = {key: json.loads(value) if value in ("true", "false") else value for key, value in given}
+            else:
+                settings = json.loads(command[command.index("--settings") + 1])
             assert settings == run.peer_settings(client)
             assert settings["acks"] == "all"
             if not run.missing_idempotence(client):
                 assert settings[IDEMPOTENCE_KEY[client]] is True, (scenario.name, client)
             seen.add((scenario.mode, client))
     assert {("throughput", "confluent"), ("latency", "confluent"), ("overload", "confluent"),
-            ("latency", "aiokafka"), ("throughput", "kafka-python")} <= seen
+            ("latency", "aiokafka"), ("throughput", "kafka-python"), ("throughput", "java"),
+            ("latency", "java")} <= seen
 
 
 def test_run_writes_the_report_and_the_targets(tmp_path: object) -> None:
@@ -78,7 +85,7 @@ def test_busy_caller_latency_scenario_end_to_end(run: Any, tmp_path: object) -> 
     for p in ("p50", "p99"):
         assert f"| send->ack {p} vs confluent, {busy.title} |" in report
     assert "| confluent | " in report and "enable.idempotence=true" in report.split("### Targets")[0]
-    runs = json.load(open(os.path.join(out, "runs.json")))["scenarios"]["latency-busy"]
+    runs = json.load(open(os.path.join(out, "runs.json")))["brokers"]["tansu"]["scenarios"]["latency-busy"]
     assert set(runs) == set(busy.clients)
     for client, results in runs.items():
         (result,) = results
@@ -148,3 +155,59 @@ def _run_only(scenario: str, out: str) -> str:
             "--out", out]
     subprocess.run(args, capture_output=True, text=True, timeout=600, check=True)
     return open(os.path.join(out, "results.md")).read()
+
+
+@pytest.mark.slow
+def test_the_java_comparison_runs_on_both_brokers(tmp_path: object) -> None:
+    """bench/run.py --only java --broker both, smoke size: Kafka's Java producer (per record, latency) and consumer
+    beside cykafka and confluent-kafka on Tansu and on Apache Kafka, each in its own JVM with its CPU and warm-up
+    reported; the goals against Java; Kafka's own ProducerPerformance / ConsumerPerformance once per broker."""
+    out = str(tmp_path)
+    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "java", "--broker", "both", "--quick", "--scale",
+            "0.05", "--out", out]
+    subprocess.run(args, capture_output=True, text=True, timeout=1200, check=True)
+    report = open(os.path.join(out, "results.md")).read()
+    raw = json.load(open(os.path.join(out, "runs.json")))["brokers"]
+    assert set(raw) == {"tansu", "kafka"}
+    for broker, section in raw.items():
+        for name in ("100B-none", "100B-lz4", "1KiB", "1KiB-lz4", "latency"):
+            runs = section["scenarios"][name]
+            assert set(runs) == {"cykafka", "java", "confluent"} | ({"cykafka-batch"} if name != "latency" else set())
+            for client, results in runs.items():
+                assert results[0]["errors"] == 0, (broker, name, client)
+            (java,) = runs["java"]
+            assert java["config"]["enable.idempotence"] == "true" and java["config"]["acks"] == "all"
+            assert java["cpu_s"] > 0 and java["startup_s"] > 0
+        for consumed in section["consume"]:
+            assert all("error" not in r for runs in consumed["runs"].values() for r in runs), consumed
+            assert consumed["runs"]["java"][0]["value_bytes_read"] == consumed["records"] * 100
+        check = section["crosscheck"]
+        assert check["producer"]["records"] == check["consumer"]["records"] == check["records"]
+    assert report.count("### Goals against Kafka's Java clients (issue 29)") == 2
+    assert "| send_batch records/s vs Java, 100B-lz4 |" in report and "| poll_batch, lz4 records/s vs Java |" in report
+    assert report.count("### Cross-check: Kafka's own perf tools") == 2
+    assert "### The Java client's JVM warm-up" in report and "nan" not in report.split("## On Tansu (embedded)")[0]
+
+
+@pytest.mark.slow
+def test_the_spark_jvm_connector_comparison(tmp_path: object) -> None:
+    """bench/spark_bench.py --jvm, smoke size, on Apache Kafka and local[2] (the cluster and Tansu are the same code
+    with another master or bootstrap): format("kafka") from Maven-fetched jars on the pinned pyspark beside
+    format("cykafka") at-least-once and exactly-once; every row counted back, every read checked (exit 1 if not)."""
+    args = [sys.executable, os.path.join(BENCH, "spark_bench.py"), "--jvm", "--broker", "kafka", "--masters", "local",
+            "--rows", "2000", "--rounds", "1", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=1200, check=False, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (result,) = json.loads(done.stdout.strip().splitlines()[-1])
+    sys.path.insert(0, BENCH)
+    try:
+        import spark_jvm
+    finally:
+        sys.path.remove(BENCH)
+    assert result["pyspark"] == spark_jvm.SPARK_VERSION and result["broker"] == "kafka"
+    assert set(result["write_s"]) == set(result["stream_s"]) == {
+        'format("kafka")', 'format("cykafka")', 'format("cykafka") exactly-once'}
+    assert all(c == [[2000, 2000]] for c in result["write_counted"].values())
+    assert all(c == [2000] for c in result["stream_counted"].values())
+    assert all(a[0][0] == 2000 for a in result["read_answers"].values())
+    assert '| kafka | local | batch read | format("kafka") |' in done.stdout

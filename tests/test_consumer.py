@@ -4,7 +4,11 @@ auto.offset.reset, pause/resume, a bounded close with the broker gone, a leader 
 
 from __future__ import annotations
 
+import math
+import os
+import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -12,13 +16,19 @@ from typing import Any
 import pytest
 
 from cykafka import (
+    Admin,
+    ConcurrentAccessError,
     Consumer,
     CorruptRecordError,
+    IllegalStateError,
     InvalidArgumentError,
+    InvalidTopicError,
     KafkaError,
+    NewTopic,
     NoOffsetForPartitionError,
     OffsetAndMetadata,
     Producer,
+    TimestampOverflowError,
     TopicPartition,
 )
 from cykafka.broker import EmbeddedBroker
@@ -306,7 +316,7 @@ def test_a_leader_move_and_out_of_range_on_the_mock_cluster(mock_cluster: Any) -
 @pytest.mark.parametrize(("call", "message"), [
     (lambda c: c.assign("topic"), "assign takes an iterable of TopicPartition"),
     (lambda c: c.assign([("t", -1)]), "assign takes TopicPartition"),
-    (lambda c: c.seek(TopicPartition("t", 0), -1), "seek: offset must be an int >= 0"),
+    (lambda c: c.seek(TopicPartition("t", 0), -1), r"seek: offset must be an int in \[0, "),
     (lambda c: c.seek(TopicPartition("other", 0), 1), "seek: TopicPartition.*is not assigned"),
     (lambda c: c.poll(-1), "timeout must be a number of seconds >= 0"),
     (lambda c: c.poll("soon"), "timeout must be a number of seconds >= 0"),
@@ -326,7 +336,7 @@ def test_bad_inputs_raise_typed_errors_naming_the_argument(call: Any, message: s
 
 def test_commit_arguments_are_checked() -> None:
     with Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}) as consumer:
-        with pytest.raises(InvalidArgumentError, match=r"commit: the offset of .* must be an int >= 0"):
+        with pytest.raises(InvalidArgumentError, match=r"commit: the offset of .* must be an int in \[0, "):
             consumer.commit({TopicPartition("t", 0): -3})
         with pytest.raises(InvalidArgumentError, match="commit_async: callback must be callable"):
             consumer.commit_async(callback="later")  # type: ignore[arg-type]
@@ -542,3 +552,170 @@ def test_read_committed_on_the_mock_cluster_one_batch_per_answer(mock_cluster: A
         consumer.assign([TopicPartition("tx", 0)])
         got = _poll_all(consumer, 6)
     assert [r.value for r in got] == [b"c0", b"c1", b"c2", b"d0", b"d1", b"d2"]
+
+
+# -- what probing found (issue 24) ------------------------------------------------------------------------------
+
+
+def test_poll_batch_refuses_a_timestamp_beyond_arrow_and_poll_reads_it(broker: EmbeddedBroker) -> None:
+    """CreateTime 2**62 or 2**63 - 1 (the producer takes [0, 2**63)) does not fit Arrow's timestamp[us]: poll_batch
+    hands out the records before it, then raises naming it (never a wrapped 1970 value); poll() reads it right."""
+    topic = _topic("far")
+    tp = TopicPartition(topic, 0)
+    far = [1_700_000_000_000, 2**62, 2**63 - 1]
+    with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:  # Kafka 4 refuses those by default
+        admin.create_topics([NewTopic(topic, 1, config={"message.timestamp.after.max.ms": str(2**63 - 1)})])[
+            topic].result()
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0}) as producer:
+        for i, timestamp_ms in enumerate(far):
+            producer.send(topic, b"v%d" % i, partition=0, timestamp_ms=timestamp_ms).result(30)
+    with _consumer(broker.bootstrap_servers) as consumer:
+        consumer.assign([tp])
+        first = consumer.poll_batch(10)
+        for _ in range(POLLS):
+            if first.num_rows:
+                break
+            first = consumer.poll_batch(0.5)
+        assert first.column("offset").to_pylist() == [0]
+        with pytest.raises(TimestampOverflowError, match=rf"partition 0 offset 1: the record's timestamp {2**62} ms"):
+            consumer.poll_batch(1)
+        assert consumer.position(tp) == 1  # nothing skipped
+        assert [r.timestamp_ms for r in _poll_all(consumer, 2)] == far[1:]
+
+
+def test_fetch_max_bytes_zero_still_fetches_one_batch_at_a_time(broker: EmbeddedBroker) -> None:
+    """Java takes fetch.max.bytes=0 and still makes progress (KIP-74: at least one batch per answer)."""
+    topic = _topic("zero")
+    _write(broker.bootstrap_servers, topic, [(0, None, b"v%d" % i, []) for i in range(20)])
+    with _consumer(broker.bootstrap_servers, fetch_max_bytes=0) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        assert [r.value for r in _poll_all(consumer, 20)] == [b"v%d" % i for i in range(20)]
+
+
+def test_infinite_timeouts_mean_no_limit(broker: EmbeddedBroker) -> None:
+    topic, group = _topic("inf"), _topic("group")
+    tp = TopicPartition(topic, 0)
+    _write(broker.bootstrap_servers, topic, [(0, None, b"v", [])])
+    with _consumer(broker.bootstrap_servers, group_id=group) as consumer:
+        consumer.assign([tp])
+        assert consumer.position(tp, math.inf) == 0
+        assert [r.value for r in consumer.poll(math.inf)] == [b"v"]
+        consumer.commit(timeout=math.inf)
+        committed = consumer.committed([tp], 1e300)[tp]
+        assert committed is not None and committed.offset == 1
+
+
+def test_every_call_after_close_raises_illegal_state_at_once() -> None:
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
+    consumer.close(0)
+    tp = TopicPartition("t", 0)
+    calls = [lambda c: c.partitions_for("t"), lambda c: c.poll(5), lambda c: c.position(tp), lambda c: c.assignment(),
+             lambda c: c.end_offsets([tp]), lambda c: c.committed([tp]), lambda c: c.commit({tp: 1}),
+             lambda c: c.subscribe(["t"]), lambda c: c.seek(tp, 1), lambda c: c.paused()]
+    for call in calls:
+        started = time.monotonic()
+        with pytest.raises(IllegalStateError, match="the consumer is closed"):
+            call(consumer)
+        assert time.monotonic() - started < 1  # partitions_for waited default.api.timeout.ms (60 s)
+    consumer.close()  # again: nothing
+
+
+def test_partitions_for_a_topic_that_does_not_exist_is_empty_at_once(broker: EmbeddedBroker) -> None:
+    """With auto-creation off, Java's partitionsFor returns an empty list when the broker says the topic does not
+    exist (it waited default.api.timeout.ms, 60 s, then raised)."""
+    with _consumer(broker.bootstrap_servers, allow_auto_create_topics=False) as consumer:
+        started = time.monotonic()
+        assert consumer.partitions_for(_topic("missing"), timeout=30) == []
+        assert time.monotonic() - started < 10
+
+
+def test_a_second_thread_gets_a_typed_error_naming_the_misuse(broker: EmbeddedBroker) -> None:
+    """Java's ConcurrentModificationException: a Consumer is used from one thread at a time (the second thread got
+    a raw KeyError now and then); close() alone may come from another thread, and it ends the first one's wait."""
+    with _consumer(broker.bootstrap_servers) as consumer:
+        consumer.assign([TopicPartition(_topic("busy"), 0)])
+        polling = threading.Thread(target=consumer.poll, args=(30,))
+        polling.start()
+        time.sleep(0.3)
+        for call in (lambda: consumer.poll(0), lambda: consumer.position(TopicPartition("t", 0)),
+                     lambda: consumer.assignment()):
+            with pytest.raises(ConcurrentAccessError, match=r"another thread is inside this Consumer's poll\(\)"):
+                call()
+        started = time.monotonic()
+        consumer.close(10)
+        polling.join(10)
+        assert not polling.is_alive() and time.monotonic() - started < 5  # the poll's 30 s wait was interrupted
+
+
+def test_a_consumer_used_in_a_forked_child_says_so() -> None:
+    """A Consumer made before fork() belongs to the parent (threads, connections, group, fetched records): in the
+    child every call raises IllegalStateError saying so, instead of handing out the parent's records, then []."""
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1"})
+    consumer.assign([TopicPartition("t", 0)])
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what poll raised, and leave without running the parent's cleanup
+        try:
+            consumer.poll(0)
+            outcome = b"no error"
+        except IllegalStateError as e:
+            outcome = str(e).encode()
+        except BaseException as e:  # anything else fails the test in the parent
+            outcome = repr(e).encode()
+        consumer.close()
+        os.write(write, outcome)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        outcome = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert "made in process" in outcome and "before a fork()" in outcome, outcome
+    assert consumer.assignment() == {TopicPartition("t", 0)}  # the parent's consumer is untouched
+    consumer.close(0)
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda c: c.seek(TopicPartition("t", 0), 2**63), InvalidArgumentError,
+     r"seek: offset must be an int in \[0, 9223372036854775807\], got 9223372036854775808"),
+    (lambda c: c.seek(TopicPartition("t", 0), 2**64), InvalidArgumentError, "seek: offset must be an int in"),
+    (lambda c: c.commit({TopicPartition("t", 0): 2**63}), InvalidArgumentError,
+     r"commit: the offset of TopicPartition\(topic='t', partition=0\) must be an int in \[0, "),
+    (lambda c: c.commit({TopicPartition("t", 0): OffsetAndMetadata(3, 5)}), InvalidArgumentError,  # type: ignore[arg-type]
+     r"commit: the offset of .*\.metadata must be a str or None, got 5"),
+    (lambda c: c.commit({TopicPartition("t", 0): OffsetAndMetadata(3, None, 2**31)}), InvalidArgumentError,
+     r"\.leader_epoch must be an int in \[-1, 2147483647\]"),
+    (lambda c: c.assign([TopicPartition("t", 2**40)]), InvalidArgumentError, r"a partition in \[0, 2\*\*31 - 1\]"),
+    (lambda c: c.assign([TopicPartition("a/b", 0)]), InvalidTopicError, "characters other than"),
+    (lambda c: c.assign([TopicPartition("..", 0)]), InvalidTopicError, "must not be empty, '.' or '..'"),
+    (lambda c: c.poll(float("nan")), InvalidArgumentError, "timeout must be a number of seconds >= 0"),
+])
+def test_arguments_no_request_can_carry_are_refused_naming_them(call: Any, error: type[Exception],
+                                                                  message: str) -> None:
+    """seek(tp, 2**63) was taken, then every Fetch failed to encode (at DEBUG) and was retried forever; a commit of
+    2**63 or a non-str metadata failed in the encoder without naming the argument; assign() took what subscribe()
+    refuses."""
+    with Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}) as consumer:
+        consumer.assign([TopicPartition("t", 0)])
+        with pytest.raises(error, match=message):
+            call(consumer)
+        consumer.close(0)
+
+
+def test_the_transport_takes_responses_as_large_as_fetch_max_bytes() -> None:
+    """A response frame over 100 MiB was refused while fetch.max.bytes may be set higher: the consumer's transport
+    takes fetch.max.bytes + 64 MiB (at least 100 MiB), and the transport keeps to its setting."""
+    from cykafka.adapters.socket_transport import SocketTransport, _Connection
+    from cykafka.config import ConsumerConfig
+    from cykafka.ports import ConnectionSettings
+
+    config = ConsumerConfig.parse({"bootstrap.servers": "127.0.0.1:1", "fetch.max.bytes": 200 * 2**20})
+    assert config.connection.max_response_bytes == 264 * 2**20
+    small = ConsumerConfig.parse({"bootstrap.servers": "b:1", "fetch.max.bytes": 1})
+    assert small.connection.max_response_bytes == 100 * 2**20
+    for limit_bytes, taken in ((300_000, False), (400_000, True)):
+        transport = SocketTransport(ConnectionSettings(("127.0.0.1:1",), max_response_bytes=limit_bytes))
+        conn = _Connection(1, "127.0.0.1", 1)
+        conn.incoming = bytearray(struct.pack(">i", 350_000) + b"\0" * 100)
+        transport._parse_frames(conn, 0)
+        assert (conn.large_frame is not None) is taken  # being received, or refused (the connection dropped)
+        transport.close()

@@ -69,6 +69,9 @@ class Member(threading.Thread):
         super().__init__(daemon=True)
         self.consumer, self.topics, self.listener = consumer, topics, listener
         self.records: list[tuple[str, int, int]] = []
+        self.owned: set[TopicPartition] = set()  # the assignment and subscription after the last poll
+        self.subscribed: set[str] = set()
+        self.group: Any = None  # its ConsumerGroupMetadata
         self.error: BaseException | None = None
         self.running = True
 
@@ -77,13 +80,20 @@ class Member(threading.Thread):
             self.consumer.subscribe(self.topics, listener=self.listener)
             while self.running:
                 self.records += [(r.topic, r.partition, r.offset) for r in self.consumer.poll(0.1)]
+                self.observe()
         except BaseException as e:
             self.error = e
         finally:
+            self.owned = set()
             self.consumer.close(10)
 
+    def observe(self) -> None:
+        """What the test thread reads, asked on this thread: a Consumer is used by one thread at a time."""
+        self.owned, self.subscribed = self.consumer.assignment(), self.consumer.subscription()
+        self.group = self.consumer.group_metadata()
+
     def assignment(self) -> set[TopicPartition]:
-        return self.consumer.assignment() if self.is_alive() else set()
+        return self.owned if self.is_alive() else set()
 
     def stop(self) -> None:
         self.running = False
@@ -184,7 +194,7 @@ def test_a_pattern_subscription_follows_topics_as_they_appear(broker: EmbeddedBr
     _create(broker.bootstrap_servers, (f"{prefix}-c", 1))
     _wait_until(lambda: members[0].assignment() == wanted | {TopicPartition(f"{prefix}-c", 0)},
                 "the new topic joins the subscription")
-    assert members[0].consumer.subscription() == {f"{prefix}-a", f"{prefix}-b", f"{prefix}-c"}
+    assert members[0].subscribed == {f"{prefix}-a", f"{prefix}-b", f"{prefix}-c"}
 
 
 def test_records_written_by_confluent_kafka_read_equal_in_group_mode_without_aborted_ones(

@@ -55,6 +55,7 @@ class JournaledMember(Member):
                     time.sleep(0.05)
                     continue
                 got = [(r.topic, r.partition, r.offset) for r in self.consumer.poll(0.1)]
+                self.observe()
                 if got:
                     self.records += got
                     self.journal.entries.append(("read", {TopicPartition(t, p) for t, p, _ in got}))
@@ -144,11 +145,11 @@ def test_a_static_member_restarted_within_the_session_gets_its_partitions_back_w
     b = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="b", **settings), [topic]))
     _wait_until(lambda: _split([a, b], _partitions(topic, 2)), "two static members split two partitions")
     owned_by_a, owned_by_b = a.assignment(), b.assignment()
-    before = a.consumer.group_metadata()
+    before = a.group
     a.stop()  # a static member sends no LeaveGroup: the group waits session.timeout.ms for it
     again = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="a", **settings), [topic]))
     _wait_until(lambda: again.assignment() == owned_by_a, "the restarted member owns its partitions again")
-    after = again.consumer.group_metadata()
+    after = again.group
     assert after.generation_id == before.generation_id  # no rebalance: the same generation
     if isinstance(broker, EmbeddedBroker):
         assert after.member_id == before.member_id  # Tansu keeps the member id

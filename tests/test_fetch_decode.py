@@ -170,6 +170,22 @@ def test_control_batches_are_skipped_and_counted_past() -> None:
     assert offsets(drain(ending_in_marker)) == [0, 1] and ending_in_marker.next_offset == 3
 
 
+def test_last_epoch_is_the_leader_epoch_of_the_batch_the_position_was_reached_in() -> None:
+    """KIP-320: a consumer's position carries the leader epoch of the batch it is in (Java's CompletedFetch
+    lastEpoch), also of a marker it moved past; -1 before anything was read and for a batch without an epoch."""
+    data = batch(10, values(4, 10), leader_epoch=3) + batch(14, values(2, 14), leader_epoch=5) + batch(16, values(1))
+    part = fetch(data, 12)
+    assert part.last_epoch == -1
+    assert offsets(part.records(1)) == [12] and (part.next_offset, part.last_epoch) == (13, 3)
+    assert offsets(part.records(2)) == [13, 14] and (part.next_offset, part.last_epoch) == (15, 5)
+    assert offsets(part.records(9)) == [15, 16] and (part.next_offset, part.last_epoch) == (17, -1)
+    marker = bytearray(control(2, 7, True))
+    struct.pack_into(">i", marker, 12, 6)  # the partition leader epoch is outside the CRC
+    ending_in_marker = fetch(batch(0, values(2), producer_id=7, transactional=True, leader_epoch=4) + bytes(marker))
+    assert offsets(drain(ending_in_marker)) == [0, 1]
+    assert (ending_in_marker.next_offset, ending_in_marker.last_epoch) == (3, 6)
+
+
 def test_compacted_batch_tail_moves_next_offset_to_the_batch_end() -> None:
     raw = bytearray(batch(0, values(2)))
     struct.pack_into(">i", raw, 23, 4)  # lastOffsetDelta 4: offsets 2-4 were compacted away

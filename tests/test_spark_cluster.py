@@ -12,21 +12,14 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from spark_cluster import StandaloneCluster
+from spark_cluster import DRIVER_SESSION, StandaloneCluster
 
 from cykafka.broker import EmbeddedBroker
 from cykafka.verify import read_back
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker]
 
-DRIVER = """
-from pyspark.sql import SparkSession, functions as sf
-from cykafka.spark import register
-
-spark = (SparkSession.builder.master(PARAMS["master"]).appName("cykafka-cluster-test")
-         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.ui.enabled", "false").config("spark.executor.memory", "512m").getOrCreate())
-register(spark)
+DRIVER = DRIVER_SESSION + """
 frame = spark.range(0, PARAMS["rows"], numPartitions=4).select(
     sf.col("id").cast("string").cast("binary").alias("key"),
     sf.concat(sf.lit("value-"), sf.col("id").cast("string")).cast("binary").alias("value"))

@@ -140,6 +140,25 @@ def test_commit_sends_what_is_still_queued_before_ending_the_transaction() -> No
     assert sent.index("EndTxn") > max(i for i, k in enumerate(sent) if k == "Produce")
 
 
+def test_a_coordinator_whose_connection_fails_is_looked_up_again_at_once() -> None:
+    """Java's Sender looks the coordinator up again as soon as its connection fails (awaitReady's IOException), not
+    after request.timeout.ms; found on the 3-node Apache Kafka: with the transaction coordinator SIGKILLed, a commit
+    waited 30 s for the dead node before asking who took over (tests/test_kafka_failures.py)."""
+    producer, cluster, clock = make(**{"request.timeout.ms": 30_000})
+    initialized(producer, clock)
+    producer.begin_transaction()
+    futures = [producer.send(TOPIC, b"v%d" % i, partition=0) for i in range(3)]
+    run_until(producer, clock, lambda: all(f.done() for f in futures))
+    cluster.unreachable.add(cluster.coordinator_for("tx-1"))
+    lookups = kinds(cluster).count("FindCoordinator")
+    producer.commit_transaction()
+    run(producer, clock, 40)  # 200 ms of the fake clock: far below request.timeout.ms
+    assert kinds(cluster).count("FindCoordinator") > lookups
+    cluster.unreachable.clear()  # back (in Kafka: another node took over and FindCoordinator names it)
+    run_until(producer, clock, lambda: state(producer) == "READY")
+    assert visible(cluster, 0) == [b"v0", b"v1", b"v2"]
+
+
 def test_abort_hides_the_records_and_the_next_transaction_goes_on() -> None:
     producer, cluster, clock = make()
     initialized(producer, clock)

@@ -35,11 +35,12 @@ Check = Callable[[Mapping[str, Any]], KafkaError | None]  # an answer's own erro
 
 class Asker:
     """Asks a client's CallQueue and waits; see the module docstring. `closed()` ends every wait with an error
-    naming `client`; `timeout_note` says in a timeout's message which setting set the deadline."""
+    naming `client`; `timeout_note()` says in a timeout's message which timeout set the deadline (the call's own
+    timeout_ms, or the client's default)."""
 
     def __init__(self, calls: CallQueue, clock: Clock, retry_backoff_ms: int, *,
                  drive: Callable[[int], None] | None = None, closed: Callable[[], bool] = lambda: False,
-                 client: str = "client", timeout_note: str = "") -> None:
+                 client: str = "client", timeout_note: Callable[[], str] = lambda: "") -> None:
         self.calls = calls
         self.router = calls.router
         self.clock = clock
@@ -104,6 +105,6 @@ class Asker:
     def timed_out(self, name: str, last: KafkaError | None) -> KafkaTimeoutError:
         problem = getattr(self.calls.transport, "connection_problem", lambda: None)() or (
             last and f"last error: {last}")
-        note = f" ({self.timeout_note})" if self.timeout_note else ""
+        note = f" ({note})" if (note := self.timeout_note()) else ""
         return KafkaTimeoutError(f"{name}: no answer before the call's deadline{note}" + (
             f"; {problem}" if problem else ""))

@@ -19,13 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cykafka.errors import KafkaError, KafkaTimeoutError
+from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError
 from cykafka.ports import ClientResponse, Clock, MetadataSource, Node, Transport
 from cykafka.protocol import API_NAMES, Request
 from cykafka.requests.coordinators import Coordinators
-from cykafka.requests.routes import Route, Router
-
-NEVER_MS = 2**62  # the deadline of a call that waits as long as it takes (a group member's own requests)
+from cykafka.requests.routes import AnyBroker, Route, Router
 
 
 class RequestSource(Protocol):
@@ -97,7 +95,8 @@ class CallQueue:
         return delay_ms
 
     def _try(self, call: Call, now_ms: int) -> int | None:
-        """Sends call if it can go (None); else ms until it may (it stays queued), or None when it failed."""
+        """Sends call if it can go (None); else ms until it may (it stays queued), or None when it failed: its deadline
+        passed, its route cannot resolve, or the connection to the node it names failed."""
         if now_ms >= call.deadline_ms:
             call.finish(None, KafkaTimeoutError(f"{call.name}: not sent before its deadline ({call.route})"))
             return None
@@ -110,6 +109,12 @@ class CallQueue:
             failure = self.transport.authentication_error()
             if failure is not None:  # not retriable: what waits for a connection fails now
                 call.finish(None, failure)
+                return None
+            named = None if isinstance(call.route, AnyBroker) else self.router.node_for(call.route, now_ms)
+            if named is not None and self.transport.connection_failed(named):
+                # a node that went away (a dead leader or coordinator): fail now, the caller routes it again (Java's
+                # ConsumerNetworkClient fails the unsent requests of a disconnected node)
+                call.finish(None, NetworkError(f"{call.name} not sent: the connection to node {named} failed"), named)
                 return None
             return max(1, min(wait_ms, call.deadline_ms - now_ms))
         try:
