@@ -35,7 +35,8 @@ class ScriptedTransport:
         self.script = script
         self.sent: list[tuple[int, str]] = []
         self.connected: set[int] = set()
-        self.unreachable: set[int] = set()
+        self.unreachable: set[int] = set()  # connecting, never ready
+        self.failed: set[int] = set()  # their last connection failed (unreachable too)
         self.nodes: Mapping[int, Node] = {}
         self._pending: list[tuple[int, Request, Any]] = []
         self.disconnect_count = 0
@@ -54,6 +55,9 @@ class ScriptedTransport:
 
     def connection_delay_ms(self, node_id: int, now_ms: int) -> int:
         return 50 if node_id in self.unreachable else 0
+
+    def connection_failed(self, node_id: int) -> bool:
+        return node_id in self.failed
 
     def send(self, node_id: int, request: Any, now_ms: int, handler: Any = None, expect_response: bool = True,
              timeout_ms: int | None = None) -> None:
@@ -314,6 +318,22 @@ def test_a_call_not_sent_by_its_deadline_fails_and_an_authentication_failure_fai
     client.transport.failure = KafkaError("SASL authentication failed")
     client.calls.send_ready(6)
     assert waiting.done.is_set() and waiting.error is client.transport.failure
+
+
+def test_a_call_waiting_for_a_node_whose_connection_failed_fails_at_once() -> None:
+    """Java's ConsumerNetworkClient.checkDisconnects: a dead node's unsent requests fail (NetworkError, retriable:
+    the caller routes them again), not wait out their deadline; one whose connection is still being made waits."""
+    client = Client(lambda node, request: _list_offsets(0))
+    client.transport.unreachable, client.transport.failed = {1}, {1}
+    dead = Call(Broker(1), 10_000, Request(LIST_OFFSETS.key, {}))
+    client.calls.submit(dead)
+    client.calls.send_ready(0)
+    assert isinstance(dead.error, NetworkError) and "connection to node 1 failed" in str(dead.error)
+    connecting = Call(Broker(1), 10_000, Request(LIST_OFFSETS.key, {}))
+    client.transport.failed = set()  # still connecting: it waits
+    client.calls.submit(connecting)
+    client.calls.send_ready(1)
+    assert not connecting.done.is_set()
 
 
 # -- fan-out --------------------------------------------------------------------------------------------------------
