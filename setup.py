@@ -1,8 +1,11 @@
 """Build: maps the top-level source dirs onto one import name and compiles the Cython core.
 
-core/ -> cykafka.core (one extension, core/_core.pyx, which `include`s the other .pyx files: the asyncpg/uvloop idiom
-that keeps cdef classes in one module, so no cross-module cimport and no .pxd lookup through package_dir),
-ports/ -> cykafka.ports, adapters/ -> cykafka.adapters. Generated C goes to build/, never into the wheel.
+The folders are the layers, innermost first: errors/ -> cykafka.errors (a leaf), protocol/ -> cykafka.protocol (on
+the errors), core/ -> cykafka.core (one extension, core/_core.pyx, which `include`s the other .pyx files: the
+asyncpg/uvloop idiom that keeps cdef classes in one module, so no cross-module cimport and no .pxd lookup through
+package_dir), ports/ -> cykafka.ports, adapters/ -> cykafka.adapters, and cykafka/ itself (the public API and the
+composition roots). Only the one import name `cykafka` lands in site-packages. Generated C goes to build/, never into
+the wheel.
 cythonize() hands setuptools that generated C as the extension's source, so the .pyx/.h files the sdist must carry to
 build anywhere are listed in MANIFEST.in (without them: "'core/_core.pyx' doesn't match any files").
 """
@@ -14,10 +17,13 @@ from setuptools import Extension, setup
 
 PACKAGES = {
     "cykafka": "cykafka",
+    "cykafka.requests": "cykafka/requests",
+    "cykafka.spark": "cykafka/spark",
+    "cykafka.errors": "errors",
+    "cykafka.protocol": "protocol",
     "cykafka.core": "core",
     "cykafka.ports": "ports",
     "cykafka.adapters": "adapters",
-    "cykafka.protocol": "cykafka/protocol",
 }
 
 extension = Extension(

@@ -27,6 +27,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 from cykafka.adapters.compression import compressor_for, decompress  # noqa: E402
+from cykafka.arrow_schema import kafka_source_schema  # noqa: E402
 from cykafka.core import ArrowBatchBuilder, PartitionFetch, RecordBatchBuilder  # noqa: E402
 
 KEY_BYTES, VALUE_BYTES = 10, 100
@@ -70,7 +71,7 @@ def cykafka_arrow(sections: list[bytes]) -> int:
     import pyarrow.compute as pc
 
     value_bytes = 0
-    builder = ArrowBatchBuilder()
+    builder = ArrowBatchBuilder(kafka_source_schema())
     for data in sections:
         part = PartitionFetch("bench", 0, data, 0, check_crcs=True, decompress=decompress)
         while part.arrow_into(builder, 500):

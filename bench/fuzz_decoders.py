@@ -29,6 +29,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 from cykafka.adapters.compression import compressor_for, decompress  # noqa: E402
+from cykafka.arrow_schema import kafka_source_schema  # noqa: E402
 from cykafka.core import ArrowBatchBuilder, PartitionFetch, RecordBatchBuilder, crc32c, decode_batches  # noqa: E402
 from cykafka.errors import CorruptRecordError, ProtocolError  # noqa: E402
 from cykafka.protocol import SUPPORTED_VERSIONS, apis, decode_any_response, encode_response  # noqa: E402
@@ -127,7 +128,7 @@ def _partition_fetch(check_crcs: bool, read_committed: bool, aborted: list[tuple
     part.transaction_markers()
     if part.end_offset < 1:
         raise AssertionError(f"end_offset {part.end_offset} is below the fetch offset")
-    builder = ArrowBatchBuilder() if arrow else None
+    builder = ArrowBatchBuilder(kafka_source_schema()) if arrow else None
     for _ in range(100_000):  # every call hands out at least one record, or the data is done
         got = part.arrow_into(builder, 64) if builder is not None else len(part.records(64))
         if not got:

@@ -44,8 +44,13 @@ from cykafka.broker import EmbeddedBroker  # noqa: E402
 from cykafka.demo import demo_frame  # noqa: E402
 from cykafka.verify import count_back  # noqa: E402
 
-KAFKA_SOURCE_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-                       "timestampType int")  # Spark's Kafka source columns, as the bench's own sources declare them
+
+def kafka_source_columns() -> Any:
+    """Spark's Kafka source columns (no headers), as the bench's own sources declare them: format("cykafka")'s own
+    schema, spelled once in cykafka/arrow_schema.py."""
+    from cykafka.spark import source_schema
+
+    return source_schema(False)
 
 
 def confluent_partition_writer(bootstrap: str, topic: str, compression: str) -> Any:
@@ -134,8 +139,8 @@ def confluent_source() -> Any:
         def name(cls) -> str:
             return "confluent_kafka_bench"
 
-        def schema(self) -> str:
-            return KAFKA_SOURCE_SCHEMA
+        def schema(self) -> Any:
+            return kafka_source_columns()
 
         def reader(self, schema: Any) -> Reader:
             return Reader(self.options)
@@ -159,15 +164,14 @@ def arrow_ceiling_source(rows: int, partitions: int, value_bytes: int) -> Any:
         def read(self, partition: Share) -> Any:
             import pyarrow as pa
 
+            from cykafka.arrow_schema import kafka_source_schema
+
             def batch(count: int) -> Any:
                 return pa.RecordBatch.from_pydict({
-                    "key": pa.array([b"key-%06d" % i for i in range(count)], pa.binary()),
-                    "value": pa.array([b"v" * value_bytes] * count, pa.binary()),
-                    "topic": pa.array(["ceiling"] * count, pa.string()),
-                    "partition": pa.array([partition.partition] * count, pa.int32()),
-                    "offset": pa.array(range(count), pa.int64()),
-                    "timestamp": pa.array([1_700_000_000_000_000] * count, pa.timestamp("us", tz="UTC")),
-                    "timestampType": pa.array([0] * count, pa.int32())})
+                    "key": [b"key-%06d" % i for i in range(count)], "value": [b"v" * value_bytes] * count,
+                    "topic": ["ceiling"] * count, "partition": [partition.partition] * count, "offset": range(count),
+                    "timestamp": [1_700_000_000_000_000] * count, "timestampType": [0] * count},
+                    schema=kafka_source_schema(False))
 
             full, left = batch(10_000), partition.count
             while left >= 10_000:
@@ -181,8 +185,8 @@ def arrow_ceiling_source(rows: int, partitions: int, value_bytes: int) -> Any:
         def name(cls) -> str:
             return "arrow_ceiling_bench"
 
-        def schema(self) -> str:
-            return KAFKA_SOURCE_SCHEMA
+        def schema(self) -> Any:
+            return kafka_source_columns()
 
         def reader(self, schema: Any) -> Reader:
             return Reader()

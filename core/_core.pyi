@@ -300,11 +300,16 @@ class PartitionFetch:
     @property
     def end_offset(self) -> int: ...
 
+# arrow.pyx
+COLUMNS: tuple[str, ...]
+
 @final
 class ArrowBatchBuilder:
-    def __init__(self, include_headers: bool = True) -> None: ...
+    def __init__(self, schema: Any) -> None: ...  # a pyarrow.Schema of COLUMNS[, headers] (kafka_source_schema())
     @property
     def include_headers(self) -> bool: ...
+    @property
+    def schema(self) -> Any: ...
     def __len__(self) -> int: ...
     def finish(self) -> Any: ...  # a pyarrow.RecordBatch (pyarrow is optional: no stub dependency on it)
 

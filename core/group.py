@@ -2,20 +2,27 @@
 no sockets, no threads, no clock reads. Time comes in as `now_ms`; requests go out as decisions; answers come back as
 decoded dicts. Pure Python: it runs a few times per heartbeat interval, never per record.
 
-The shell's loop (one `GroupMember` per consumer):
+The shell's loop (one `GroupMember` per consumer; cykafka/consumer_group.py is the consumer's):
 
     member.subscribe(topics) / member.subscribe_pattern(regex)
     while ...:
         member.update_metadata(partition_counts, now_ms)   # when fresh; `wants_metadata`, `metadata_topics()` say when
+        the coordinator: member.coordinator_found(now_ms) once the shell knows it (it looks it up while
+                         `wants_coordinator`; a lookup failed for good: coordinator_lookup_failed(error, now_ms)),
+                         and forgets it when take_coordinator_lost() says the member decided it is gone
         for event in member.take_events():                 # revoked / assigned / lost: the rebalance listener, and
             ...                                            #   commits of revoked partitions (commit_request)
-        while (out := member.next_request(now_ms)) is not None:
-            transport.send(out.node_id or least_loaded, out.request)   # coordinator: transport.update_nodes
-        ...on an answer: member.on_response(api_key, body, now_ms); on a disconnect/timeout: member.on_failure(...)
+        while (request := member.next_request(now_ms)) is not None:
+            send request to the group's coordinator
+        ...on an answer: member.on_response(api_key, body, now_ms); on a disconnect/timeout: member.on_failure(...);
+           an OffsetCommit's or OffsetFetch's answer: member.on_offsets_answer(api_key, error codes, now_ms)
         wait at most member.poll_timeout_ms(now_ms)
     on each user poll(): member.poll(now_ms);   on close: member.close(now_ms), then send what next_request gives
 
-The flow (Java's): FindCoordinator(GROUP) -> JoinGroup (KIP-394: a first join with an empty member id is answered
+The coordinator itself is not the member's: the shell's coordinator cache (cykafka/requests/coordinators.py, one for
+groups and transactions) looks it up with FindCoordinator and keeps it; the member only knows whether it is known.
+
+The flow (Java's): the coordinator -> JoinGroup (KIP-394: a first join with an empty member id is answered
 MEMBER_ID_REQUIRED with the id to use; we join again with it at once) -> the leader runs the assignor the group chose
 (`protocol_name`) over the members' subscriptions and the partition counts -> SyncGroup -> assignment -> Heartbeat
 every heartbeat.interval.ms (counted from the last one sent; retry.backoff.ms after a failed one).
@@ -25,6 +32,9 @@ ILLEGAL_GENERATION -> forget the member id and generation and rejoin (what was o
 NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a disconnect or no heartbeat answer within session.timeout.ms -> find the
 coordinator again; COORDINATOR_LOAD_IN_PROGRESS -> retry after retry.backoff.ms; FENCED_INSTANCE_ID -> fatal (every
 later `next_request` raises it); any other error -> raised once by the next `next_request`, as Java's poll() raises.
+
+States (MemberState) change only through TRANSITIONS, one table of (event, from state) -> to state: JOIN_SENT ->
+PREPARING_REBALANCE, JOINED -> COMPLETING_REBALANCE, SYNCED -> STABLE, OUT -> UNJOINED.
 
 Rebalance protocol (the highest all configured assignors support): EAGER revokes everything before joining;
 COOPERATIVE (KIP-429) keeps its partitions while rejoining, revokes only those the new assignment moves away, and
@@ -38,8 +48,8 @@ static) and forgets its generation; it joins again at the next `poll()`, reporti
 Metadata: when a pattern matches a new topic the subscription changes and the member rejoins; the leader also rejoins
 when a partition count of any topic in the group's subscription differs from the one it assigned with.
 
-Coordinator connection: as Java, the coordinator gets its own node id (2**31 - 1 - its broker id) so a JoinGroup
-the broker holds never delays fetches on the broker's ordinary connection; `coordinator` is that Node.
+Coordinator connection: as Java, the shell sends to the coordinator on a connection of its own (the coordinator
+cache's dedicated group connections), so a JoinGroup the broker holds never delays fetches.
 """
 
 from __future__ import annotations
@@ -59,9 +69,9 @@ from cykafka.core.assignors import (
     rebalance_protocol,
     subscription_user_data,
 )
-from cykafka.errors import InvalidArgumentError, KafkaError, ProtocolError
-from cykafka.ports import Node
+from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.protocol import apis
+from cykafka.protocol.bodies import OffsetCommitRequestBody, OffsetCommitRequestTopicsPartitions
 from cykafka.protocol.consumer_protocol import (
     PROTOCOL_TYPE,
     decode_assignment,
@@ -72,7 +82,6 @@ from cykafka.protocol.consumer_protocol import (
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.protocol.frames import Request
 
-COORDINATOR_NODE_BASE = 2**31 - 1  # the coordinator's connection id is this minus its broker id (Java)
 NO_GENERATION = -1
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # never matched by a pattern (Java)
 _RESET = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION})
@@ -85,6 +94,30 @@ class MemberState(Enum):
     PREPARING_REBALANCE = "preparing_rebalance"  # JoinGroup sent
     COMPLETING_REBALANCE = "completing_rebalance"  # joined; SyncGroup to send or sent
     STABLE = "stable"  # assignment received; heartbeating
+
+
+class MemberEvent(Enum):
+    """What moves the member from one MemberState to another (the only inputs of TRANSITIONS)."""
+
+    JOIN_SENT = "a JoinGroup went out"
+    JOINED = "the JoinGroup was answered with a generation"
+    SYNCED = "the SyncGroup was answered with an assignment"
+    OUT = "out of the group: a join or sync failed or is to be retried, the generation was reset, or it left"
+
+
+_S, _V = MemberState, MemberEvent
+# Every state change of the member, in one table (h11's idiom): event -> {from state: to state}. A pair not in it is a
+# bug, raised as IllegalStateError. The less obvious rows: a JoinGroup goes out from STABLE (a rejoin; cooperative
+# members stay STABLE while they wait for it) and from COMPLETING_REBALANCE (the leader met an assignor it does not
+# know and rejoins at once); a join or sync answer may find the member UNJOINED (an answer to an earlier request
+# reset its generation meanwhile: the answer still stands, as before this table).
+TRANSITIONS: dict[MemberEvent, dict[MemberState, MemberState]] = {
+    _V.JOIN_SENT: {_S.UNJOINED: _S.PREPARING_REBALANCE, _S.STABLE: _S.PREPARING_REBALANCE,
+                   _S.COMPLETING_REBALANCE: _S.PREPARING_REBALANCE},
+    _V.JOINED: {_S.PREPARING_REBALANCE: _S.COMPLETING_REBALANCE, _S.UNJOINED: _S.COMPLETING_REBALANCE},
+    _V.SYNCED: {_S.COMPLETING_REBALANCE: _S.STABLE, _S.UNJOINED: _S.STABLE},
+    _V.OUT: {state: _S.UNJOINED for state in MemberState},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +140,6 @@ class GroupSettings:
                                        f"{', '.join(ASSIGNORS)} (one or more, preferred first)")
 
 
-class Outgoing(NamedTuple):
-    """A request to send: to `node_id` (the coordinator's connection id), or to any broker when node_id is None."""
-
-    node_id: int | None
-    request: Request
-
-
 class GroupEvent(NamedTuple):
     """For the rebalance listener: kind "revoked", "assigned" or "lost", and the partitions, sorted."""
 
@@ -132,7 +158,8 @@ class GroupMember:
         self.generation_id = NO_GENERATION
         self.protocol_name: str | None = None
         self.leader_id = ""
-        self.coordinator: Node | None = None
+        self.has_coordinator = False  # the shell knows the group's coordinator (coordinator_found)
+        self._coordinator_lost = False  # decided here that it is gone: the shell forgets it (take_coordinator_lost)
         self.assignment: frozenset[TP] = frozenset()
         self._topics: frozenset[str] = frozenset()
         self._pattern: re.Pattern[str] | None = None
@@ -143,7 +170,6 @@ class GroupMember:
         self._events_held = False  # taken with hold, not yet handled: no JoinGroup or LeaveGroup
         self._in_flight: set[int] = set()  # group API keys awaiting an answer (one of each at most)
         self._commits_in_flight = 0
-        self._find_after_ms = 0
         self._join_after_ms = 0
         self._heartbeat_due_ms = 0
         self._last_heartbeat_ok_ms = 0
@@ -157,7 +183,6 @@ class GroupMember:
         self._group_topics: frozenset[str] = frozenset()  # the leader's view of everyone's topics
         self._assigned_with: dict[str, int] | None = None  # the leader's partition counts at assignment
         self._closing = False
-        self._coordinator_wanted = False  # offsets asked for while the coordinator is unknown
         self._close_pending = False  # closing: the LeaveGroup (if any) is still to go
         self._reopen = False  # unsubscribe: a member again once it has left
         self._leave_body: dict[str, Any] | None = None  # the LeaveGroup after max.poll.interval.ms
@@ -235,6 +260,28 @@ class GroupMember:
         """The events taken with hold are handled (listener run, its commits built): the group may move on."""
         self._events_held = False
 
+    @property
+    def wants_coordinator(self) -> bool:
+        """The shell should look the coordinator up: the member is in (or joining) a group and does not know it."""
+        return not self.has_coordinator and not self._closing and self._subscribed()
+
+    def coordinator_found(self, now_ms: int) -> None:
+        """The shell knows the group's coordinator (found, or found again after a move): requests may go."""
+        self.has_coordinator = True
+        self._coordinator_lost = False
+        self._last_heartbeat_ok_ms = now_ms  # the session timer starts over with the coordinator
+
+    def coordinator_lookup_failed(self, error: KafkaError, now_ms: int) -> None:
+        """The coordinator could not be found (not retriable, e.g. GROUP_AUTHORIZATION_FAILED): raised by the next
+        next_request; the shell looks it up again after retry.backoff.ms."""
+        self._error = error
+
+    def take_coordinator_lost(self) -> bool:
+        """True once after the member decided its coordinator is gone (an answer said it moved, no answer, no
+        heartbeat answer for session.timeout.ms): the shell forgets it, so it is looked up again."""
+        lost, self._coordinator_lost = self._coordinator_lost, False
+        return lost
+
     def close(self, now_ms: int) -> None:
         """Leave the group (Java's onLeavePrepare, then maybeLeaveGroup): the owned partitions are revoked (lost if
         the generation is gone); once those events are taken and the commits built so far answered, the generation
@@ -261,9 +308,9 @@ class GroupMember:
 
     # -- decisions ---------------------------------------------------------------------------------------------------
 
-    def next_request(self, now_ms: int) -> Outgoing | None:
-        """The next request to send now, or None; call again until None. Raises a fatal error (FENCED_INSTANCE_ID)
-        every time, and any other failure of the group protocol once."""
+    def next_request(self, now_ms: int) -> Request | None:
+        """The next request to send now to the group's coordinator, or None; call again until None. Raises a fatal
+        error (FENCED_INSTANCE_ID) every time, and any other failure of the group protocol once."""
         if self._fatal is not None:
             raise self._fatal
         if self._error is not None:
@@ -273,44 +320,38 @@ class GroupMember:
         if self._close_pending:
             if self._gated:
                 return None
-            body = self._leave_request("the consumer is being closed") if self.coordinator is not None else None
+            body = self._leave_request("the consumer is being closed") if self.has_coordinator else None
             self._close_pending = False
             self._reset_generation()
             self._closing = not self._reopen
             self._reopen = False
-            if body is not None and self.coordinator is not None:
-                return self._send(self.coordinator.node_id, apis.LEAVE_GROUP.key, body)
+            if body is not None and self.has_coordinator:
+                return self._send(apis.LEAVE_GROUP.key, body)
         if self._closing:
             return None
-        if self.coordinator is None:
+        if not self.has_coordinator:
             self._leave_body = None  # Java sends no LeaveGroup without a known coordinator
-            wanted = self._coordinator_wanted or self._subscribed()
-            if not wanted or apis.FIND_COORDINATOR.key in self._in_flight or now_ms < self._find_after_ms:
-                return None
-            gid = self.settings.group_id
-            return self._send(None, apis.FIND_COORDINATOR.key,
-                              {"key": gid, "key_type": apis.COORDINATOR_GROUP, "coordinator_keys": [gid]})
-        node = self.coordinator.node_id
+            return None
         if self._leave_body is not None:
             if self._gated:
                 return None
             body, self._leave_body = self._leave_body, None
-            return self._send(node, apis.LEAVE_GROUP.key, body)
+            return self._send(apis.LEAVE_GROUP.key, body)
         if self._sync_body is not None and not self.wants_metadata:
             body, self._sync_body = self._sync_body, None
-            return self._send(node, apis.SYNC_GROUP.key, body)
+            return self._send(apis.SYNC_GROUP.key, body)
         if self._wants_join(now_ms):
             if self._needs_join_prepare:
                 self._join_prepare()
             if not self._gated:
-                out = self._send(node, apis.JOIN_GROUP.key, self._join_body())
+                out = self._send(apis.JOIN_GROUP.key, self._join_body())
                 self._joined_topics = self._topics
                 self._rejoin_reason = None  # a rejoin asked for from now on takes another JoinGroup
                 return out
         if self.state is MemberState.STABLE and apis.HEARTBEAT.key not in self._in_flight \
                 and now_ms >= self._heartbeat_due_ms:
             self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
-            return self._send(node, apis.HEARTBEAT.key, self._member_fields())
+            return self._send(apis.HEARTBEAT.key, self._member_fields())
         return None
 
     def poll_timeout_ms(self, now_ms: int, events_elsewhere: bool = False) -> int:
@@ -321,16 +362,13 @@ class GroupMember:
                 or (self._close_pending and not self._gated):
             return 0
         due = [now_ms + s.heartbeat_interval_ms]
-        if self._closing:
-            pass
-        elif self.coordinator is None:
-            if (self._coordinator_wanted or self._subscribed()) and apis.FIND_COORDINATOR.key not in self._in_flight:
-                due.append(self._find_after_ms)
+        if self._closing or not self.has_coordinator:
+            pass  # the coordinator's answer (its lookup's) ends the shell's wait
         elif (self._sync_body is not None and not self.wants_metadata) or self._leave_body is not None:
             due.append(now_ms)
         elif self._wants_join(max(now_ms, self._join_after_ms)) and not self._commits_in_flight:
             due.append(self._join_after_ms)
-        if self.state is MemberState.STABLE and not self._closing and self.coordinator is not None:
+        if self.state is MemberState.STABLE and not self._closing and self.has_coordinator:
             if apis.HEARTBEAT.key not in self._in_flight:
                 due.append(self._heartbeat_due_ms)
             due.append(self._last_heartbeat_ok_ms + s.session_timeout_ms + 1)
@@ -340,67 +378,52 @@ class GroupMember:
 
     # -- offsets -----------------------------------------------------------------------------------------------------
 
-    def commit_request(self, offsets: Mapping[TP, int | tuple[int, str | None, int]]) -> Outgoing | None:
+    def commit_request(self, offsets: Mapping[TP, int | tuple[int, str | None, int]]) -> Request:
         """OffsetCommit of {(topic, partition): offset or (offset, metadata, leader epoch)} with this member's
-        generation and id (manual assignment, not subscribed: generation -1 and no member id, as Java). None while the
-        coordinator is unknown; raises REBALANCE_IN_PROGRESS's error while a subscribed member is rebalancing (Java's
-        RebalanceInProgressException: the commit could not name a generation)."""
-        if self.coordinator is None:
-            self._coordinator_wanted = True
-            return None
+        generation and id (manual assignment, not subscribed: generation -1 and no member id, as Java), to send to the
+        group's coordinator; its answer comes back through on_offsets_answer. Raises REBALANCE_IN_PROGRESS's error
+        while a subscribed member is rebalancing (Java's RebalanceInProgressException: the commit could not name a
+        generation)."""
         subscribed = self._subscribed()
         if subscribed and self.state is not MemberState.STABLE:
             raise error_for(ErrorCode.REBALANCE_IN_PROGRESS, f"group {self.settings.group_id!r}: offset commit "
                             "cannot be completed since the consumer is undergoing a rebalance")
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        by_topic: dict[str, list[OffsetCommitRequestTopicsPartitions]] = {}
         for (topic, partition), value in sorted(offsets.items()):
             offset, metadata, epoch = (value, None, -1) if isinstance(value, int) else value
             by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
                                                    "committed_leader_epoch": epoch, "committed_metadata": metadata})
-        body: dict[str, Any] = self._member_fields() if subscribed else {
-            "group_id": self.settings.group_id, "generation_id": NO_GENERATION, "member_id": "",
-            "group_instance_id": None}
-        body["topics"] = [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
+        body: OffsetCommitRequestBody = {
+            "group_id": self.settings.group_id,
+            "generation_id": self.generation_id if subscribed else NO_GENERATION,
+            "member_id": self.member_id if subscribed else "",
+            "group_instance_id": self.settings.group_instance_id if subscribed else None,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
         self._commits_in_flight += 1
-        return Outgoing(self.coordinator.node_id, Request(apis.OFFSET_COMMIT.key, body))
-
-    def fetch_offsets_request(self, partitions: Iterable[TP]) -> Outgoing | None:
-        """OffsetFetch of the group's committed offsets for these partitions (require_stable, as Java); None while the
-        coordinator is unknown. Read the answer with `fetched_offsets`."""
-        if self.coordinator is None:
-            self._coordinator_wanted = True
-            return None
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(set(partitions)):
-            by_topic.setdefault(topic, []).append(partition)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
-        gid = self.settings.group_id
-        body = {"group_id": gid, "topics": topics, "groups": [{"group_id": gid, "topics": topics}],
-                "require_stable": True}
-        return Outgoing(self.coordinator.node_id, Request(apis.OFFSET_FETCH.key, body))
+        return Request(apis.OFFSET_COMMIT.key, body)
 
     # -- answers -----------------------------------------------------------------------------------------------------
 
     def on_response(self, api_key: int, body: Mapping[str, Any], now_ms: int) -> None:
-        """A decoded answer to a request this member built (any of the group APIs, OffsetCommit, OffsetFetch)."""
+        """A decoded answer to a group request from next_request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
         self._in_flight.discard(api_key)
-        if api_key == apis.FIND_COORDINATOR.key:
-            self._on_find_coordinator(body, now_ms)
-        elif api_key == apis.JOIN_GROUP.key:
+        if api_key == apis.JOIN_GROUP.key:
             self._on_join(body, now_ms)
         elif api_key == apis.SYNC_GROUP.key:
             self._on_sync(body, now_ms)
         elif api_key == apis.HEARTBEAT.key:
             self._on_heartbeat(body, now_ms)
-        elif api_key == apis.OFFSET_COMMIT.key:
-            self._commits_in_flight = max(0, self._commits_in_flight - 1)
-            codes = {p["error_code"] for t in body["topics"] for p in t["partitions"]}
-            for code in codes:
-                self._group_error(code, "OffsetCommit", now_ms, fail=False)
-        elif api_key == apis.OFFSET_FETCH.key:
-            found = body["groups"][0] if body.get("groups") else body
-            self._group_error(found["error_code"], "OffsetFetch", now_ms, fail=False)
         # LeaveGroup: nothing to do whatever the answer (Java logs it)
+
+    def on_offsets_answer(self, api_key: int, codes: Iterable[int], now_ms: int) -> None:
+        """The error codes of an answer to an OffsetCommit (from commit_request) or OffsetFetch sent to the group's
+        coordinator (the shell reads the answer with cykafka/requests/offsets.py): a commit is no longer in flight;
+        a code saying the member or the coordinator is gone is acted on (a partition's own error is the caller's)."""
+        if api_key == apis.OFFSET_COMMIT.key:
+            self._commits_in_flight = max(0, self._commits_in_flight - 1)
+        what = "OffsetCommit" if api_key == apis.OFFSET_COMMIT.key else "OffsetFetch"
+        for code in set(codes):
+            self._group_error(code, what, now_ms, fail=False)
 
     def on_failure(self, api_key: int, now_ms: int) -> None:
         """A request this member built got no answer (disconnect, request timeout): find the coordinator again and
@@ -408,9 +431,6 @@ class GroupMember:
         self._in_flight.discard(api_key)
         if api_key == apis.OFFSET_COMMIT.key:
             self._commits_in_flight = max(0, self._commits_in_flight - 1)
-        if api_key == apis.FIND_COORDINATOR.key:
-            self._find_after_ms = now_ms + self.settings.retry_backoff_ms
-            return
         if api_key in (apis.JOIN_GROUP.key, apis.SYNC_GROUP.key):
             self._retry_join(now_ms, "the coordinator did not answer the " +
                              ("JoinGroup" if api_key == apis.JOIN_GROUP.key else "SyncGroup"))
@@ -421,20 +441,6 @@ class GroupMember:
 
     # -- handlers ----------------------------------------------------------------------------------------------------
 
-    def _on_find_coordinator(self, body: Mapping[str, Any], now_ms: int) -> None:
-        found = body["coordinators"][0] if body.get("coordinators") else body
-        code = found["error_code"]
-        if code == ErrorCode.NONE:
-            self._coordinator_wanted = False
-            self.coordinator = Node(COORDINATOR_NODE_BASE - found["node_id"], found["host"], found["port"])
-            self._last_heartbeat_ok_ms = now_ms
-            return
-        self._find_after_ms = now_ms + self.settings.retry_backoff_ms
-        error = error_for(code, f"group {self.settings.group_id!r}: FindCoordinator: "
-                                f"{found.get('error_message') or ''}".rstrip(": "))
-        if not error.retriable:
-            self._error = error
-
     def _on_join(self, body: Mapping[str, Any], now_ms: int) -> None:
         code = body["error_code"]
         if code == ErrorCode.NONE:
@@ -442,7 +448,7 @@ class GroupMember:
             self.protocol_name, self.leader_id = body["protocol_name"], body["leader"]
             if self._closing:
                 return
-            self.state = MemberState.COMPLETING_REBALANCE
+            self._transition(MemberEvent.JOINED)
             self._assigned_with, self._group_topics = None, frozenset()  # a leader's view, kept only by the leader
             self._sync_body = {**self._member_fields(), "protocol_type": PROTOCOL_TYPE,
                                "protocol_name": self.protocol_name, "assignments": []}
@@ -459,7 +465,7 @@ class GroupMember:
                 else:
                     self._assign()
             return
-        self.state = MemberState.UNJOINED
+        self._transition(MemberEvent.OUT)
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = body["member_id"]
             self._request_rejoin("the coordinator gave this member its id (KIP-394)")
@@ -496,7 +502,7 @@ class GroupMember:
         if self._closing:
             return
         if code != ErrorCode.NONE:
-            self.state = MemberState.UNJOINED
+            self._transition(MemberEvent.OUT)
             if code == ErrorCode.REBALANCE_IN_PROGRESS:
                 self._request_rejoin("a rebalance is in progress")
             else:
@@ -508,7 +514,7 @@ class GroupMember:
             self._error = ProtocolError(f"group {self.settings.group_id!r}: the assignment: {e}")
             self._retry_join(now_ms, "the assignment could not be read")
             return
-        self.state = MemberState.STABLE
+        self._transition(MemberEvent.SYNCED)
         self._needs_join_prepare = True
         self._last_heartbeat_ok_ms = now_ms
         self._heartbeat_due_ms = now_ms + self.settings.heartbeat_interval_ms
@@ -563,11 +569,19 @@ class GroupMember:
 
     # -- internals ---------------------------------------------------------------------------------------------------
 
-    def _send(self, node_id: int | None, api_key: int, body: dict[str, Any]) -> Outgoing:
+    def _send(self, api_key: int, body: Mapping[str, Any]) -> Request:
         self._in_flight.add(api_key)
         if api_key == apis.JOIN_GROUP.key:
-            self.state = MemberState.PREPARING_REBALANCE
-        return Outgoing(node_id, Request(api_key, body))
+            self._transition(MemberEvent.JOIN_SENT)
+        return Request(api_key, body)
+
+    def _transition(self, event: MemberEvent) -> None:
+        """The state change event makes, by TRANSITIONS; one the table lacks is a bug."""
+        to = TRANSITIONS[event].get(self.state)
+        if to is None:
+            raise IllegalStateError(f"group {self.settings.group_id!r}: {event.value} in state {self.state.name}: no "
+                                    f"such transition")
+        self.state = to
 
     def _member_fields(self) -> dict[str, Any]:
         return {"group_id": self.settings.group_id, "generation_id": self.generation_id,
@@ -611,7 +625,7 @@ class GroupMember:
             self._rejoin_reason = reason
 
     def _retry_join(self, now_ms: int, reason: str) -> None:
-        self.state = MemberState.UNJOINED
+        self._transition(MemberEvent.OUT)
         self._sync_body = None
         self._leader_waits_since = -1
         self._join_after_ms = now_ms + self.settings.retry_backoff_ms
@@ -619,7 +633,7 @@ class GroupMember:
 
     def _reset_generation(self) -> None:
         self.member_id, self.generation_id = "", NO_GENERATION
-        self.state = MemberState.UNJOINED
+        self._transition(MemberEvent.OUT)
         self._needs_join_prepare = True  # what is still owned is reported lost before the next join
         self._sync_body = None
         self._leader_waits_since = -1
@@ -627,7 +641,11 @@ class GroupMember:
         self._group_topics = frozenset()
 
     def _coordinator_unknown(self, now_ms: int) -> None:
-        self.coordinator = None  # looked up again at once; retry.backoff.ms only after a failed lookup (Java)
+        """Java's markCoordinatorUnknown: the shell forgets it and looks it up again at once (retry.backoff.ms only
+        after a failed lookup, the coordinator cache's rule)."""
+        if self.has_coordinator:
+            self.has_coordinator = False
+            self._coordinator_lost = True
 
     def _event(self, kind: str, partitions: Iterable[TP], always: bool = False) -> None:
         tps = tuple(sorted(partitions))
@@ -665,24 +683,7 @@ class GroupMember:
             self._leave_body = self._leave_request("consumer poll timeout has expired")
             self._reset_generation()
             self._poll_expired = True
-        elif self.coordinator is not None and now_ms - self._last_heartbeat_ok_ms > s.session_timeout_ms:
+        elif self.has_coordinator and now_ms - self._last_heartbeat_ok_ms > s.session_timeout_ms:
             self._coordinator_unknown(now_ms)
 
 
-def commit_errors(body: Mapping[str, Any]) -> dict[TP, KafkaError | None]:
-    """An OffsetCommit answer per partition: None when committed, else the typed error."""
-    return {(t["name"], p["partition_index"]):
-            error_for(p["error_code"], f"commit {t['name']} [{p['partition_index']}]") if p["error_code"] else None
-            for t in body["topics"] for p in t["partitions"]}
-
-
-def fetched_offsets(body: Mapping[str, Any]) -> dict[TP, tuple[int, str | None, int] | KafkaError]:
-    """An OffsetFetch answer per partition: (offset, metadata, leader epoch) with offset -1 when none is committed, or
-    the typed error; a group-level error raises."""
-    found = body["groups"][0] if body.get("groups") else body
-    if found["error_code"]:
-        raise error_for(found["error_code"], "OffsetFetch")
-    return {(t["name"], p["partition_index"]):
-            error_for(p["error_code"], f"offset fetch {t['name']} [{p['partition_index']}]") if p["error_code"]
-            else (p["committed_offset"], p["metadata"], p["committed_leader_epoch"])
-            for t in found["topics"] for p in t["partitions"]}

@@ -39,18 +39,22 @@ from cykafka.errors import (
 
 from cykafka.core import BatchResult, RecordFuture, RecordMetadata  # isort: skip  (the core imports cykafka.errors)
 from cykafka.producer import Producer, ProducerRecord  # isort: skip
-from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo  # isort: skip
 from cykafka.admin import (  # isort: skip
     Admin,
     ClusterDescription,
     ConfigEntry,
     ConfigResource,
-    ListOffsetsResultInfo,
     NewTopic,
-    Result,
     TopicDescription,
 )
-from cykafka.ports import TopicPartition  # isort: skip
+from cykafka.ports.values import (  # isort: skip
+    ConsumerGroupMetadata,
+    ListOffsetsResultInfo,
+    OffsetAndMetadata,
+    Result,
+    TopicPartition,
+    TransactionInfo,
+)
 from cykafka.consumer import Consumer, ConsumerRebalanceListener  # isort: skip
 from cykafka.core import ConsumerRecord  # isort: skip
 from cykafka import aio  # isort: skip  (AsyncProducer, AsyncConsumer: cykafka.aio)

@@ -1,7 +1,10 @@
 """The Admin client (Java's AdminClient, synchronous): topics, cluster, configs, offsets, records, consumer groups.
 
-A composition root like the Producer's: it builds a SocketTransport and drives it from the calling thread (send a
-request, poll until its answer or the call's deadline; one call at a time, under a lock). Every request is a
+A composition root like the Producer's: it builds a SocketTransport and the request layer over it (cykafka/requests:
+the coordinator cache, the call queue, the network loop, the asker) and drives that loop from the calling thread
+while a call waits (one call at a time, under a lock). A call on many items is a `Fanout` (Java's AdminApiDriver):
+each item's route (a partition's leader from a Metadata answer, a group's coordinator, the controller, a broker), one
+request per route, per-item results, retriable items asked again by the error table's kinds. Every request is a
 `cykafka.protocol.Request` (a dict body) encoded by the generic codec, so a call is a few lines over its API's
 description. Per-item outcomes are `Result`s (Java's per-item futures, already complete): `.error` is a KafkaError
 or None, `.result()` returns the value or raises the error; nothing is dropped. Whole-call failures (no broker
@@ -11,37 +14,48 @@ reached before the deadline, a broken connection setup) raise. Reference and Tan
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.config import AdminConfig
 from cykafka.errors import (
     BrokerNotFoundError,
-    BrokerResponseError,
     InvalidArgumentError,
     KafkaError,
-    KafkaTimeoutError,
     UnsupportedVersionError,
 )
-from cykafka.ports import Clock, Node, PartitionInfo, TopicPartition, by_topic, checked_partitions
+from cykafka.ports import Clock, ClusterSnapshot, by_topic
+from cykafka.ports.values import (
+    ListOffsetsResultInfo,
+    Node,
+    OffsetAndMetadata,
+    PartitionInfo,
+    Result,
+    TopicPartition,
+    checked_partitions,
+)
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, error_for
+from cykafka.requests.ask import Answer, Asker
+from cykafka.requests.calls import CallQueue, NetworkLoop
+from cykafka.requests.coordinators import Coordinators, group_coordinator
+from cykafka.requests.fanout import CONTROLLER_MOVED, COORDINATOR_MOVED, LEADER_MOVED, Again, Fanout, Lookup
+from cykafka.requests.offsets import (
+    list_offsets_request,
+    offset_fetch_error,
+    offset_fetch_request,
+    read_list_offsets,
+    read_offset_fetch,
+)
+from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
 from cykafka.serialization import validate_topic
-from cykafka.transactions import OffsetAndMetadata
 
 T = TypeVar("T")
-
-# leader/coordinator moving or loading: ask again
-_RETRY_PER_ITEM = frozenset({ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                             ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION,
-                             ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                             ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_CONTROLLER, ErrorCode.CONCURRENT_TRANSACTIONS})
 _RESOURCE_TYPES = {"topic": 2, "broker": 4}  # ConfigResource.Type codes
 _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
@@ -49,25 +63,6 @@ _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_C
 _ALTER_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 _OFFSET_SPECS = {"earliest": api.EARLIEST_TIMESTAMP, "latest": api.LATEST_TIMESTAMP,
                  "max_timestamp": api.MAX_TIMESTAMP}
-
-
-class Result(Generic[T]):
-    """One item's outcome (Java's per-item KafkaFuture, complete): the value, or the error that ended it."""
-
-    __slots__ = ("error", "value")
-
-    def __init__(self, value: T | None = None, error: KafkaError | None = None) -> None:
-        self.value = value
-        self.error = error
-
-    def result(self) -> T:
-        """The value, or raises the item's error."""
-        if self.error is not None:
-            raise self.error
-        return self.value  # type: ignore[return-value]
-
-    def __repr__(self) -> str:
-        return f"Result(error={self.error!r})" if self.error is not None else f"Result({self.value!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +107,6 @@ class ConfigEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class ListOffsetsResultInfo:
-    offset: int
-    timestamp: int  # -1 when the broker gives none
-    leader_epoch: int  # -1 when unknown
-
-
-@dataclass(frozen=True, slots=True)
 class DeletedRecords:
     low_watermark: int
 
@@ -147,6 +135,52 @@ class ConsumerGroupDescription:
     partition_assignor: str
     members: tuple[MemberDescription, ...]
     coordinator: int
+
+
+class _AskedMetadata:
+    """Admin's metadata (a MetadataSource for the request layer's routes and the transport's nodes): the snapshot of
+    the last Metadata answer Admin asked for itself; it never asks on its own. `stale` once an answer said the
+    controller moved or a leader is stale: the next lookup asks again."""
+
+    def __init__(self) -> None:
+        self._snapshot = ClusterSnapshot()
+        self.stale = True
+
+    def update(self, answer: Mapping[str, Any]) -> None:
+        self._snapshot = ClusterSnapshot.from_metadata(answer)
+        self.stale = False
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self._snapshot
+
+    def add_topic(self, topic: str, now_ms: int) -> None:
+        pass  # Admin names its topics in each Metadata request
+
+    def set_all_topics(self, on: bool) -> None:
+        pass
+
+    def request_update(self) -> None:
+        self.stale = True
+
+    def maybe_update(self, now_ms: int) -> int:
+        return 2**31
+
+
+def _resource_name(resource: ConfigResource) -> str:
+    return f"{resource.type} {resource.name!r}"
+
+
+def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
+                      value: Callable[[Mapping[str, Any]], T]) -> dict[ConfigResource, T | KafkaError]:
+    """A DescribeConfigs / IncrementalAlterConfigs answer per resource of group: value(item), or its typed error."""
+    types = {code: name for name, code in _RESOURCE_TYPES.items()}
+    results: dict[ConfigResource, T | KafkaError] = {}
+    for item in items:
+        resource = ConfigResource(types.get(item["resource_type"], "?"), item["resource_name"])
+        if resource in group:
+            results[resource] = error_for(code, f"{_resource_name(resource)}: {item['error_message'] or ''}"
+                                          .rstrip(": ")) if (code := item["error_code"]) else value(item)
+    return results
 
 
 MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)
@@ -196,16 +230,20 @@ class Admin:
     def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         """config: Kafka config keys, as a dict and/or keyword arguments with underscores, as Producer takes them;
         positional-only, and no other keyword, so `Admin(**config)` type-checks."""
-        self.config = AdminConfig.parse(config, **kwargs)
+        self.config = cfg = AdminConfig.parse(config, **kwargs)
         self._clock: Clock = SystemClock()
-        self._transport = SocketTransport(self.config.connection, clock_ms=self._clock.monotonic_ms)
+        self._transport = SocketTransport(cfg.connection, clock_ms=self._clock.monotonic_ms)
         self._lock = threading.Lock()
         self._closed = False
-        self._nodes: dict[int, Node] = {}
-        self._cluster_id: str | None = None
-        self._controller_id = -1
-        self._last_error: KafkaError | None = None  # the last retriable failure, for a timeout's message
-        self._local = threading.local()
+        self._metadata_seen = _AskedMetadata()
+        self._coordinators = Coordinators(self._transport, cfg.retry_backoff_ms)
+        calls = CallQueue(Router(self._transport, self._metadata_seen, self._coordinators, cfg.retry_backoff_ms))
+        self._loop = NetworkLoop(self._transport, self._metadata_seen, self._clock, [calls, self._coordinators],
+                                 cfg.connection.request_timeout_ms, self._coordinators)
+        self._local = threading.local()  # the timeout of this thread's call, for its timeout's message
+        self._asker = Asker(calls, self._clock, cfg.retry_backoff_ms, drive=self._loop.run_once,
+                            closed=lambda: self._closed, client="Admin client",
+                            timeout_note=lambda: getattr(self._local, "timeout", ""))
 
     # -- the loop ---------------------------------------------------------------------------------------------------
 
@@ -219,65 +257,21 @@ class Admin:
         timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
         return self._clock.monotonic_ms() + timeout
 
-    def _timed_out(self, what: str) -> KafkaTimeoutError:
-        problem = self._transport.connection_problem() or (self._last_error and f"last error: {self._last_error}")
-        return KafkaTimeoutError(f"{what}: no answer before the call's deadline "
-                                 f"({getattr(self._local, 'timeout', 'its timeout')})"
-                                 + (f"; {problem}" if problem else ""))
+    def _ask(self, request: Request, route: Route, deadline_ms: int) -> Answer:
+        return self._asker.ask(request, route, deadline_ms)
 
-    def _request(self, api_key: int, body: Mapping[str, Any], deadline_ms: int, node_id: int | None = None,
-                 ) -> tuple[int, dict[str, Any]]:
-        """(node id, answer) of one request to node_id (None: the least loaded broker), sent again after
-        retry.backoff.ms on a retriable transport error (disconnect, request.timeout.ms) until deadline_ms."""
-        transport, name = self._transport, api.API_NAMES[api_key]
-        if node_id is not None and node_id not in self._nodes:
-            raise BrokerNotFoundError(f"{name}: node {node_id} is not in the cluster's metadata")
-        request = Request(api_key, body)
-        self._last_error = None
-        backoff_ms = self.config.retry_backoff_ms
-        while True:
-            if self._closed:
-                raise KafkaError(f"{name}: the Admin client is closed")
-            now_ms = self._clock.monotonic_ms()
-            if now_ms >= deadline_ms:
-                raise self._timed_out(name)
-            node = transport.least_loaded_node(now_ms) if node_id is None else node_id
-            if node is None or not transport.ready(node, now_ms):
-                failure = transport.authentication_error()
-                if failure is not None:
-                    raise failure
-                wait_ms = backoff_ms if node is None else transport.connection_delay_ms(node, now_ms)
-                transport.poll(max(1, min(wait_ms, deadline_ms - now_ms, 100)), now_ms)
-                continue
-            transport.send(node, request, now_ms)
-            while (now_ms := self._clock.monotonic_ms()) < deadline_ms and not self._closed:
-                answers = [r for r in transport.poll(min(deadline_ms - now_ms, 100), now_ms) if r.request is request]
-                if not answers:
-                    continue
-                answer = answers[0]
-                if answer.error is None:
-                    assert isinstance(answer.response, dict)
-                    return node, answer.response
-                if not answer.error.retriable:
-                    raise answer.error
-                self._last_error = answer.error
-                self._clock.sleep_ms(min(backoff_ms, max(0, deadline_ms - self._clock.monotonic_ms())))
-                break
+    @property
+    def _nodes(self) -> dict[int, Node]:
+        return dict(self._metadata_seen.snapshot().nodes)
 
     def _metadata(self, topics: list[str] | None, deadline_ms: int) -> dict[str, Any]:
         """A Metadata answer (topics None: every topic), its brokers handed to the transport."""
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": False}
-        _, answer = self._request(api.METADATA.key, body, deadline_ms)
-        self._nodes = {b["node_id"]: Node.from_body(b) for b in answer["brokers"]}
-        self._cluster_id, self._controller_id = answer["cluster_id"], answer["controller_id"]
-        self._transport.update_nodes(dict(self._nodes))
+        answer = self._ask(Request(api.METADATA.key, body), ANY_BROKER, deadline_ms).body
+        self._metadata_seen.update(answer)
+        self._loop.update_nodes()
         return answer
-
-    def _controller(self, deadline_ms: int) -> int | None:
-        if self._controller_id < 0:
-            self._metadata([], deadline_ms)
-        return self._controller_id if self._controller_id in self._nodes else None
 
     def _call(self, what: Callable[[], T]) -> T:
         with self._lock:
@@ -287,34 +281,72 @@ class Admin:
                 if self._closed:
                     self._transport.close(0.0)
 
+    # -- routes (the fan-out's lookups) ---------------------------------------------------------------------------
+
+    def _controller(self, deadline_ms: int) -> Lookup[str]:
+        """Topics' route: the controller (asked for when unknown or after NOT_CONTROLLER), else any broker."""
+        def lookup(items: list[str]) -> dict[str, Route | KafkaError | Again]:
+            snapshot = self._metadata_seen.snapshot()
+            if self._metadata_seen.stale or snapshot.controller_id not in snapshot.nodes:
+                self._metadata([], deadline_ms)
+                snapshot = self._metadata_seen.snapshot()
+            controller = snapshot.controller_id
+            route: Route = Broker(controller) if controller in snapshot.nodes else ANY_BROKER
+            return dict.fromkeys(items, route)
+
+        return lookup
+
+    def _leaders(self, deadline_ms: int) -> Lookup[TopicPartition]:
+        """Partitions' route: their leader, from a fresh Metadata answer; a partition the metadata does not name fails,
+        one without a leader is looked up again."""
+        def lookup(items: list[TopicPartition]) -> dict[TopicPartition, Route | KafkaError | Again]:
+            answer = self._metadata(sorted({tp.topic for tp in items}), deadline_ms)
+            nodes = self._metadata_seen.snapshot().nodes
+            leaders: dict[TopicPartition, int] = {}
+            codes: dict[TopicPartition, int] = {}
+            topic_codes = {t["name"]: t["error_code"] for t in answer["topics"]}
+            for t in answer["topics"]:
+                for p in t["partitions"]:
+                    tp = TopicPartition(t["name"], p["partition_index"])
+                    leaders[tp], codes[tp] = p["leader_id"], p["error_code"] or t["error_code"]
+            routes: dict[TopicPartition, Route | KafkaError | Again] = {}
+            for tp in items:
+                code = codes.get(tp) or topic_codes.get(tp.topic) or ErrorCode.NONE
+                where = f"{tp.topic} [{tp.partition}]"
+                if leaders.get(tp, -1) in nodes:
+                    routes[tp] = Broker(leaders[tp])
+                elif tp not in leaders or code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # final: no such partition
+                    routes[tp] = error_for(code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, where)
+                else:  # no leader yet (an election): looked up again
+                    routes[tp] = Again(error_for(code or ErrorCode.LEADER_NOT_AVAILABLE, where))
+            return routes
+
+        return lookup
+
+    def _by_leader(self, tps: list[TopicPartition], deadline_ms: int, build: Callable[[list[TopicPartition]], Request],
+                   read: Callable[[Mapping[str, Any]], Mapping[TopicPartition, T | KafkaError]],
+                   ) -> dict[TopicPartition, Result[T]]:
+        """Per-partition requests at each partition's leader; see cykafka/requests/fanout.py for the retries."""
+        fanout: Fanout[TopicPartition, T] = Fanout(
+            self._asker, self._leaders(deadline_ms), build, lambda items, body, node: read(body), moves=LEADER_MOVED,
+            name=lambda tp: f"{tp.topic} [{tp.partition}]")
+        return fanout.run(tps, deadline_ms)
+
     def _per_topic(self, api_key: int, topics: list[str], body: Callable[[list[str], int], dict[str, Any]],
                    answers: Callable[[dict[str, Any]], Iterable[dict[str, Any]]], deadline_ms: int,
                    ) -> dict[str, Result[None]]:
         """CreateTopics / DeleteTopics: to the controller; NOT_CONTROLLER items go again after a metadata update."""
-        results: dict[str, Result[None]] = {}
-        pending = list(topics)
-        while pending:
-            node = self._controller(deadline_ms)
-            now_ms = self._clock.monotonic_ms()
-            _, answer = self._request(api_key, body(pending, max(0, deadline_ms - now_ms)), deadline_ms, node)
-            retry: list[str] = []
-            for item in answers(answer):
-                name, code = item["name"], item["error_code"]
-                if name not in pending:
-                    continue
-                if code == ErrorCode.NOT_CONTROLLER:
-                    retry.append(name)
-                    continue
-                results[name] = Result(None, error_for(code, f"topic {name!r}: {item.get('error_message') or ''}"
-                                                       .rstrip(": ")) if code else None)
-            missing = [t for t in pending if t not in results and t not in retry]
-            for name in missing:
-                results[name] = Result(None, KafkaError(f"topic {name!r}: the broker's answer left it out"))
-            pending = retry
-            if pending:
-                self._controller_id = -1
-                self._clock.sleep_ms(self.config.retry_backoff_ms)
-        return results
+        def build(pending: list[str]) -> Request:
+            return Request(api_key, body(pending, max(0, deadline_ms - self._clock.monotonic_ms())))
+
+        def read(pending: list[str], answer: Mapping[str, Any], node: int) -> dict[str, KafkaError | None]:
+            return {item["name"]: error_for(code, f"topic {item['name']!r}: {item.get('error_message') or ''}"
+                                            .rstrip(": ")) if (code := item["error_code"]) else None
+                    for item in answers(dict(answer)) if item["name"] in pending}
+
+        fanout: Fanout[str, None] = Fanout(self._asker, self._controller(deadline_ms), build, read,
+                                           moves=CONTROLLER_MOVED, name=lambda name: f"topic {name!r}")
+        return fanout.run(topics, deadline_ms)
 
     # -- topics -----------------------------------------------------------------------------------------------------
 
@@ -395,7 +427,7 @@ class Admin:
 
         def describe() -> ClusterDescription:
             try:
-                _, a = self._request(api.DESCRIBE_CLUSTER.key, {}, deadline_ms)
+                a = self._ask(Request(api.DESCRIBE_CLUSTER.key, {}), ANY_BROKER, deadline_ms).body
             except UnsupportedVersionError:
                 a = self._metadata([], deadline_ms)
                 return ClusterDescription(a["cluster_id"], a["controller_id"], tuple(self._nodes.values()))
@@ -413,20 +445,20 @@ class Admin:
         wanted = self._checked_resources(resources, "describe_configs")
         deadline_ms = self._deadline(timeout_ms)
 
-        def describe() -> dict[ConfigResource, Result[dict[str, ConfigEntry]]]:
-            results: dict[ConfigResource, Result[dict[str, ConfigEntry]]] = {}
-            for node, group in self._config_routes(wanted, results, deadline_ms).items():
-                body = {"resources": [{"resource_type": _RESOURCE_TYPES[r.type], "resource_name": r.name,
-                                       "configuration_keys": None} for r in group]}
-                _, answer = self._request(api.DESCRIBE_CONFIGS.key, body, deadline_ms, node)
-                for item, resource in self._match_resources(answer["results"], group, results):
-                    results[resource] = Result({c["name"]: ConfigEntry(
-                        c["name"], c["value"], _CONFIG_SOURCES.get(c["config_source"], "UNKNOWN"),
-                        c["is_default"] or c["config_source"] == 5, c["read_only"], c["is_sensitive"])
-                        for c in item["configs"]})
-            return {r: results[r] for r in wanted}  # in the caller's order
+        def build(group: list[ConfigResource]) -> Request:
+            return Request(api.DESCRIBE_CONFIGS.key, {"resources": [
+                {"resource_type": _RESOURCE_TYPES[r.type], "resource_name": r.name, "configuration_keys": None}
+                for r in group]})
 
-        return self._call(describe)
+        def entries(item: Mapping[str, Any]) -> dict[str, ConfigEntry]:
+            return {c["name"]: ConfigEntry(c["name"], c["value"], _CONFIG_SOURCES.get(c["config_source"], "UNKNOWN"),
+                                           c["is_default"] or c["config_source"] == 5, c["read_only"],
+                                           c["is_sensitive"]) for c in item["configs"]}
+
+        fanout: Fanout[ConfigResource, dict[str, ConfigEntry]] = Fanout(
+            self._asker, self._config_routes(deadline_ms), build,
+            lambda group, answer, node: _resource_results(answer["results"], group, entries), name=_resource_name)
+        return self._call(lambda: fanout.run(wanted, deadline_ms))
 
     def incremental_alter_configs(self, changes: Mapping[ConfigResource, Iterable[tuple[str, str, str | None]]], *,
                                   validate_only: bool = False,
@@ -445,17 +477,16 @@ class Admin:
                 ops[resource].append({"name": entry[0], "config_operation": _ALTER_OPS[entry[1]], "value": entry[2]})
         deadline_ms = self._deadline(timeout_ms)
 
-        def alter() -> dict[ConfigResource, Result[None]]:
-            results: dict[ConfigResource, Result[None]] = {}
-            for node, group in self._config_routes(wanted, results, deadline_ms).items():
-                body = {"resources": [{"resource_type": _RESOURCE_TYPES[r.type], "resource_name": r.name,
-                                       "configs": ops[r]} for r in group], "validate_only": validate_only}
-                _, answer = self._request(api.INCREMENTAL_ALTER_CONFIGS.key, body, deadline_ms, node)
-                for _, resource in self._match_resources(answer["responses"], group, results):
-                    results[resource] = Result(None)
-            return {r: results[r] for r in wanted}  # in the caller's order
+        def build(group: list[ConfigResource]) -> Request:
+            return Request(api.INCREMENTAL_ALTER_CONFIGS.key, {"resources": [
+                {"resource_type": _RESOURCE_TYPES[r.type], "resource_name": r.name, "configs": ops[r]} for r in group],
+                "validate_only": validate_only})
 
-        return self._call(alter)
+        fanout: Fanout[ConfigResource, None] = Fanout(
+            self._asker, self._config_routes(deadline_ms), build,
+            lambda group, answer, node: _resource_results(answer["responses"], group, lambda item: None),
+            name=_resource_name)
+        return self._call(lambda: fanout.run(wanted, deadline_ms))
 
     @staticmethod
     def _checked_resources(resources: Iterable[ConfigResource], call: str) -> list[ConfigResource]:
@@ -468,97 +499,27 @@ class Admin:
                 raise InvalidArgumentError(f"{call}: a broker resource's name is its node id, got {r.name!r}")
         return out
 
-    def _config_routes(self, resources: list[ConfigResource], results: dict[ConfigResource, Any],
-                       deadline_ms: int) -> dict[int | None, list[ConfigResource]]:
-        """A broker's configs at that broker (Java's rule), topics' at any broker (None); a broker id the metadata
-        does not name gets its error in results."""
-        if any(r.type == "broker" for r in resources):
-            self._metadata([], deadline_ms)
-        routes: dict[int | None, list[ConfigResource]] = defaultdict(list)
-        for r in resources:
-            if r.type == "broker" and int(r.name) not in self._nodes:
-                results[r] = Result(error=BrokerNotFoundError(f"broker {r.name!r}: no such node in the cluster's "
-                                                              f"metadata (nodes: {sorted(self._nodes)})"))
-                continue
-            routes[int(r.name) if r.type == "broker" else None].append(r)
-        return routes
+    def _config_routes(self, deadline_ms: int) -> Lookup[ConfigResource]:
+        """A broker's configs at that broker (Java's rule), topics' at any broker; a broker id the metadata does not
+        name fails its resource."""
+        def lookup(resources: list[ConfigResource]) -> dict[ConfigResource, Route | KafkaError | Again]:
+            if any(r.type == "broker" for r in resources):
+                self._metadata([], deadline_ms)
+            nodes = self._nodes
+            routes: dict[ConfigResource, Route | KafkaError | Again] = {}
+            for r in resources:
+                if r.type != "broker":
+                    routes[r] = ANY_BROKER
+                elif int(r.name) in nodes:
+                    routes[r] = Broker(int(r.name))
+                else:
+                    routes[r] = BrokerNotFoundError(f"broker {r.name!r}: no such node in the cluster's metadata "
+                                                    f"(nodes: {sorted(nodes)})")
+            return routes
 
-    @staticmethod
-    def _match_resources(items: list[dict[str, Any]], group: list[ConfigResource],
-                         results: dict[ConfigResource, Any]) -> Iterable[tuple[dict[str, Any], ConfigResource]]:
-        """The answer's items that succeeded, with their resource; failed and missing ones go into results."""
-        types = {code: name for name, code in _RESOURCE_TYPES.items()}
-        seen = set()
-        for item in items:
-            resource = ConfigResource(types.get(item["resource_type"], "?"), item["resource_name"])
-            if resource not in group:
-                continue
-            seen.add(resource)
-            if item["error_code"]:
-                results[resource] = Result(error=error_for(item["error_code"], f"{resource.type} {resource.name!r}: "
-                                                           f"{item['error_message'] or ''}".rstrip(": ")))
-            else:
-                yield item, resource
-        for resource in group:
-            if resource not in seen:
-                results[resource] = Result(error=KafkaError(f"{resource.type} {resource.name!r}: the broker's "
-                                                            f"answer left it out"))
+        return lookup
 
     # -- offsets and records ----------------------------------------------------------------------------------------
-
-    def _by_leader(self, wanted: list[TopicPartition], deadline_ms: int,
-                   ask: Callable[[int, list[TopicPartition]], dict[TopicPartition, Result[Any]]],
-                   ) -> dict[TopicPartition, Result[Any]]:
-        """Per-partition requests at each partition's leader; items whose leader moved or is unknown go again after
-        a metadata update, until deadline_ms (then they keep their last error)."""
-        results: dict[TopicPartition, Result[Any]] = {}
-        pending = list(wanted)
-        while pending:
-            answer = self._metadata(sorted({tp.topic for tp in pending}), deadline_ms)
-            leaders: dict[TopicPartition, int] = {}
-            codes: dict[TopicPartition, int] = {}
-            for t in answer["topics"]:
-                for p in t["partitions"]:
-                    tp = TopicPartition(t["name"], p["partition_index"])
-                    leaders[tp], codes[tp] = p["leader_id"], p["error_code"] or t["error_code"]
-                for tp in pending:
-                    if tp.topic == t["name"] and tp not in leaders and t["error_code"]:
-                        codes[tp] = t["error_code"]
-            routes: dict[int, list[TopicPartition]] = defaultdict(list)
-            for tp in pending:
-                leader = leaders.get(tp, -1)
-                if leader in self._nodes:
-                    routes[leader].append(tp)
-                else:
-                    results[tp] = Result(error=error_for(codes.get(tp) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                                         f"{tp.topic} [{tp.partition}]"))
-            for node, tps in routes.items():
-                try:
-                    results.update(ask(node, tps))
-                except UnsupportedVersionError as e:  # this broker does not speak the API: each item says so
-                    results.update((tp, Result(error=e)) for tp in tps)
-            pending = [tp for tp in pending if getattr(results[tp].error, "code", None) in _RETRY_PER_ITEM]
-            if pending:
-                if self._clock.monotonic_ms() + self.config.retry_backoff_ms >= deadline_ms:
-                    break
-                self._clock.sleep_ms(self.config.retry_backoff_ms)
-        return results
-
-    @staticmethod
-    def _partition_items(answer_topics: list[dict[str, Any]], tps: list[TopicPartition],
-                         ok: Callable[[dict[str, Any]], Any]) -> dict[TopicPartition, Result[Any]]:
-        results: dict[TopicPartition, Result[Any]] = {}
-        for t in answer_topics:
-            for p in t["partitions"]:
-                tp = TopicPartition(t["name"], p["partition_index"])
-                if tp in tps:
-                    code = p["error_code"]
-                    results[tp] = Result(error=error_for(code, f"{tp.topic} [{tp.partition}]")) if code \
-                        else Result(ok(p))
-        for tp in tps:
-            results.setdefault(tp, Result(error=KafkaError(f"{tp.topic} [{tp.partition}]: the broker's answer left "
-                                                           f"it out")))
-        return results
 
     def list_offsets(self, specs: Mapping[TopicPartition, str | int], *, isolation_level: str = "read_uncommitted",
                      timeout_ms: int | None = None) -> dict[TopicPartition, Result[ListOffsetsResultInfo]]:
@@ -576,16 +537,11 @@ class Admin:
             raise InvalidArgumentError(f"isolation_level must be read_uncommitted or read_committed, got "
                                        f"{isolation_level!r}")
         deadline_ms = self._deadline(timeout_ms)
-
-        def ask(node: int, group: list[TopicPartition]) -> dict[TopicPartition, Result[Any]]:
-            body = {"isolation_level": int(isolation_level == "read_committed"),
-                    "topics": by_topic(group, lambda tp: {"partition_index": tp.partition,
-                                                           "timestamp": timestamps[tp]})}
-            _, answer = self._request(api.LIST_OFFSETS.key, body, deadline_ms, node)
-            return self._partition_items(answer["topics"], group, lambda p: ListOffsetsResultInfo(
-                p["offset"], p["timestamp"], p["leader_epoch"]))
-
-        return self._call(lambda: self._by_leader(tps, deadline_ms, ask))
+        read_committed = isolation_level == "read_committed"
+        return self._call(lambda: self._by_leader(
+            tps, deadline_ms, lambda group: list_offsets_request({tp: timestamps[tp] for tp in group},
+                                                                 read_committed=read_committed),
+            read_list_offsets))
 
     def delete_records(self, before: Mapping[TopicPartition, int], *,
                        timeout_ms: int | None = None) -> dict[TopicPartition, Result[DeletedRecords]]:
@@ -599,46 +555,29 @@ class Admin:
                                            f"high watermark), got {offset!r}")
         deadline_ms = self._deadline(timeout_ms)
 
-        def ask(node: int, group: list[TopicPartition]) -> dict[TopicPartition, Result[Any]]:
-            body = {"topics": by_topic(group, lambda tp: {"partition_index": tp.partition, "offset": offsets[tp]}),
-                    "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())}
-            _, answer = self._request(api.DELETE_RECORDS.key, body, deadline_ms, node)
-            return self._partition_items(answer["topics"], group, lambda p: DeletedRecords(p["low_watermark"]))
+        def build(group: list[TopicPartition]) -> Request:
+            return Request(api.DELETE_RECORDS.key, {
+                "topics": by_topic(group, lambda tp: {"partition_index": tp.partition, "offset": offsets[tp]}),
+                "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())})
 
-        return self._call(lambda: self._by_leader(tps, deadline_ms, ask))
+        def read(answer: Mapping[str, Any]) -> dict[TopicPartition, DeletedRecords | KafkaError]:
+            return {TopicPartition(t["name"], p["partition_index"]):
+                    error_for(code, f"{t['name']} [{p['partition_index']}]") if (code := p["error_code"])
+                    else DeletedRecords(p["low_watermark"]) for t in answer["topics"] for p in t["partitions"]}
+
+        return self._call(lambda: self._by_leader(tps, deadline_ms, build, read))
 
     # -- consumer groups --------------------------------------------------------------------------------------------
 
-    def _coordinator(self, group_id: str, deadline_ms: int) -> int:
-        """The group's coordinator (FindCoordinator), asked again while it is loading or moving."""
-        while True:
-            body = {"key": group_id, "key_type": api.COORDINATOR_GROUP, "coordinator_keys": [group_id]}
-            _, a = self._request(api.FIND_COORDINATOR.key, body, deadline_ms)
-            answered = api.coordinators_of(a)
-            if not answered:
-                raise KafkaError(f"group {group_id!r}: FindCoordinator named no coordinator")
-            found = answered[0]
-            code = found["error_code"]
-            if code == ErrorCode.NONE:
-                node = Node(found["node_id"], found["host"], found["port"])
-                if self._nodes.get(node.node_id) != node:
-                    self._nodes[node.node_id] = node
-                    self._transport.update_nodes(dict(self._nodes))
-                return node.node_id
-            if code not in _RETRY_PER_ITEM or self._clock.monotonic_ms() >= deadline_ms:
-                raise error_for(code, f"group {group_id!r}: {found['error_message'] or ''}".rstrip(": "))
-            self._clock.sleep_ms(self.config.retry_backoff_ms)
-
-    def _per_group(self, group_ids: list[str], deadline_ms: int,
-                   ask: Callable[[int, str], Result[Any]]) -> dict[str, Result[Any]]:
-        """One request per group at its coordinator; an error finding it is that group's result."""
-        results: dict[str, Result[Any]] = {}
-        for group_id in group_ids:
-            try:
-                results[group_id] = ask(self._coordinator(group_id, deadline_ms), group_id)
-            except BrokerResponseError as e:
-                results[group_id] = Result(error=e)
-        return results
+    def _per_group(self, group_ids: list[str], deadline_ms: int, build: Callable[[str], Request],
+                   read: Callable[[str, Mapping[str, Any], int], T | KafkaError]) -> dict[str, Result[T]]:
+        """One request per group at its coordinator (the coordinator cache finds it); a failure to find it is that
+        group's result."""
+        fanout: Fanout[str, T] = Fanout(
+            self._asker, lambda groups: {g: group_coordinator(g) for g in groups}, lambda groups: build(groups[0]),
+            lambda groups, answer, node: {groups[0]: read(groups[0], answer, node)}, moves=COORDINATOR_MOVED,
+            batch=False, name=lambda group: f"group {group!r}")
+        return fanout.run(group_ids, deadline_ms)
 
     def list_consumer_groups(self, *, states: Iterable[str] | None = None,
                              timeout_ms: int | None = None) -> list[ConsumerGroupListing]:
@@ -651,7 +590,8 @@ class Admin:
             self._metadata([], deadline_ms)
             listings: list[ConsumerGroupListing] = []
             for node in sorted(self._nodes):
-                _, a = self._request(api.LIST_GROUPS.key, {"states_filter": wanted or []}, deadline_ms, node)
+                request = Request(api.LIST_GROUPS.key, {"states_filter": wanted or []})
+                a = self._ask(request, Broker(node), deadline_ms).body
                 if a["error_code"]:
                     raise error_for(a["error_code"], f"ListGroups at node {node}")
                 listings += [ConsumerGroupListing(g["group_id"], g["protocol_type"], g["group_state"] or None)
@@ -667,20 +607,20 @@ class Admin:
         names = _checked_names(group_ids, "describe_consumer_groups' group ids")
         deadline_ms = self._deadline(timeout_ms)
 
-        def ask(node: int, group_id: str) -> Result[Any]:
-            _, a = self._request(api.DESCRIBE_GROUPS.key, {"groups": [group_id]}, deadline_ms, node)
+        def read(group_id: str, a: Mapping[str, Any], node: int) -> ConsumerGroupDescription | KafkaError:
             g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
             code = ErrorCode.GROUP_ID_NOT_FOUND if g is not None and g["group_state"] == "Dead" else (g or {}).get(
                 "error_code", 0)
             if g is None or code:
-                return Result(error=error_for(code, f"group {group_id!r}") if code else KafkaError(
-                    f"group {group_id!r}: the broker's answer left it out"))
+                return error_for(code, f"group {group_id!r}") if code else KafkaError(
+                    f"group {group_id!r}: the broker's answer left it out")
             members = tuple(MemberDescription(m["member_id"], m["group_instance_id"], m["client_id"],
                                               m["client_host"], m["member_assignment"]) for m in g["members"])
-            return Result(ConsumerGroupDescription(group_id, g["group_state"], g["protocol_type"],
-                                                   g["protocol_data"], members, node))
+            return ConsumerGroupDescription(group_id, g["group_state"], g["protocol_type"], g["protocol_data"],
+                                            members, node)
 
-        return self._call(lambda: self._per_group(names, deadline_ms, ask))
+        return self._call(lambda: self._per_group(
+            names, deadline_ms, lambda g: Request(api.DESCRIBE_GROUPS.key, {"groups": [g]}), read))
 
     def delete_consumer_groups(self, group_ids: Iterable[str], *,
                                timeout_ms: int | None = None) -> dict[str, Result[None]]:
@@ -688,14 +628,14 @@ class Admin:
         names = _checked_names(group_ids, "delete_consumer_groups' group ids")
         deadline_ms = self._deadline(timeout_ms)
 
-        def ask(node: int, group_id: str) -> Result[Any]:
-            _, a = self._request(api.DELETE_GROUPS.key, {"groups_names": [group_id]}, deadline_ms, node)
+        def read(group_id: str, a: Mapping[str, Any], node: int) -> KafkaError | None:
             code = next((r["error_code"] for r in a["results"] if r["group_id"] == group_id), None)
             if code is None:
-                return Result(error=KafkaError(f"group {group_id!r}: the broker's answer left it out"))
-            return Result(error=error_for(code, f"group {group_id!r}")) if code else Result(None)
+                return KafkaError(f"group {group_id!r}: the broker's answer left it out")
+            return error_for(code, f"group {group_id!r}") if code else None
 
-        return self._call(lambda: self._per_group(names, deadline_ms, ask))
+        return self._call(lambda: self._per_group(
+            names, deadline_ms, lambda g: Request(api.DELETE_GROUPS.key, {"groups_names": [g]}), read))
 
     def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *,
                                     timeout_ms: int | None = None,
@@ -705,23 +645,12 @@ class Admin:
         (group,) = _checked_names([group_id], "list_consumer_group_offsets' group_id")
         tps = None if partitions is None else checked_partitions(partitions, "list_consumer_group_offsets")
         deadline_ms = self._deadline(timeout_ms)
-        topics = None if tps is None else by_topic(tps, lambda tp: tp.partition, "partition_indexes")
 
         def fetch() -> dict[TopicPartition, Result[OffsetAndMetadata]]:
-            node = self._coordinator(group, deadline_ms)
-            body = {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}]}
-            _, a = self._request(api.OFFSET_FETCH.key, body, deadline_ms, node)
-            found = a["groups"][0] if a["groups"] else a
-            if found["error_code"]:
-                raise error_for(found["error_code"], f"group {group!r}")
-            results: dict[TopicPartition, Result[OffsetAndMetadata]] = {}
-            for t in found["topics"]:
-                for p in sorted(t["partitions"], key=lambda p: p["partition_index"]):
-                    tp = TopicPartition(t["name"], p["partition_index"])
-                    results[tp] = Result(error=error_for(p["error_code"], f"group {group!r} {tp.topic} "
-                                                         f"[{tp.partition}]")) if p["error_code"] else Result(
-                        OffsetAndMetadata(p["committed_offset"], p["metadata"], p["committed_leader_epoch"]))
-            return results
+            answer = self._asker.ask(offset_fetch_request(group, tps), group_coordinator(group), deadline_ms,
+                                     check=lambda body: offset_fetch_error(body, group))
+            return {tp: Result(error=found) if isinstance(found, KafkaError) else Result(found)
+                    for tp, found in read_offset_fetch(answer.body, group).items()}
 
         return self._call(fetch)
 

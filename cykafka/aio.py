@@ -32,10 +32,9 @@ from cykafka.completion import Completion
 from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
 from cykafka.errors import KafkaError
-from cykafka.ports import PartitionInfo, TopicPartition
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, PartitionInfo, TopicPartition
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
-from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
     import re

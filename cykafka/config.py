@@ -3,7 +3,9 @@
 One table of keys (VALIDATORS) for every client; PRODUCER_KEYS, CONSUMER_KEYS and ADMIN_KEYS say which client takes
 which. `ProducerConfig.parse(dict, **kwargs)` (ConsumerConfig's, AdminConfig's too) accepts dotted Kafka keys
 (`linger.ms`) and underscore kwargs (`linger_ms=5`); unknown keys, other clients' keys and invalid values raise
-ConfigError at construction. Differences from Java's defaults: docs/config.md.
+ConfigError at construction. The connection keys every client shares (servers, timeouts, backoffs, security) are
+checked by one set of rules (`_check_connection`) and become the ports' narrow settings (`_connection`): Admin and
+the Consumer parse their own keys, never through a producer config. Differences from Java's defaults: docs/config.md.
 """
 
 from __future__ import annotations
@@ -276,11 +278,8 @@ class ProducerConfig:
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
         merged, spelled = _given(config, kwargs, PRODUCER_KEYS, "producer")
-        values: dict[str, object] = {}
-        for key, value in merged.items():
-            values[key.replace(".", "_")] = VALIDATORS[key](_label(key, spelled), value)
-        if "bootstrap_servers" not in values:
-            raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
+        values = _validated(merged, spelled)
+        _check_connection(values)
         cfg = cls(**values, user_keys=frozenset(merged))  # type: ignore[arg-type]
         cfg._check_relations()
         return cfg._resolve_idempotence()
@@ -291,40 +290,8 @@ class ProducerConfig:
                 f"delivery.timeout.ms ({self.delivery_timeout_ms}) must be >= linger.ms + request.timeout.ms "
                 f"({self.linger_ms} + {self.request_timeout_ms})"
             )
-        if self.retry_backoff_max_ms < self.retry_backoff_ms:
-            raise ConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
         if self.batch_size > self.buffer_memory:
             raise ConfigError(f"batch.size ({self.batch_size}) must be <= buffer.memory ({self.buffer_memory})")
-        self._check_security()
-
-    def _check_security(self) -> None:
-        protocol = self.security_protocol.upper()
-        security = self.security_settings()
-        given = [k for k in sorted(self.user_keys) if getattr(self, k.replace(".", "_"), None) is not None]
-        stray_ssl = [k for k in given if k in _SSL_MATERIAL_KEYS]
-        if stray_ssl and not security.uses_ssl:
-            raise ConfigError(f"{', '.join(stray_ssl)} set but security.protocol is {protocol}: use SSL or SASL_SSL")
-        stray_sasl = [k for k in given if k in _SASL_MATERIAL_KEYS]
-        if stray_sasl and not security.uses_sasl:
-            raise ConfigError(f"{', '.join(stray_sasl)} set but security.protocol is {protocol}: use SASL_SSL or "
-                              f"SASL_PLAINTEXT")
-        if self.ssl_key_location is not None and self.ssl_certificate_location is None:
-            raise ConfigError("ssl.key.location is set but ssl.certificate.location is not: a client key needs its "
-                              "certificate")
-        if not security.uses_sasl:
-            return
-        if self.sasl_mechanism is None:
-            raise ConfigError(f"sasl.mechanism is required with security.protocol={protocol} (Java's default GSSAPI "
-                              f"is not supported); accepted: {', '.join(SASL_MECHANISMS)}")
-        if self.sasl_mechanism == "OAUTHBEARER":
-            if self.oauth_cb is None:
-                raise ConfigError("sasl.mechanism=OAUTHBEARER needs oauth_cb: a callable taking "
-                                  "sasl.oauthbearer.config and returning (token, expiry_time_s)")
-            return
-        if not self.sasl_username:
-            raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.username")
-        if self.sasl_password is None:
-            raise ConfigError(f"sasl.mechanism={self.sasl_mechanism} needs sasl.password")
 
     def security_settings(self) -> ports.SecuritySettings:
         return _pick(ports.SecuritySettings, self)
@@ -461,6 +428,62 @@ def _pick(settings: type[T], config: object, **given: object) -> T:
     """A settings value made of the config's attributes of the same names (ports' settings name them alike)."""
     names = [f.name for f in dataclasses.fields(settings) if f.name not in given]  # type: ignore[arg-type]
     return settings(**{name: getattr(config, name) for name in names}, **given)
+
+
+def _validated(merged: Mapping[str, object], spelled: Mapping[str, str]) -> dict[str, object]:
+    """{attribute name: value} of canonical keys, each through its validator (the one table)."""
+    return {key.replace(".", "_"): VALIDATORS[key](_label(key, spelled), value) for key, value in merged.items()}
+
+
+def _settings(settings: type[T], values: Mapping[str, object], **given: object) -> T:
+    """A ports settings value from validated values: those of its field names that were given, its own defaults (Java's,
+    the same as the clients' configs') for the rest."""
+    names = [f.name for f in dataclasses.fields(settings) if f.name not in given]  # type: ignore[arg-type]
+    return settings(**{name: values[name] for name in names if name in values}, **given)
+
+
+def _check_connection(values: Mapping[str, object]) -> None:
+    """The connection keys' rules every client shares (validated values, attribute names): bootstrap.servers given,
+    retry.backoff.max.ms >= retry.backoff.ms, and the security keys consistent with security.protocol."""
+    if "bootstrap_servers" not in values:
+        raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
+    if cast(int, values.get("retry_backoff_max_ms", 1000)) < cast(int, values.get("retry_backoff_ms", 100)):
+        raise ConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
+    security = _settings(ports.SecuritySettings, values)
+    protocol = security.security_protocol.upper()
+    given = [key for key in sorted(VALIDATORS) if values.get(key.replace(".", "_")) is not None]
+    stray_ssl = [k for k in given if k in _SSL_MATERIAL_KEYS]
+    if stray_ssl and not security.uses_ssl:
+        raise ConfigError(f"{', '.join(stray_ssl)} set but security.protocol is {protocol}: use SSL or SASL_SSL")
+    stray_sasl = [k for k in given if k in _SASL_MATERIAL_KEYS]
+    if stray_sasl and not security.uses_sasl:
+        raise ConfigError(f"{', '.join(stray_sasl)} set but security.protocol is {protocol}: use SASL_SSL or "
+                          f"SASL_PLAINTEXT")
+    if security.ssl_key_location is not None and security.ssl_certificate_location is None:
+        raise ConfigError("ssl.key.location is set but ssl.certificate.location is not: a client key needs its "
+                          "certificate")
+    if not security.uses_sasl:
+        return
+    if security.sasl_mechanism is None:
+        raise ConfigError(f"sasl.mechanism is required with security.protocol={protocol} (Java's default GSSAPI "
+                          f"is not supported); accepted: {', '.join(SASL_MECHANISMS)}")
+    if security.sasl_mechanism == "OAUTHBEARER":
+        if security.oauth_cb is None:
+            raise ConfigError("sasl.mechanism=OAUTHBEARER needs oauth_cb: a callable taking "
+                              "sasl.oauthbearer.config and returning (token, expiry_time_s)")
+        return
+    if not security.sasl_username:
+        raise ConfigError(f"sasl.mechanism={security.sasl_mechanism} needs sasl.username")
+    if security.sasl_password is None:
+        raise ConfigError(f"sasl.mechanism={security.sasl_mechanism} needs sasl.password")
+
+
+def _connection(values: Mapping[str, object]) -> tuple[ports.ConnectionSettings, ports.MetadataSettings]:
+    """The transport's and the metadata adapter's narrow settings from a client's validated values, checked by the
+    rules every client shares: Admin and Consumer build theirs here, with no producer config in between."""
+    _check_connection(values)
+    return (_settings(ports.ConnectionSettings, values, security=_settings(ports.SecuritySettings, values)),
+            _settings(ports.MetadataSettings, values))
 
 
 # hidden in repr; sasl.oauthbearer.config too: users put client secrets there for their oauth_cb
@@ -614,16 +637,16 @@ class AdminConfig:
             raise ConfigError(f"the admin config must be a mapping of Kafka keys to values (a dict such as "
                               f"{{'bootstrap.servers': 'host:9092'}}), got a {type(config).__name__}")
         given = {**(config or {}), **{key.replace("_", "."): value for key, value in kwargs.items()}}
-        timeout_ms = cast(int, VALIDATORS["default.api.timeout.ms"]("default.api.timeout.ms",
-                                                                    given.pop("default.api.timeout.ms", 60000)))
         for key in given:
-            if _canonical(key) not in ADMIN_KEYS:
+            if _canonical(key) not in ADMIN_KEYS | {"default.api.timeout.ms"}:
                 raise ConfigError(f"config key {key!r} is not an Admin key; Admin takes default.api.timeout.ms, "
                                   f"{', '.join(sorted(k for k in ADMIN_KEYS if not k.startswith(('ssl', 'sasl'))))}"
                                   f" and the ssl.* and sasl.* keys")
-        # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
-        checked = ProducerConfig.parse({**given, "delivery.timeout.ms": INT32_MAX})
-        return cls(timeout_ms, checked.retry_backoff_ms, checked.connection_settings())
+        merged, spelled = _given(given, {}, ADMIN_KEYS | {"default.api.timeout.ms"}, "admin")
+        values = _validated(merged, spelled)
+        connection, _ = _connection(values)
+        return cls(cast(int, values.get("default_api_timeout_ms", 60000)), cast(int, values.get("retry_backoff_ms",
+                                                                                              100)), connection)
 
 
 # The consumer's keys: its own, Admin's (the connection's and default.api.timeout.ms), and the producer's connection
@@ -664,17 +687,11 @@ class ConsumerConfig:
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:
         merged, spelled = _given(config, kwargs, CONSUMER_KEYS, "consumer")
-        own: dict[str, object] = {}
-        connection: dict[str, object] = {}
-        for key, value in merged.items():
-            if key in CONSUMER_ONLY_KEYS or key == "default.api.timeout.ms":
-                own[key.replace(".", "_")] = VALIDATORS[key](_label(key, spelled), value)
-            else:
-                connection[spelled[key]] = value
-        if "receive.buffer.bytes" not in merged:
-            connection["receive.buffer.bytes"] = CONSUMER_RECEIVE_BUFFER_BYTES
-        # the producer's delivery.timeout.ms >= linger.ms + request.timeout.ms means nothing here: set out of reach
-        checked = ProducerConfig.parse({**connection, "delivery.timeout.ms": INT32_MAX})
+        values = _validated(merged, spelled)
+        values.setdefault("receive_buffer_bytes", CONSUMER_RECEIVE_BUFFER_BYTES)
+        connection, metadata = _connection(values)
+        own = {key.replace(".", "_"): values[key.replace(".", "_")] for key in merged
+               if key in CONSUMER_ONLY_KEYS or key == "default.api.timeout.ms"}
         if own.get("group_id") is None:
             if own.get("enable_auto_commit") is True:
                 raise ConfigError("enable.auto.commit=true needs a group.id (the offsets are the group's); set "
@@ -683,7 +700,7 @@ class ConsumerConfig:
                 raise ConfigError("group.instance.id needs a group.id")
         else:
             own.setdefault("enable_auto_commit", True)
-        cfg = cls(checked.connection_settings(), checked.metadata_settings(), checked.retry_backoff_ms,
+        cfg = cls(connection, metadata, cast(int, values.get("retry_backoff_ms", 100)),
                   **own)  # type: ignore[arg-type]
         # a Fetch answer holds up to fetch.max.bytes of records plus one batch past it (KIP-74) and its own fields:
         # the transport takes frames up to fetch.max.bytes + 64 MiB (at least its own 100 MiB)
@@ -692,8 +709,8 @@ class ConsumerConfig:
         if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
             raise ConfigError(f"heartbeat.interval.ms ({cfg.heartbeat_interval_ms}) must be lower than "
                               f"session.timeout.ms ({cfg.session_timeout_ms})")
-        if checked.request_timeout_ms <= cfg.fetch_max_wait_ms:
-            raise ConfigError(f"request.timeout.ms ({checked.request_timeout_ms}) must be greater than "
+        if connection.request_timeout_ms <= cfg.fetch_max_wait_ms:
+            raise ConfigError(f"request.timeout.ms ({connection.request_timeout_ms}) must be greater than "
                               f"fetch.max.wait.ms ({cfg.fetch_max_wait_ms}): a fetch waits up to fetch.max.wait.ms "
                               f"at the broker")
         return cfg

@@ -1,5 +1,6 @@
-"""The public Consumer (Java's KafkaConsumer) and its composition root: config -> transport, metadata, Fetcher, the
-group's member, the caller's calls and the network thread that drives them (cykafka/consumer_network.py).
+"""The public Consumer (Java's KafkaConsumer) and its composition root: config -> transport, metadata, the request
+layer (cykafka/requests: the coordinator cache, the call queue, the network loop), Fetcher, the group's member, and
+the network thread that drives them (cykafka/consumer_network.py).
 
 The network thread owns the transport, keeps one Fetch in flight per broker (cykafka/fetcher.py) and runs the group
 protocol (cykafka/consumer_group.py: heartbeats go on while the caller works); the caller's thread decodes what came
@@ -32,12 +33,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
-from cykafka.admin import ListOffsetsResultInfo
+from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ConsumerConfig
-from cykafka.consumer_group import GroupCall, GroupDriver
-from cykafka.consumer_network import Call, Calls, ConsumerNetwork, NetworkThread, stop_unclosed
+from cykafka.consumer_group import GroupDriver
+from cykafka.consumer_network import NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch
-from cykafka.core.group import GroupMember, GroupSettings, Outgoing, commit_errors, fetched_offsets
+from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import (
     ConcurrentAccessError,
     ConfigError,
@@ -53,24 +54,32 @@ from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, div
 from cykafka.ports import (
     Clock,
     ClusterSnapshot,
-    Node,
     PartitionInfo,
     Ports,
     TopicPartition,
     by_topic,
     checked_partitions,
 )
+from cykafka.ports.values import ConsumerGroupMetadata, ListOffsetsResultInfo, OffsetAndMetadata, checked_offset
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.requests.calls import Call, CallQueue, NetworkLoop
+from cykafka.requests.coordinators import Coordinators
+from cykafka.requests.offsets import (
+    list_offsets_request,
+    offset_fetch_request,
+    read_list_offsets,
+    read_offset_commit,
+    read_offset_fetch,
+)
+from cykafka.requests.routes import ANY_BROKER, Broker, Router
 from cykafka.serialization import validate_topic
-from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata, checked_offset
 
 if TYPE_CHECKING:
     import pyarrow
 
 T = TypeVar("T")
-_CallT = TypeVar("_CallT", Call, GroupCall)
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 log = logging.getLogger("cykafka")
 _client_ids = itertools.count(1)
@@ -108,7 +117,7 @@ _LISTENER_CALLS = {"revoked": "on_partitions_revoked", "assigned": "on_partition
 class _AsyncCommit:
     offsets: dict[TopicPartition, OffsetAndMetadata]
     callback: CommitCallback | None
-    call: GroupCall | None = None
+    call: Call | None = None
 
 
 def _one_thread(method: _Method) -> _Method:
@@ -174,22 +183,23 @@ class Consumer:
             metadata = BrokerMetadata(cfg.metadata, transport)
         self._transport, self._metadata = transport, metadata
         self._subscription = Subscription()
-        self._calls = Calls(transport, cfg.retry_backoff_ms)
+        coordinators = Coordinators(transport, cfg.retry_backoff_ms, dedicated_group_connections=True)
+        self._calls = CallQueue(Router(transport, metadata, coordinators, cfg.retry_backoff_ms))
         self._fetcher = Fetcher(cfg, self._subscription, transport, metadata, decompress)
-        self.network = ConsumerNetwork(transport, metadata, self._clock, [self._calls, self._fetcher],
-                                       conn.request_timeout_ms)
+        self.network = NetworkLoop(transport, metadata, self._clock, [self._calls, coordinators, self._fetcher],
+                                   conn.request_timeout_ms, coordinators)
         self._group_driver: GroupDriver | None = None
         if cfg.group_id is not None:
             member = GroupMember(GroupSettings(
                 cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
                 cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms))
-            self._group_driver = GroupDriver(member, transport, metadata, self._clock, conn.request_timeout_ms,
-                                             *_group_hooks(self.network, self._subscription))
+            self._group_driver = GroupDriver(member, self._calls, coordinators, metadata, self._clock,
+                                             conn.request_timeout_ms, _caller_waker(self._subscription))
             self.network.sources.insert(1, self._group_driver)
         self._subscribed = False
         self._listener: object = None
         self._outstanding: dict[tuple[int, int | None, str], Call] = {}
-        self._outstanding_group: dict[tuple[str, tuple[TopicPartition, ...]], GroupCall] = {}
+        self._outstanding_group: dict[tuple[str, tuple[TopicPartition, ...]], Call] = {}
         self._async_commits: list[_AsyncCommit] = []
         self._next_auto_commit_ms = self._clock.monotonic_ms() + cfg.auto_commit_interval_ms
         self._thread: NetworkThread | None = None
@@ -448,20 +458,21 @@ class Consumer:
     def committed(self, partitions: Iterable[TopicPartition],
                   timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch at its coordinator); None where none is committed."""
-        self._group("committed")
+        group = self._group("committed")
         tps = checked_partitions(partitions, "committed")
         deadline_ms = self._deadline(timeout, "timeout")
         key = ("committed", tuple(sorted(set(tps))))
         while True:
-            answer = self._ask_group(key, lambda member: member.fetch_offsets_request(tps), deadline_ms)
+            answer = self._ask_group(key, lambda member: offset_fetch_request(group, tps, require_stable=True),
+                                     deadline_ms)
             try:
-                found = fetched_offsets(answer)
+                found = read_offset_fetch(answer, group)
             except KafkaError as e:
                 self._retry_or_raise(e, deadline_ms)
                 continue
             failed = [e for e in found.values() if isinstance(e, KafkaError)]
             if not failed:
-                return {tp: OffsetAndMetadata(*value) if isinstance(value, tuple) and value[0] >= 0 else None
+                return {tp: value if isinstance(value, OffsetAndMetadata) and value.offset >= 0 else None
                         for tp in tps for value in [found.get(tp)]}
             self._retry_or_raise(failed[0], deadline_ms)
 
@@ -481,7 +492,7 @@ class Consumer:
         key = ("commit", tuple(sorted(positions.items())))
         while True:
             answer = self._ask_group(key, _commit_builder(positions), deadline_ms)
-            errors = [e for e in commit_errors(answer).values() if e is not None]
+            errors = [e for e in read_offset_commit(answer, self._group("commit")).values() if e is not None]
             if not errors:
                 return
             self._retry_or_raise(errors[0], deadline_ms)
@@ -526,7 +537,8 @@ class Consumer:
                 continue
             error = call.error
             if error is None and call.response is not None:
-                error = next((e for e in commit_errors(call.response).values() if e is not None), None)
+                error = next((e for e in read_offset_commit(call.response, self._group("commit")).values()
+                              if e is not None), None)
             self._async_commits.remove(job)
             if job.callback is not None:
                 try:
@@ -566,7 +578,7 @@ class Consumer:
                                         or max_records < 1):
             raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
                                        f"{max_records!r}")
-        builder = ArrowBatchBuilder(include_headers=True)
+        builder = ArrowBatchBuilder(kafka_source_schema())
         self._poll(timeout, max_records or self.config.max_poll_records,
                    lambda fetch, limit: fetch.arrow_into(builder, limit))
         return builder.finish()
@@ -927,13 +939,10 @@ class Consumer:
                       deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo]:
         """ListOffsets at each partition's leader."""
         def request(tps: list[TopicPartition]) -> Request:
-            return Request(api.LIST_OFFSETS.key, {
-                "replica_id": -1, "isolation_level": int(self.config.read_committed),
-                "topics": by_topic(tps, lambda tp: {"partition_index": tp.partition, "current_leader_epoch": -1,
-                                                    "timestamp": timestamps[tp]})})
+            return list_offsets_request({tp: timestamps[tp] for tp in tps}, read_committed=self.config.read_committed)
 
-        return self._per_leader(list(timestamps), deadline_ms, request, ("topics", "name"), lambda p: (
-            ListOffsetsResultInfo(p["offset"], p["timestamp"], p["leader_epoch"])), "listing offsets of")
+        return self._per_leader(list(timestamps), deadline_ms, request,
+                                lambda answer: read_list_offsets(answer, "listing offsets of"))
 
     def _end_offsets(self, tps: list[TopicPartition], deadline_ms: int) -> dict[TopicPartition, int]:
         """High watermarks (last stable offsets with read_committed) from a Fetch at the offset ListOffsets latest
@@ -947,18 +956,22 @@ class Consumer:
             return fetch_request({tp: (starts[tp], 1, -1) for tp in group}, max_wait_ms=1, min_bytes=0, max_bytes=1,
                                  read_committed=read_committed)
 
-        def end(p: dict[str, Any]) -> int:
-            stable = p["last_stable_offset"]
-            return int(stable if read_committed and stable >= 0 else p["high_watermark"])
+        def end(answer: Mapping[str, Any]) -> dict[TopicPartition, int | KafkaError]:
+            return {TopicPartition(t["topic"], p["partition_index"]):
+                    error_for(p["error_code"], f"reading the end offset of {t['topic']} [{p['partition_index']}]")
+                    if p["error_code"] else int(p["last_stable_offset"] if read_committed and p["last_stable_offset"]
+                                                >= 0 else p["high_watermark"])
+                    for t in answer["responses"] for p in t["partitions"]}
 
-        return self._per_leader(tps, deadline_ms, request, ("responses", "topic"), end, "reading the end offset of")
+        return self._per_leader(tps, deadline_ms, request, end)
 
     def _per_leader(self, tps: list[TopicPartition], deadline_ms: int,
-                    request: Callable[[list[TopicPartition]], Request], keys: tuple[str, str],
-                    value: Callable[[dict[str, Any]], T], what: str) -> dict[TopicPartition, T]:
-        """One request per leader for its partitions; keys: the answer's topics list and topic name keys. A stale
-        leader's partitions, or those of a leader that could not be asked (it died: its connection failed), are asked
-        again after a metadata refresh, until deadline_ms."""
+                    request: Callable[[list[TopicPartition]], Request],
+                    read: Callable[[Mapping[str, Any]], Mapping[TopicPartition, T | KafkaError]],
+                    ) -> dict[TopicPartition, T]:
+        """One request per leader for its partitions, its answer read per partition. A stale leader's partitions, or
+        those of a leader that could not be asked (it died: its connection failed), are asked again after a metadata
+        refresh, until deadline_ms."""
         out: dict[TopicPartition, T] = {}
         pending = set(tps)
         while pending:
@@ -969,17 +982,14 @@ class Consumer:
                     self._retry_or_raise(e, deadline_ms, sleep=False)
                     self._metadata.request_update()  # the leader may be gone: ask its partitions' new one
                     continue
-                for t in answer[keys[0]]:
-                    for p in t["partitions"]:
-                        tp = TopicPartition(t[keys[1]], p["partition_index"])
-                        if tp not in pending:
-                            continue
-                        if p["error_code"]:
-                            self._retry_or_raise(error_for(p["error_code"], f"{what} {tp.topic} [{tp.partition}]"),
-                                                 deadline_ms, sleep=False)
-                            continue
-                        out[tp] = value(p)
-                        pending.discard(tp)
+                for tp, found in read(answer).items():
+                    if tp not in pending:
+                        continue
+                    if isinstance(found, KafkaError):
+                        self._retry_or_raise(found, deadline_ms, sleep=False)
+                        continue
+                    out[tp] = found
+                    pending.discard(tp)
             if pending:
                 self._backoff(deadline_ms)
         return out
@@ -987,7 +997,8 @@ class Consumer:
     # -- requests from the caller's thread ----------------------------------------------------------------------
 
     def _submit(self, request: Request, node_id: int | None) -> Call:
-        call = Call(request, node_id, self._clock.monotonic_ms() + self.config.connection.request_timeout_ms)
+        call = Call(ANY_BROKER if node_id is None else Broker(node_id),
+                    self._clock.monotonic_ms() + self.config.connection.request_timeout_ms, request)
         self._calls.submit(call)
         return call
 
@@ -1003,8 +1014,8 @@ class Consumer:
         assert call.response is not None
         return call.answered_by, call.response
 
-    def _answer(self, outstanding: dict[Any, _CallT], key: Any, submit: Callable[[], _CallT], deadline_ms: int,
-                no_answer: str, once: bool = False) -> _CallT:
+    def _answer(self, outstanding: dict[Any, Call], key: Any, submit: Callable[[], Call], deadline_ms: int,
+                no_answer: str, once: bool = False) -> Call:
         """The call kept under key in outstanding (submitted when none is out) once it has an answer; submitted
         again after retry.backoff.ms on a retriable failure until deadline_ms (once: its failure is raised). A call
         still out at the deadline stays: the same request asked again (the next poll) waits for it instead of
@@ -1084,7 +1095,7 @@ class Consumer:
                                        f"group's)")
         return self.config.group_id
 
-    def _ask_group(self, key: tuple[str, tuple[Any, ...]], build: Callable[[GroupMember], Outgoing | None],
+    def _ask_group(self, key: tuple[str, tuple[Any, ...]], build: Callable[[GroupMember], Request],
                    deadline_ms: int) -> dict[str, Any]:
         """The answer to a request the group member builds (at its coordinator, with its generation), sent again
         after a retriable failure until deadline_ms; a call still out at the deadline is kept under key, as _ask."""
@@ -1255,23 +1266,19 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Outgoing | None]:
+def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Request]:
     return lambda member: member.commit_request(
         {tp: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()})
 
 
-def _group_hooks(network: ConsumerNetwork, sub: Subscription,
-                 ) -> tuple[Callable[[Node | None], None], Callable[[], None]]:
-    """The group driver's hooks into the network (the coordinator's address) and the caller's wait (events or an
-    answer came): closures over those two only, so the network thread holds no reference to the Consumer."""
-    def set_coordinator(node: Node | None) -> None:
-        network.extra_nodes = {} if node is None else {node.node_id: node}
-
+def _caller_waker(sub: Subscription) -> Callable[[], None]:
+    """The group driver's hook into the caller's wait (events or an answer came): a closure over the subscription
+    only, so the network thread holds no reference to the Consumer."""
     def wake_caller() -> None:
         with sub.lock:
             sub.data_ready.notify_all()
 
-    return set_coordinator, wake_caller
+    return wake_caller
 
 
 def _log_auto_commit(error: KafkaError | None, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:

@@ -1,184 +1,143 @@
 """The consumer's side of its group's coordinator, on the network thread: core/group.py's GroupMember driven as a
-request source (cykafka/consumer_network.py).
+request source (cykafka/requests/calls.py's RequestSource) over the request layer.
 
-Owns the member (under `lock`), the requests it decided on that wait for a ready connection (failed, as Java's
-ConsumerNetworkClient fails unsent requests, when the connection to their node fails or their timeout passes: the
-member then looks its coordinator up again), the coordinator's
-address handed to the network (`extra_nodes`), the metadata the member asks for, and the caller's group calls
-(OffsetCommit / OffsetFetch built by the member, so they carry its generation and hold back its next JoinGroup until
-answered) — in assign mode too, where the member is never subscribed and only finds the coordinator. Nothing here
-runs user code: the caller's thread takes the member's events in poll() (cykafka/consumer.py).
+Owns the member (under `lock`), its view of the coordinator kept in step with the client's coordinator cache (found,
+lost, a lookup wanted or failed), the metadata the member asks for, and the caller's group calls (an OffsetCommit the
+member builds when it goes, so it carries its generation and holds back its next JoinGroup until answered; an
+OffsetFetch) — in assign mode too, where the member is never subscribed. Every request, the member's own and the
+caller's, is a `Call` to the group's coordinator on the client's CallQueue: one way to wait for a connection, one
+call record; one of the member's that cannot go within its own timeout, or whose coordinator's connection failed,
+fails, and the member looks its coordinator up again. Nothing here runs user code: the caller's thread takes the
+member's events in poll() (cykafka/consumer.py).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from cykafka.core.group import GroupMember, Outgoing
-from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError
-from cykafka.ports import ClientResponse, Clock, MetadataSource, Node, Transport
-from cykafka.protocol import API_NAMES
-from cykafka.protocol.apis import JOIN_GROUP
+from cykafka.core.group import GroupMember
+from cykafka.errors import KafkaError
+from cykafka.ports import Clock, MetadataSource
+from cykafka.protocol import API_NAMES, Request
+from cykafka.protocol.apis import JOIN_GROUP, OFFSET_COMMIT
+from cykafka.requests.calls import Call, CallQueue
+from cykafka.requests.coordinators import Coordinators, group_coordinator
+from cykafka.requests.offsets import offset_commit_codes, offset_fetch_error
 
 log = logging.getLogger("cykafka")
 _METADATA_TOUCH_MS = 10_000  # re-adds the member's topics this often, so metadata.max.idle.ms never drops them
 _JOIN_TIMEOUT_LAPSE_MS = 5_000  # a JoinGroup may take the rebalance timeout plus this (Java's JOIN_GROUP_TIMEOUT_LAPSE)
 
 
-@dataclass(slots=True, eq=False)
-class _Unsent:
-    """A request the member decided on (for a caller's call, or its own), waiting for a ready connection."""
-
-    out: Outgoing
-    call: GroupCall | None
-    expires_ms: int  # failed unsent after this: its own timeout from when it was decided
-
-
-@dataclass(slots=True, eq=False)
-class GroupCall:
-    """A caller's request the member builds (None while it has no coordinator yet), answered on the network thread."""
-
-    build: Callable[[GroupMember], Outgoing | None]
-    expires_ms: int
-    done: threading.Event = field(default_factory=threading.Event)
-    response: dict[str, Any] | None = None
-    error: KafkaError | None = None
-
-
 class GroupDriver:
-    """Sends what the member decides, feeds it answers, metadata and the time; `on_change` (no lock held) tells the
-    caller's thread that events or an answer may wait."""
+    """Sends what the member decides, feeds it answers, the coordinator, metadata and the time; `on_change` (no lock
+    held) tells the caller's thread that events or an answer may wait."""
 
-    def __init__(self, member: GroupMember, transport: Transport, metadata: MetadataSource, clock: Clock,
-                 request_timeout_ms: int, set_coordinator: Callable[[Node | None], None],
-                 on_change: Callable[[], None]) -> None:
+    def __init__(self, member: GroupMember, calls: CallQueue, coordinators: Coordinators, metadata: MetadataSource,
+                 clock: Clock, request_timeout_ms: int, on_change: Callable[[], None]) -> None:
         self.member = member
         # the coordinator holds a JoinGroup until the group has joined: up to the rebalance timeout (Java)
         self._join_timeout_ms = max(request_timeout_ms,
                                     member.settings.max_poll_interval_ms + _JOIN_TIMEOUT_LAPSE_MS)
         self._request_timeout_ms = request_timeout_ms
         self.lock = threading.Lock()
-        self.transport = transport
+        self.calls = calls
+        self.coordinators = coordinators
+        self.route = group_coordinator(member.settings.group_id)
         self.metadata = metadata
         self.clock = clock
         self.error: KafkaError | None = None  # a failure of the group protocol, raised by the caller's next poll
-        self._set_coordinator = set_coordinator
         self._on_change = on_change
-        self._coordinator: Node | None = None
-        self._calls: deque[GroupCall] = deque()
-        self._outbox: deque[_Unsent] = deque()
         self._snapshot: object = None
         self._topics: frozenset[str] | None = frozenset()  # the member's last metadata topics (None: every topic)
         self._touched_ms = -(2**62)
 
-    def submit(self, build: Callable[[GroupMember], Outgoing | None], expires_ms: int) -> GroupCall:
-        call = GroupCall(build, expires_ms)
-        with self.lock:
-            self._calls.append(call)
-        self.transport.wakeup()
+    def submit(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
+        """A caller's request at the group's coordinator, built by build(member) when it goes (under the lock); its
+        answer feeds the member (a commit's, an offset fetch's codes) before the caller sees it."""
+        def made() -> Request:
+            with self.lock:
+                return build(self.member)
+
+        call = Call(self.route, deadline_ms, build=made, on_answer=self._caller_answered,
+                    what=f"group {self.member.settings.group_id!r}")
+        self.calls.submit(call)
         return call
 
     def send_ready(self, now_ms: int) -> int:
-        finished: list[GroupCall] = []
         failed = False
+        requests: list[Request] = []
         with self.lock:
             member = self.member
             self._feed_metadata(now_ms)
-            for _ in range(len(self._calls)):
-                call = self._calls.popleft()
-                try:
-                    out = call.build(member) if now_ms < call.expires_ms else None
-                except KafkaError as e:
-                    call.error = e
-                    finished.append(call)
-                    continue
-                if out is not None:
-                    self._outbox.append(_Unsent(out, call, now_ms + self._timeout_ms(out)))
-                elif now_ms >= call.expires_ms:
-                    call.error = KafkaTimeoutError("no group coordinator found before the deadline")
-                    finished.append(call)
-                else:
-                    self._calls.append(call)  # the member now wants its coordinator: FindCoordinator comes next
+            self._sync_coordinator(now_ms)
             try:
-                while (out := member.next_request(now_ms)) is not None:
-                    self._outbox.append(_Unsent(out, None, now_ms + self._timeout_ms(out)))
+                while (request := member.next_request(now_ms)) is not None:
+                    requests.append(request)
             except KafkaError as e:
-                self.error, failed = e, True
-                if not e.retriable:  # e.g. GROUP_AUTHORIZATION_FAILED: calls waiting for a coordinator get it too
-                    finished += self._calls
-                    for call in self._calls:
-                        call.error = e
-                    self._calls.clear()
+                self.error, failed = e, True  # (calls waiting for a coordinator that cannot be found fail with the
+                #                              cache's lookup error themselves, in the CallQueue)
             delay_ms = member.poll_timeout_ms(now_ms, events_elsewhere=True)
-            if self._calls:
-                delay_ms = min(delay_ms, max(1, min(c.expires_ms for c in self._calls) - now_ms))
-            delay_ms = min(delay_ms, self._send_outbox(now_ms, finished))
-        for call in finished:
-            call.done.set()
-        if finished or failed:
+        for request in requests:  # outside the lock: a send that fails at once completes its call here
+            timeout_ms = self._join_timeout_ms if request.api_key == JOIN_GROUP.key else self._request_timeout_ms
+            # unsent within its own timeout (or its coordinator's connection failed), it fails and the member looks
+            # its coordinator up again (Java's ConsumerNetworkClient)
+            self.calls.submit(Call(self.route, now_ms + timeout_ms, request, on_answer=self._member_answered,
+                                   timeout_ms=timeout_ms if request.api_key == JOIN_GROUP.key else None), now_ms)
+        if failed:
             self._on_change()
         return delay_ms
 
-    def _timeout_ms(self, out: Outgoing) -> int:
-        return self._join_timeout_ms if out.request.api_key == JOIN_GROUP.key else self._request_timeout_ms
+    def _sync_coordinator(self, now_ms: int) -> None:
+        """With the lock held: the member's view of its coordinator follows the coordinator cache, and what the
+        member decided (it is gone; look it up) goes to the cache."""
+        member, coordinators, route = self.member, self.coordinators, self.route
+        if member.take_coordinator_lost():
+            coordinators.forget(route)
+        known = coordinators.get(route) is not None
+        if known and not member.has_coordinator:
+            member.coordinator_found(now_ms)
+        elif not known and member.has_coordinator:  # forgotten on another call's answer (NOT_COORDINATOR)
+            member.has_coordinator = False
+        if not known and member.wants_coordinator:
+            try:
+                coordinators.node_id(route, now_ms)  # wanted: the cache's lookup goes on its next turn
+            except KafkaError as e:  # the lookup failed for good (GROUP_AUTHORIZATION_FAILED)
+                member.coordinator_lookup_failed(e, now_ms)
 
-    def _send_outbox(self, now_ms: int, finished: list[GroupCall]) -> int:
-        delay_ms = 2**31
-        for _ in range(len(self._outbox)):
-            unsent = self._outbox.popleft()
-            out, call = unsent.out, unsent.call
-            node = self.transport.least_loaded_node(now_ms) if out.node_id is None else out.node_id
-            error: KafkaError | None = None
-            if node is not None and self.transport.ready(node, now_ms):
-                try:
-                    self.transport.send(node, out.request, now_ms,
-                                        handler=lambda r, o=out, c=call: self._answered(o, c, r),  # type: ignore[misc]
-                                        timeout_ms=self._timeout_ms(out))
-                    continue
-                except KafkaError as e:
-                    error = e
-            elif node is not None and self.transport.connection_failed(node):  # e.g. the coordinator died
-                error = NetworkError(f"{API_NAMES[out.request.api_key]} not sent: the connection to node {node} "
-                                     f"failed")
-            elif now_ms >= unsent.expires_ms:
-                error = KafkaTimeoutError(f"{API_NAMES[out.request.api_key]} not sent within its timeout: node "
-                                          f"{node} not ready")
-            if error is None:
-                self._outbox.append(unsent)
-                delay_ms = min(delay_ms, unsent.expires_ms - now_ms, 100 if node is None else max(
-                    1, self.transport.connection_delay_ms(node, now_ms)))
-                continue
-            log.debug("group %s: %s", self.member.settings.group_id, error)
-            self.member.on_failure(out.request.api_key, now_ms)  # finds the coordinator again, retries what was lost
-            if call is not None:
-                call.error = error
-                finished.append(call)
-        return delay_ms
-
-    def _answered(self, out: Outgoing, call: GroupCall | None, response: ClientResponse) -> None:
-        api_key = out.request.api_key
+    def _member_answered(self, call: Call) -> None:
+        """The answer (or failure) of a request from member.next_request."""
+        assert call.request is not None
+        api_key = call.request.api_key
         now_ms = self.clock.monotonic_ms()
-        body = response.response if response.error is None and isinstance(response.response, dict) else None
         with self.lock:
-            if body is not None:
-                self.member.on_response(api_key, body, now_ms)
+            if call.error is None and call.response is not None:
+                self.member.on_response(api_key, call.response, now_ms)
             else:
                 log.debug("group %s: %s got no answer: %s", self.member.settings.group_id, API_NAMES[api_key],
-                          response.error)
+                          call.error)
                 self.member.on_failure(api_key, now_ms)
-            coordinator = self.member.coordinator
-            if coordinator != self._coordinator:
-                self._coordinator = coordinator
-                self._set_coordinator(coordinator)
-        if call is not None:
-            call.response = body
-            call.error = None if body is not None else response.error or KafkaError(f"{API_NAMES[api_key]}: no answer")
-            call.done.set()
+        self._on_change()
+
+    def _caller_answered(self, call: Call) -> None:
+        """The answer of a caller's call: the member sees a commit's (or offset fetch's) error codes, or that a
+        request it built got no answer; one never built (the coordinator not found in time) it never saw."""
+        if call.request is None:
+            self._on_change()
+            return
+        api_key = call.request.api_key
+        now_ms = self.clock.monotonic_ms()
+        body = call.response if call.error is None else None
+        with self.lock:
+            if body is None:
+                self.member.on_failure(api_key, now_ms)
+            elif api_key == OFFSET_COMMIT.key:
+                self.member.on_offsets_answer(api_key, offset_commit_codes(body), now_ms)
+            else:
+                error = offset_fetch_error(body, self.member.settings.group_id)
+                self.member.on_offsets_answer(api_key, [error.code or 0] if error is not None else [], now_ms)
         self._on_change()
 
     def _feed_metadata(self, now_ms: int) -> None:

@@ -1,4 +1,4 @@
-"""The Fetcher: the consumer's Fetch requests, a request source of the network thread (cykafka/consumer_network.py).
+"""The Fetcher: the consumer's Fetch requests, a request source of the network loop (cykafka/requests/calls.py).
 
 Shared with the caller's thread under one lock (`Subscription.lock`, with a condition the caller waits on):
 - per assigned partition a `PartitionState`: `position` (the next offset poll returns) and `offset_epoch` (the
@@ -49,6 +49,7 @@ from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transp
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.requests.routes import ready_node
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -177,7 +178,7 @@ class Fetcher:
             plan = session.close()
             if plan is None:
                 continue
-            if not self.transport.ready(node_id, now_ms):
+            if ready_node(self.transport, node_id, now_ms, self._retry_backoff_ms)[0] is None:
                 log.debug("fetch session %s on node %s not closed: not connected", plan.session_id, node_id)
                 continue
             try:
@@ -223,8 +224,9 @@ class Fetcher:
                 room_bytes = max(self.config.fetch_max_bytes - buffered_bytes, 0 if buffered_bytes else 1)
                 if node_id in self._nodes_in_flight or room_bytes <= 0:
                     continue  # an answer or the caller's consuming frees it
-                if not self.transport.ready(node_id, now_ms):
-                    delay_ms = min(delay_ms, max(1, self.transport.connection_delay_ms(node_id, now_ms)))
+                ready, wait_ms = ready_node(self.transport, node_id, now_ms, self._retry_backoff_ms)
+                if ready is None:
+                    delay_ms = min(delay_ms, wait_ms)
                     continue
                 sent = {tp: (state.epoch, state.fetch_offset) for tp, state in states.items()}
                 session = self.sessions[node_id]

@@ -45,6 +45,7 @@ from cykafka.core import (
     RecordFuture,
     SendPath,
     TransactionManager,
+    TransactionState,
     checked_headers,
     estimate_size_upper_bound,
     partition_for_key,
@@ -61,17 +62,12 @@ from cykafka.errors import (
 )
 from cykafka.metrics import ProducerMetrics
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offset
 from cykafka.protocol.error_codes import ErrorCode, error_for
+from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import make_serializer, validate_topic
-from cykafka.transactions import (
-    ConsumerGroupMetadata,
-    OffsetAndMetadata,
-    TransactionalResult,
-    TransactionInfo,
-    TransactionRequests,
-    checked_offset,
-)
+from cykafka.transactions import TransactionalResult, TransactionRequests
 
 log = logging.getLogger("cykafka")
 # what an unclosed producer gets to deliver its queued records when it is garbage-collected or alive at interpreter
@@ -182,7 +178,7 @@ class Producer(SendPath):
         if cfg.enable_idempotence:
             self._txn = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
             self._accumulator.set_transaction_manager(self._txn)
-            self._txn_requests = TransactionRequests(self._txn, cfg)
+            self._txn_requests = TransactionRequests(self._txn, cfg, Coordinators(transport, cfg.retry_backoff_ms))
         # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
@@ -686,9 +682,9 @@ class Producer(SendPath):
         """Flushes, then commits the transaction. Raises TransactionAbortableError if a record or request of the
         transaction failed (abort_transaction(), then try again), ProducerFencedError / TransactionFatalError if
         the producer can only be closed, KafkaTimeoutError after `timeout` s (call again to keep waiting)."""
-        txn, requests = self._transactional()
+        _, requests = self._transactional()
         deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
-        if self._thread is not None and txn.state_name == "IN_TRANSACTION":
+        if self._thread is not None and requests.in_transaction:
             self.flush(timeout)
         with self._lock:
             result = requests.begin_commit()
@@ -706,22 +702,19 @@ class Producer(SendPath):
         """Advanced (two-phase commit): this producer's transactional.id, producer id/epoch and state. Another
         process can finish the open transaction with complete_transaction() given these."""
         with self._lock:
-            txn = self._txn
-            if txn is None:
-                return TransactionInfo(self.config.transactional_id, -1, -1, "UNINITIALIZED")
-            return TransactionInfo(txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.state_name)
+            if self._txn_requests is None:
+                return TransactionInfo(self.config.transactional_id, -1, -1, TransactionState.UNINITIALIZED.name)
+            return self._txn_requests.info()
 
     def prepare_transaction(self, timeout: float | None = None) -> TransactionInfo:
         """Advanced (two-phase commit): flushes the open transaction and leaves it open for another process to
         finish with complete_transaction(); close() then does not abort it. Raises the transaction's error if a
         record failed. Returns what that process needs."""
-        txn, _ = self._transactional()
+        _, requests = self._transactional()
         if self.flush(timeout) != 0:
             raise KafkaTimeoutError(f"prepare_transaction(): records still pending after {timeout} s")
         with self._lock:
-            txn.maybe_fail_with_error()
-            if txn.state_name != "IN_TRANSACTION":
-                raise TransactionStateError(f"prepare_transaction() in state {txn.state_name}: no open transaction")
+            requests.check_preparable()
             self.sender.keep_transaction_open = True
         return self.transaction_state()
 

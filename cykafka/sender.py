@@ -32,7 +32,8 @@ from cykafka.metrics import ProducerMetrics
 from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
 from cykafka.protocol import ProduceRequest
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
-from cykafka.transactions import TransactionRequests
+from cykafka.requests.routes import Coordinator, Router, ready_node
+from cykafka.transactions import TransactionRequests, TxnHandler
 
 log = logging.getLogger("cykafka")
 
@@ -81,6 +82,8 @@ class Sender:
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.txn_requests = transactions
         self.txn: TransactionManager | None = transactions.manager if transactions is not None else None
+        self._router = None if transactions is None else Router(transport, metadata, transactions.coordinators,
+                                                                config.retry_backoff_ms)
         self.keep_transaction_open = False  # prepare_transaction(): close() leaves it for another process
         self._nodes_source: tuple[Any, ...] = ()
         self._nodes: Any = None
@@ -126,7 +129,7 @@ class Sender:
 
     def _update_transport_nodes(self, snapshot: ClusterSnapshot) -> None:
         """The metadata's brokers, plus coordinators metadata does not name."""
-        coordinators = self.txn_requests.coordinator_nodes() if self.txn_requests is not None else {}
+        coordinators = self.txn_requests.coordinators.extra_nodes() if self.txn_requests is not None else {}
         source = (snapshot.nodes, tuple(sorted(coordinators.items())))
         if source != self._nodes_source:
             missing = {i: n for i, n in coordinators.items() if i not in snapshot.nodes}
@@ -150,7 +153,7 @@ class Sender:
             if fatal is None:
                 if txn.bump_idempotent_epoch_and_reset_id_if_needed():
                     requests.init_idempotent_producer_id()
-                if requests.in_flight is not None:
+                if requests.in_flight is not None or requests.coordinators.in_flight:  # answers only (Java)
                     return self.config.retry_backoff_ms
                 if txn.has_abortable_error or txn.is_aborting:
                     aborted = self.accumulator.abort_unsequenced()
@@ -168,7 +171,7 @@ class Sender:
             return None
         node_id = self._transactional_target(handler, now_ms)
         if node_id is None:
-            return None
+            return self._send_coordinator_lookups(handler, now_ms)
         request = handler.request()
         with self.lock:
             requests.in_flight = handler
@@ -182,35 +185,38 @@ class Sender:
             return None
         return self.config.retry_backoff_ms
 
-    def _transactional_target(self, handler: Any, now_ms: int) -> int | None:
-        """The node a transactional request goes to, if it can go now; else it is queued again (after a coordinator
-        lookup when the coordinator is unknown, its connection failed, or it was not ready for request.timeout.ms:
-        Java's awaitReady ends the same ways)."""
-        requests = self.txn_requests
-        assert requests is not None
-        node_id: int | None
-        if handler.coordinator_type is None:
-            node_id = self.transport.least_loaded_node(now_ms)
-        else:
-            node = requests.coordinators.get((handler.coordinator_type, handler.coordinator_key))
-            if node is None:
-                with self.lock:
-                    requests.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
-                    requests.enqueue(handler)
-                return None
-            node_id = node.node_id
+    def _transactional_target(self, handler: TxnHandler, now_ms: int) -> int | None:
+        """The node a transactional request goes to (its route: the request layer's Router over the coordinator
+        cache), if it can go now; else it is queued again (its coordinator looked up when unknown, when its connection
+        failed, or when not ready for request.timeout.ms: Java's awaitReady ends the same ways)."""
+        requests, router = self.txn_requests, self._router
+        assert requests is not None and router is not None
+        route = handler.route
+        try:
+            known = router.node_for(route, now_ms)  # a coordinator not known yet: its lookup is wanted
+        except KafkaError as e:  # the coordinator lookup failed for good
+            with self.lock:
+                requests.lookup_failed(handler, e)
+            return None
+        coordinator = isinstance(route, Coordinator)
+        if coordinator and known is None:
+            with self.lock:
+                requests.enqueue(handler)  # goes once its coordinator is known
+            return None
+        if coordinator:
             self._update_transport_nodes(self.metadata.snapshot())
-        if node_id is not None and self.transport.ready(node_id, now_ms):
+        node_id = known if coordinator else self.transport.least_loaded_node(now_ms)
+        if node_id is not None and ready_node(self.transport, node_id, now_ms,
+                                              self.config.retry_backoff_ms)[0] is not None:
             handler.waiting_since_ms = handler.awaiting_node_id = None
             return node_id
         if handler.waiting_since_ms is None:
             handler.waiting_since_ms = now_ms
         with self.lock:
-            if handler.coordinator_type is not None and (
-                    now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms
-                    or (node_id is not None and self.transport.connection_failed(node_id))):  # e.g. it died
+            if coordinator and (now_ms - handler.waiting_since_ms >= self.config.request_timeout_ms
+                                or (node_id is not None and self.transport.connection_failed(node_id))):  # it died
                 handler.waiting_since_ms = None
-                requests.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
+                requests.coordinator_moved(route)
             if node_id is None:  # no node to try: back off
                 self.metadata.request_update()
                 handler.not_before_ms = now_ms + self.config.retry_backoff_ms
@@ -218,6 +224,26 @@ class Sender:
             # failure, and a failed connection waits out the transport's reconnect backoff)
             handler.awaiting_node_id = node_id
             requests.enqueue(handler)
+        return None
+
+    def _send_coordinator_lookups(self, handler: TxnHandler, now_ms: int) -> int | None:
+        """The coordinator lookup a transactional request waits for goes in the transactional slot (Java's
+        FindCoordinator, first in its queue): while it is out, answers only; when it cannot go yet (retry.backoff.ms
+        after a failed one, no broker ready), the request waits as long."""
+        requests, router = self.txn_requests, self._router
+        assert requests is not None and router is not None
+        delay_ms = requests.coordinators.send_ready(now_ms)
+        if requests.coordinators.in_flight:
+            return self.config.retry_backoff_ms
+        route = handler.route
+        if isinstance(route, Coordinator) and requests.coordinators.get(route) is None:
+            try:
+                router.node_for(route, now_ms)
+            except KafkaError as e:  # its lookup could not even be sent (no FindCoordinator version in common)
+                with self.lock:
+                    requests.lookup_failed(handler, e)
+                return None
+            handler.not_before_ms = max(handler.not_before_ms, now_ms + min(delay_ms, self.config.retry_backoff_ms))
         return None
 
     def _connection_delay_ms(self, node_id: int) -> int:
@@ -254,10 +280,11 @@ class Sender:
         not_ready_delay_ms = 2**62
         nodes = set()
         for node_id in ready.ready_nodes:
-            if self.transport.ready(node_id, now_ms):
-                nodes.add(node_id)
+            node, wait_ms = ready_node(self.transport, node_id, now_ms, self.config.retry_backoff_ms)
+            if node is not None:
+                nodes.add(node)
             else:
-                not_ready_delay_ms = min(not_ready_delay_ms, self.transport.connection_delay_ms(node_id, now_ms))
+                not_ready_delay_ms = min(not_ready_delay_ms, wait_ms)
         with self.lock:
             drained = self.accumulator.drain(snapshot, nodes, self.config.max_request_size, now_ms)
             for batches in drained.values():

@@ -1,10 +1,13 @@
-"""Transactional requests (the request half of Java's TransactionManager) and the values of the transaction API.
+"""Transactional requests (the request half of Java's TransactionManager) and a transactional call's outcome.
 
-`TransactionRequests` queues FindCoordinator, InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit
-and EndTxn by priority, one in flight at a time, and turns each answer into a decision of the core's
-TransactionManager (state machine, producer id, partitions). The Sender sends what `next_request` returns and calls
-`on_response`; the Producer's transaction methods enqueue work and wait on a `TransactionalResult`. Every method that
-touches the manager runs with the producer lock held.
+`TransactionRequests` queues InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn by
+priority, one in flight at a time, and turns each answer into a decision of the core's TransactionManager (state
+machine, producer id, partitions). Each request has a route (the request layer's: its transactional id's or group's
+coordinator, or any broker); the coordinators are the request layer's one coordinator cache
+(cykafka/requests/coordinators.py), whose lookups the Sender sends in the transactional slot, so a FindCoordinator
+still holds back the other transactional requests and produce data, as Java's. The Sender sends what `next_request`
+returns and calls `on_response`; the Producer's transaction methods enqueue work and wait on a
+`TransactionalResult`. Every method that touches the manager runs with the producer lock held.
 """
 
 from __future__ import annotations
@@ -12,18 +15,15 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import operator
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from cykafka.config import INT32_MAX, INT64_MAX, ProducerConfig
+from cykafka.config import ProducerConfig
 from cykafka.core import TransactionManager, TransactionState
 from cykafka.errors import (
     AuthenticationError,
     AuthorizationError,
-    InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
     NetworkError,
@@ -32,7 +32,8 @@ from cykafka.errors import (
     TransactionFatalError,
     TransactionStateError,
 )
-from cykafka.ports import ClientResponse, Node
+from cykafka.ports import ClientResponse
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
 from cykafka.protocol import Request
 from cykafka.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
@@ -40,17 +41,17 @@ from cykafka.protocol.apis import (
     COORDINATOR_GROUP,
     COORDINATOR_TRANSACTION,
     END_TXN,
-    FIND_COORDINATOR,
     INIT_PRODUCER_ID,
     TXN_OFFSET_COMMIT,
-    coordinators_of,
 )
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.requests.coordinators import Coordinators
+from cykafka.requests.routes import ANY_BROKER, Coordinator, Route
 
 log = logging.getLogger("cykafka")
 
-# priorities: a coordinator lookup first, then the producer id, partitions/offsets, EndTxn, an epoch bump last
-PRIORITY_FIND_COORDINATOR = 0
+# priorities: the producer id first, then partitions/offsets, EndTxn, an epoch bump last (a coordinator lookup, Java's
+# priority 0, goes before all of them: the Sender sends it in the transactional slot when a request waits for it)
 PRIORITY_INIT_PRODUCER_ID = 1
 PRIORITY_ADD_PARTITIONS_OR_OFFSETS = 2
 PRIORITY_END_TXN = 3
@@ -59,62 +60,6 @@ PRIORITY_EPOCH_BUMP = 4
 ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # a first AddPartitionsToTxn meeting CONCURRENT_TRANSACTIONS (Java)
 
 _E = ErrorCode
-
-
-# -- the values of the public API ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """A consumer position to commit with the transaction: the offset of the next record to read."""
-
-    offset: int
-    metadata: str | None = None
-    leader_epoch: int = -1
-
-
-def checked_offset(offset: object, what: str) -> OffsetAndMetadata:
-    """offset (an int, or an OffsetAndMetadata) as an OffsetAndMetadata a request can carry: the offset in
-    [0, 2**63 - 1], metadata a str or None, a leader epoch in [-1, 2**31 - 1]; else InvalidArgumentError naming
-    `what` (e.g. "commit: the offset of TopicPartition('t', 0)")."""
-    om = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)  # type: ignore[arg-type]
-    fields = (("", om.offset, 0, INT64_MAX), (".leader_epoch", om.leader_epoch, -1, INT32_MAX))
-    for name, value, low, high in fields:
-        try:
-            number = operator.index(value)  # an int, or an int-like (numpy); never a float or a str
-        except TypeError:
-            number = None
-        if isinstance(value, bool) or number is None or not low <= number <= high:
-            raise InvalidArgumentError(f"{what}{name} must be an int in [{low}, {high}], got {value!r}")
-    if om.metadata is not None and not isinstance(om.metadata, str):
-        raise InvalidArgumentError(f"{what}.metadata must be a str or None, got {om.metadata!r}")
-    return OffsetAndMetadata(operator.index(om.offset), om.metadata, operator.index(om.leader_epoch))
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadata:
-    """The consumer group whose offsets a transaction commits (Java's ConsumerGroupMetadata). generation_id and
-    member_id let the group coordinator fence zombie consumers (KIP-447); the defaults skip that check."""
-
-    group_id: str
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionInfo:
-    """What a two-phase committer records about a producer's transaction: enough to finish it elsewhere with
-    `Producer.complete_transaction(transactional_id, producer_id, producer_epoch, commit)`."""
-
-    transactional_id: str | None
-    producer_id: int
-    producer_epoch: int
-    state: str
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.state in ("IN_TRANSACTION", "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION", "ABORTABLE_ERROR")
 
 
 class TransactionalResult:
@@ -150,7 +95,7 @@ class TransactionalResult:
 # -- requests ---------------------------------------------------------------------------------------------------
 
 
-class _Handler:
+class TxnHandler:
     """One transactional request: what to send, where, and what its answer means."""
 
     priority = PRIORITY_ADD_PARTITIONS_OR_OFFSETS
@@ -173,6 +118,13 @@ class _Handler:
     @property
     def manager(self) -> TransactionManager:
         return self.owner.manager
+
+    @property
+    def route(self) -> Route:
+        """Where it goes: its coordinator (the transactional id's, or a group's), else any broker."""
+        if self.coordinator_type is None or self.coordinator_key is None:
+            return ANY_BROKER
+        return Coordinator(self.coordinator_type, self.coordinator_key)
 
     def request(self) -> Request:
         raise NotImplementedError
@@ -205,8 +157,7 @@ class _Handler:
         self.owner.retry(self, self.owner.now_ms)
 
     def lookup_coordinator_and_retry(self) -> None:
-        if self.coordinator_type is not None and self.coordinator_key is not None:
-            self.owner.lookup_coordinator(self.coordinator_type, self.coordinator_key, self)
+        self.owner.coordinator_moved(self.route)
         self.reenqueue()
 
     def handled_coordinator_or_fencing_error(self, code: int, what: str) -> bool:
@@ -250,49 +201,7 @@ def _fatal(code: int, what: str) -> KafkaError:
     return error if isinstance(error, AuthorizationError) else TransactionFatalError(str(error), code=code)
 
 
-class _FindCoordinator(_Handler):
-    priority = PRIORITY_FIND_COORDINATOR
-    coordinator_type = None
-
-    def __init__(self, owner: TransactionRequests, key_type: int, key: str,
-                 on_fatal: Callable[[KafkaError], None]) -> None:
-        super().__init__(owner, f"FindCoordinator({key})", coordinator_key=key)
-        self.key_type = key_type
-        self.on_fatal = on_fatal
-
-    def request(self) -> Request:
-        assert self.coordinator_key is not None
-        return Request(FIND_COORDINATOR.key, {"key": self.coordinator_key, "key_type": self.key_type,
-                                              "coordinator_keys": [self.coordinator_key]})  # v1-3 / v4+
-
-    def handle(self, response: dict[str, Any]) -> None:
-        coordinators = coordinators_of(response)
-        if len(coordinators) != 1:
-            self.on_fatal(TransactionFatalError(f"FindCoordinator answered {len(coordinators)} "
-                                                f"coordinators for one key"))
-            return
-        c = coordinators[0]
-        code = c["error_code"]
-        if code == _E.NONE:
-            assert self.coordinator_key is not None
-            node = Node(c["node_id"], c["host"], c["port"])
-            self.owner.coordinators[(self.key_type, self.coordinator_key)] = node
-            log.info("discovered %s coordinator %s:%s (node %s) for %r",
-                     "transaction" if self.key_type == COORDINATOR_TRANSACTION else "group", node.host, node.port,
-                     node.node_id, self.coordinator_key)
-            self.result.done()
-        elif kinds_of(code) & (ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING):
-            self.reenqueue()
-        elif code == _E.GROUP_AUTHORIZATION_FAILED:
-            self.abortable_error(_abortable(code, "FindCoordinator"))
-        else:
-            self.result.fail(_broker_error(code, "FindCoordinator"))
-            error = _broker_error(code, f"FindCoordinator for {self.coordinator_key!r}")
-            self.on_fatal(error if isinstance(error, AuthorizationError) else TransactionFatalError(
-                f"could not find the coordinator for {self.coordinator_key!r}: {error}"))
-
-
-class _InitProducerId(_Handler):
+class _InitProducerId(TxnHandler):
     def __init__(self, owner: TransactionRequests, is_epoch_bump: bool) -> None:
         super().__init__(owner, "InitProducerId")
         self.is_epoch_bump = is_epoch_bump
@@ -334,7 +243,7 @@ class _InitProducerId(_Handler):
             self.unexpected_error(code, "InitProducerId")
 
 
-class _AddPartitions(_Handler):
+class _AddPartitions(TxnHandler):
     def __init__(self, owner: TransactionRequests) -> None:
         super().__init__(owner, "AddPartitionsToTxn")
         manager = owner.manager
@@ -401,7 +310,7 @@ class _AddPartitions(_Handler):
             self.result.done()
 
 
-class _AddOffsets(_Handler):
+class _AddOffsets(TxnHandler):
     def __init__(self, owner: TransactionRequests, offsets: dict[tuple[str, int], OffsetAndMetadata],
                  group: ConsumerGroupMetadata) -> None:
         super().__init__(owner, "send_offsets_to_transaction")
@@ -433,7 +342,7 @@ class _AddOffsets(_Handler):
             self.unexpected_error(code, "AddOffsetsToTxn")
 
 
-class _TxnOffsetCommit(_Handler):
+class _TxnOffsetCommit(TxnHandler):
     coordinator_type = COORDINATOR_GROUP
 
     def __init__(self, owner: TransactionRequests, result: TransactionalResult,
@@ -470,7 +379,7 @@ class _TxnOffsetCommit(_Handler):
                 elif kinds & ErrorKind.COORDINATOR_MOVED or code == _E.REQUEST_TIMED_OUT:
                     if not reloaded:
                         reloaded = True
-                        self.owner.lookup_coordinator(COORDINATOR_GROUP, self.group.group_id, self)
+                        self.owner.coordinator_moved(self.route)
                 elif kinds & ErrorKind.COORDINATOR_LOADING or code == _E.UNKNOWN_TOPIC_OR_PARTITION:
                     continue
                 elif code in (_E.GROUP_AUTHORIZATION_FAILED, _E.FENCED_INSTANCE_ID):
@@ -495,7 +404,7 @@ class _TxnOffsetCommit(_Handler):
             self.reenqueue()
 
 
-class _EndTxn(_Handler):
+class _EndTxn(TxnHandler):
     priority = PRIORITY_END_TXN
     is_end_txn = True
 
@@ -536,16 +445,37 @@ class _EndTxn(_Handler):
 class TransactionRequests:
     """The transactional request queue; every method runs under the producer lock."""
 
-    def __init__(self, manager: TransactionManager, config: ProducerConfig) -> None:
+    def __init__(self, manager: TransactionManager, config: ProducerConfig, coordinators: Coordinators) -> None:
         self.manager = manager
         self.config = config
         self.transactional_id = manager.transactional_id
-        self.coordinators: dict[tuple[int, str], Node] = {}
-        self.in_flight: _Handler | None = None
+        self.coordinators = coordinators  # the producer's coordinator cache (the transactional id's, groups')
+        self.in_flight: TxnHandler | None = None
         self.pending_result: TransactionalResult | None = None
-        self._queue: list[tuple[int, int, _Handler]] = []
+        self._queue: list[tuple[int, int, TxnHandler]] = []
         self._order = itertools.count()
         self.now_ms = 0  # of the answer being handled: retries back off from it
+
+    # -- what the Producer decides, here in one place on the core's TransactionState (never on a state's name) --
+
+    @property
+    def in_transaction(self) -> bool:
+        """A transaction is open and not completing: records may go in it, and a commit flushes them first."""
+        return self.manager.state == TransactionState.IN_TRANSACTION
+
+    def check_preparable(self) -> None:
+        """prepare_transaction(): raises the transaction's error if it failed, TransactionStateError unless one is
+        open."""
+        self.manager.maybe_fail_with_error()
+        if not self.in_transaction:
+            raise TransactionStateError(f"prepare_transaction() in state {self.manager.state_name}: no open "
+                                        f"transaction")
+
+    def info(self) -> TransactionInfo:
+        """What a two-phase committer records: the transactional id, producer id/epoch and state."""
+        manager = self.manager
+        return TransactionInfo(manager.transactional_id, manager.producer_id, manager.producer_epoch,
+                               manager.state_name, manager.has_ongoing_transaction)
 
     # -- what the Producer asks for --
 
@@ -601,7 +531,7 @@ class TransactionRequests:
                      group: ConsumerGroupMetadata) -> TransactionalResult:
         manager = self.manager
         manager.maybe_fail_with_error()
-        if manager.state != TransactionState.IN_TRANSACTION:
+        if not self.in_transaction:
             raise TransactionStateError(f"send_offsets_to_transaction() in state {manager.state_name}: no "
                                         f"transaction is open (begin_transaction() first)")
         handler = _AddOffsets(self, dict(offsets), group)
@@ -620,30 +550,35 @@ class TransactionRequests:
 
     # -- queue --
 
-    def enqueue(self, handler: _Handler) -> None:
+    def enqueue(self, handler: TxnHandler) -> None:
         heapq.heappush(self._queue, (handler.priority, next(self._order), handler))
 
-    def retry(self, handler: _Handler, now_ms: int) -> None:
+    def retry(self, handler: TxnHandler, now_ms: int) -> None:
         handler.is_retry = True
         handler.awaiting_node_id = None
         handler.not_before_ms = now_ms + handler.retry_backoff_ms
         self.enqueue(handler)
 
-    def lookup_coordinator(self, key_type: int, key: str, dependent: _Handler) -> None:
-        self.coordinators.pop((key_type, key), None)
-        if any(isinstance(h, _FindCoordinator) and h.key_type == key_type and h.coordinator_key == key
-               for _, _, h in self._queue) or (isinstance(self.in_flight, _FindCoordinator)
-                                               and self.in_flight.coordinator_key == key):
-            return
+    def coordinator_moved(self, route: Route) -> None:
+        """An answer said the coordinator moved (or it could not be reached): the cache looks it up again when the
+        next request needs it."""
+        if isinstance(route, Coordinator):
+            self.coordinators.forget(route)
 
-        def on_fatal(error: KafkaError) -> None:
-            if dependent.external:
-                dependent.cancelled = True
-                dependent.result.fail(error)
-            else:
-                dependent.fatal_error(error)
-
-        self.enqueue(_FindCoordinator(self, key_type, key, on_fatal))
+    def lookup_failed(self, handler: TxnHandler, error: KafkaError) -> None:
+        """handler's coordinator could not be found, for good (the cache's lookup; Java's FindCoordinatorHandler):
+        not authorized for the group aborts the transaction; anything else is fatal to the producer, or, for another
+        process's transaction (complete_transaction), fails that call only."""
+        what = f"could not find the coordinator for {handler.coordinator_key!r}: {error}"
+        # a denied transactional id stays its typed AuthorizationError, as Java's
+        fatal = error if isinstance(error, AuthorizationError) else TransactionFatalError(what)
+        if error.code == _E.GROUP_AUTHORIZATION_FAILED:
+            handler.abortable_error(TransactionAbortableError(what, code=error.code))
+        elif handler.external:
+            handler.cancelled = True
+            handler.result.fail(fatal)
+        else:
+            handler.fatal_error(fatal)
 
     @property
     def has_pending_requests(self) -> bool:
@@ -661,9 +596,9 @@ class TransactionRequests:
             delay_ms = max(delay_ms, min(connection_delay_ms(head.awaiting_node_id), self.config.retry_backoff_ms))
         return delay_ms
 
-    def next_request(self, has_incomplete_batches: bool, now_ms: int) -> _Handler | None:
+    def next_request(self, has_incomplete_batches: bool, now_ms: int) -> TxnHandler | None:
         """Java's nextRequest: AddPartitionsToTxn for new partitions joins the queue; EndTxn waits until every
-        batch is complete; in an error state own requests fail (a coordinator lookup may still go)."""
+        batch is complete; in an error state own requests fail (a coordinator lookup, the cache's, may still go)."""
         manager = self.manager
         if manager.has_new_partitions and manager.state in (TransactionState.IN_TRANSACTION,
                                                             TransactionState.COMMITTING_TRANSACTION):
@@ -678,8 +613,7 @@ class TransactionRequests:
             if handler.is_end_txn and not handler.external and has_incomplete_batches:
                 return None
             heapq.heappop(self._queue)
-            if not handler.external and manager.has_error and not (
-                    manager.has_abortable_error and isinstance(handler, _FindCoordinator)):
+            if not handler.external and manager.has_error:
                 handler.result.fail(self._error_for_state())
                 continue
             if handler.is_end_txn and not handler.external and not manager.transaction_started:
@@ -722,10 +656,8 @@ class TransactionRequests:
         if self.pending_result is not None:
             self.pending_result.fail(error)
 
-    def coordinator_nodes(self) -> dict[int, Node]:
-        return {node.node_id: node for node in self.coordinators.values()}
 
-    def on_response(self, handler: _Handler, response: ClientResponse, now_ms: int) -> None:
+    def on_response(self, handler: TxnHandler, response: ClientResponse, now_ms: int) -> None:
         """A transactional answer (or the transport's failure) for `handler`."""
         self.now_ms = now_ms
         if self.in_flight is handler:
@@ -737,8 +669,7 @@ class TransactionRequests:
             retry = isinstance(error, AuthenticationError) and self.manager.transactional_id is None
             if retry or isinstance(error, NetworkError) or getattr(error, "retriable", False):
                 log.debug("%s to node %s failed (%s); retrying", handler.describe(), response.node_id, error)
-                if handler.coordinator_type is not None and handler.coordinator_key is not None:
-                    self.lookup_coordinator(handler.coordinator_type, handler.coordinator_key, handler)
+                self.coordinator_moved(handler.route)
                 self.retry(handler, now_ms)
             else:
                 handler.fatal_error(TransactionFatalError(f"{handler.describe()} failed: {error}"))

@@ -1,4 +1,5 @@
-"""cykafka.ports: the typing.Protocol interfaces the Sender and Producer depend on, and the values that cross them.
+"""cykafka.ports: the typing.Protocol interfaces the Sender and Producer depend on, and the values that cross them
+(the clients' shared values: `cykafka.ports.values`, re-exported here where they cross a port).
 
 Adapters implement these; the core never calls them per record (one Compressor call per batch, one metadata
 snapshot per sender loop). Times are integers in milliseconds and their names say so.
@@ -9,9 +10,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from cykafka.errors import InvalidArgumentError
+from cykafka.ports.values import Node as Node
+from cykafka.ports.values import PartitionInfo as PartitionInfo
+from cykafka.ports.values import TopicPartition as TopicPartition
+from cykafka.ports.values import checked_partitions as checked_partitions
 from cykafka.protocol import TransportRequest
 from cykafka.protocol.error_codes import ErrorCode
 
@@ -68,28 +72,6 @@ class Clock(Protocol):
         ...
 
 
-class TopicPartition(NamedTuple):
-    """A topic's partition (`cykafka.TopicPartition`): what Admin and Consumer calls take and return."""
-
-    topic: str
-    partition: int
-
-
-def checked_partitions(partitions: Iterable[object], call: str) -> list[TopicPartition]:
-    """partitions as TopicPartitions ((topic, partition) tuples taken too), else InvalidArgumentError naming call."""
-    if isinstance(partitions, str | bytes) or not isinstance(partitions, Iterable):
-        raise InvalidArgumentError(f"{call} takes an iterable of TopicPartition(topic, partition), got "
-                                   f"{type(partitions).__name__}")
-    out = [TopicPartition(*tp) if isinstance(tp, tuple) and len(tp) == 2 else tp for tp in partitions]
-    for tp in out:
-        if not (isinstance(tp, TopicPartition) and isinstance(tp.topic, str) and tp.topic
-                and isinstance(tp.partition, int) and not isinstance(tp.partition, bool)
-                and 0 <= tp.partition <= 2**31 - 1):
-            raise InvalidArgumentError(f"{call} takes TopicPartition(topic, partition) keys (a non-empty topic, a "
-                                       f"partition in [0, 2**31 - 1]), got {tp!r}")
-    return out  # type: ignore[return-value]
-
-
 def by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], Any], partitions: str = "partitions",
              topic: str = "name") -> list[dict[str, Any]]:
     """The topic -> partitions nesting of a request body: [{topic: name, partitions: [item(tp), ...]}, ...]."""
@@ -97,35 +79,6 @@ def by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], Any
     for tp in tps:
         topics[tp.topic].append(item(tp))
     return [{topic: name, partitions: items} for name, items in topics.items()]
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A broker: the one type for Metadata's `brokers`, ProduceResponse's `node_endpoints` and coordinators."""
-
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-    @classmethod
-    def from_body(cls, broker: Mapping[str, Any]) -> Node:
-        """From a decoded broker entry (node_id, host, port, rack)."""
-        return cls(broker["node_id"], broker["host"], broker["port"], broker.get("rack"))
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionInfo:
-    """One partition as the metadata describes it (Producer.partitions_for): its leader's node id (-1 while none
-    is known) and leader epoch, the replicas' and in-sync replicas' node ids, and the broker's error code for it."""
-
-    topic: str
-    partition: int
-    leader: int  # node id, -1 when unknown
-    leader_epoch: int = -1
-    replicas: tuple[int, ...] = ()
-    isr: tuple[int, ...] = ()
-    error_code: int = ErrorCode.NONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,3 +75,27 @@ def test_one_table_every_key_belongs_to_a_client() -> None:
     assert CONSUMER_ONLY_KEYS <= CONSUMER_KEYS <= set(VALIDATORS)
     assert PRODUCER_KEYS | CONSUMER_KEYS == set(VALIDATORS)
     assert not PRODUCER_KEYS & CONSUMER_ONLY_KEYS
+
+
+def test_admin_and_consumer_parse_their_own_keys_without_a_producer_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection keys' shared rules (`_check_connection`) and settings (`_connection`): no throw-away
+    ProducerConfig validates an Admin's or a Consumer's connection settings (issue 26)."""
+    from cykafka import config
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a ProducerConfig was parsed for another client")
+
+    monkeypatch.setattr(config.ProducerConfig, "parse", refuse)
+    admin = config.AdminConfig.parse({**BOOT, "retry.backoff.ms": 7, "request.timeout.ms": 1234})
+    assert (admin.retry_backoff_ms, admin.connection.request_timeout_ms, admin.default_api_timeout_ms) == (7, 1234,
+                                                                                                         60000)
+    consumer = ConsumerConfig.parse({**BOOT, "metadata.max.age.ms": 5000, "allow.auto.create.topics": False})
+    assert consumer.metadata.metadata_max_age_ms == 5000 and not consumer.metadata.allow_auto_create_topics
+    for client in (config.AdminConfig, ConsumerConfig):  # the shared security rules hold for each
+        with pytest.raises(ConfigError, match=r"sasl\.username set but security\.protocol is PLAINTEXT"):
+            client.parse({**BOOT, "sasl.username": "u"})
+        with pytest.raises(ConfigError, match=r"retry\.backoff\.max\.ms must be >= retry\.backoff\.ms") \
+                if client is ConsumerConfig else pytest.raises(ConfigError, match="not an Admin key"):
+            client.parse({**BOOT, "retry.backoff.ms": 500, "retry.backoff.max.ms": 100})
+        with pytest.raises(ConfigError, match=r"bootstrap\.servers is required"):
+            client.parse({})

@@ -20,11 +20,14 @@ from cykafka import Consumer, KafkaError, NetworkError, TopicPartition
 from cykafka.adapters.clock import ManualClock
 from cykafka.consumer import _log_auto_commit
 from cykafka.consumer_group import GroupDriver
-from cykafka.core.group import COORDINATOR_NODE_BASE, GroupMember, GroupSettings
+from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.ports import ClientResponse, ClusterSnapshot, Node, PartitionInfo, Ports, TransportRequest
+from cykafka.ports.values import OffsetAndMetadata
 from cykafka.protocol.apis import FIND_COORDINATOR, JOIN_GROUP
 from cykafka.protocol.error_codes import ErrorCode, error_for
-from cykafka.transactions import OffsetAndMetadata
+from cykafka.requests.calls import CallQueue
+from cykafka.requests.coordinators import COORDINATOR_NODE_BASE, Coordinators, group_coordinator
+from cykafka.requests.routes import Router
 
 BROKER = 0
 COORDINATOR = COORDINATOR_NODE_BASE - 1  # broker 1's coordinator connection
@@ -51,6 +54,9 @@ class _Transport:
 
     def connection_failed(self, node_id: int) -> bool:
         return node_id != BROKER and self.failed
+
+    def authentication_error(self) -> None:
+        return None
 
     def send(self, node_id: int, request: TransportRequest, now_ms: int, handler: Any = None,
              expect_response: bool = True, timeout_ms: int | None = None) -> None:
@@ -81,43 +87,55 @@ class _Metadata:
         pass
 
 
-def _driver(transport: _Transport) -> GroupDriver:
-    """A member of group "g" subscribed to "t" (request.timeout.ms 5 s, max.poll.interval.ms 30 s) whose
-    FindCoordinator was answered: broker 1 coordinates the group; the clock at 0."""
-    member = GroupMember(GroupSettings("g", session_timeout_ms=10_000, heartbeat_interval_ms=1_000,
-                                       max_poll_interval_ms=30_000))
-    member.subscribe(["t"])
-    driver = GroupDriver(member, transport, _Metadata(), ManualClock(now_ms=0), 5_000,  # type: ignore[arg-type]
-                         lambda node: None, lambda: None)
-    driver.send_ready(0)
-    request, handler = transport.handlers.pop()
-    assert request.api_key == FIND_COORDINATOR.key
-    handler(ClientResponse(BROKER, request, handler, {"throttle_time_ms": 0, "coordinators": [
-        {"key": "g", "node_id": 1, "host": "b1", "port": 9093, "error_code": 0, "error_message": None}]}, None, 0, 0))
-    assert member.coordinator is not None and member.coordinator.node_id == COORDINATOR
-    return driver
+class _Driver:
+    """A member of group "g" subscribed to "t" (request.timeout.ms 5 s, max.poll.interval.ms 30 s) on the request
+    layer as the Consumer builds it (its CallQueue, coordinator cache and GroupDriver), turned by hand; broker 1
+    coordinates the group (its FindCoordinator answered), the clock at 0."""
+
+    def __init__(self, transport: _Transport) -> None:
+        self.transport = transport
+        self.member = GroupMember(GroupSettings("g", session_timeout_ms=10_000, heartbeat_interval_ms=1_000,
+                                                max_poll_interval_ms=30_000))
+        self.member.subscribe(["t"])
+        metadata = _Metadata()
+        self.coordinators = Coordinators(transport, 100, dedicated_group_connections=True)  # type: ignore[arg-type]
+        calls = CallQueue(Router(transport, metadata, self.coordinators, 100))  # type: ignore[arg-type]
+        self.driver = GroupDriver(self.member, calls, self.coordinators, metadata,  # type: ignore[arg-type]
+                                  ManualClock(now_ms=0), 5_000, lambda: None)
+        self.sources = [calls, self.driver, self.coordinators]  # the consumer's network loop's order
+        self.turn(0)
+        request, handler = transport.handlers.pop()
+        assert request.api_key == FIND_COORDINATOR.key
+        handler(ClientResponse(BROKER, request, handler, {"throttle_time_ms": 0, "coordinators": [
+            {"key": "g", "node_id": 1, "host": "b1", "port": 9093, "error_code": 0, "error_message": None}]}, None,
+            0, 0))
+        assert self.coordinators.node_id(group_coordinator("g"), 0) == COORDINATOR
+
+    def turn(self, now_ms: int) -> None:
+        for source in self.sources:
+            source.send_ready(now_ms)
 
 
 def test_a_request_for_a_coordinator_whose_connection_failed_fails_and_the_coordinator_is_found_again() -> None:
     transport = _Transport()
-    driver = _driver(transport)
-    driver.send_ready(1)  # the JoinGroup for the coordinator: its connection was refused
-    assert driver.member.coordinator is None and JOIN_GROUP.key not in driver.member._in_flight
+    group = _Driver(transport)
+    group.turn(1)  # the JoinGroup for the coordinator: its connection was refused
+    assert not group.member.has_coordinator and JOIN_GROUP.key not in group.member._in_flight
     for now_ms in range(2, 300, 10):
-        driver.send_ready(now_ms)
+        group.turn(now_ms)
     assert transport.sent.count((BROKER, FIND_COORDINATOR.key)) == 2  # looked up again (no JoinGroup left behind)
 
 
 def test_a_request_waiting_past_its_timeout_for_a_connection_fails() -> None:
     transport = _Transport()
     transport.failed = False  # connecting, forever: neither refused nor ready
-    driver = _driver(transport)
-    driver.send_ready(1)
-    assert JOIN_GROUP.key in driver.member._in_flight  # waits for the connection
-    driver.send_ready(1 + 30_000 + 5_000 - 1)  # a JoinGroup's timeout: max.poll.interval.ms + 5 s
-    assert JOIN_GROUP.key in driver.member._in_flight
-    driver.send_ready(1 + 30_000 + 5_000)
-    assert JOIN_GROUP.key not in driver.member._in_flight and driver.member.coordinator is None
+    group = _Driver(transport)
+    group.turn(1)
+    assert JOIN_GROUP.key in group.member._in_flight  # waits for the connection
+    group.turn(1 + 30_000 + 5_000 - 1)  # a JoinGroup's timeout: max.poll.interval.ms + 5 s
+    assert JOIN_GROUP.key in group.member._in_flight
+    group.turn(1 + 30_000 + 5_000)
+    assert JOIN_GROUP.key not in group.member._in_flight and not group.member.has_coordinator
 
 
 @pytest.mark.parametrize(("error", "level"), [

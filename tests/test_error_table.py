@@ -1,4 +1,4 @@
-"""One error table (issue 15): Kafka's error codes live in cykafka/protocol/error_codes.py only, and the producer's
+"""One error table (issue 15): Kafka's error codes live in protocol/error_codes.py only, and the producer's
 decisions come from its classifications."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from cykafka.errors import BrokerResponseError, KafkaError
 from cykafka.protocol.error_codes import ERROR_CODES, ERRORS, ErrorCode, ErrorKind, error_for, kinds_of
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE = ROOT / "cykafka" / "protocol" / "error_codes.py"
+TABLE = ROOT / "protocol" / "error_codes.py"
 KAFKA_NAMES = frozenset(ErrorCode.__members__)
 
 
@@ -96,8 +96,8 @@ def pyx_error_code_literals(source: str) -> list[str]:
 
 
 def _sources(suffix: str) -> list[Path]:
-    return [p for d in ("cykafka", "adapters", "ports", "core") for p in sorted((ROOT / d).rglob(f"*{suffix}"))
-            if p != TABLE]
+    folders = ("cykafka", "errors", "protocol", "adapters", "ports", "core")
+    return [p for d in folders for p in sorted((ROOT / d).rglob(f"*{suffix}")) if p != TABLE]
 
 
 def test_the_scanner_finds_what_it_looks_for() -> None:

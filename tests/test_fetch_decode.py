@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cykafka.adapters.compression import compressor_for, decompress
+from cykafka.arrow_schema import kafka_source_schema
 from cykafka.broker import EmbeddedBroker, _recv_exact
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord, PartitionFetch, RecordBatchBuilder, crc32c
 from cykafka.errors import CorruptRecordError, InvalidArgumentError, MissingDependencyError
@@ -207,7 +208,7 @@ def test_a_fetch_or_builder_in_use_refuses_a_second_caller() -> None:
     """A call may release the GIL (CRC, Arrow decode): another thread stepping in is refused. Shown re-entrantly,
     from the decompress callback, which runs while the call is under way."""
     data = batch(0, values(2), codec="lz4")
-    builder = ArrowBatchBuilder()
+    builder = ArrowBatchBuilder(kafka_source_schema())
     part: PartitionFetch
 
     def reentrant(codec_id: int, compressed: Any) -> bytes:
@@ -445,7 +446,7 @@ def test_arrow_batch_equals_the_records(codec: str, include_headers: bool) -> No
     data = (batch(10, MIXED, codec=codec, leader_epoch=2) + batch(14, values(5, 14), codec=codec)
             + control(19, 1, True) + batch(20, values(2, 20), codec=codec, log_append_time=True))
     records = drain(fetch(data, 11))
-    builder = ArrowBatchBuilder(include_headers)
+    builder = ArrowBatchBuilder(kafka_source_schema(include_headers))
     part = fetch(data, 11)
     counts = [part.arrow_into(builder, 3) for _ in range(5)]
     assert sum(counts) == len(records) == 10 and len(builder) == 10 and counts[-1] == 0
@@ -462,7 +463,7 @@ def test_arrow_batch_equals_the_records(codec: str, include_headers: bool) -> No
 
 def test_arrow_builder_collects_several_partitions_and_starts_over_after_finish() -> None:
     pytest.importorskip("pyarrow")
-    builder = ArrowBatchBuilder()
+    builder = ArrowBatchBuilder(kafka_source_schema())
     one = PartitionFetch("one", 0, batch(0, values(3)), 0, check_crcs=True, decompress=None)
     two = PartitionFetch("two-\u00e9", 7, batch(5, MIXED, codec="zstd"), 6, check_crcs=True, decompress=decompress)
     assert one.arrow_into(builder, 100) == 3 and two.arrow_into(builder, 100) == 3
@@ -479,7 +480,7 @@ def test_arrow_errors_match_records() -> None:
     good = batch(0, values(2))
     bad = bytearray(batch(2, values(2, 2)))
     bad[-2] ^= 1
-    builder = ArrowBatchBuilder()
+    builder = ArrowBatchBuilder(kafka_source_schema())
     part = fetch(good + bytes(bad))
     assert part.arrow_into(builder, 10) == 2
     with pytest.raises(CorruptRecordError, match=r"topic 't' partition 3 offset 2: .*CRC32C"):
@@ -491,25 +492,37 @@ def test_arrow_errors_match_records() -> None:
     with pytest.raises(CorruptRecordError, match="not UTF-8"):
         fetch(bytes(raw)).arrow_into(builder, 10)
     assert len(builder) == 2 and builder.finish().num_rows == 2
-    no_headers = ArrowBatchBuilder(include_headers=False)  # no header column: header keys are not read
+    # no header column: header keys are not read
+    no_headers = ArrowBatchBuilder(kafka_source_schema(include_headers=False))
     assert fetch(bytes(raw)).arrow_into(no_headers, 10) == 1
     with pytest.raises(InvalidArgumentError, match="max_records"):
         fetch(good).arrow_into(builder, -1)
 
 
+def test_the_builder_takes_the_schema_of_its_columns() -> None:
+    pa = pytest.importorskip("pyarrow")
+    assert ArrowBatchBuilder(kafka_source_schema()).include_headers
+    assert not ArrowBatchBuilder(kafka_source_schema(False)).include_headers
+    assert ArrowBatchBuilder(kafka_source_schema()).finish().schema == kafka_source_schema() == spark_schema()
+    with pytest.raises(InvalidArgumentError, match="key, value, topic, partition, offset, timestamp, timestampType"):
+        ArrowBatchBuilder(pa.schema([pa.field("value", pa.binary())]))
+
+
 def test_finish_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
+    pytest.importorskip("pyarrow")
+    builder = ArrowBatchBuilder(kafka_source_schema())
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now raises ImportError
     with pytest.raises(MissingDependencyError, match=r"cykafka\[spark\]"):
-        ArrowBatchBuilder().finish()
+        builder.finish()
 
 
 def test_utf8_rules_of_header_keys_in_arrow() -> None:
     pytest.importorskip("pyarrow")
     keys = ["a", "\u00e9", "\u20ac", "\U0001f600", "\uffff"]
     data = batch(0, [(None, None, [(k, b"v") for k in keys])])
-    builder = ArrowBatchBuilder()
+    builder = ArrowBatchBuilder(kafka_source_schema())
     assert fetch(data).arrow_into(builder, 1) == 1
     assert [h["key"] for h in builder.finish().column("headers")[0].as_py()] == keys
     for invalid in (b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80a"):
@@ -518,7 +531,7 @@ def test_utf8_rules_of_header_keys_in_arrow() -> None:
         raw[at:at + len(invalid)] = invalid
         struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
         with pytest.raises(CorruptRecordError, match="UTF-8"):
-            fetch(bytes(raw)).arrow_into(ArrowBatchBuilder(), 1)
+            fetch(bytes(raw)).arrow_into(ArrowBatchBuilder(kafka_source_schema()), 1)
         with pytest.raises(CorruptRecordError, match="UTF-8"):
             fetch(bytes(raw)).records(1)
 
@@ -607,7 +620,7 @@ def test_confluent_kafka_batches_read_back_equal(broker: Any, codec: str) -> Non
     first = PartitionFetch(topic, 0, entry["records"], base + 1, check_crcs=True, decompress=decompress)
     assert first.records(1)[0].offset == base + 1 and int.from_bytes(entry["records"][:8], "big") == base
     if importlib.util.find_spec("pyarrow"):
-        builder = ArrowBatchBuilder()
+        builder = ArrowBatchBuilder(kafka_source_schema())
         for p in (0, 1):
             entry = raw_fetch(broker.bootstrap_servers, topic, p, 0)
             part = PartitionFetch(topic, p, entry["records"], 0, check_crcs=True, decompress=decompress)

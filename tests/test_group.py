@@ -1,5 +1,6 @@
 """The group membership state machine (cykafka.core.group.GroupMember) driven by hand: each request it decides on is
-checked and answered with a scripted dict, time passed explicitly (Java's MockClient + MockTime idiom)."""
+checked and answered with a scripted dict, time passed explicitly (Java's MockClient + MockTime idiom). The
+coordinator is the shell's (the request layer's coordinator cache): here the script says when it is found."""
 
 from __future__ import annotations
 
@@ -8,16 +9,9 @@ from typing import Any
 
 import pytest
 
-from cykafka.core.group import (
-    COORDINATOR_NODE_BASE,
-    GroupEvent,
-    GroupMember,
-    GroupSettings,
-    MemberState,
-    commit_errors,
-    fetched_offsets,
-)
-from cykafka.errors import BrokerResponseError, InvalidArgumentError, ProtocolError
+from cykafka.core.group import TRANSITIONS, GroupEvent, GroupMember, GroupSettings, MemberEvent, MemberState
+from cykafka.errors import BrokerResponseError, IllegalStateError, InvalidArgumentError, ProtocolError
+from cykafka.ports.values import OffsetAndMetadata
 from cykafka.protocol import apis
 from cykafka.protocol.codec import decode_message, encode_message
 from cykafka.protocol.consumer_protocol import (
@@ -27,9 +21,9 @@ from cykafka.protocol.consumer_protocol import (
 )
 from cykafka.protocol.error_codes import ErrorCode
 from cykafka.protocol.schema import Api
+from cykafka.requests.offsets import offset_commit_codes, offset_fetch_request, read_offset_commit, read_offset_fetch
 
-FIND, JOIN, SYNC, HEARTBEAT, LEAVE = (apis.FIND_COORDINATOR, apis.JOIN_GROUP, apis.SYNC_GROUP, apis.HEARTBEAT,
-                                      apis.LEAVE_GROUP)
+JOIN, SYNC, HEARTBEAT, LEAVE = apis.JOIN_GROUP, apis.SYNC_GROUP, apis.HEARTBEAT, apis.LEAVE_GROUP
 HB_MS, SESSION_MS, MAX_POLL_MS, BACKOFF_MS = 3_000, 10_000, 60_000, 100
 
 
@@ -55,21 +49,24 @@ class Script:
         if api is None:
             assert out is None, out
             return {}
-        assert out is not None and out.request.api_key == api.key, (api.name, out)
-        if api is FIND:
-            assert out.node_id is None
-        else:
-            assert out.node_id == COORDINATOR_NODE_BASE - 7
-        return dict(out.request.body)
+        assert out is not None and out.api_key == api.key, (api.name, out)
+        return dict(out.body)
 
     def answer(self, api: Api, **fields: Any) -> None:
         self.member.on_response(api.key, answer(api, **fields), self.now_ms)
 
+    def commit_answer(self, **fields: Any) -> None:
+        self.member.on_offsets_answer(apis.OFFSET_COMMIT.key, offset_commit_codes(answer(apis.OFFSET_COMMIT,
+                                                                                         **fields)), self.now_ms)
+
     def find(self) -> None:
-        body = self.expect(FIND)
-        assert body["key"] == "g" and body["key_type"] == 0 and body["coordinator_keys"] == ["g"]
-        self.answer(FIND, coordinators=[{"key": "g", "node_id": 7, "host": "h", "port": 9, "error_code": 0,
-                                         "error_message": None}])
+        """The shell found the coordinator (its coordinator cache)."""
+        self.expect(None)  # nothing goes without it
+        self.member.coordinator_found(self.now_ms)
+
+    def lost_coordinator(self) -> bool:
+        """The member decided its coordinator is gone: the shell is to forget it and look it up again."""
+        return not self.member.has_coordinator and self.member.take_coordinator_lost()
 
     def eager_rejoin(self) -> dict[str, Any]:
         """The JoinGroup that follows an eager member's revocation (held until the event is taken)."""
@@ -112,9 +109,9 @@ def joined(**settings: Any) -> Script:
 def test_join_with_the_member_id_round_trip_then_the_leader_assigns_after_fresh_metadata() -> None:
     s = Script(assignors=("range", "roundrobin"))
     s.member.subscribe(["t"])
-    assert s.member.poll_timeout_ms(s.now_ms) == 0
+    assert s.member.wants_coordinator
     s.find()
-    assert s.member.coordinator is not None and s.member.coordinator.host == "h"
+    assert s.member.has_coordinator and not s.member.wants_coordinator
     first = s.expect(JOIN)
     assert first["member_id"] == "" and first["protocol_type"] == "consumer"
     assert first["session_timeout_ms"] == SESSION_MS and first["rebalance_timeout_ms"] == MAX_POLL_MS
@@ -177,10 +174,8 @@ def test_unknown_member_or_illegal_generation_resets_and_rejoins_with_partitions
         s.expect(HEARTBEAT)
         s.answer(HEARTBEAT, error_code=code)
     elif where == "commit":
-        out = s.member.commit_request({("t", 0): 5})
-        assert out is not None
-        s.member.on_response(apis.OFFSET_COMMIT.key, answer(apis.OFFSET_COMMIT, topics=[
-            {"name": "t", "partitions": [{"partition_index": 0, "error_code": code}]}]), s.now_ms)
+        assert s.member.commit_request({("t", 0): 5}).api_key == apis.OFFSET_COMMIT.key
+        s.commit_answer(topics=[{"name": "t", "partitions": [{"partition_index": 0, "error_code": code}]}])
     else:  # a rebalance, then the SyncGroup fails
         s.now_ms += HB_MS
         s.expect(HEARTBEAT)
@@ -201,7 +196,7 @@ def test_coordinator_errors_find_it_again(code: ErrorCode) -> None:
     s.now_ms += HB_MS
     s.expect(HEARTBEAT)
     s.answer(HEARTBEAT, error_code=code)
-    assert s.member.coordinator is None and s.member.poll_timeout_ms(s.now_ms) == 0
+    assert s.lost_coordinator() and s.member.wants_coordinator
     s.find()
     assert s.member.state is MemberState.STABLE and s.member.generation_id == 1  # still a member
     s.now_ms += BACKOFF_MS
@@ -214,12 +209,12 @@ def test_a_join_error_on_the_coordinator_or_a_disconnect_rediscovers_and_joins_a
     s.find()
     s.expect(JOIN)
     s.answer(JOIN, error_code=ErrorCode.NOT_COORDINATOR)
-    assert s.member.coordinator is None
+    assert s.lost_coordinator()
     s.now_ms += BACKOFF_MS
     s.find()
     s.expect(JOIN)
     s.member.on_failure(JOIN.key, s.now_ms)  # disconnected
-    assert s.member.coordinator is None
+    assert s.lost_coordinator()
     s.now_ms += BACKOFF_MS
     s.find()
     s.join()
@@ -235,7 +230,8 @@ def test_session_timeout_without_heartbeat_answers_looks_for_the_coordinator() -
     s.expect(None)
     s.now_ms += HB_MS + 1
     s.member.poll(s.now_ms)
-    s.expect(FIND)
+    s.expect(None)
+    assert s.lost_coordinator() and s.member.wants_coordinator
 
 
 def test_fenced_instance_id_is_fatal_for_a_static_member() -> None:
@@ -281,10 +277,9 @@ def test_the_listener_commits_on_close_with_the_generation_and_the_leave_waits_f
     s.member.close(s.now_ms)
     assert [e.kind for e in s.member.take_events()] == ["revoked"]
     commit = s.member.commit_request({("t", 0): 9})  # the rebalance listener's commit
-    assert commit is not None and commit.request.body["generation_id"] == 1
-    assert commit.request.body["member_id"] == "m1"
+    assert commit.body["generation_id"] == 1 and commit.body["member_id"] == "m1"
     s.expect(None)  # LeaveGroup waits for the commit's answer
-    s.member.on_response(apis.OFFSET_COMMIT.key, answer(apis.OFFSET_COMMIT), s.now_ms)
+    s.commit_answer()
     s.expect(LEAVE)
     assert s.member.generation_id == -1 and s.member.state is MemberState.UNJOINED
 
@@ -394,8 +389,7 @@ def test_a_pattern_that_matches_a_new_topic_rejoins() -> None:
 def test_commits_carry_the_generation_and_hold_a_join_until_answered() -> None:
     s = joined()
     out = s.member.commit_request({("t", 1): (42, "meta", 3), ("t", 0): 7})
-    assert out is not None and out.node_id == COORDINATOR_NODE_BASE - 7
-    body = out.request.body
+    body = out.body
     assert body["generation_id"] == 1 and body["member_id"] == "m1" and body["group_id"] == "g"
     assert body["topics"] == [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": None},
@@ -412,8 +406,8 @@ def test_commits_carry_the_generation_and_hold_a_join_until_answered() -> None:
     answer_body = answer(apis.OFFSET_COMMIT, topics=[{"name": "t", "partitions": [
         {"partition_index": 0, "error_code": 0},
         {"partition_index": 1, "error_code": ErrorCode.OFFSET_METADATA_TOO_LARGE}]}])
-    s.member.on_response(apis.OFFSET_COMMIT.key, answer_body, s.now_ms)
-    errors = commit_errors(answer_body)
+    s.member.on_offsets_answer(apis.OFFSET_COMMIT.key, offset_commit_codes(answer_body), s.now_ms)
+    errors = read_offset_commit(answer_body, "g")
     assert errors[("t", 0)] is None and isinstance(errors[("t", 1)], BrokerResponseError)
     s.expect(JOIN)
     with pytest.raises(BrokerResponseError, match="undergoing a rebalance"):
@@ -422,22 +416,50 @@ def test_commits_carry_the_generation_and_hold_a_join_until_answered() -> None:
 
 def test_offset_fetch_and_manual_assignment_commits() -> None:
     s = Script()
-    assert s.member.fetch_offsets_request([("t", 0)]) is None  # the coordinator is looked up first
+    assert not s.member.wants_coordinator  # not subscribed: a commit's call looks the coordinator up, not the member
     s.find()
-    out = s.member.fetch_offsets_request([("t", 1), ("t", 0)])
-    assert out is not None
-    assert out.request.body["topics"] == [{"name": "t", "partition_indexes": [0, 1]}]
-    assert out.request.body["groups"][0]["group_id"] == "g" and out.request.body["require_stable"]
+    out = offset_fetch_request("g", [("t", 1), ("t", 0)], require_stable=True)
+    assert out.body["topics"] == [{"name": "t", "partition_indexes": [0, 1]}]
+    assert out.body["groups"][0]["group_id"] == "g" and out.body["require_stable"]
     body = answer(apis.OFFSET_FETCH, groups=[{"group_id": "g", "error_code": 0, "topics": [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 2, "metadata": "", "error_code": 0},
         {"partition_index": 1, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": None,
          "error_code": 0}]}]}])
-    assert fetched_offsets(body) == {("t", 0): (5, "", 2), ("t", 1): (-1, None, -1)}
+    assert read_offset_fetch(body, "g") == {("t", 0): OffsetAndMetadata(5, "", 2),
+                                            ("t", 1): OffsetAndMetadata(-1, None, -1)}
     commit = s.member.commit_request({("t", 0): 6})  # not subscribed: no generation, no member id (Java)
-    assert commit is not None and commit.request.body["generation_id"] == -1 and commit.request.body["member_id"] == ""
-    s.member.on_response(apis.OFFSET_FETCH.key, answer(apis.OFFSET_FETCH, groups=[
-        {"group_id": "g", "error_code": ErrorCode.NOT_COORDINATOR, "topics": []}]), s.now_ms)
-    assert s.member.coordinator is None
+    assert commit.body["generation_id"] == -1 and commit.body["member_id"] == ""
+    s.member.on_offsets_answer(apis.OFFSET_FETCH.key, [ErrorCode.NOT_COORDINATOR], s.now_ms)
+    assert s.lost_coordinator()
+
+
+def test_the_member_changes_state_only_by_its_transition_table() -> None:
+    """One table (h11's idiom): a join and a sync walk it, every change a row of it; OUT (failed, reset, left) from
+    any state; a pair the table lacks is a bug and raises (a SyncGroup answer while a JoinGroup is out)."""
+    seen: list[tuple[MemberState, MemberState]] = []
+    s = Script()
+    real = GroupMember._transition
+
+    def watched(member: GroupMember, event: MemberEvent) -> None:
+        before = member.state
+        real(member, event)
+        seen.append((before, member.state))
+        assert TRANSITIONS[event][before] is member.state
+
+    GroupMember._transition = watched  # type: ignore[method-assign]
+    try:
+        s.member.subscribe(["t"])
+        s.find()
+        s.join()
+    finally:
+        GroupMember._transition = real  # type: ignore[method-assign]
+    U, P, C, S = (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE,
+                  MemberState.STABLE)
+    assert seen == [(U, P), (P, U), (U, P), (P, C), (C, S)]  # KIP-394's round trip, then joined and synced
+    assert TRANSITIONS[MemberEvent.OUT] == dict.fromkeys(MemberState, U)
+    s.member.state = P
+    with pytest.raises(IllegalStateError, match=r"SyncGroup was answered .* in state PREPARING_REBALANCE"):
+        s.member._transition(MemberEvent.SYNCED)
 
 
 def test_settings_name_the_config_key() -> None:
@@ -448,9 +470,10 @@ def test_settings_name_the_config_key() -> None:
 # -- against the embedded broker ------------------------------------------------------------------------------------
 
 def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
-    """Two GroupMembers (cooperative-sticky), each over its own SocketTransport, with a tiny loop over the generic
-    codec: both end stable in one generation with disjoint assignments covering every partition, and their listener
-    events add up to what they own. Then the first closes (LeaveGroup) and the second takes every partition."""
+    """Two GroupMembers (cooperative-sticky), each over its own SocketTransport and coordinator cache (the request
+    layer's, as the consumer's), with a tiny loop over the generic codec: both end stable in one generation with
+    disjoint assignments covering every partition, and their listener events add up to what they own. Then the first
+    closes (LeaveGroup) and the second takes every partition."""
     import time
     import uuid
 
@@ -460,13 +483,15 @@ def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
     from cykafka.config import AdminConfig
     from cykafka.ports import Node
     from cykafka.protocol import Request
+    from cykafka.requests.coordinators import Coordinators, group_coordinator
 
     topic, group = f"grp-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         admin.create_topics([NewTopic(topic, 5)])[topic].result()
     clock = SystemClock()
     connection = AdminConfig.parse({"bootstrap.servers": broker.bootstrap_servers}).connection
-    members, transports, nodes = [], [], []
+    members, transports, nodes, caches = [], [], [], []
+    route = group_coordinator(group)
     owned: list[set[tuple[str, int]]] = [set(), set()]
     for _ in range(2):
         m = GroupMember(GroupSettings(group, session_timeout_ms=6_000, heartbeat_interval_ms=500,
@@ -474,6 +499,7 @@ def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
         m.subscribe([topic])
         members.append(m)
         transports.append(SocketTransport(connection, clock_ms=clock.monotonic_ms))
+        caches.append(Coordinators(transports[-1], 100, dedicated_group_connections=True))
         nodes.append({})
     metadata = Request(apis.METADATA.key, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
 
@@ -503,10 +529,19 @@ def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
                 if (m.wants_metadata or not asked_metadata[i]) and time.monotonic() - asked_metadata[i] > 0.5:
                     asked_metadata[i] = time.monotonic()
                     outgoing.append((None, metadata))
+                cache = caches[i]
+                if m.take_coordinator_lost():
+                    cache.forget(route)
+                if cache.get(route) is not None and not m.has_coordinator:
+                    m.coordinator_found(now_ms)
+                elif m.wants_coordinator:
+                    cache.node_id(route, now_ms)
+                cache.send_ready(now_ms)
+                coordinator = cache.node_id(route, now_ms) if cache.get(route) is not None else None
                 while (out := m.next_request(now_ms)) is not None:
-                    outgoing.append(out)
-                if m.coordinator is not None and nodes[i].get(m.coordinator.node_id) != m.coordinator:
-                    nodes[i][m.coordinator.node_id] = m.coordinator
+                    outgoing.append((coordinator, out))
+                if {**nodes[i], **cache.extra_nodes()} != nodes[i]:
+                    nodes[i].update(cache.extra_nodes())
                     t.update_nodes(dict(nodes[i]))
                 for node, request in outgoing:
                     target = t.least_loaded_node(now_ms) if node is None else node
@@ -521,7 +556,9 @@ def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
                 for r in t.poll(10, clock.monotonic_ms()):
                     key = getattr(r.request, "api_key", None)
                     now_ms = clock.monotonic_ms()
-                    if key == apis.METADATA.key:
+                    if r.handler is not None:  # the coordinator cache's lookup
+                        r.handler(r)
+                    elif key == apis.METADATA.key:
                         assert r.error is None and isinstance(r.response, dict)
                         for b in r.response["brokers"]:
                             nodes[i][b["node_id"]] = Node(b["node_id"], b["host"], b["port"])
@@ -536,7 +573,7 @@ def test_two_members_of_a_real_group_split_the_partitions(broker: Any) -> None:
 
     try:
         run(settled)
-        assert members[0].member_id != members[1].member_id and all(m.coordinator for m in members)
+        assert members[0].member_id != members[1].member_id and all(m.has_coordinator for m in members)
         # the first leaves (LeaveGroup): the second takes every partition in the next generation
         generation = members[1].generation_id
         members[0].close(clock.monotonic_ms())
@@ -564,9 +601,6 @@ class FakeCoordinator:
         self.out: list[tuple[int, int, dict[str, Any]]] = []
 
     def handle(self, who: int, api_key: int, body: dict[str, Any]) -> dict[str, Any] | None:
-        if api_key == FIND.key:
-            return answer(FIND, coordinators=[{"key": "g", "node_id": 7, "host": "h", "port": 9, "error_code": 0,
-                                               "error_message": None}])
         if api_key == JOIN.key:
             if not body["member_id"]:
                 self.next_id += 1
@@ -628,6 +662,7 @@ def test_cooperative_members_hand_partitions_over_without_ever_sharing_one() -> 
                                       max_poll_interval_ms=MAX_POLL_MS, assignors=("cooperative-sticky",)))
         m.subscribe(["t"])
         m.update_metadata({"t": 6}, now_ms)
+        m.coordinator_found(now_ms)
         members.append(m)
         owned.append(set())
 
@@ -648,9 +683,9 @@ def test_cooperative_members_hand_partitions_over_without_ever_sharing_one() -> 
                 return
             for i, m in enumerate(members):
                 while (out := m.next_request(now_ms)) is not None:
-                    got = coordinator.handle(i, out.request.api_key, dict(out.request.body))
+                    got = coordinator.handle(i, out.api_key, dict(out.body))
                     if got is not None:
-                        m.on_response(out.request.api_key, got, now_ms)
+                        m.on_response(out.api_key, got, now_ms)
             for i, api_key, body in coordinator.released():
                 members[i].on_response(api_key, body, now_ms)
         raise AssertionError(f"not stable after {rounds} rounds: {[(m.state, m.assignment) for m in members]}")
@@ -671,13 +706,10 @@ def test_poll_timeout_names_the_next_deadline() -> None:
     s = Script(session_timeout_ms=4_000)
     assert s.member.poll_timeout_ms(s.now_ms) == HB_MS  # not subscribed: nothing due
     s.member.subscribe(["t"])
-    assert s.member.poll_timeout_ms(s.now_ms) == 0  # find the coordinator
-    s.expect(FIND)
-    s.answer(FIND, coordinators=[{"key": "g", "node_id": 7, "host": "h", "port": 9,
-                                  "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "error_message": None}])
-    assert s.member.poll_timeout_ms(s.now_ms) == BACKOFF_MS  # a failed lookup waits retry.backoff.ms
-    s.now_ms += BACKOFF_MS
+    assert s.member.wants_coordinator  # the shell's coordinator lookup wakes it, not a timer of the member's
+    assert s.member.poll_timeout_ms(s.now_ms) == HB_MS
     s.find()
+    assert s.member.poll_timeout_ms(s.now_ms) == 0  # the join
     s.expect(JOIN)
     s.answer(JOIN, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     assert s.member.poll_timeout_ms(s.now_ms) == BACKOFF_MS  # the join again after retry.backoff.ms

@@ -1,12 +1,14 @@
 """The dependency rules of the layout (docs/architecture.md), checked on the sources: cykafka.errors is a leaf, the
-ports, the config, the Sender, the transactional requests, the consumer's fetcher, network loop and offset requests
-and the protocol import no adapter (codec names and level bounds are record-format facts in cykafka.ports), the
-protocol imports nothing but the errors, adapters take narrow settings (never a client's config), and only the
-composition roots import adapters."""
+ports, the config, the Sender, the transactional requests, the consumer's fetcher, network loop and offset requests,
+the request layer and the protocol import no adapter (codec names and level bounds are record-format facts in
+cykafka.ports), the protocol imports nothing but the errors, the core nothing but the protocol and the errors (inner
+layers, in folders of their own, never the outer package), adapters take narrow settings (never a client's config),
+only the composition roots import adapters, and no client's composition root imports another."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cykafka_imports(path: Path) -> set[str]:
+    if path.suffix == ".pyx":  # Cython: its Python-level imports, read as text
+        text = path.read_text()
+        return {m.group(1) for m in re.finditer(r"^\s*(?:from|import)\s+(cykafka(?:\.\w+)*)", text, re.M)}
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -26,12 +31,15 @@ def _cykafka_imports(path: Path) -> set[str]:
     return {name for name in names if name == "cykafka" or name.startswith("cykafka.")}
 
 
-PROTOCOL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/protocol").glob("*.py"))
+PROTOCOL = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "protocol").glob("*.py"))
+CORE = sorted(str(p.relative_to(ROOT)) for pattern in ("*.py", "*.pyx") for p in (ROOT / "core").glob(pattern))
+REQUEST_LAYER = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/requests").glob("*.py"))
 
 
-@pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "cykafka/errors.py",
+@pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "errors/__init__.py",
                                     "cykafka/sender.py", "cykafka/transactions.py", "cykafka/fetcher.py",
-                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py", *PROTOCOL])
+                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py", *REQUEST_LAYER,
+                                    *PROTOCOL])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
     assert not {name for name in imported if name.startswith("cykafka.adapters")}, imported
@@ -44,14 +52,49 @@ def test_the_protocol_depends_on_errors_only(module: str) -> None:
     assert {name for name in imported if not name.startswith("cykafka.protocol")} <= {"cykafka.errors"}, imported
 
 
+@pytest.mark.parametrize("module", CORE)
+def test_the_core_stands_on_the_protocol_and_errors_only(module: str) -> None:
+    """The core's inner layers are folders of their own (protocol/, errors/), never the outer package cykafka/: the
+    core imports them, its own modules, and nothing else of cykafka (no port, no adapter, no client)."""
+    imported = _cykafka_imports(ROOT / module)
+    allowed = ("cykafka.core", "cykafka.protocol", "cykafka.errors")
+    assert {name for name in imported if not name.startswith(allowed)} == set(), imported
+
+
+def test_the_inner_layers_are_top_level_folders() -> None:
+    for inner in ("errors", "protocol", "core", "ports", "adapters"):
+        assert (ROOT / inner / "__init__.py").is_file() and not (ROOT / "cykafka" / inner).exists(), inner
+
+
+@pytest.mark.parametrize("module", REQUEST_LAYER)
+def test_the_request_layer_stands_on_ports_protocol_and_errors(module: str) -> None:
+    """The request layer (cykafka/requests) is plumbing for every client: it imports no client, no config and no
+    adapter, only the ports, the protocol, the errors and itself."""
+    imported = _cykafka_imports(ROOT / module)
+    allowed = ("cykafka.requests", "cykafka.ports", "cykafka.protocol", "cykafka.errors")
+    assert {name for name in imported if not name.startswith(allowed)} == set(), imported
+
+
 def test_errors_is_a_leaf() -> None:
-    assert _cykafka_imports(ROOT / "cykafka/errors.py") == set()
+    assert _cykafka_imports(ROOT / "errors/__init__.py") == set()
 
 
 # The composition roots: they build adapters from a config and wire them to the core (docs/architecture.md).
-COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/consumer.py", "cykafka/spark.py",
-                     "cykafka/broker.py", "cykafka/cli.py"}
+COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/consumer.py", "cykafka/broker.py",
+                     "cykafka/cli.py", *(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/spark").glob("*.py"))}
 _ADAPTER_MAY_IMPORT = ("cykafka.adapters", "cykafka.ports", "cykafka.errors", "cykafka.protocol", "cykafka.core")
+
+
+# The clients' own composition roots wire one client each: none builds on another (a value two clients share lives in
+# cykafka.ports.values, the request plumbing in the request layer). The applications (asyncio, the CLI, the demo,
+# Spark) are built on the clients.
+CLIENT_ROOTS = ("cykafka/producer.py", "cykafka/consumer.py", "cykafka/admin.py", "cykafka/broker.py")
+
+
+@pytest.mark.parametrize("module", CLIENT_ROOTS)
+def test_no_client_root_imports_another_composition_root(module: str) -> None:
+    roots = {"cykafka.spark", *(f"cykafka.{Path(root).stem}" for root in COMPOSITION_ROOTS if root.count("/") == 1)}
+    assert _cykafka_imports(ROOT / module) & roots == set()
 
 
 @pytest.mark.parametrize("module", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py")))
@@ -66,3 +109,20 @@ def test_only_composition_roots_import_adapters() -> None:
                  if any(name.startswith("cykafka.adapters") for name in _cykafka_imports(p))}
     assert importers - COMPOSITION_ROOTS == set()
     assert "cykafka/producer.py" in importers  # the scan sees imports inside functions too
+
+
+def test_transaction_states_are_compared_as_the_enum_never_by_name() -> None:
+    """Transaction decisions live in cykafka/transactions.py on the core's TransactionState: no module compares a
+    state's name (e.g. `state_name == "IN_TRANSACTION"`)."""
+    from cykafka.core import TransactionState
+
+    names = {state.name for state in TransactionState}
+    found = []
+    for path in sorted((ROOT / "cykafka").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Compare):
+                for operand in [node.left, *node.comparators]:
+                    values = operand.elts if isinstance(operand, ast.Tuple | ast.Set | ast.List) else [operand]
+                    found += [f"{path.relative_to(ROOT)}:{node.lineno}" for v in values
+                              if isinstance(v, ast.Constant) and v.value in names]
+    assert found == []

@@ -251,7 +251,7 @@ def test_read_committed_batch_and_stream_read_no_aborted_or_open_records(spark: 
     wait for the next read; a range that ends inside the open transaction fails in pollTimeoutMs, naming it."""
     from cykafka.errors import KafkaTimeoutError
     from cykafka.spark import read_range
-    from cykafka.spark_source import OffsetRange, parse_source_options
+    from cykafka.spark.source_options import OffsetRange, parse_source_options
 
     topic = _topic(broker, 2)
     committed = {"kafka.isolation.level": "read_committed"}
@@ -349,7 +349,7 @@ def test_stream_reader_applies_the_engines_read_limit_and_the_trigger_options() 
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
     from cykafka.spark import CykafkaStreamReader
-    from cykafka.spark_source import parse_source_options
+    from cykafka.spark.source_options import parse_source_options
 
     options = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
                                     "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "4",
@@ -375,7 +375,7 @@ def test_available_now_reads_to_the_ends_at_the_query_start_in_limited_batches()
     from pyspark.sql.streaming.datasource import ReadMaxRows
 
     from cykafka.spark import CykafkaStreamReader
-    from cykafka.spark_source import parse_source_options
+    from cykafka.spark.source_options import parse_source_options
 
     options = parse_source_options({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
                                     "maxOffsetsPerTrigger": "10", "minOffsetsPerTrigger": "4"}, streaming=True)

@@ -14,6 +14,7 @@ pytest.importorskip("pyspark")
 
 import pyarrow as pa
 from pyspark.sql import Row
+from pyspark.sql import datasource as ds
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -96,11 +97,19 @@ def test_plan_needs_a_topic_option_or_column() -> None:
 def test_data_source_writers_are_the_arrow_ones() -> None:
     source = sink.CykafkaDataSource({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"})
     schema = _schema(value=BinaryType())
-    assert isinstance(source.writer(schema, False), sink.ds.DataSourceArrowWriter)
+    assert isinstance(source.writer(schema, False), ds.DataSourceArrowWriter)
     stream_writer = source.streamWriter(schema, False)
-    assert isinstance(stream_writer, getattr(sink.ds, "DataSourceStreamArrowWriter", sink.CykafkaStreamRowWriter))
+    assert isinstance(stream_writer, getattr(ds, "DataSourceStreamArrowWriter", sink.CykafkaStreamRowWriter))
     with pytest.raises(ConfigError, match="cannot be overwritten"):
         source.writer(schema, True)
+    # the cykafka.test.* kill switches live in cykafka/spark/faults.py: only a test's options get those writers
+    from cykafka.spark import faults
+
+    assert not isinstance(source.writer(schema, False), faults.FaultyArrowWriter)
+    tested = sink.CykafkaDataSource({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t",
+                                     "cykafka.test.fail_once_marker": "/nonexistent/marker"})
+    assert isinstance(tested.writer(schema, False), faults.FaultyArrowWriter)
+    assert sink.plan_sink(source.options, schema).faults is None
 
 
 # -- columns ----------------------------------------------------------------------------------------------------

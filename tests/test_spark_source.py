@@ -1,5 +1,5 @@
-"""The read side's pure part (cykafka/spark_source.py): Spark's Kafka source options, rejections, offsets JSON, ranges
-split for minPartitions / maxRecordsPerPartition and the maxOffsetsPerTrigger share, checked on plain values."""
+"""The read side's pure part (cykafka/spark/source_options.py): Spark's Kafka source options, rejections, offsets JSON,
+ranges split for minPartitions / maxRecordsPerPartition and the maxOffsetsPerTrigger share, checked on plain values."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from test_consumer import _OneLeader, _ScriptedFetches
 
 from cykafka import TopicPartition
 from cykafka.errors import ConfigError
-from cykafka.spark_source import (
+from cykafka.spark.source_options import (
     EARLIEST,
     LATEST,
     Bound,
@@ -186,7 +186,7 @@ def test_options_are_plain_picklable_data() -> None:
 
 
 def test_trigger_end_waits_for_min_offsets_until_the_delay_then_caps_at_max() -> None:
-    from cykafka.spark_source import trigger_end
+    from cykafka.spark.source_options import trigger_end
 
     begin = {tp("t", 0): 0, tp("t", 1): 0}
     latest = {tp("t", 0): 3, tp("t", 1): 2}

@@ -20,6 +20,7 @@ from cykafka.errors import (
     TransactionStateError,
     UnsupportedVersionError,
 )
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 from cykafka.producer import Producer
 from cykafka.protocol import API_NAMES, APIS, Api, ProduceRequest, Request, TransportRequest
 from cykafka.protocol.apis import (
@@ -29,7 +30,6 @@ from cykafka.protocol.apis import (
     INIT_PRODUCER_ID,
     TXN_OFFSET_COMMIT,
 )
-from cykafka.transactions import ConsumerGroupMetadata, OffsetAndMetadata
 
 TOPIC = "t"
 INVALID_RECORD = 87

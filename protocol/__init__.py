@@ -1,8 +1,13 @@
 """The Kafka protocol as data: each API described once, its encoders and decoders made from the description.
 
 Owns: the notation (`schema`: `F`, `api`), the descriptions of every API cykafka speaks (`apis`, with the version
-tables derived from them: SUPPORTED_VERSIONS, FLEXIBLE_FROM, API_NAMES), the generic body codec (`codec`) and frames
-with their request/response headers (`frames`). No sockets, no clocks: dicts in, bytes out, and back.
+tables derived from them: SUPPORTED_VERSIONS, FLEXIBLE_FROM, API_NAMES), the generic body codec (`codec`), frames
+with their request/response headers (`frames`), the Produce hot path (`produce`), the one dispatch a transport calls
+for any request (`wire`), Kafka's error codes (`error_codes`) and the consumer protocol's embedded structs
+(`consumer_protocol`). No sockets, no clocks: dicts in, bytes out, and back.
+
+An inner layer (the folder `protocol/`, installed as `cykafka.protocol`): it imports nothing of cykafka but the
+errors (`errors/`, installed as `cykafka.errors`), so the core, the ports and the adapters can all stand on it.
 
 Why compiled at first use rather than generated code: the plans are closures built from the descriptions the first
 time an (API, version, direction) is used and cached, so the description is the only source (no generated file to
@@ -21,15 +26,9 @@ from cykafka.protocol.frames import (
     encode_request,
     encode_response,
 )
-from cykafka.protocol.produce import (
-    ProduceRequest,
-    TransportRequest,
-    decode_any_response,
-    decode_produce_response,
-    encode_any_request,
-    encode_produce_request,
-)
+from cykafka.protocol.produce import ProduceRequest, decode_produce_response, encode_produce_request
 from cykafka.protocol.schema import Api, F, Field, api
+from cykafka.protocol.wire import TransportRequest, decode_any_response, encode_any_request
 
 __all__ = [
     "APIS",

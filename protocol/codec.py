@@ -4,7 +4,8 @@ A plan is a list of closures, one per field present in the version: `put(out, va
 `get(reader)` returns a value. Structs (and whole bodies) end with a tagged-field section when the version is flexible.
 Every read is bounds-checked and every length is checked against the bytes left before anything is allocated, so
 truncated or malformed input raises ProtocolError and nothing else; values that do not fit their wire type raise
-RequestEncodeError.
+RequestEncodeError, and so does a request body with a key the description lacks or a field set at a version that
+does not carry it (schema.py: `ignorable`).
 """
 
 from __future__ import annotations
@@ -179,13 +180,13 @@ def _nullable(put: Put, get: Get, flexible: bool, int16_prefix: bool) -> tuple[P
     return put_nullable, get_nullable
 
 
-def _field(f: Field, version: int, flexible: bool) -> tuple[Put, Get, int]:
+def _field(f: Field, version: int, flexible: bool, check: bool, path: str) -> tuple[Put, Get, int]:
     """Codec of one field's value at this version (arrays and structs included), and its minimum wire size."""
     if f.type == "{}":
-        put, get, size_bytes = _struct(f.fields, version, flexible)
+        put, get, size_bytes = _struct(f.fields, version, flexible, check, f"{path}{f.name}.")
     elif f.type.startswith("[]"):
         if f.fields:
-            put_item, get_item, item_bytes = _struct(f.fields, version, flexible)
+            put_item, get_item, item_bytes = _struct(f.fields, version, flexible, check, f"{path}{f.name}[].")
         else:
             put_item, get_item, item_bytes = _primitive(f.item_type, flexible)
         item_bytes = max(item_bytes, 1)
@@ -211,24 +212,43 @@ def _field(f: Field, version: int, flexible: bool) -> tuple[Put, Get, int]:
     return put, get, size_bytes
 
 
-def _struct(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Put, Get, int]:
-    """Codec of a struct (a dict): its untagged fields in order, then (flexible) its tagged fields by tag."""
+def _struct(fields: tuple[Field, ...], version: int, flexible: bool, check: bool,
+            path: str = "") -> tuple[Put, Get, int]:
+    """Codec of a struct (a dict): its untagged fields in order, then (flexible) its tagged fields by tag. check (a
+    request): a key the description lacks, or a field set to other than its default at a version that lacks it (and
+    is not ignorable), raises RequestEncodeError instead of encoding as if it were not there."""
     plain: list[tuple[str, Put, Get, Callable[[], Any]]] = []
     tagged: dict[int, tuple[str, Put, Get, Callable[[], Any]]] = {}
     absent: list[tuple[str, Callable[[], Any]]] = []
+    unsendable: list[tuple[str, Callable[[], Any]]] = []  # absent here, not ignorable: may only hold its default
+    known = frozenset(f.name for f in fields)
     size_bytes = 1 if flexible else 0
     for f in fields:
         if not f.present(version) or (f.tag is not None and not flexible):
             absent.append((f.name, f.default))
+            if not f.ignorable:
+                unsendable.append((f.name, f.default))
         elif f.tag is None:
-            put, get, field_bytes = _field(f, version, flexible)
+            put, get, field_bytes = _field(f, version, flexible, check, path)
             plain.append((f.name, put, get, f.default))
             size_bytes += field_bytes
         else:
-            tagged[f.tag] = (f.name, *_field(f, version, True)[:2], f.default)
+            tagged[f.tag] = (f.name, *_field(f, version, True, check, path)[:2], f.default)
     tagged = dict(sorted(tagged.items()))
 
+    def checked(value: Mapping[str, Any]) -> None:
+        if not known.issuperset(value):
+            unknown = sorted(str(k) for k in value if k not in known)
+            raise RequestEncodeError(f"unknown field(s) {', '.join(path + k for k in unknown)}: the description "
+                                     f"has {', '.join(sorted(known))}")
+        for name, default in unsendable:
+            if name in value and value[name] != default():
+                raise RequestEncodeError(f"field {path}{name} is set ({value[name]!r}) but this version does not "
+                                         f"carry it")
+
     def put_struct(out: bytearray, value: Mapping[str, Any]) -> None:
+        if check:
+            checked(value)
         for name, put, _, default in plain:
             put(out, value[name] if name in value else default())
         if not flexible:
@@ -274,12 +294,16 @@ def plan(api: Api, version: int, response: bool) -> tuple[Put, Get]:
     """The body codec of one API version, built once."""
     if version not in api.versions:
         raise RequestEncodeError(f"{api.name} v{version} is not described (v{api.valid[0]}-v{api.valid[1]})")
-    put, get, _ = _struct(api.response if response else api.request, version, api.is_flexible(version))
+    fields = api.response if response else api.request
+    put, get, _ = _struct(fields, version, api.is_flexible(version), check=not response)
     return put, get
 
 
 def encode_message(api: Api, version: int, value: Mapping[str, Any], response: bool = False) -> bytes:
-    """A request (or response) body from a dict; fields it lacks take their defaults."""
+    """A request (or response) body from a dict; fields it lacks take their defaults. A request naming a field the
+    description lacks, or setting one this version does not carry (unless the description marks it ignorable), raises
+    RequestEncodeError. Responses (written only by fakes and tests, which may fill in every version's fields) are not
+    checked so."""
     put, _ = plan(api, version, response)
     out = bytearray()
     try:

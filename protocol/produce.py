@@ -6,8 +6,6 @@
 - `decode_produce_response`: reads the usual answer (no record errors, no error message, no tagged fields) straight
   into the generic codec's dict; any other answer, and any malformed one, goes to the generic decoder, so the value
   (or the ProtocolError) is always the generic codec's.
-- `encode_any_request` / `decode_any_response`: what a transport (or the fake cluster's wire mode) calls for every
-  request it carries, `Request` or `ProduceRequest`.
 tests/test_protocol_crosscheck.py checks both against the generic codec on every Produce version.
 """
 
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from cykafka.errors import RequestEncodeError
 from cykafka.protocol.apis import PRODUCE
 from cykafka.protocol.codec import put_length
-from cykafka.protocol.frames import Request, decode_response, encode_request, lookup
+from cykafka.protocol.frames import decode_response, lookup
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -55,9 +53,6 @@ class ProduceRequest:
                 "topic_data": [{"name": name, "partition_data": [{"index": index, "records": records}
                                                                  for index, records in partitions]}
                                for name, partitions in self.topics]}
-
-
-TransportRequest = Request | ProduceRequest  # what a Transport carries
 
 
 def _put_string(out: bytearray, text: str, flexible: bool) -> None:
@@ -205,18 +200,3 @@ def decode_produce_response(version: int, frame: Buffer) -> tuple[int, dict[str,
         usual = None
     return usual if usual is not None else decode_response(PRODUCE.key, version, data)
 
-
-def encode_any_request(request: TransportRequest, version: int, correlation_id: int,
-                       client_id: str | None) -> list[bytes | memoryview]:
-    """A transport's request frame: Produce by hand (batches uncopied), every other API by the generic codec."""
-    if type(request) is ProduceRequest:
-        return encode_produce_request(request, version, correlation_id, client_id)
-    assert isinstance(request, Request)
-    return [encode_request(request.api_key, version, correlation_id, client_id, request.body)]
-
-
-def decode_any_response(api_key: int, version: int, frame: Buffer) -> tuple[int, dict[str, Any]]:
-    """A transport's answer: (correlation_id, body as the generic codec's dict)."""
-    if api_key == PRODUCE.key:
-        return decode_produce_response(version, frame)
-    return decode_response(api_key, version, memoryview(frame))

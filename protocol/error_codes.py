@@ -159,6 +159,7 @@ class ErrorKind(Flag):
     TXN_ABORTABLE = auto()  # the coordinator lost our producer id: abort the transaction (bump the epoch if possible)
     COORDINATOR_MOVED = auto()  # the coordinator is elsewhere or gone: look it up again, then retry
     COORDINATOR_LOADING = auto()  # the coordinator is still loading its state: retry it later
+    CONTROLLER_MOVED = auto()  # the broker is no longer the controller: find it again (metadata), then retry
 
 
 NO_KIND = ErrorKind(0)
@@ -228,7 +229,7 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.INVALID_REPLICATION_FACTOR: _Row(False, "replication factor below 1 or above the broker count"),
     _E.INVALID_REPLICA_ASSIGNMENT: _Row(False, "invalid replica assignment"),
     _E.INVALID_CONFIG: _Row(False, "invalid configuration"),
-    _E.NOT_CONTROLLER: _Row(True, "broker is not the controller"),
+    _E.NOT_CONTROLLER: _Row(True, "broker is not the controller", _K.CONTROLLER_MOVED),
     _E.INVALID_REQUEST: _Row(False, "broker found the request malformed"),
     _E.UNSUPPORTED_FOR_MESSAGE_FORMAT: _Row(False, "broker's message format does not support this request"),
     _E.POLICY_VIOLATION: _Row(False, "request violates a configured policy"),

@@ -1,6 +1,6 @@
 """The notation: an API is an `Api` holding request and response fields, each made by `F`.
 
-`F(name, type, versions, *fields, nullable=, tag=, default=)`, one line per field where possible:
+`F(name, type, versions, *fields, nullable=, tag=, default=, ignorable=, about=)`:
 - type: a primitive ("int8", "int16", "uint16", "int32", "int64", "varint", "varlong", "uuid", "float64", "bool",
   "string", "bytes", "records"), "[]" + a primitive (an array of it), "[]" (an array of structs whose fields follow
   as positional arguments) or "{}" (one struct, fields follow).
@@ -9,7 +9,12 @@
   its default, as Kafka does.
 - default: the value a decoder fills in for a field the version lacks; else 0, False, "", b"", [], a zero UUID,
   or (a struct) each field's default.
-Values are plain data: a struct is a dict keyed by field name, an array a list, null is None.
+- ignorable: a request may set the field (to a value other than its default) at a version that lacks it, and the
+  encoder leaves it out; without it that is a RequestEncodeError (Java's "ignorable", and for the fields where a body
+  carries both the old and the new form of the same thing, e.g. FindCoordinator's `key` and `coordinator_keys`).
+- about: what the field means, in a few words (every field has one; protocol/bodies.py carries them to mypy).
+Values are plain data: a struct is a dict keyed by field name, an array a list, null is None. A request body naming a
+field the description does not have is a RequestEncodeError (a typo never encodes as the default).
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ class Field:
     tag: int | None
     explicit_default: Any
     fields: tuple[Field, ...]
+    ignorable: bool = False
+    about: str = ""
 
     @property
     def item_type(self) -> str:
@@ -72,13 +79,14 @@ class Field:
 
 
 def F(name: str, type_: str, versions: str = "0+", *fields: Field, nullable: str = "none", tag: int | None = None,
-      default: Any = _UNSET) -> Field:
+      default: Any = _UNSET, ignorable: bool = False, about: str = "") -> Field:
     """One field; see the module docstring."""
     if type_ not in PRIMITIVES | {"[]", "{}"} and type_[2:] not in PRIMITIVES:
         raise ValueError(f"field {name}: unknown type {type_!r}")
     if bool(fields) != (type_ in ("[]", "{}")):
         raise ValueError(f"field {name}: sub-fields go with '[]' and '{{}}' only")
-    return Field(name, type_, parse_versions(versions), parse_versions(nullable), tag, default, fields)
+    return Field(name, type_, parse_versions(versions), parse_versions(nullable), tag, default, fields, ignorable,
+                 about)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,19 +23,22 @@ from cykafka.protocol.schema import Api, F, api
 
 PROTOCOL_TYPE = "consumer"  # JoinGroup's protocol_type for consumers
 
-_TOPIC_PARTITIONS = (F("topic", "string"), F("partitions", "[]int32"))
+_TOPIC_PARTITIONS = (F("topic", "string", about="the topic's name"),
+                     F("partitions", "[]int32", about="its partitions"))
+_USER_DATA = F("user_data", "bytes", ALL, **NULL, about="the assignor's own data, if any")
 
 SUBSCRIPTION: Api = api(-1, "ConsumerProtocolSubscription", "0-3", "none", request=(
-    F("topics", "[]string"),
-    F("user_data", "bytes", ALL, **NULL),
-    F("owned_partitions", "[]", "1+", *_TOPIC_PARTITIONS),
-    F("generation_id", "int32", "2+", default=-1),
-    F("rack_id", "string", "3+", nullable="3+", default=None),
+    F("topics", "[]string", about="the topics the member subscribes to"),
+    _USER_DATA,
+    F("owned_partitions", "[]", "1+", *_TOPIC_PARTITIONS, ignorable=True,
+      about="the partitions the member owns now (cooperative rebalancing)"),
+    F("generation_id", "int32", "2+", default=-1, ignorable=True, about="the generation it owns them in, -1"),
+    F("rack_id", "string", "3+", nullable="3+", default=None, ignorable=True, about="the member's rack, if any"),
 ), response=())
 
 ASSIGNMENT: Api = api(-1, "ConsumerProtocolAssignment", "0-3", "none", request=(
-    F("assigned_partitions", "[]", ALL, *_TOPIC_PARTITIONS),
-    F("user_data", "bytes", ALL, **NULL),
+    F("assigned_partitions", "[]", ALL, *_TOPIC_PARTITIONS, about="the partitions assigned to the member"),
+    _USER_DATA,
 ), response=())
 
 _VERSION = struct.Struct(">h")

@@ -1,7 +1,7 @@
 """The read side of the `cykafka` Spark data source, its pure part: options with the names, defaults and rejections of
 Spark's Kafka source, offsets JSON in Spark's format, offset ranges split for `minPartitions`, and the per-trigger
-limit of a streaming read. No Spark, no I/O: the reader (cykafka/spark.py) asks a Consumer for offsets and passes
-them in, so everything here is checked on plain values.
+limit of a streaming read. No Spark, no I/O: the reader (cykafka/spark/source.py) asks a Consumer for offsets and
+passes them in, so everything here is checked on plain values.
 
 Offsets JSON, as Spark writes and reads it: {"topicA": {"0": 23, "1": -2}}, where -2 means earliest and -1 latest;
 timestamps JSON has the same shape with milliseconds. Ranges are [start, end): end is the offset after the last record.

@@ -1,0 +1,110 @@
+"""`Asker.ask(request, route, deadline_ms)`: one request's answer, asked again after a retriable failure.
+
+Owns: the one retry rule of the request layer. A call fails (the transport's error, or the answer's own error as the
+caller's `check` reads it); the error table decides what that means: its kinds say what is stale (STALE_METADATA: a
+metadata update; COORDINATOR_MOVED, or a lost connection to a coordinator: the coordinator is looked up again;
+CONTROLLER_MOVED: a metadata update), its `retriable` flag whether to ask again, after retry.backoff.ms, until the
+deadline. No second list of retriable codes anywhere: a code's row in protocol/error_codes.py is the only place.
+
+Waiting: with no network thread (`drive` given: Admin) the asker runs the client's network loop itself, at most
+100 ms per turn so a close() from another thread is seen; with one, it waits on the call's Event.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from cykafka.errors import KafkaError, KafkaTimeoutError, NetworkError
+from cykafka.ports import Clock
+from cykafka.protocol import API_NAMES, Request
+from cykafka.requests.calls import Call, CallQueue
+from cykafka.requests.routes import Coordinator, Route
+
+_TURN_MS = 100  # a driven wait runs the loop at most this long per turn (a close from another thread is seen)
+
+
+class Answer(NamedTuple):
+    node_id: int  # the broker that answered
+    body: dict[str, Any]
+
+
+Check = Callable[[Mapping[str, Any]], KafkaError | None]  # an answer's own error (e.g. a top-level error_code)
+
+
+class Asker:
+    """Asks a client's CallQueue and waits; see the module docstring. `closed()` ends every wait with an error
+    naming `client`; `timeout_note()` says in a timeout's message which timeout set the deadline (the call's own
+    timeout_ms, or the client's default)."""
+
+    def __init__(self, calls: CallQueue, clock: Clock, retry_backoff_ms: int, *,
+                 drive: Callable[[int], None] | None = None, closed: Callable[[], bool] = lambda: False,
+                 client: str = "client", timeout_note: Callable[[], str] = lambda: "") -> None:
+        self.calls = calls
+        self.router = calls.router
+        self.clock = clock
+        self.retry_backoff_ms = retry_backoff_ms
+        self.drive = drive
+        self.closed = closed
+        self.client = client
+        self.timeout_note = timeout_note
+
+    def ask(self, request: Request, route: Route, deadline_ms: int, *, check: Check | None = None,
+            timeout_ms: int | None = None) -> Answer:
+        """The answer to request on route, asked again after retry.backoff.ms while its failure is retriable, until
+        deadline_ms; raises the failure that is not, KafkaTimeoutError at the deadline (naming the last failure)."""
+        name = API_NAMES.get(request.api_key, "request")
+        last: KafkaError | None = None
+        while True:
+            self.check_open(name)
+            call = Call(route, deadline_ms, request, timeout_ms=timeout_ms)
+            self.calls.submit(call)
+            self.wait(call.done, deadline_ms)
+            self.check_open(name)
+            if not call.done.is_set():
+                raise self.timed_out(name, last)
+            error = call.error if call.error is not None or call.response is None else (
+                check(call.response) if check is not None else None)
+            if error is None:
+                assert call.response is not None
+                return Answer(call.answered_by, call.response)
+            self.failed(route, error)
+            if not error.retriable:
+                raise error
+            last = error
+            if self.clock.monotonic_ms() >= deadline_ms:
+                raise self.timed_out(name, last)
+            self.backoff(deadline_ms)
+
+    def failed(self, route: Route, error: KafkaError) -> None:
+        """What the failure says about the route (the error table's kinds; a lost coordinator is looked up again)."""
+        self.router.failed(route, error)
+        if isinstance(error, NetworkError) and isinstance(route, Coordinator):
+            self.router.coordinators.forget(route)
+
+    def wait(self, done: threading.Event, deadline_ms: int) -> None:
+        """Until done is set, the deadline passes or the client closes."""
+        while not done.is_set() and not self.closed():
+            remaining_ms = deadline_ms - self.clock.monotonic_ms()
+            if remaining_ms <= 0:
+                return
+            if self.drive is not None:
+                self.drive(min(remaining_ms, _TURN_MS))
+            else:
+                done.wait(min(remaining_ms, _TURN_MS) / 1000)
+
+    def backoff(self, deadline_ms: int) -> None:
+        """retry.backoff.ms before asking again, never past the deadline."""
+        self.clock.sleep_ms(max(0, min(self.retry_backoff_ms, deadline_ms - self.clock.monotonic_ms())))
+
+    def check_open(self, name: str) -> None:
+        if self.closed():
+            raise KafkaError(f"{name}: the {self.client} is closed")
+
+    def timed_out(self, name: str, last: KafkaError | None) -> KafkaTimeoutError:
+        problem = getattr(self.calls.transport, "connection_problem", lambda: None)() or (
+            last and f"last error: {last}")
+        note = f" ({note})" if (note := self.timeout_note()) else ""
+        return KafkaTimeoutError(f"{name}: no answer before the call's deadline{note}" + (
+            f"; {problem}" if problem else ""))

@@ -1,0 +1,126 @@
+"""One call on many items, split by where each item's request goes (Java's AdminApiDriver and its lookup strategies):
+partitions by their leader, groups by their coordinator, topics by the controller, resources by their broker.
+
+Owns the per-item loop: a lookup gives each item its route, its own error (final: no such topic), or `Again` (no
+route yet: a partition without a leader, looked up again); items of one route go in one request
+(`batch`) or one request each; the answer is read per item (a value, or the item's typed error). Whether an item is
+asked again is the error table's word: its error must be retriable, and when its kinds say a route moved
+(STALE_METADATA, COORDINATOR_MOVED / COORDINATOR_LOADING, CONTROLLER_MOVED) it must be the kind of route this call
+uses (`moves`): a DeleteTopics answering UNKNOWN_TOPIC_OR_PARTITION (stale metadata, for a leader) is final at the
+controller, NOT_LEADER_OR_FOLLOWER for a ListOffsets is asked again of the new leader. Asked again means after
+retry.backoff.ms, its route looked up afresh (the kinds marked what went stale), until the deadline, when the item
+keeps its last error. A whole
+request failing with a broker's error or UnsupportedVersionError fails its items; any other failure (no broker
+reached before the deadline, the client closed) fails the call.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from cykafka.errors import BrokerResponseError, KafkaError, UnsupportedVersionError
+from cykafka.ports.values import Result
+from cykafka.protocol import Request
+from cykafka.protocol.error_codes import NO_KIND, ErrorKind, kinds_of
+from cykafka.requests.ask import Asker
+from cykafka.requests.routes import Route
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+ROUTE_MOVED = (ErrorKind.STALE_METADATA | ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING
+               | ErrorKind.CONTROLLER_MOVED)  # the kinds that say where a request goes has changed
+LEADER_MOVED = ErrorKind.STALE_METADATA
+COORDINATOR_MOVED = ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING
+CONTROLLER_MOVED = ErrorKind.CONTROLLER_MOVED
+
+
+
+class Again(NamedTuple):
+    """A lookup's answer for an item with no route yet: look it up again; error is its result if the deadline
+    passes first."""
+
+    error: KafkaError
+
+
+Lookup = Callable[[list[K]], Mapping[K, Route | KafkaError | Again]]  # each item's route, final error, or Again
+Build = Callable[[list[K]], Request]  # the request for items of one route
+Read = Callable[[list[K], Mapping[str, Any], int], Mapping[K, V | KafkaError]]  # (items, answer, node) per item
+
+
+class Fanout(Generic[K, V]):
+    """lookup -> one request per route (per item unless batch) -> per-item results; see the module docstring."""
+
+    def __init__(self, asker: Asker, lookup: Lookup[K], build: Build[K], read: Read[K, V], *,
+                 moves: ErrorKind = NO_KIND, batch: bool = True, name: Callable[[K], str] = str) -> None:
+        """moves: the kinds that say this call's routes moved (LEADER_MOVED, COORDINATOR_MOVED, CONTROLLER_MOVED);
+        name: an item as error messages name it."""
+        self.moves = moves
+        self.asker = asker
+        self.lookup = lookup
+        self.build = build
+        self.read = read
+        self.batch = batch
+        self.name = name
+
+    def run(self, items: Iterable[K], deadline_ms: int) -> dict[K, Result[V]]:
+        """Every item's Result, in the items' order."""
+        wanted = list(items)
+        results: dict[K, Result[V]] = {}
+        pending = wanted
+        while pending:
+            routes = self.lookup(pending)
+            by_route: dict[Route, list[K]] = defaultdict(list)
+            retry: list[K] = []
+            for item in pending:
+                route = routes.get(item)
+                if isinstance(route, KafkaError):
+                    results[item] = Result(error=route)
+                elif isinstance(route, Again):
+                    results[item] = Result(error=route.error)
+                    retry.append(item)
+                elif route is None:
+                    retry.append(item)
+                else:
+                    by_route[route].append(item)
+            for route, group in by_route.items():
+                for part in [group] if self.batch else [[item] for item in group]:
+                    retry += self._ask(route, part, deadline_ms, results)
+            asked_again = set(retry)
+            pending = [item for item in pending if item in asked_again]  # in the items' order
+            if pending and self.asker.clock.monotonic_ms() + self.asker.retry_backoff_ms >= deadline_ms:
+                break
+            if pending:
+                self.asker.backoff(deadline_ms)
+        for item in wanted:
+            results.setdefault(item, Result(error=KafkaError(f"{self.name(item)}: no route found before the "
+                                                             f"deadline")))
+        return {item: results[item] for item in wanted}
+
+    def _ask(self, route: Route, items: list[K], deadline_ms: int, results: dict[K, Result[V]]) -> list[K]:
+        """Asks for items on route, files their results; returns those to ask again."""
+        try:
+            answer = self.asker.ask(self.build(items), route, deadline_ms)
+        except (BrokerResponseError, UnsupportedVersionError) as e:  # this route cannot answer: each item says so
+            results.update((item, Result(error=e)) for item in items)
+            return []
+        outcomes = self.read(items, answer.body, answer.node_id)
+        retry = []
+        for item in items:
+            outcome = outcomes.get(item, KafkaError(f"{self.name(item)}: the broker's answer left it out"))
+            if isinstance(outcome, KafkaError):
+                results[item] = Result(error=outcome)
+                self.asker.failed(route, outcome)
+                if self.asks_again(outcome):
+                    retry.append(item)
+            else:
+                results[item] = Result(outcome)
+        return retry
+
+    def asks_again(self, error: KafkaError) -> bool:
+        """The error table's word on an item's error: retriable, and when it says a route moved, a route of the
+        kind this call uses."""
+        kinds = kinds_of(error.code)
+        return error.retriable and (not kinds & ROUTE_MOVED or bool(kinds & self.moves))

@@ -1,0 +1,578 @@
+"""Every API cykafka speaks, described once (notation: cykafka.protocol.schema), written from the protocol's facts.
+
+Version ranges are the ones we implement, not every version Kafka defines. The producer's APIs stop where the
+producer's behaviour is written for (Produce at 10: 11 may answer TRANSACTION_ABORTABLE; the transaction APIs before
+their TRANSACTION_ABORTABLE versions; AddPartitionsToTxn at 3: 4+ is broker-to-broker). The consumer and admin APIs
+stop before topic ids replace topic names (KIP-516: Fetch 13, OffsetCommit 9, DeleteTopics 6 is kept, it carries
+both) or before KIP-848's group fields, where noted.
+
+Every field says what it is (`about`); `ignorable=True` marks what a request may set at a version that lacks it
+(Java's ignorable fields, and the old and new forms of one thing a body carries side by side). protocol/bodies.py,
+generated from these descriptions, gives mypy every body's field names (scripts/protocol_bodies.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cykafka.protocol.schema import Api, F, Field, api
+
+INT32_MIN = -(2**31)
+ALL = "0+"
+NULL: dict[str, Any] = {"nullable": ALL, "default": None}  # a nullable field whose default is null
+
+_ERROR = F("error_code", "int16", about="the error code, 0 for none")
+_ERROR_MESSAGE = F("error_message", "string", ALL, **NULL, about="the broker's message for the error, if any")
+
+
+def _throttle(versions: str = ALL) -> Field:
+    return F("throttle_time_ms", "int32", versions, about="how long the request was throttled by a quota, in ms")
+
+
+def _topics(*partition_fields: Field, versions: str = ALL, name: str = "topics", topic: str = "name",
+            partitions: str = "partitions", about: str = "per topic") -> Field:
+    """The topic -> partitions nesting most APIs share."""
+    return F(name, "[]", versions, F(topic, "string", versions, about="the topic's name"),
+             F(partitions, "[]", versions, *partition_fields, about="per partition of the topic"), about=about)
+
+
+_BROKER = (F("node_id", "int32", about="the broker's id"), F("host", "string", about="the broker's host name"),
+           F("port", "int32", about="the broker's port"),
+           F("rack", "string", "1+", **NULL, about="the broker's rack, if it has one"))
+_LEADER_AND_EPOCH = (F("leader_id", "int32", default=-1, about="the partition's leader, -1 if unknown"),
+                     F("leader_epoch", "int32", default=-1, about="the leader's epoch, -1 if unknown"))
+_PARTITION_INDEX = F("partition_index", "int32", about="the partition")
+_PARTITION_ERRORS = (_PARTITION_INDEX, _ERROR)
+
+# --- the APIs the producer speaks ------------------------------------------------------------------------------------
+
+PRODUCE = api(0, "Produce", "3-10", "9+", request=(
+    F("transactional_id", "string", nullable=ALL, default=None, about="the producer's transactional.id, if any"),
+    F("acks", "int16", about="acknowledgements wanted: 0 none, 1 the leader, -1 every in-sync replica"),
+    F("timeout_ms", "int32", about="how long the broker may wait for the acknowledgements"),
+    _topics(F("index", "int32", about="the partition"),
+            F("records", "records", nullable=ALL, default=None, about="the record batches to append"),
+            name="topic_data", partitions="partition_data", about="the records to append, per topic"),
+), response=(
+    _topics(F("index", "int32", about="the partition"), _ERROR,
+            F("base_offset", "int64", about="the offset given to the first record"),
+            F("log_append_time_ms", "int64", default=-1, about="the append time with LogAppendTime, else -1"),
+            F("log_start_offset", "int64", "5+", default=-1, about="the partition's log start offset"),
+            F("record_errors", "[]", "8+",
+              F("batch_index", "int32", about="the record's index in its batch"),
+              F("batch_index_error_message", "string", **NULL, about="why the record was refused"),
+              about="the records that made the batch fail"),
+            F("error_message", "string", "8+", **NULL, about="the broker's message for the error, if any"),
+            F("current_leader", "{}", "10+", *_LEADER_AND_EPOCH, tag=0,
+              about="the new leader, when this broker is not it"),
+            name="responses", partitions="partition_responses", about="the outcome per topic"),
+    _throttle(),
+    F("node_endpoints", "[]", "10+", *_BROKER, tag=0, about="the brokers named as new leaders"),
+))
+
+FETCH = api(1, "Fetch", "4-12", "12+", request=(
+    F("cluster_id", "string", "12+", tag=0, **NULL, ignorable=True, about="the cluster id, if known (KRaft only)"),
+    F("replica_id", "int32", default=-1, about="the replica fetching; -1 for a consumer"),
+    F("max_wait_ms", "int32", about="how long the broker may wait for min_bytes to arrive"),
+    F("min_bytes", "int32", about="the bytes to wait for before answering"),
+    F("max_bytes", "int32", default=0x7FFFFFFF, ignorable=True, about="at most this many bytes in the answer"),
+    F("isolation_level", "int8", ignorable=True, about="0 read_uncommitted, 1 read_committed"),
+    F("session_id", "int32", "7+", ignorable=True, about="the fetch session (KIP-227), 0 for none"),
+    F("session_epoch", "int32", "7+", default=-1, ignorable=True,
+      about="the session's epoch: 0 opens one, -1 fetches outside any (or closes it)"),
+    _topics(F("partition", "int32", about="the partition"),
+            F("current_leader_epoch", "int32", "9+", default=-1, ignorable=True,
+              about="the leader epoch the consumer knows, -1 if none"),
+            F("fetch_offset", "int64", about="the offset to fetch from"),
+            F("last_fetched_epoch", "int32", "12+", default=-1, about="the epoch of the last record fetched"),
+            F("log_start_offset", "int64", "5+", default=-1, ignorable=True,
+              about="a follower's log start offset; -1 for a consumer"),
+            F("partition_max_bytes", "int32", about="at most this many bytes of this partition"),
+            topic="topic", about="the partitions to fetch, per topic"),
+    F("forgotten_topics_data", "[]", "7+", F("topic", "string", about="the topic's name"),
+      F("partitions", "[]int32", about="the partitions to drop from the session"),
+      about="partitions leaving the fetch session"),
+    F("rack_id", "string", "11+", ignorable=True, about="the consumer's rack (for a preferred read replica)"),
+), response=(
+    _throttle(),
+    F("error_code", "int16", "7+", about="a whole-request (session) error, 0 for none"),
+    F("session_id", "int32", "7+", about="the fetch session this answer belongs to, 0 for none"),
+    _topics(_PARTITION_INDEX, _ERROR,
+            F("high_watermark", "int64", about="the offset after the last committed record"),
+            F("last_stable_offset", "int64", default=-1, about="the offset after the last decided transaction"),
+            F("log_start_offset", "int64", "5+", default=-1, about="the partition's first offset"),
+            F("diverging_epoch", "{}", "12+", F("epoch", "int32", default=-1, about="the epoch"),
+              F("end_offset", "int64", default=-1, about="its end offset"), tag=0,
+              about="where a follower's log diverges from the leader's"),
+            F("current_leader", "{}", "12+", *_LEADER_AND_EPOCH, tag=1, about="the leader, when it moved"),
+            F("snapshot_id", "{}", "12+", F("end_offset", "int64", default=-1, about="the snapshot's end offset"),
+              F("epoch", "int32", default=-1, about="the snapshot's epoch"), tag=2,
+              about="the snapshot to fetch instead (KRaft)"),
+            F("aborted_transactions", "[]", ALL, F("producer_id", "int64", about="the aborting producer"),
+              F("first_offset", "int64", about="the transaction's first offset"), **NULL,
+              about="the aborted transactions in the data (read_committed)"),
+            F("preferred_read_replica", "int32", "11+", default=-1, about="a replica to fetch from instead, -1"),
+            F("records", "records", **NULL, about="the record batches"),
+            name="responses", topic="topic", about="the data per topic"),
+))
+
+# ListOffsets' special timestamps: the offset of the next record, of the first, of the record with the max timestamp
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+LIST_OFFSETS = api(2, "ListOffsets", "1-7", "6+", request=(
+    F("replica_id", "int32", default=-1, about="the replica asking; -1 for a client"),
+    F("isolation_level", "int8", "2+", about="0 read_uncommitted, 1 read_committed (the last stable offset)"),
+    _topics(_PARTITION_INDEX,
+            F("current_leader_epoch", "int32", "4+", default=-1, ignorable=True,
+              about="the leader epoch the client knows, -1 if none"),
+            F("timestamp", "int64", about="a timestamp in ms, or -1 latest, -2 earliest, -3 max timestamp"),
+            about="the partitions to look up, per topic"),
+), response=(
+    _throttle("2+"),
+    _topics(_PARTITION_INDEX, _ERROR,
+            F("timestamp", "int64", default=-1, about="the found record's timestamp, -1 if none"),
+            F("offset", "int64", default=-1, about="the found offset, -1 if none"),
+            F("leader_epoch", "int32", "4+", default=-1, about="the leader epoch of the found record"),
+            about="the offsets found, per topic"),
+))
+
+METADATA = api(3, "Metadata", "1-12", "9+", request=(
+    F("topics", "[]", ALL, F("topic_id", "uuid", "10+", about="the topic's id (zero: by name)"),
+      F("name", "string", nullable="10+", about="the topic's name"), nullable=ALL, default=None,
+      about="the topics to describe; null for every topic"),
+    F("allow_auto_topic_creation", "bool", "4+", default=True, about="whether asking creates a missing topic"),
+    F("include_cluster_authorized_operations", "bool", "8-10", about="whether to list the cluster's ACL rights"),
+    F("include_topic_authorized_operations", "bool", "8+", about="whether to list each topic's ACL rights"),
+), response=(
+    _throttle("3+"),
+    F("brokers", "[]", ALL, *_BROKER, about="every broker of the cluster"),
+    F("cluster_id", "string", "2+", **NULL, about="the cluster's id"),
+    F("controller_id", "int32", default=-1, about="the controller's broker id, -1 if unknown"),
+    F("topics", "[]", ALL, _ERROR, F("name", "string", nullable="12+", about="the topic's name"),
+      F("topic_id", "uuid", "10+", about="the topic's id"),
+      F("is_internal", "bool", about="whether the topic is internal (__consumer_offsets, ...)"),
+      F("partitions", "[]", ALL, _ERROR, _PARTITION_INDEX,
+        F("leader_id", "int32", about="the leader's broker id, -1 if none"),
+        F("leader_epoch", "int32", "7+", default=-1, about="the leader's epoch"),
+        F("replica_nodes", "[]int32", about="the replicas' broker ids"),
+        F("isr_nodes", "[]int32", about="the in-sync replicas' broker ids"),
+        F("offline_replicas", "[]int32", "5+", about="the offline replicas' broker ids"),
+        about="the topic's partitions"),
+      F("topic_authorized_operations", "int32", "8+", default=INT32_MIN, about="the topic's ACL rights (bits)"),
+      about="the topics asked for"),
+    F("cluster_authorized_operations", "int32", "8-10", default=INT32_MIN, about="the cluster's ACL rights (bits)"),
+))
+
+COORDINATOR_GROUP = 0  # FindCoordinator key_type: a consumer group
+COORDINATOR_TRANSACTION = 1  # a transactional.id
+
+FIND_COORDINATOR = api(10, "FindCoordinator", "1-4", "3+", request=(
+    F("key", "string", "0-3", ignorable=True,
+      about="the group id or transactional.id (v0-3; a body also carries the v4+ form, coordinator_keys)"),
+    F("key_type", "int8", about="0 a group, 1 a transactional.id"),
+    F("coordinator_keys", "[]string", "4+", ignorable=True,
+      about="the keys to look up (v4+; a body also carries the v0-3 form, key)"),
+), response=(
+    _throttle(),
+    F("error_code", "int16", "0-3", about="the error code, 0 for none (v0-3)"),
+    F("error_message", "string", "0-3", **NULL, about="the broker's message for the error (v0-3)"),
+    F("node_id", "int32", "0-3", about="the coordinator's broker id (v0-3)"),
+    F("host", "string", "0-3", about="the coordinator's host (v0-3)"),
+    F("port", "int32", "0-3", about="the coordinator's port (v0-3)"),
+    F("coordinators", "[]", "4+", F("key", "string", about="the key looked up"),
+      F("node_id", "int32", about="its coordinator's broker id"), F("host", "string", about="its host"),
+      F("port", "int32", about="its port"), _ERROR, _ERROR_MESSAGE, about="one answer per key (v4+)"),
+))
+
+
+def coordinators_of(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The coordinators a decoded FindCoordinator answer names: v4+'s `coordinators`, or (v1-3, whose body holds
+    one coordinator's fields) the body itself; an empty v4 answer names none."""
+    if answer["coordinators"] or not (answer["host"] or answer["error_code"]):
+        return list(answer["coordinators"])
+    return [answer]
+
+
+SASL_HANDSHAKE = api(17, "SaslHandshake", "0-1", "none", request=(
+    F("mechanism", "string", about="the SASL mechanism to use"),
+), response=(
+    _ERROR,
+    F("mechanisms", "[]string", about="the mechanisms the broker has enabled"),
+))
+
+API_VERSIONS = api(18, "ApiVersions", "0-3", "3+", request=(
+    F("client_software_name", "string", "3+", ignorable=True, about="the client's name"),
+    F("client_software_version", "string", "3+", ignorable=True, about="the client's version"),
+), response=(
+    _ERROR,
+    F("api_keys", "[]", ALL, F("api_key", "int16", about="the API"),
+      F("min_version", "int16", about="the oldest version the broker speaks"),
+      F("max_version", "int16", about="the newest version the broker speaks"), about="the APIs the broker speaks"),
+    _throttle("1+"),
+    F("supported_features", "[]", "3+", F("name", "string", about="the feature"),
+      F("min_version", "int16", about="its oldest version"), F("max_version", "int16", about="its newest version"),
+      tag=0, about="the features the broker supports"),
+    F("finalized_features_epoch", "int64", "3+", tag=1, default=-1, about="the epoch of the finalized features"),
+    F("finalized_features", "[]", "3+", F("name", "string", about="the feature"),
+      F("max_version_level", "int16", about="its newest finalized level"),
+      F("min_version_level", "int16", about="its oldest finalized level"), tag=2,
+      about="the features the cluster has finalized"),
+    F("zk_migration_ready", "bool", "3+", tag=3, about="whether a ZooKeeper migration may start"),
+))
+
+CREATE_TOPICS = api(19, "CreateTopics", "2-7", "5+", request=(
+    F("topics", "[]", ALL, F("name", "string", about="the topic's name"),
+      F("num_partitions", "int32", about="its partition count, -1 for the broker's default"),
+      F("replication_factor", "int16", about="its replication factor, -1 for the broker's default"),
+      F("assignments", "[]", ALL, _PARTITION_INDEX,
+        F("broker_ids", "[]int32", about="the replicas' broker ids"), about="replicas by hand, per partition"),
+      F("configs", "[]", ALL, F("name", "string", about="the config key"),
+        F("value", "string", **NULL, about="its value"), about="the topic's configs"),
+      about="the topics to create"),
+    F("timeout_ms", "int32", default=60000, about="how long the broker may take to create them"),
+    F("validate_only", "bool", about="whether to check only, creating nothing"),
+), response=(
+    _throttle(),
+    F("topics", "[]", ALL, F("name", "string", about="the topic's name"),
+      F("topic_id", "uuid", "7+", about="the new topic's id"), _ERROR, _ERROR_MESSAGE,
+      F("topic_config_error_code", "int16", "5+", tag=0, about="why its configs are not described"),
+      F("num_partitions", "int32", "5+", default=-1, about="its partition count"),
+      F("replication_factor", "int16", "5+", default=-1, about="its replication factor"),
+      F("configs", "[]", "5+", F("name", "string", about="the config key"),
+        F("value", "string", **NULL, about="its value"), F("read_only", "bool", about="whether it is read-only"),
+        F("config_source", "int8", default=-1, about="where the value comes from"),
+        F("is_sensitive", "bool", about="whether the value is secret (then null)"), **NULL,
+        about="the topic's configs"),
+      about="the outcome per topic"),
+))
+
+INIT_PRODUCER_ID = api(22, "InitProducerId", "0-4", "2+", request=(
+    F("transactional_id", "string", **NULL, about="the transactional.id, null for an idempotent producer"),
+    F("transaction_timeout_ms", "int32", about="how long a transaction may stay open"),
+    F("producer_id", "int64", "3+", default=-1, about="the current producer id, to bump its epoch (KIP-360); -1"),
+    F("producer_epoch", "int16", "3+", default=-1, about="the current epoch, to bump it (KIP-360); -1"),
+), response=(
+    _throttle(),
+    _ERROR,
+    F("producer_id", "int64", default=-1, about="the producer id to use"),
+    F("producer_epoch", "int16", about="the epoch to use"),
+))
+
+_TXN = (F("transactional_id", "string", about="the producer's transactional.id"),
+        F("producer_id", "int64", about="the producer id"), F("producer_epoch", "int16", about="the producer epoch"))
+
+ADD_PARTITIONS_TO_TXN = api(24, "AddPartitionsToTxn", "0-3", "3+", request=(  # v4+ is broker-to-broker
+    F("v3_and_below_transactional_id", "string", about="the producer's transactional.id"),
+    F("v3_and_below_producer_id", "int64", about="the producer id"),
+    F("v3_and_below_producer_epoch", "int16", about="the producer epoch"),
+    F("v3_and_below_topics", "[]", ALL, F("name", "string", about="the topic's name"),
+      F("partitions", "[]int32", about="its partitions"), about="the partitions to add to the transaction"),
+), response=(
+    _throttle(),
+    _topics(_PARTITION_INDEX, F("partition_error_code", "int16", about="the error code, 0 for none"),
+            name="results_by_topic_v3_and_below", partitions="results_by_partition", about="the outcome per topic"),
+))
+
+ADD_OFFSETS_TO_TXN = api(25, "AddOffsetsToTxn", "0-3", "3+", request=(
+    *_TXN, F("group_id", "string", about="the group whose offsets the transaction will commit"),
+), response=(_throttle(), _ERROR))
+
+END_TXN = api(26, "EndTxn", "0-3", "3+", request=(
+    *_TXN, F("committed", "bool", about="true commits the transaction, false aborts it"),
+), response=(_throttle(), _ERROR))
+
+TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-3", "3+", request=(
+    F("transactional_id", "string", about="the producer's transactional.id"),
+    F("group_id", "string", about="the group whose offsets are committed"),
+    F("producer_id", "int64", about="the producer id"),
+    F("producer_epoch", "int16", about="the producer epoch"),
+    F("generation_id", "int32", "3+", default=-1, about="the group generation, to fence zombies (KIP-447); -1"),
+    F("member_id", "string", "3+", about="the member id in that generation (KIP-447)"),
+    F("group_instance_id", "string", "3+", **NULL, about="the static member's instance id, if any"),
+    _topics(_PARTITION_INDEX, F("committed_offset", "int64", about="the offset to commit"),
+            F("committed_leader_epoch", "int32", "2+", default=-1, ignorable=True,
+              about="the leader epoch of the last record read, -1"),
+            F("committed_metadata", "string", **NULL, about="the offset's metadata"),
+            about="the offsets to commit, per topic"),
+), response=(
+    _throttle(),
+    _topics(*_PARTITION_ERRORS, about="the outcome per topic"),
+))
+
+SASL_AUTHENTICATE = api(36, "SaslAuthenticate", "0-2", "2+", request=(
+    F("auth_bytes", "bytes", about="the SASL mechanism's next message"),
+), response=(
+    _ERROR,
+    _ERROR_MESSAGE,
+    F("auth_bytes", "bytes", about="the SASL mechanism's answer"),
+    F("session_lifetime_ms", "int64", "1+", about="how long the session lasts, 0 for ever"),
+))
+
+# --- what the consumer and the admin client need next -------------------------------------------------------------
+
+OFFSET_COMMIT = api(8, "OffsetCommit", "0-8", "8+", request=(  # 9: topic ids
+    F("group_id", "string", about="the group"),
+    F("generation_id", "int32", "1+", default=-1, ignorable=True, about="the member's generation, -1 outside one"),
+    F("member_id", "string", "1+", ignorable=True, about="the member's id, empty outside a generation"),
+    F("group_instance_id", "string", "7+", **NULL, about="the static member's instance id, if any"),
+    F("retention_time_ms", "int64", "2-4", default=-1, ignorable=True, about="how long to keep the offsets, -1"),
+    _topics(_PARTITION_INDEX, F("committed_offset", "int64", about="the offset to commit"),
+            F("committed_leader_epoch", "int32", "6+", default=-1, ignorable=True,
+              about="the leader epoch of the last record read, -1"),
+            F("commit_timestamp", "int64", "1", default=-1, about="the commit's time (v1 only), -1"),
+            F("committed_metadata", "string", **NULL, about="the offset's metadata"),
+            about="the offsets to commit, per topic"),
+), response=(
+    _throttle("3+"),
+    _topics(*_PARTITION_ERRORS, about="the outcome per topic"),
+))
+
+_OFFSET_FETCH_PARTITION = (_PARTITION_INDEX, F("committed_offset", "int64", about="the committed offset, -1 if none"))
+_OFFSET_FETCH_METADATA = F("metadata", "string", **NULL, about="the offset's metadata")
+
+OFFSET_FETCH = api(9, "OffsetFetch", "0-8", "6+", request=(  # 9: topic ids, member id and epoch
+    F("group_id", "string", "0-7", ignorable=True,
+      about="the group (v0-7; a body also carries the v8+ form, groups)"),
+    F("topics", "[]", "0-7", F("name", "string", about="the topic's name"),
+      F("partition_indexes", "[]int32", about="its partitions"), nullable="2-7", default=None, ignorable=True,
+      about="the partitions to read, null for all (v0-7; the v8+ form is in groups)"),
+    F("groups", "[]", "8+", F("group_id", "string", about="the group"),
+      F("topics", "[]", ALL, F("name", "string", about="the topic's name"),
+        F("partition_indexes", "[]int32", about="its partitions"), **NULL,
+        about="the partitions to read, null for all"),
+      ignorable=True, about="the groups to read (v8+; a body also carries the v0-7 form, group_id and topics)"),
+    F("require_stable", "bool", "7+", ignorable=True,
+      about="wait for pending transactional offsets (an older broker answers without waiting)"),
+), response=(
+    _throttle("3+"),
+    F("topics", "[]", "0-7", F("name", "string", about="the topic's name"),
+      F("partitions", "[]", ALL, *_OFFSET_FETCH_PARTITION,
+        F("committed_leader_epoch", "int32", "5+", default=-1, about="the committed leader epoch, -1"),
+        _OFFSET_FETCH_METADATA, _ERROR, about="per partition"),
+      about="the committed offsets, per topic (v0-7)"),
+    F("error_code", "int16", "2-7", about="a group-level error, 0 for none (v2-7)"),
+    F("groups", "[]", "8+", F("group_id", "string", about="the group"),
+      F("topics", "[]", ALL, F("name", "string", about="the topic's name"),
+        F("partitions", "[]", ALL, *_OFFSET_FETCH_PARTITION,
+          F("committed_leader_epoch", "int32", default=-1, about="the committed leader epoch, -1"),
+          _OFFSET_FETCH_METADATA, _ERROR, about="per partition"),
+        about="the committed offsets, per topic"),
+      _ERROR, about="per group (v8+)"),
+))
+
+_GROUP_ID = F("group_id", "string", about="the group")
+_GENERATION_ID = F("generation_id", "int32", about="the member's generation")
+_MEMBER_ID = F("member_id", "string", about="the member's id")
+_INSTANCE_ID_3 = F("group_instance_id", "string", "3+", **NULL, about="the static member's instance id, if any")
+
+JOIN_GROUP = api(11, "JoinGroup", "0-9", "6+", request=(
+    _GROUP_ID,
+    F("session_timeout_ms", "int32", about="how long the member may go without a heartbeat"),
+    F("rebalance_timeout_ms", "int32", "1+", default=-1, ignorable=True,
+      about="how long a rebalance may wait for the member to rejoin"),
+    F("member_id", "string", about="the member's id, empty on the first join"),
+    F("group_instance_id", "string", "5+", **NULL, about="the static member's instance id, if any"),
+    F("protocol_type", "string", about="the kind of group: 'consumer'"),
+    F("protocols", "[]", ALL, F("name", "string", about="the assignor"),
+      F("metadata", "bytes", about="the member's subscription for it"),
+      about="the assignors the member supports, preferred first"),
+    F("reason", "string", "8+", **NULL, ignorable=True, about="why the member (re)joins"),
+), response=(
+    _throttle("2+"),
+    _ERROR,
+    F("generation_id", "int32", default=-1, about="the new generation"),
+    F("protocol_type", "string", "7+", **NULL, about="the kind of group"),
+    F("protocol_name", "string", nullable="7+", about="the assignor the group chose"),
+    F("leader", "string", about="the leader's member id"),
+    F("skip_assignment", "bool", "9+", about="whether the leader skips assigning (static leader rejoin)"),
+    F("member_id", "string", about="this member's id"),
+    F("members", "[]", ALL, _MEMBER_ID, F("group_instance_id", "string", "5+", **NULL, about="its instance id"),
+      F("metadata", "bytes", about="its subscription"), about="every member, for the leader to assign"),
+))
+
+HEARTBEAT = api(12, "Heartbeat", "0-4", "4+", request=(
+    _GROUP_ID, _GENERATION_ID, _MEMBER_ID, _INSTANCE_ID_3,
+), response=(_throttle("1+"), _ERROR))
+
+LEAVE_GROUP = api(13, "LeaveGroup", "0-5", "4+", request=(
+    _GROUP_ID,
+    F("member_id", "string", "0-2", ignorable=True,
+      about="the member leaving (v0-2; a body also carries the v3+ form, members)"),
+    F("members", "[]", "3+", _MEMBER_ID, F("group_instance_id", "string", **NULL, about="its instance id"),
+      F("reason", "string", "5+", **NULL, ignorable=True, about="why it leaves"), ignorable=True,
+      about="the members leaving (v3+; a body also carries the v0-2 form, member_id)"),
+), response=(
+    _throttle("1+"),
+    _ERROR,
+    F("members", "[]", "3+", _MEMBER_ID, F("group_instance_id", "string", **NULL, about="its instance id"), _ERROR,
+      about="the outcome per member"),
+))
+
+SYNC_GROUP = api(14, "SyncGroup", "0-5", "4+", request=(
+    _GROUP_ID, _GENERATION_ID, _MEMBER_ID, _INSTANCE_ID_3,
+    F("protocol_type", "string", "5+", **NULL, ignorable=True, about="the kind of group"),
+    F("protocol_name", "string", "5+", **NULL, ignorable=True, about="the assignor the group chose"),
+    F("assignments", "[]", ALL, _MEMBER_ID, F("assignment", "bytes", about="its assignment"),
+      about="the leader's assignment per member; empty from a follower"),
+), response=(
+    _throttle("1+"),
+    _ERROR,
+    F("protocol_type", "string", "5+", **NULL, about="the kind of group"),
+    F("protocol_name", "string", "5+", **NULL, about="the assignor the group chose"),
+    F("assignment", "bytes", about="this member's assignment"),
+))
+
+DESCRIBE_GROUPS = api(15, "DescribeGroups", "0-5", "5+", request=(
+    F("groups", "[]string", about="the groups to describe"),
+    F("include_authorized_operations", "bool", "3+", about="whether to list each group's ACL rights"),
+), response=(
+    _throttle("1+"),
+    F("groups", "[]", ALL, _ERROR, _GROUP_ID, F("group_state", "string", about="its state, e.g. Stable, Dead"),
+      F("protocol_type", "string", about="the kind of group"),
+      F("protocol_data", "string", about="the assignor it uses"),
+      F("members", "[]", ALL, _MEMBER_ID, F("group_instance_id", "string", "4+", **NULL, about="its instance id"),
+        F("client_id", "string", about="its client.id"), F("client_host", "string", about="its host"),
+        F("member_metadata", "bytes", about="its subscription"),
+        F("member_assignment", "bytes", about="its assignment"), about="the group's members"),
+      F("authorized_operations", "int32", "3+", default=INT32_MIN, about="the group's ACL rights (bits)"),
+      about="per group"),
+))
+
+LIST_GROUPS = api(16, "ListGroups", "0-4", "3+", request=(  # 5: types filter (KIP-848)
+    F("states_filter", "[]string", "4+", about="only groups in these states; empty for all"),
+), response=(
+    _throttle("1+"),
+    _ERROR,
+    F("groups", "[]", ALL, _GROUP_ID, F("protocol_type", "string", about="the kind of group"),
+      F("group_state", "string", "4+", about="its state"), about="the broker's groups"),
+))
+
+DELETE_TOPICS = api(20, "DeleteTopics", "0-6", "4+", request=(
+    F("topics", "[]", "6+", F("name", "string", **NULL, about="the topic's name"),
+      F("topic_id", "uuid", about="the topic's id (zero: by name)"), ignorable=True,
+      about="the topics to delete (v6+; a body also carries the v0-5 form, topic_names)"),
+    F("topic_names", "[]string", "0-5", ignorable=True,
+      about="the topics to delete (v0-5; a body also carries the v6+ form, topics)"),
+    F("timeout_ms", "int32", about="how long the broker may take to delete them"),
+), response=(
+    _throttle("1+"),
+    F("responses", "[]", ALL, F("name", "string", nullable="6+", about="the topic's name"),
+      F("topic_id", "uuid", "6+", about="the topic's id"), _ERROR,
+      F("error_message", "string", "5+", **NULL, about="the broker's message for the error, if any"),
+      about="the outcome per topic"),
+))
+
+DELETE_RECORDS = api(21, "DeleteRecords", "0-2", "2+", request=(
+    _topics(_PARTITION_INDEX, F("offset", "int64", about="delete the records before it; -1: the high watermark"),
+            about="the partitions to cut, per topic"),
+    F("timeout_ms", "int32", about="how long the broker may wait for the replicas"),
+), response=(
+    _throttle(),
+    _topics(_PARTITION_INDEX, F("low_watermark", "int64", about="the partition's new first offset"), _ERROR,
+            about="the outcome per topic"),
+))
+
+OFFSET_FOR_LEADER_EPOCH = api(23, "OffsetForLeaderEpoch", "0-4", "4+", request=(
+    F("replica_id", "int32", "3+", default=-2, about="the replica asking; -1 a consumer, -2 debugging"),
+    _topics(F("partition", "int32", about="the partition"),
+            F("current_leader_epoch", "int32", "2+", default=-1, about="the leader epoch the client knows, -1"),
+            F("leader_epoch", "int32", about="the epoch whose end offset is wanted"), topic="topic",
+            about="the partitions to look up, per topic"),
+), response=(
+    _throttle("2+"),
+    _topics(_ERROR, F("partition", "int32", about="the partition"),
+            F("leader_epoch", "int32", "1+", default=-1, about="the largest epoch up to the one asked"),
+            F("end_offset", "int64", default=-1, about="that epoch's end offset"), topic="topic",
+            about="the end offsets, per topic"),
+))
+
+_RESOURCE = (F("resource_type", "int8", about="2 a topic, 4 a broker"),
+             F("resource_name", "string", about="the topic's name, or the broker's id"))
+
+DESCRIBE_CONFIGS = api(32, "DescribeConfigs", "0-4", "4+", request=(
+    F("resources", "[]", ALL, *_RESOURCE,
+      F("configuration_keys", "[]string", **NULL, about="the configs to describe, null for all"),
+      about="the resources whose configs to describe"),
+    F("include_synonyms", "bool", "1+", about="whether to list each config's synonyms"),
+    F("include_documentation", "bool", "3+", about="whether to include each config's documentation"),
+), response=(
+    _throttle(),
+    F("results", "[]", ALL, _ERROR, _ERROR_MESSAGE, *_RESOURCE,
+      F("configs", "[]", ALL, F("name", "string", about="the config key"),
+        F("value", "string", **NULL, about="its value (null when sensitive)"),
+        F("read_only", "bool", about="whether it is read-only"),
+        F("is_default", "bool", "0", about="whether it has its default value (v0)"),
+        F("config_source", "int8", "1+", default=-1, about="where the value comes from"),
+        F("is_sensitive", "bool", about="whether the value is secret"),
+        F("synonyms", "[]", "1+", F("name", "string", about="the synonym's key"),
+          F("value", "string", **NULL, about="its value"), F("source", "int8", about="where it comes from"),
+          about="the config's synonyms, by precedence"),
+        F("config_type", "int8", "3+", about="the config's type"),
+        F("documentation", "string", "3+", **NULL, about="the config's documentation"),
+        about="the resource's configs"),
+      about="per resource"),
+))
+
+INCREMENTAL_ALTER_CONFIGS = api(44, "IncrementalAlterConfigs", "0-1", "1+", request=(
+    F("resources", "[]", ALL, *_RESOURCE,
+      F("configs", "[]", ALL, F("name", "string", about="the config key"),
+        F("config_operation", "int8", about="0 set, 1 delete, 2 append, 3 subtract"),
+        F("value", "string", **NULL, about="the value the operation takes"), about="the changes"),
+      about="the resources whose configs to change"),
+    F("validate_only", "bool", about="whether to check only, changing nothing"),
+), response=(
+    _throttle(),
+    F("responses", "[]", ALL, _ERROR, _ERROR_MESSAGE, *_RESOURCE, about="the outcome per resource"),
+))
+
+DELETE_GROUPS = api(42, "DeleteGroups", "0-2", "2+", request=(
+    F("groups_names", "[]string", about="the groups to delete"),
+), response=(
+    _throttle(),
+    F("results", "[]", ALL, _GROUP_ID, _ERROR, about="the outcome per group"),
+))
+
+DESCRIBE_CLUSTER = api(60, "DescribeCluster", "0-1", "0+", request=(
+    F("include_cluster_authorized_operations", "bool", about="whether to list the cluster's ACL rights"),
+    F("endpoint_type", "int8", "1+", default=1, about="1 brokers, 2 controllers"),
+), response=(
+    _throttle(),
+    _ERROR,
+    _ERROR_MESSAGE,
+    F("endpoint_type", "int8", "1+", default=1, about="the kind of endpoints listed"),
+    F("cluster_id", "string", about="the cluster's id"),
+    F("controller_id", "int32", default=-1, about="the controller's broker id, -1 if unknown"),
+    F("brokers", "[]", ALL, F("broker_id", "int32", about="the broker's id"), F("host", "string", about="its host"),
+      F("port", "int32", about="its port"), F("rack", "string", **NULL, about="its rack, if it has one"),
+      about="the cluster's brokers"),
+    F("cluster_authorized_operations", "int32", default=INT32_MIN, about="the cluster's ACL rights (bits)"),
+))
+
+APIS: dict[int, Api] = {a.key: a for a in (
+    PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT,
+    LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, SASL_HANDSHAKE, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
+    DELETE_RECORDS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN,
+    TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, SASL_AUTHENTICATE, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS,
+    DESCRIBE_CLUSTER,
+)}
+API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}
+
+
+def negotiate_versions(broker_api_keys: Iterable[Mapping[str, int]]) -> dict[int, int]:
+    """API key -> the version to send, from an ApiVersions answer's `api_keys` (api_key, min_version, max_version):
+    the highest version both sides speak, never below the broker's minimum (Kafka 4 removed old versions, KIP-896).
+    An API the broker lists with no version in common with ours is left out (the caller says what it lacks)."""
+    chosen: dict[int, int] = {}
+    for entry in broker_api_keys:
+        ours = SUPPORTED_VERSIONS.get(entry["api_key"])
+        if ours is None:
+            continue
+        low, high = max(ours[0], entry["min_version"]), min(ours[1], entry["max_version"])
+        if low <= high:
+            chosen[entry["api_key"]] = high
+    return chosen
+FLEXIBLE_FROM: dict[int, int | None] = {key: a.flexible_from for key, a in APIS.items()}

@@ -1,0 +1,36 @@
+"""What a transport calls for every request it carries, whatever the API: the one dispatch between the hand-written
+Produce hot path (`produce`) and the generic codec (`frames`).
+
+Owns: `TransportRequest` (a `Request`, or the hand-written `ProduceRequest`), `encode_any_request` (a request's frame
+as buffers for `socket.sendmsg`) and `decode_any_response` (an answer's frame as the generic codec's dict). The socket
+transport and the fake cluster's wire mode call these two and nothing else of the protocol's codecs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cykafka.protocol.apis import PRODUCE
+from cykafka.protocol.frames import Request, decode_response, encode_request
+from cykafka.protocol.produce import ProduceRequest, decode_produce_response, encode_produce_request
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+TransportRequest = Request | ProduceRequest  # what a Transport carries
+
+
+def encode_any_request(request: TransportRequest, version: int, correlation_id: int,
+                       client_id: str | None) -> list[bytes | memoryview]:
+    """A transport's request frame: Produce by hand (batches uncopied), every other API by the generic codec."""
+    if type(request) is ProduceRequest:
+        return encode_produce_request(request, version, correlation_id, client_id)
+    assert isinstance(request, Request)
+    return [encode_request(request.api_key, version, correlation_id, client_id, request.body)]
+
+
+def decode_any_response(api_key: int, version: int, frame: Buffer) -> tuple[int, dict[str, Any]]:
+    """A transport's answer: (correlation_id, body as the generic codec's dict); Produce's by the hot path."""
+    if api_key == PRODUCE.key:
+        return decode_produce_response(version, frame)
+    return decode_response(api_key, version, memoryview(frame))
