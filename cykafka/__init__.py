@@ -44,6 +44,7 @@ from cykafka.admin import (  # isort: skip
     ClusterDescription,
     ConfigEntry,
     ConfigResource,
+    NewPartitions,
     NewTopic,
     TopicDescription,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "LogTruncationError",
     "MissingDependencyError",
     "NetworkError",
+    "NewPartitions",
     "NewTopic",
     "NoOffsetForPartitionError",
     "OffsetAndMetadata",

@@ -14,7 +14,7 @@ reached before the deadline, a broken connection setup) raise. Reference and Tan
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
@@ -73,6 +73,20 @@ class NewTopic:
     num_partitions: int = -1
     replication_factor: int = 1
     config: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewPartitions:
+    """A topic's new partition count (Java's NewPartitions.increaseTo): total_count, more than it has now;
+    new_assignments: None (the broker places the replicas) or, per new partition, its replicas' broker ids (the
+    first is the preferred leader)."""
+
+    total_count: int
+    new_assignments: Sequence[Sequence[int]] | None = None
+
+    @classmethod
+    def increase_to(cls, total_count: int, new_assignments: Sequence[Sequence[int]] | None = None) -> NewPartitions:
+        return cls(total_count, new_assignments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +213,35 @@ def _check_new_topic(topic: object) -> None:
             raise InvalidArgumentError(f"NewTopic({topic.name!r}).{field} must be an int, -1 (the broker's default) "
                                        f"or 1 to {high}, got {value!r}")
     _check_configs(topic.config or {}, f"NewTopic({topic.name!r}).config")
+
+
+def _check_new_partitions(topic: object, new: object) -> list[dict[str, list[int]]] | None:
+    """NewPartitions a CreatePartitions request can carry: total_count 1 to 2**31-1, new_assignments None or one
+    non-empty list of distinct broker ids (ints >= 0) per new partition; its assignments' request form."""
+    if not isinstance(new, NewPartitions):
+        raise InvalidArgumentError(f"create_partitions takes {{topic: NewPartitions}}, got {topic!r}: "
+                                   f"{type(new).__name__}")
+    count = new.total_count
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count < 2**31:
+        raise InvalidArgumentError(f"NewPartitions of {topic!r}: total_count must be an int from 1 to 2**31-1 (the "
+                                   f"partition count wanted, more than the topic has), got {count!r}")
+    if new.new_assignments is None:
+        return None
+    what = f"NewPartitions of {topic!r}: new_assignments"
+    given: object = new.new_assignments
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise InvalidArgumentError(f"{what} must be None or a list of broker id lists, one per new partition, got "
+                                   f"{given!r}")
+    assignments = [list(replicas) if isinstance(replicas, Iterable) else replicas for replicas in given]
+    for replicas in assignments:
+        if (not isinstance(replicas, list) or not replicas or len(set(replicas)) != len(replicas)
+                or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in replicas)):
+            raise InvalidArgumentError(f"{what}: each new partition's replicas must be a non-empty list of distinct "
+                                       f"broker ids (ints >= 0), got {replicas!r}")
+    if not assignments or len(assignments) > count:
+        raise InvalidArgumentError(f"{what} must name 1 to total_count ({count}) new partitions, one list each, got "
+                                   f"{len(assignments)}")
+    return [{"broker_ids": replicas} for replicas in assignments]
 
 
 def _check_configs(configs: object, what: str) -> None:
@@ -335,7 +378,8 @@ class Admin:
     def _per_topic(self, api_key: int, topics: list[str], body: Callable[[list[str], int], dict[str, Any]],
                    answers: Callable[[dict[str, Any]], Iterable[dict[str, Any]]], deadline_ms: int,
                    ) -> dict[str, Result[None]]:
-        """CreateTopics / DeleteTopics: to the controller; NOT_CONTROLLER items go again after a metadata update."""
+        """CreateTopics / DeleteTopics / CreatePartitions: to the controller; NOT_CONTROLLER items go again after a
+        metadata update."""
         def build(pending: list[str]) -> Request:
             return Request(api_key, body(pending, max(0, deadline_ms - self._clock.monotonic_ms())))
 
@@ -382,6 +426,29 @@ class Admin:
                     "timeout_ms": broker_timeout_ms}
 
         return self._call(lambda: self._per_topic(api.DELETE_TOPICS.key, names, body, lambda a: a["responses"],
+                                                  deadline_ms))
+
+    def create_partitions(self, new_partitions: Mapping[str, NewPartitions], *, validate_only: bool = False,
+                          timeout_ms: int | None = None) -> dict[str, Result[None]]:
+        """Adds partitions to topics (CreatePartitions, at the controller; Java's createPartitions):
+        {topic: NewPartitions(total_count)} -> {topic: Result}. A count that does not grow the topic gets
+        INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION; a broker without the API (Tansu)
+        UnsupportedVersionError. validate_only: the broker checks, creates nothing."""
+        if not isinstance(new_partitions, Mapping):
+            raise InvalidArgumentError(f"create_partitions takes {{topic: NewPartitions}}, got "
+                                       f"{type(new_partitions).__name__}")
+        names = _checked_names(list(new_partitions), "create_partitions' topics")
+        for name in names:
+            validate_topic(name)
+        assignments = {name: _check_new_partitions(name, new_partitions[name]) for name in names}
+        deadline_ms = self._deadline(timeout_ms)
+
+        def body(pending: list[str], broker_timeout_ms: int) -> dict[str, Any]:
+            return {"topics": [{"name": n, "count": new_partitions[n].total_count, "assignments": assignments[n]}
+                               for n in pending],
+                    "timeout_ms": broker_timeout_ms, "validate_only": validate_only}
+
+        return self._call(lambda: self._per_topic(api.CREATE_PARTITIONS.key, names, body, lambda a: a["results"],
                                                   deadline_ms))
 
     @staticmethod
@@ -678,5 +745,5 @@ class Admin:
 __all__ = [
     "Admin", "ClusterDescription", "ConfigEntry", "ConfigResource", "ConsumerGroupDescription",
     "ConsumerGroupListing", "DeletedRecords", "InvalidArgumentError", "ListOffsetsResultInfo", "MemberDescription",
-    "NewTopic", "Result", "TopicDescription", "TopicPartition",
+    "NewPartitions", "NewTopic", "Result", "TopicDescription", "TopicPartition",
 ]
