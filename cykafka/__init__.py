@@ -48,6 +48,19 @@ from cykafka.admin import (  # isort: skip
     NewTopic,
     TopicDescription,
 )
+from cykafka.acl import (  # isort: skip
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    FilterResult,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
 from cykafka.ports.values import (  # isort: skip
     ConsumerGroupMetadata,
     ListOffsetsResultInfo,
@@ -63,6 +76,12 @@ from cykafka import aio  # isort: skip  (AsyncProducer, AsyncConsumer: cykafka.a
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccessControlEntry",
+    "AccessControlEntryFilter",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
     "Admin",
     "AuthenticationError",
     "AuthorizationError",
@@ -82,6 +101,7 @@ __all__ = [
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "CorruptRecordError",
+    "FilterResult",
     "GroupAuthorizationError",
     "IllegalStateError",
     "InvalidArgumentError",
@@ -97,6 +117,7 @@ __all__ = [
     "NewTopic",
     "NoOffsetForPartitionError",
     "OffsetAndMetadata",
+    "PatternType",
     "Producer",
     "ProducerClosedError",
     "ProducerFencedError",
@@ -105,6 +126,9 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "RecordTooLargeError",
+    "ResourcePattern",
+    "ResourcePatternFilter",
+    "ResourceType",
     "Result",
     "SerializationError",
     "TimestampOverflowError",

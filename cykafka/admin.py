@@ -19,6 +19,17 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 
+from cykafka.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    FilterResult,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.config import AdminConfig
@@ -195,6 +206,43 @@ def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
             results[resource] = error_for(code, f"{_resource_name(resource)}: {item['error_message'] or ''}"
                                           .rstrip(": ")) if (code := item["error_code"]) else value(item)
     return results
+
+
+def _checked_acls(items: object, kind: type[T], call: str) -> list[T]:
+    """ACL bindings or filters as a request can carry them: of kind, no UNKNOWN enum (Java refuses those too), a
+    binding naming one resource pattern and entry (its constructors' checks); else InvalidArgumentError naming it."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidArgumentError(f"{call} takes a list of {kind.__name__}, got {type(items).__name__}")
+    out = list(items)
+    for item in out:
+        if not isinstance(item, kind):
+            raise InvalidArgumentError(f"{call} takes {kind.__name__} values, got {item!r}")
+        if getattr(item, "is_unknown", False):
+            raise InvalidArgumentError(f"{call}: {item} has an UNKNOWN type, operation or permission")
+    return out
+
+
+def _filter_body(f: AclBindingFilter) -> dict[str, Any]:
+    p, e = f.pattern_filter, f.entry_filter
+    return {"resource_type_filter": p.resource_type.code, "resource_name_filter": p.name,
+            "pattern_type_filter": p.pattern_type.code, "principal_filter": e.principal, "host_filter": e.host,
+            "operation": e.operation.code, "permission_type": e.permission_type.code}
+
+
+def _pattern(resource_type: int, name: str, pattern_type: int) -> ResourcePattern:
+    return ResourcePattern(ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type))
+
+
+def _entry(wire: Mapping[str, Any]) -> AccessControlEntry:
+    return AccessControlEntry(wire["principal"], wire["host"], AclOperation.from_code(wire["operation"]),
+                              AclPermissionType.from_code(wire["permission_type"]))
+
+
+def _acl_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
+    """An ACL answer's (or its item's) error_code and error_message as a typed error naming what, or None."""
+    if not (code := wire["error_code"]):
+        return None
+    return error_for(code, f"{what}: {wire['error_message'] or ''}".rstrip(": "))
 
 
 MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)
@@ -720,6 +768,78 @@ class Admin:
                     for tp, found in read_offset_fetch(answer.body, group).items()}
 
         return self._call(fetch)
+
+    # -- ACLs -------------------------------------------------------------------------------------------------------
+
+    def create_acls(self, acls: Iterable[AclBinding], *,
+                    timeout_ms: int | None = None) -> dict[AclBinding, Result[None]]:
+        """Creates ACLs (CreateAcls, at any broker; Java's createAcls): {binding: Result}. Without ALTER on the
+        cluster each Result holds a ClusterAuthorizationError; without an authorizer, SECURITY_DISABLED."""
+        bindings = list(dict.fromkeys(_checked_acls(acls, AclBinding, "create_acls")))  # Java's: once each
+        deadline_ms = self._deadline(timeout_ms)
+
+        def build(group: list[AclBinding]) -> Request:
+            return Request(api.CREATE_ACLS.key, {"creations": [
+                {"resource_type": b.pattern.resource_type.code, "resource_name": b.pattern.name,
+                 "resource_pattern_type": b.pattern.pattern_type.code, "principal": b.entry.principal,
+                 "host": b.entry.host, "operation": b.entry.operation.code,
+                 "permission_type": b.entry.permission_type.code} for b in group]})
+
+        def read(group: list[AclBinding], answer: Mapping[str, Any], node: int) -> dict[AclBinding, KafkaError | None]:
+            results = answer["results"]
+            if len(results) != len(group):
+                error = KafkaError(f"CreateAcls: the broker answered {len(results)} results for {len(group)} ACLs")
+                return dict.fromkeys(group, error)
+            return {b: _acl_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
+
+        fanout: Fanout[AclBinding, None] = Fanout(self._asker, lambda items: dict.fromkeys(items, ANY_BROKER),
+                                                  build, read, name=lambda b: f"ACL {b}")
+        return self._call(lambda: fanout.run(bindings, deadline_ms))
+
+    def describe_acls(self, acl_filter: AclBindingFilter, *, timeout_ms: int | None = None) -> list[AclBinding]:
+        """The ACLs matching acl_filter (DescribeAcls, at any broker; Java's describeAcls; AclBindingFilter.ANY:
+        all). The broker's error raises typed (ClusterAuthorizationError without DESCRIBE on the cluster)."""
+        (checked,) = _checked_acls([acl_filter], AclBindingFilter, "describe_acls")
+        deadline_ms = self._deadline(timeout_ms)
+
+        def describe() -> list[AclBinding]:
+            answer = self._ask(Request(api.DESCRIBE_ACLS.key, _filter_body(checked)), ANY_BROKER, deadline_ms).body
+            if error := _acl_error(answer, "DescribeAcls"):
+                raise error
+            return [AclBinding(_pattern(r["resource_type"], r["resource_name"], r["pattern_type"]), _entry(e))
+                    for r in answer["resources"] for e in r["acls"]]
+
+        return self._call(describe)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], *,
+                    timeout_ms: int | None = None) -> dict[AclBindingFilter, Result[list[FilterResult]]]:
+        """Deletes the ACLs matching each filter (DeleteAcls, at any broker; Java's deleteAcls): {filter: Result of
+        the bindings it matched, each a FilterResult(binding, error): deleted when error is None}. A filter's own
+        error (ClusterAuthorizationError without ALTER on the cluster) is its Result's."""
+        wanted = list(dict.fromkeys(_checked_acls(filters, AclBindingFilter, "delete_acls")))
+        deadline_ms = self._deadline(timeout_ms)
+
+        def build(group: list[AclBindingFilter]) -> Request:
+            return Request(api.DELETE_ACLS.key, {"filters": [_filter_body(f) for f in group]})
+
+        def read(group: list[AclBindingFilter], answer: Mapping[str, Any],
+                 node: int) -> dict[AclBindingFilter, list[FilterResult] | KafkaError]:
+            results = answer["filter_results"]
+            if len(results) != len(group):
+                return dict.fromkeys(group, KafkaError(f"DeleteAcls: the broker answered {len(results)} results for "
+                                                       f"{len(group)} filters"))
+            out: dict[AclBindingFilter, list[FilterResult] | KafkaError] = {}
+            for f, r in zip(group, results, strict=True):
+                error = _acl_error(r, f"ACL filter {f}")
+                out[f] = error if error is not None else [
+                    FilterResult(binding := AclBinding(_pattern(m["resource_type"], m["resource_name"],
+                                                                m["pattern_type"]), _entry(m)),
+                                 _acl_error(m, f"ACL {binding}")) for m in r["matching_acls"]]
+            return out
+
+        fanout: Fanout[AclBindingFilter, list[FilterResult]] = Fanout(
+            self._asker, lambda items: dict.fromkeys(items, ANY_BROKER), build, read, name=lambda f: f"ACL filter {f}")
+        return self._call(lambda: fanout.run(wanted, deadline_ms))
 
     # -- lifecycle --------------------------------------------------------------------------------------------------
 
