@@ -51,6 +51,16 @@ from cykafka.ports.values import (
 )
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
+from cykafka.protocol.bodies import (
+    CreateAclsRequestBody,
+    CreateAclsRequestCreations,
+    CreatePartitionsRequestBody,
+    CreatePartitionsRequestTopics,
+    CreatePartitionsRequestTopicsAssignments,
+    DeleteAclsRequestBody,
+    DeleteAclsRequestFilters,
+    DescribeAclsRequestBody,
+)
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.ask import Answer, Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
@@ -222,7 +232,8 @@ def _checked_acls(items: object, kind: type[T], call: str) -> list[T]:
     return out
 
 
-def _filter_body(f: AclBindingFilter) -> dict[str, Any]:
+def _filter_body(f: AclBindingFilter) -> DeleteAclsRequestFilters:
+    """A filter as DeleteAcls carries it (DescribeAcls' body has the same fields)."""
     p, e = f.pattern_filter, f.entry_filter
     return {"resource_type_filter": p.resource_type.code, "resource_name_filter": p.name,
             "pattern_type_filter": p.pattern_type.code, "principal_filter": e.principal, "host_filter": e.host,
@@ -263,7 +274,7 @@ def _check_new_topic(topic: object) -> None:
     _check_configs(topic.config or {}, f"NewTopic({topic.name!r}).config")
 
 
-def _check_new_partitions(topic: object, new: object) -> list[dict[str, list[int]]] | None:
+def _check_new_partitions(topic: object, new: object) -> list[CreatePartitionsRequestTopicsAssignments] | None:
     """NewPartitions a CreatePartitions request can carry: total_count 1 to 2**31-1, new_assignments None or one
     non-empty list of distinct broker ids (ints >= 0) per new partition; its assignments' request form."""
     if not isinstance(new, NewPartitions):
@@ -492,9 +503,11 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def body(pending: list[str], broker_timeout_ms: int) -> dict[str, Any]:
-            return {"topics": [{"name": n, "count": new_partitions[n].total_count, "assignments": assignments[n]}
-                               for n in pending],
-                    "timeout_ms": broker_timeout_ms, "validate_only": validate_only}
+            topics: list[CreatePartitionsRequestTopics] = [
+                {"name": n, "count": new_partitions[n].total_count, "assignments": assignments[n]} for n in pending]
+            request: CreatePartitionsRequestBody = {"topics": topics, "timeout_ms": broker_timeout_ms,
+                                                    "validate_only": validate_only}
+            return dict(request)
 
         return self._call(lambda: self._per_topic(api.CREATE_PARTITIONS.key, names, body, lambda a: a["results"],
                                                   deadline_ms))
@@ -779,11 +792,13 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def build(group: list[AclBinding]) -> Request:
-            return Request(api.CREATE_ACLS.key, {"creations": [
+            creations: list[CreateAclsRequestCreations] = [
                 {"resource_type": b.pattern.resource_type.code, "resource_name": b.pattern.name,
                  "resource_pattern_type": b.pattern.pattern_type.code, "principal": b.entry.principal,
                  "host": b.entry.host, "operation": b.entry.operation.code,
-                 "permission_type": b.entry.permission_type.code} for b in group]})
+                 "permission_type": b.entry.permission_type.code} for b in group]
+            body: CreateAclsRequestBody = {"creations": creations}
+            return Request(api.CREATE_ACLS.key, body)
 
         def read(group: list[AclBinding], answer: Mapping[str, Any], node: int) -> dict[AclBinding, KafkaError | None]:
             results = answer["results"]
@@ -803,7 +818,8 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def describe() -> list[AclBinding]:
-            answer = self._ask(Request(api.DESCRIBE_ACLS.key, _filter_body(checked)), ANY_BROKER, deadline_ms).body
+            body: DescribeAclsRequestBody = _filter_body(checked)
+            answer = self._ask(Request(api.DESCRIBE_ACLS.key, body), ANY_BROKER, deadline_ms).body
             if error := _acl_error(answer, "DescribeAcls"):
                 raise error
             return [AclBinding(_pattern(r["resource_type"], r["resource_name"], r["pattern_type"]), _entry(e))
@@ -820,7 +836,8 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def build(group: list[AclBindingFilter]) -> Request:
-            return Request(api.DELETE_ACLS.key, {"filters": [_filter_body(f) for f in group]})
+            body: DeleteAclsRequestBody = {"filters": [_filter_body(f) for f in group]}
+            return Request(api.DELETE_ACLS.key, body)
 
         def read(group: list[AclBindingFilter], answer: Mapping[str, Any],
                  node: int) -> dict[AclBindingFilter, list[FilterResult] | KafkaError]:
