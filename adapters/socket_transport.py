@@ -39,7 +39,15 @@ from cykafka.protocol import (
     decode_any_response,
     encode_any_request,
 )
-from cykafka.protocol.apis import API_VERSIONS, PRODUCE, SASL_AUTHENTICATE, SASL_HANDSHAKE, negotiate_versions
+from cykafka.protocol.apis import (
+    API_NAMES,
+    API_VERSIONS,
+    PRODUCE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SUPPORTED_VERSIONS,
+    negotiate_versions,
+)
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
 log = logging.getLogger("cykafka")
@@ -170,8 +178,9 @@ class SocketTransport:
         api_key = request.api_key
         version = conn.api_versions.get(api_key)
         if version is None:
-            raise UnsupportedVersionError(f"broker {node_id} supports no version of API {api_key} that cykafka "
-                                             f"speaks")
+            low, high = SUPPORTED_VERSIONS.get(api_key, (0, -1))
+            raise UnsupportedVersionError(f"broker {node_id} does not support {API_NAMES.get(api_key, 'API')} (API "
+                                          f"key {api_key}) at any version cykafka speaks ({low}-{high})")
         self._enqueue(conn, request, api_key, version, handler, now_ms, expect_response, timeout_ms=timeout_ms or 0)
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:

@@ -14,11 +14,22 @@ reached before the deadline, a broken connection setup) raise. Reference and Tan
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 
+from cykafka.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    FilterResult,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.config import AdminConfig
@@ -40,6 +51,16 @@ from cykafka.ports.values import (
 )
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
+from cykafka.protocol.bodies import (
+    CreateAclsRequestBody,
+    CreateAclsRequestCreations,
+    CreatePartitionsRequestBody,
+    CreatePartitionsRequestTopics,
+    CreatePartitionsRequestTopicsAssignments,
+    DeleteAclsRequestBody,
+    DeleteAclsRequestFilters,
+    DescribeAclsRequestBody,
+)
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.ask import Answer, Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
@@ -73,6 +94,20 @@ class NewTopic:
     num_partitions: int = -1
     replication_factor: int = 1
     config: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewPartitions:
+    """A topic's new partition count (Java's NewPartitions.increaseTo): total_count, more than it has now;
+    new_assignments: None (the broker places the replicas) or, per new partition, its replicas' broker ids (the
+    first is the preferred leader)."""
+
+    total_count: int
+    new_assignments: Sequence[Sequence[int]] | None = None
+
+    @classmethod
+    def increase_to(cls, total_count: int, new_assignments: Sequence[Sequence[int]] | None = None) -> NewPartitions:
+        return cls(total_count, new_assignments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +218,44 @@ def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
     return results
 
 
+def _checked_acls(items: object, kind: type[T], call: str) -> list[T]:
+    """ACL bindings or filters as a request can carry them: of kind, no UNKNOWN enum (Java refuses those too), a
+    binding naming one resource pattern and entry (its constructors' checks); else InvalidArgumentError naming it."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidArgumentError(f"{call} takes a list of {kind.__name__}, got {type(items).__name__}")
+    out = list(items)
+    for item in out:
+        if not isinstance(item, kind):
+            raise InvalidArgumentError(f"{call} takes {kind.__name__} values, got {item!r}")
+        if getattr(item, "is_unknown", False):
+            raise InvalidArgumentError(f"{call}: {item} has an UNKNOWN type, operation or permission")
+    return out
+
+
+def _filter_body(f: AclBindingFilter) -> DeleteAclsRequestFilters:
+    """A filter as DeleteAcls carries it (DescribeAcls' body has the same fields)."""
+    p, e = f.pattern_filter, f.entry_filter
+    return {"resource_type_filter": p.resource_type.code, "resource_name_filter": p.name,
+            "pattern_type_filter": p.pattern_type.code, "principal_filter": e.principal, "host_filter": e.host,
+            "operation": e.operation.code, "permission_type": e.permission_type.code}
+
+
+def _pattern(resource_type: int, name: str, pattern_type: int) -> ResourcePattern:
+    return ResourcePattern(ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type))
+
+
+def _entry(wire: Mapping[str, Any]) -> AccessControlEntry:
+    return AccessControlEntry(wire["principal"], wire["host"], AclOperation.from_code(wire["operation"]),
+                              AclPermissionType.from_code(wire["permission_type"]))
+
+
+def _acl_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
+    """An ACL answer's (or its item's) error_code and error_message as a typed error naming what, or None."""
+    if not (code := wire["error_code"]):
+        return None
+    return error_for(code, f"{what}: {wire['error_message'] or ''}".rstrip(": "))
+
+
 MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)
 
 
@@ -199,6 +272,35 @@ def _check_new_topic(topic: object) -> None:
             raise InvalidArgumentError(f"NewTopic({topic.name!r}).{field} must be an int, -1 (the broker's default) "
                                        f"or 1 to {high}, got {value!r}")
     _check_configs(topic.config or {}, f"NewTopic({topic.name!r}).config")
+
+
+def _check_new_partitions(topic: object, new: object) -> list[CreatePartitionsRequestTopicsAssignments] | None:
+    """NewPartitions a CreatePartitions request can carry: total_count 1 to 2**31-1, new_assignments None or one
+    non-empty list of distinct broker ids (ints >= 0) per new partition; its assignments' request form."""
+    if not isinstance(new, NewPartitions):
+        raise InvalidArgumentError(f"create_partitions takes {{topic: NewPartitions}}, got {topic!r}: "
+                                   f"{type(new).__name__}")
+    count = new.total_count
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count < 2**31:
+        raise InvalidArgumentError(f"NewPartitions of {topic!r}: total_count must be an int from 1 to 2**31-1 (the "
+                                   f"partition count wanted, more than the topic has), got {count!r}")
+    if new.new_assignments is None:
+        return None
+    what = f"NewPartitions of {topic!r}: new_assignments"
+    given: object = new.new_assignments
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise InvalidArgumentError(f"{what} must be None or a list of broker id lists, one per new partition, got "
+                                   f"{given!r}")
+    assignments = [list(replicas) if isinstance(replicas, Iterable) else replicas for replicas in given]
+    for replicas in assignments:
+        if (not isinstance(replicas, list) or not replicas or len(set(replicas)) != len(replicas)
+                or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in replicas)):
+            raise InvalidArgumentError(f"{what}: each new partition's replicas must be a non-empty list of distinct "
+                                       f"broker ids (ints >= 0), got {replicas!r}")
+    if not assignments or len(assignments) > count:
+        raise InvalidArgumentError(f"{what} must name 1 to total_count ({count}) new partitions, one list each, got "
+                                   f"{len(assignments)}")
+    return [{"broker_ids": replicas} for replicas in assignments]
 
 
 def _check_configs(configs: object, what: str) -> None:
@@ -335,7 +437,8 @@ class Admin:
     def _per_topic(self, api_key: int, topics: list[str], body: Callable[[list[str], int], dict[str, Any]],
                    answers: Callable[[dict[str, Any]], Iterable[dict[str, Any]]], deadline_ms: int,
                    ) -> dict[str, Result[None]]:
-        """CreateTopics / DeleteTopics: to the controller; NOT_CONTROLLER items go again after a metadata update."""
+        """CreateTopics / DeleteTopics / CreatePartitions: to the controller; NOT_CONTROLLER items go again after a
+        metadata update."""
         def build(pending: list[str]) -> Request:
             return Request(api_key, body(pending, max(0, deadline_ms - self._clock.monotonic_ms())))
 
@@ -382,6 +485,31 @@ class Admin:
                     "timeout_ms": broker_timeout_ms}
 
         return self._call(lambda: self._per_topic(api.DELETE_TOPICS.key, names, body, lambda a: a["responses"],
+                                                  deadline_ms))
+
+    def create_partitions(self, new_partitions: Mapping[str, NewPartitions], *, validate_only: bool = False,
+                          timeout_ms: int | None = None) -> dict[str, Result[None]]:
+        """Adds partitions to topics (CreatePartitions, at the controller; Java's createPartitions):
+        {topic: NewPartitions(total_count)} -> {topic: Result}. A count that does not grow the topic gets
+        INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION; a broker without the API (Tansu)
+        UnsupportedVersionError. validate_only: the broker checks, creates nothing."""
+        if not isinstance(new_partitions, Mapping):
+            raise InvalidArgumentError(f"create_partitions takes {{topic: NewPartitions}}, got "
+                                       f"{type(new_partitions).__name__}")
+        names = _checked_names(list(new_partitions), "create_partitions' topics")
+        for name in names:
+            validate_topic(name)
+        assignments = {name: _check_new_partitions(name, new_partitions[name]) for name in names}
+        deadline_ms = self._deadline(timeout_ms)
+
+        def body(pending: list[str], broker_timeout_ms: int) -> dict[str, Any]:
+            topics: list[CreatePartitionsRequestTopics] = [
+                {"name": n, "count": new_partitions[n].total_count, "assignments": assignments[n]} for n in pending]
+            request: CreatePartitionsRequestBody = {"topics": topics, "timeout_ms": broker_timeout_ms,
+                                                    "validate_only": validate_only}
+            return dict(request)
+
+        return self._call(lambda: self._per_topic(api.CREATE_PARTITIONS.key, names, body, lambda a: a["results"],
                                                   deadline_ms))
 
     @staticmethod
@@ -654,6 +782,82 @@ class Admin:
 
         return self._call(fetch)
 
+    # -- ACLs -------------------------------------------------------------------------------------------------------
+
+    def create_acls(self, acls: Iterable[AclBinding], *,
+                    timeout_ms: int | None = None) -> dict[AclBinding, Result[None]]:
+        """Creates ACLs (CreateAcls, at any broker; Java's createAcls): {binding: Result}. Without ALTER on the
+        cluster each Result holds a ClusterAuthorizationError; without an authorizer, SECURITY_DISABLED."""
+        bindings = list(dict.fromkeys(_checked_acls(acls, AclBinding, "create_acls")))  # Java's: once each
+        deadline_ms = self._deadline(timeout_ms)
+
+        def build(group: list[AclBinding]) -> Request:
+            creations: list[CreateAclsRequestCreations] = [
+                {"resource_type": b.pattern.resource_type.code, "resource_name": b.pattern.name,
+                 "resource_pattern_type": b.pattern.pattern_type.code, "principal": b.entry.principal,
+                 "host": b.entry.host, "operation": b.entry.operation.code,
+                 "permission_type": b.entry.permission_type.code} for b in group]
+            body: CreateAclsRequestBody = {"creations": creations}
+            return Request(api.CREATE_ACLS.key, body)
+
+        def read(group: list[AclBinding], answer: Mapping[str, Any], node: int) -> dict[AclBinding, KafkaError | None]:
+            results = answer["results"]
+            if len(results) != len(group):
+                error = KafkaError(f"CreateAcls: the broker answered {len(results)} results for {len(group)} ACLs")
+                return dict.fromkeys(group, error)
+            return {b: _acl_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
+
+        fanout: Fanout[AclBinding, None] = Fanout(self._asker, lambda items: dict.fromkeys(items, ANY_BROKER),
+                                                  build, read, name=lambda b: f"ACL {b}")
+        return self._call(lambda: fanout.run(bindings, deadline_ms))
+
+    def describe_acls(self, acl_filter: AclBindingFilter, *, timeout_ms: int | None = None) -> list[AclBinding]:
+        """The ACLs matching acl_filter (DescribeAcls, at any broker; Java's describeAcls; AclBindingFilter.ANY:
+        all). The broker's error raises typed (ClusterAuthorizationError without DESCRIBE on the cluster)."""
+        (checked,) = _checked_acls([acl_filter], AclBindingFilter, "describe_acls")
+        deadline_ms = self._deadline(timeout_ms)
+
+        def describe() -> list[AclBinding]:
+            body: DescribeAclsRequestBody = _filter_body(checked)
+            answer = self._ask(Request(api.DESCRIBE_ACLS.key, body), ANY_BROKER, deadline_ms).body
+            if error := _acl_error(answer, "DescribeAcls"):
+                raise error
+            return [AclBinding(_pattern(r["resource_type"], r["resource_name"], r["pattern_type"]), _entry(e))
+                    for r in answer["resources"] for e in r["acls"]]
+
+        return self._call(describe)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], *,
+                    timeout_ms: int | None = None) -> dict[AclBindingFilter, Result[list[FilterResult]]]:
+        """Deletes the ACLs matching each filter (DeleteAcls, at any broker; Java's deleteAcls): {filter: Result of
+        the bindings it matched, each a FilterResult(binding, error): deleted when error is None}. A filter's own
+        error (ClusterAuthorizationError without ALTER on the cluster) is its Result's."""
+        wanted = list(dict.fromkeys(_checked_acls(filters, AclBindingFilter, "delete_acls")))
+        deadline_ms = self._deadline(timeout_ms)
+
+        def build(group: list[AclBindingFilter]) -> Request:
+            body: DeleteAclsRequestBody = {"filters": [_filter_body(f) for f in group]}
+            return Request(api.DELETE_ACLS.key, body)
+
+        def read(group: list[AclBindingFilter], answer: Mapping[str, Any],
+                 node: int) -> dict[AclBindingFilter, list[FilterResult] | KafkaError]:
+            results = answer["filter_results"]
+            if len(results) != len(group):
+                return dict.fromkeys(group, KafkaError(f"DeleteAcls: the broker answered {len(results)} results for "
+                                                       f"{len(group)} filters"))
+            out: dict[AclBindingFilter, list[FilterResult] | KafkaError] = {}
+            for f, r in zip(group, results, strict=True):
+                error = _acl_error(r, f"ACL filter {f}")
+                out[f] = error if error is not None else [
+                    FilterResult(binding := AclBinding(_pattern(m["resource_type"], m["resource_name"],
+                                                                m["pattern_type"]), _entry(m)),
+                                 _acl_error(m, f"ACL {binding}")) for m in r["matching_acls"]]
+            return out
+
+        fanout: Fanout[AclBindingFilter, list[FilterResult]] = Fanout(
+            self._asker, lambda items: dict.fromkeys(items, ANY_BROKER), build, read, name=lambda f: f"ACL filter {f}")
+        return self._call(lambda: fanout.run(wanted, deadline_ms))
+
     # -- lifecycle --------------------------------------------------------------------------------------------------
 
     def close(self, timeout: float = 5.0) -> None:
@@ -678,5 +882,5 @@ class Admin:
 __all__ = [
     "Admin", "ClusterDescription", "ConfigEntry", "ConfigResource", "ConsumerGroupDescription",
     "ConsumerGroupListing", "DeletedRecords", "InvalidArgumentError", "ListOffsetsResultInfo", "MemberDescription",
-    "NewTopic", "Result", "TopicDescription", "TopicPartition",
+    "NewPartitions", "NewTopic", "Result", "TopicDescription", "TopicPartition",
 ]

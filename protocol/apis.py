@@ -551,12 +551,72 @@ DESCRIBE_CLUSTER = api(60, "DescribeCluster", "0-1", "0+", request=(
     F("cluster_authorized_operations", "int32", default=INT32_MIN, about="the cluster's ACL rights (bits)"),
 ))
 
+CREATE_PARTITIONS = api(37, "CreatePartitions", "0-3", "2+", request=(
+    F("topics", "[]", ALL, F("name", "string", about="the topic's name"),
+      F("count", "int32", about="the topic's new partition count"),
+      F("assignments", "[]", ALL, F("broker_ids", "[]int32", about="the new partition's replicas' broker ids"),
+        **NULL, about="replicas by hand, per new partition; null for the broker's choice"),
+      about="the topics to grow"),
+    F("timeout_ms", "int32", about="how long the broker may take to create the partitions"),
+    F("validate_only", "bool", about="whether to check only, creating nothing"),
+), response=(
+    _throttle(),
+    F("results", "[]", ALL, F("name", "string", about="the topic's name"), _ERROR, _ERROR_MESSAGE,
+      about="the outcome per topic"),
+))
+
+# ACLs (KIP-290 patterns): codes are Java's ResourceType, PatternType, AclOperation, AclPermissionType (cykafka/acl.py)
+_ACL_FILTER = (F("resource_type_filter", "int8", about="the resource type to match (1: any)"),
+               F("resource_name_filter", "string", **NULL, about="the resource name to match, null for any"),
+               F("pattern_type_filter", "int8", default=3, about="the pattern type to match (1 any, 2 match)"),
+               F("principal_filter", "string", **NULL, about="the principal to match, null for any"),
+               F("host_filter", "string", **NULL, about="the host to match, null for any"),
+               F("operation", "int8", about="the operation to match (1: any)"),
+               F("permission_type", "int8", about="the permission type to match (1: any)"))
+_ACE = (F("principal", "string", about="the principal, e.g. User:alice"),
+        F("host", "string", about="the host, * for any"),
+        F("operation", "int8", about="the operation (AclOperation code)"),
+        F("permission_type", "int8", about="ALLOW (3) or DENY (2)"))
+
+DESCRIBE_ACLS = api(29, "DescribeAcls", "1-3", "2+", request=_ACL_FILTER, response=(  # 0: removed in Kafka 4
+    _throttle(),
+    _ERROR,
+    _ERROR_MESSAGE,
+    F("resources", "[]", ALL, F("resource_type", "int8", about="the resource type"),
+      F("resource_name", "string", about="the resource name (or prefix)"),
+      F("pattern_type", "int8", default=3, about="3 literal, 4 prefixed"),
+      F("acls", "[]", ALL, *_ACE, about="the resource's ACL entries"), about="the matching ACLs, per resource"),
+))
+
+CREATE_ACLS = api(30, "CreateAcls", "1-3", "2+", request=(
+    F("creations", "[]", ALL, F("resource_type", "int8", about="the resource type"),
+      F("resource_name", "string", about="the resource name (or prefix)"),
+      F("resource_pattern_type", "int8", default=3, about="3 literal, 4 prefixed"), *_ACE,
+      about="the ACLs to create"),
+), response=(
+    _throttle(),
+    F("results", "[]", ALL, _ERROR, _ERROR_MESSAGE, about="the outcome per ACL, in the request's order"),
+))
+
+DELETE_ACLS = api(31, "DeleteAcls", "1-3", "2+", request=(
+    F("filters", "[]", ALL, *_ACL_FILTER, about="the filters whose matching ACLs to delete"),
+), response=(
+    _throttle(),
+    F("filter_results", "[]", ALL, _ERROR, _ERROR_MESSAGE,
+      F("matching_acls", "[]", ALL, _ERROR, _ERROR_MESSAGE,
+        F("resource_type", "int8", about="the resource type"),
+        F("resource_name", "string", about="the resource name (or prefix)"),
+        F("pattern_type", "int8", default=3, about="3 literal, 4 prefixed"), *_ACE,
+        about="the ACLs the filter matched (deleted unless their error says otherwise)"),
+      about="the outcome per filter, in the request's order"),
+))
+
 APIS: dict[int, Api] = {a.key: a for a in (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT,
     LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, SASL_HANDSHAKE, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
     DELETE_RECORDS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN,
     TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, SASL_AUTHENTICATE, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS,
-    DESCRIBE_CLUSTER,
+    DESCRIBE_CLUSTER, CREATE_PARTITIONS, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
 )}
 API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}

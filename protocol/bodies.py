@@ -1412,6 +1412,177 @@ class TxnOffsetCommitResponseBody(TypedDict):
     topics: list[TxnOffsetCommitResponseTopics]
 
 
+class DescribeAclsRequestBody(TypedDict, total=False):
+    """DescribeAcls (key 29) request body, v1-3."""
+
+    # the resource type to match (1: any) (v0+)
+    resource_type_filter: int
+    # the resource name to match, null for any (v0+)
+    resource_name_filter: str | None
+    # the pattern type to match (1 any, 2 match) (v0+)
+    pattern_type_filter: int
+    # the principal to match, null for any (v0+)
+    principal_filter: str | None
+    # the host to match, null for any (v0+)
+    host_filter: str | None
+    # the operation to match (1: any) (v0+)
+    operation: int
+    # the permission type to match (1: any) (v0+)
+    permission_type: int
+
+
+class DescribeAclsResponseResourcesAcls(TypedDict):
+    """The resource's ACL entries."""
+
+    # the principal, e.g. User:alice (v0+)
+    principal: str
+    # the host, * for any (v0+)
+    host: str
+    # the operation (AclOperation code) (v0+)
+    operation: int
+    # ALLOW (3) or DENY (2) (v0+)
+    permission_type: int
+
+
+class DescribeAclsResponseResources(TypedDict):
+    """The matching ACLs, per resource."""
+
+    # the resource type (v0+)
+    resource_type: int
+    # the resource name (or prefix) (v0+)
+    resource_name: str
+    # 3 literal, 4 prefixed (v0+)
+    pattern_type: int
+    # the resource's ACL entries (v0+)
+    acls: list[DescribeAclsResponseResourcesAcls]
+
+
+class DescribeAclsResponseBody(TypedDict):
+    """DescribeAcls (key 29) response body, v1-3."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # the matching ACLs, per resource (v0+)
+    resources: list[DescribeAclsResponseResources]
+
+
+class CreateAclsRequestCreations(TypedDict, total=False):
+    """The ACLs to create."""
+
+    # the resource type (v0+)
+    resource_type: int
+    # the resource name (or prefix) (v0+)
+    resource_name: str
+    # 3 literal, 4 prefixed (v0+)
+    resource_pattern_type: int
+    # the principal, e.g. User:alice (v0+)
+    principal: str
+    # the host, * for any (v0+)
+    host: str
+    # the operation (AclOperation code) (v0+)
+    operation: int
+    # ALLOW (3) or DENY (2) (v0+)
+    permission_type: int
+
+
+class CreateAclsRequestBody(TypedDict, total=False):
+    """CreateAcls (key 30) request body, v1-3."""
+
+    # the ACLs to create (v0+)
+    creations: Sequence[CreateAclsRequestCreations]
+
+
+class CreateAclsResponseResults(TypedDict):
+    """The outcome per ACL, in the request's order."""
+
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class CreateAclsResponseBody(TypedDict):
+    """CreateAcls (key 30) response body, v1-3."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the outcome per ACL, in the request's order (v0+)
+    results: list[CreateAclsResponseResults]
+
+
+class DeleteAclsRequestFilters(TypedDict, total=False):
+    """The filters whose matching ACLs to delete."""
+
+    # the resource type to match (1: any) (v0+)
+    resource_type_filter: int
+    # the resource name to match, null for any (v0+)
+    resource_name_filter: str | None
+    # the pattern type to match (1 any, 2 match) (v0+)
+    pattern_type_filter: int
+    # the principal to match, null for any (v0+)
+    principal_filter: str | None
+    # the host to match, null for any (v0+)
+    host_filter: str | None
+    # the operation to match (1: any) (v0+)
+    operation: int
+    # the permission type to match (1: any) (v0+)
+    permission_type: int
+
+
+class DeleteAclsRequestBody(TypedDict, total=False):
+    """DeleteAcls (key 31) request body, v1-3."""
+
+    # the filters whose matching ACLs to delete (v0+)
+    filters: Sequence[DeleteAclsRequestFilters]
+
+
+class DeleteAclsResponseFilterResultsMatchingAcls(TypedDict):
+    """The ACLs the filter matched (deleted unless their error says otherwise)."""
+
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # the resource type (v0+)
+    resource_type: int
+    # the resource name (or prefix) (v0+)
+    resource_name: str
+    # 3 literal, 4 prefixed (v0+)
+    pattern_type: int
+    # the principal, e.g. User:alice (v0+)
+    principal: str
+    # the host, * for any (v0+)
+    host: str
+    # the operation (AclOperation code) (v0+)
+    operation: int
+    # ALLOW (3) or DENY (2) (v0+)
+    permission_type: int
+
+
+class DeleteAclsResponseFilterResults(TypedDict):
+    """The outcome per filter, in the request's order."""
+
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # the ACLs the filter matched (deleted unless their error says otherwise) (v0+)
+    matching_acls: list[DeleteAclsResponseFilterResultsMatchingAcls]
+
+
+class DeleteAclsResponseBody(TypedDict):
+    """DeleteAcls (key 31) response body, v1-3."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the outcome per filter, in the request's order (v0+)
+    filter_results: list[DeleteAclsResponseFilterResults]
+
+
 class DescribeConfigsRequestResources(TypedDict, total=False):
     """The resources whose configs to describe."""
 
@@ -1510,6 +1681,55 @@ class SaslAuthenticateResponseBody(TypedDict):
     auth_bytes: bytes
     # how long the session lasts, 0 for ever (v1+)
     session_lifetime_ms: int
+
+
+class CreatePartitionsRequestTopicsAssignments(TypedDict, total=False):
+    """Replicas by hand, per new partition; null for the broker's choice."""
+
+    # the new partition's replicas' broker ids (v0+)
+    broker_ids: Sequence[int]
+
+
+class CreatePartitionsRequestTopics(TypedDict, total=False):
+    """The topics to grow."""
+
+    # the topic's name (v0+)
+    name: str
+    # the topic's new partition count (v0+)
+    count: int
+    # replicas by hand, per new partition; null for the broker's choice (v0+)
+    assignments: Sequence[CreatePartitionsRequestTopicsAssignments] | None
+
+
+class CreatePartitionsRequestBody(TypedDict, total=False):
+    """CreatePartitions (key 37) request body, v0-3."""
+
+    # the topics to grow (v0+)
+    topics: Sequence[CreatePartitionsRequestTopics]
+    # how long the broker may take to create the partitions (v0+)
+    timeout_ms: int
+    # whether to check only, creating nothing (v0+)
+    validate_only: bool
+
+
+class CreatePartitionsResponseResults(TypedDict):
+    """The outcome per topic."""
+
+    # the topic's name (v0+)
+    name: str
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class CreatePartitionsResponseBody(TypedDict):
+    """CreatePartitions (key 37) response body, v0-3."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the outcome per topic (v0+)
+    results: list[CreatePartitionsResponseResults]
 
 
 class DeleteGroupsRequestBody(TypedDict, total=False):

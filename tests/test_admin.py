@@ -19,6 +19,7 @@ from cykafka import (
     InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
+    NewPartitions,
     NewTopic,
     Producer,
     TopicPartition,
@@ -28,6 +29,7 @@ from cykafka import (
 from cykafka.broker import EmbeddedBroker
 
 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 36, 3, 41
+INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT = 37, 39
 
 
 def _name(prefix: str) -> str:
@@ -172,6 +174,114 @@ def test_delete_topics_per_item(admin: Admin, broker: EmbeddedBroker) -> None:
     assert unknown in str(error)
     _listed(admin, topic, present=False)
     assert topic not in _confluent_topics(broker.bootstrap_servers)
+
+
+def _partition_count(admin: Admin, topic: str, count: int) -> int:
+    """describe_topics' partition count of topic once it is count (bounded: Kafka's brokers learn of new topics and
+    partitions a moment after the controller answered)."""
+    deadline = time.monotonic() + 10
+    while True:
+        described = admin.describe_topics([topic])[topic]
+        seen = described.error or len(described.result().partitions)  # an error: not known to the broker yet
+        if seen == count:
+            return count
+        assert time.monotonic() < deadline, f"{topic}: {seen} after 10 s, not {count} partitions"
+        time.sleep(0.05)
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu has no CreatePartitions (test_create_partitions_on_tansu_...)")
+def test_create_partitions_grows_a_topic_and_types_each_topics_error(admin: Admin, broker: Any) -> None:
+    """A topic grows from 2 to 5 partitions (describe_topics and confluent-kafka see 5); in the same call a count
+    that does not grow a topic is INVALID_PARTITIONS, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a replica on a
+    broker that does not exist INVALID_REPLICA_ASSIGNMENT (new_assignments are sent): each names its topic."""
+    grown, same, missing, placed = _name("grow"), _name("same"), _name("missing"), _name("placed")
+    for result in admin.create_topics([NewTopic(grown, 2), NewTopic(same, 3), NewTopic(placed, 1)]).values():
+        result.result()
+    results = admin.create_partitions({grown: NewPartitions(5), same: NewPartitions.increase_to(3),
+                                       missing: NewPartitions(2), placed: NewPartitions(2, [[999]])})
+    assert list(results) == [grown, same, missing, placed] and results[grown].error is None
+    for topic, code in ((same, INVALID_PARTITIONS), (missing, UNKNOWN_TOPIC_OR_PARTITION),
+                        (placed, INVALID_REPLICA_ASSIGNMENT)):
+        error = results[topic].error
+        assert isinstance(error, BrokerResponseError) and error.code == code and topic in str(error), error
+    assert _partition_count(admin, grown, 5) == 5
+    deadline = time.monotonic() + 10
+    while (theirs := _confluent_topics(broker.bootstrap_servers)[grown]) != 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    print(f"{grown}: ours 5, confluent-kafka {theirs}")
+    assert theirs == 5
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu has no CreatePartitions")
+def test_create_partitions_validate_only_creates_nothing(admin: Admin) -> None:
+    """validate_only to 6 answers without error and creates nothing: growing to 3 afterwards succeeds (it would be
+    INVALID_PARTITIONS after 6) and describe_topics sees 3."""
+    topic = _name("validate-grow")
+    admin.create_topics([NewTopic(topic, 2)])[topic].result()
+    assert admin.create_partitions({topic: NewPartitions(6)}, validate_only=True)[topic].error is None
+    assert admin.create_partitions({topic: NewPartitions(1)}, validate_only=True)[topic].error.code == \
+        INVALID_PARTITIONS  # type: ignore[union-attr]  (validation happens)
+    admin.create_partitions({topic: NewPartitions(3)})[topic].result()
+    assert _partition_count(admin, topic, 3) == 3
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu has no CreatePartitions")
+def test_create_partitions_not_controller_items_are_sent_again_alone(broker: Any) -> None:
+    """A CreatePartitions item answered NOT_CONTROLLER goes again, alone, after a metadata update (the proxy says
+    NOT_CONTROLLER for the first item once)."""
+    from kafka_proxy import KafkaProxy
+
+    first, second = _name("pnc-a"), _name("pnc-b")
+    asked: list[list[str]] = []
+
+    def first_item_not_controller(answer: dict[str, Any]) -> dict[str, Any]:
+        asked.append(sorted(t["name"] for t in answer["results"]))  # Kafka answers in its own order
+        if len(asked) == 1:
+            next(t for t in answer["results"] if t["name"] == first).update(error_code=NOT_CONTROLLER,
+                                                                             error_message=None)
+        return answer
+
+    proxy = KafkaProxy(broker.host, broker.port)
+    try:
+        proxy.rewrite[protocol.apis.CREATE_PARTITIONS.key] = first_item_not_controller
+        with Admin({"bootstrap.servers": proxy.bootstrap_servers, "retry.backoff.ms": 10}) as a:
+            for result in a.create_topics([NewTopic(first, 1), NewTopic(second, 1)], timeout_ms=20000).values():
+                result.result()
+            results = a.create_partitions({first: NewPartitions(2), second: NewPartitions(2)}, timeout_ms=20000)
+    finally:
+        proxy.close()
+    assert asked == [[first, second], [first]]
+    assert results[second].error is None
+    # the broker had grown it: the second ask says so (INVALID_PARTITIONS: it has 2 already)
+    assert getattr(results[first].error, "code", None) in (None, INVALID_PARTITIONS)
+
+
+@pytest.mark.broker_only("tansu", reason="Kafka speaks CreatePartitions (test_create_partitions_grows_...)")
+def test_create_partitions_on_tansu_fails_naming_the_missing_api(admin: Admin) -> None:
+    topic = _name("no-grow")
+    admin.create_topics([NewTopic(topic, 1)])[topic].result()
+    error = admin.create_partitions({topic: NewPartitions(2)})[topic].error
+    assert isinstance(error, UnsupportedVersionError), error
+    assert "does not support CreatePartitions (API key 37)" in str(error)
+    with pytest.raises(UnsupportedVersionError, match="CreatePartitions"):
+        admin.create_partitions({topic: NewPartitions(2)})[topic].result()
+
+
+@pytest.mark.parametrize(("new", "message"), [
+    ({"t": 3}, r"create_partitions takes \{topic: NewPartitions\}, got 't': int"),
+    ({"t": NewPartitions(0)}, r"NewPartitions of 't': total_count must be an int from 1 to 2\*\*31-1"),
+    ({"t": NewPartitions(True)}, r"total_count must be an int"),
+    ({"t": NewPartitions(3, [[1], []])}, r"new_assignments: each new partition's replicas must be a non-empty"),
+    ({"t": NewPartitions(3, [[1, 1]])}, r"distinct broker ids"),
+    ({"t": NewPartitions(3, [["1"]])}, r"broker ids \(ints >= 0\), got \['1'\]"),  # type: ignore[list-item]
+    ({"t": NewPartitions(2, [[1], [2], [3]])}, r"must name 1 to total_count \(2\) new partitions"),
+    ({"a/b": NewPartitions(2)}, r"characters other than"),
+    (["t"], r"create_partitions takes \{topic: NewPartitions\}, got list"),
+])
+def test_create_partitions_checks_its_arguments_naming_them(new: Any, message: str) -> None:
+    with Admin({"bootstrap.servers": "127.0.0.1:1"}) as a:  # nothing is sent: no broker there
+        with pytest.raises((InvalidArgumentError, InvalidTopicError), match=message):
+            a.create_partitions(new, timeout_ms=100)
 
 
 # -- cluster and configs --------------------------------------------------------------------------------------------

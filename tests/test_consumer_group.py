@@ -197,6 +197,42 @@ def test_a_pattern_subscription_follows_topics_as_they_appear(broker: EmbeddedBr
     assert members[0].subscribed == {f"{prefix}-a", f"{prefix}-b", f"{prefix}-c"}
 
 
+@pytest.mark.broker_only("kafka", reason="Tansu has no CreatePartitions")
+def test_a_group_resplits_when_its_topic_grows_and_reads_the_new_partitions(broker: EmbeddedBroker,
+                                                                            members: list[Member]) -> None:
+    """Two members split a 2-partition topic; Admin.create_partitions grows it to 6; within metadata.max.age.ms
+    (1000 here) the leader sees the new count, the group rebalances, the 6 partitions are split 3 and 3, and the
+    records written to the new partitions are read, each once."""
+    from cykafka import NewPartitions
+
+    topic, group = _name("grows"), _name("g")
+    _create(broker.bootstrap_servers, (topic, 2))
+    _write(broker.bootstrap_servers, topic, 2, 10)
+    members += [Member(_consumer(broker.bootstrap_servers, group), [topic]) for _ in range(2)]
+    for m in members:
+        m.start()
+    before = {TopicPartition(topic, p) for p in range(2)}
+    _wait_until(lambda: _split(members, before), "2 members split 2 partitions")
+    with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        admin.create_partitions({topic: NewPartitions(6)})[topic].result()
+    grown_at = time.monotonic()
+    after = {TopicPartition(topic, p) for p in range(6)}
+    _wait_until(lambda: _split(members, after), "2 members split the 6 partitions")
+    resplit_s = time.monotonic() - grown_at
+    assert sorted(len(m.assignment()) for m in members) == [3, 3]
+    _write(broker.bootstrap_servers, topic, 6, 10, start=10)
+    _wait_until(lambda: sum(len(m.records) for m in members) >= 2 * 20 + 4 * 10, "every record read")
+    for m in members:
+        m.stop()
+    read = [r for m in members for r in m.records]
+    new_partitions = sum(1 for r in read if r[1] >= 2)
+    print(f"re-split {resplit_s:.1f} s after the topic grew; read {len(read)} records, {new_partitions} from the "
+          f"new partitions")
+    assert new_partitions == 40
+    assert sorted(read) == sorted([(topic, p, o) for p in range(2) for o in range(20)]
+                                  + [(topic, p, o) for p in range(2, 6) for o in range(10)])
+
+
 def test_records_written_by_confluent_kafka_read_equal_in_group_mode_without_aborted_ones(
         broker: EmbeddedBroker) -> None:
     confluent_kafka = pytest.importorskip("confluent_kafka")

@@ -15,10 +15,18 @@ import pytest
 from apache_kafka import CLIENT_PRINCIPAL, REAUTH_MS
 
 from cykafka import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    Admin,
     AuthenticationError,
     Consumer,
     GroupAuthorizationError,
+    PatternType,
     Producer,
+    ResourcePattern,
+    ResourceType,
     TopicAuthorizationError,
     TopicPartition,
     TransactionalIdAuthorizationError,
@@ -35,25 +43,28 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _allow(kafka: Any, resource_type: Any, name: str, principal: str, *operations: Any) -> None:
+def _acls(kafka: Any, resource_type: ResourceType, name: str, principal: str, permission: AclPermissionType,
+          *operations: AclOperation) -> list[AclBinding]:
+    """Creates the ACLs (as admin, a super user, with Admin.create_acls) and returns them."""
+    bindings = [AclBinding(ResourcePattern(resource_type, name, PatternType.LITERAL),
+                           AccessControlEntry(principal, "*", operation, permission)) for operation in operations]
+    with Admin(kafka.security_config("SASL_PLAINTEXT", user="admin")) as admin:
+        for result in admin.create_acls(bindings, timeout_ms=30000).values():
+            result.result()
+    time.sleep(0.5)  # the authorizer applies the ACLs from the metadata log
+    return bindings
+
+
+def _allow(kafka: Any, resource_type: ResourceType, name: str, principal: str,
+           *operations: AclOperation) -> list[AclBinding]:
     """ACLs allowing `principal` `operations` on one resource: from then on only principals allowed there may use
     it (allow.everyone.if.no.acl.found covers resources without ACLs only)."""
-    admin = confluent_admin.AdminClient(kafka.security_config("SASL_PLAINTEXT", user="admin"))
-    bindings = [confluent_admin.AclBinding(resource_type, name, confluent_admin.ResourcePatternType.LITERAL,
-                                           principal, "*", operation, confluent_admin.AclPermissionType.ALLOW)
-                for operation in operations]
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
-    time.sleep(0.5)  # the authorizer applies the ACLs from the metadata log
+    return _acls(kafka, resource_type, name, principal, AclPermissionType.ALLOW, *operations)
 
 
-def _deny(kafka: Any, resource_type: Any, name: str, principal: str, operation: Any) -> None:
-    admin = confluent_admin.AdminClient(kafka.security_config("SASL_PLAINTEXT", user="admin"))
-    binding = confluent_admin.AclBinding(resource_type, name, confluent_admin.ResourcePatternType.LITERAL, principal,
-                                         "*", operation, confluent_admin.AclPermissionType.DENY)
-    for future in admin.create_acls([binding]).values():
-        future.result(30)
-    time.sleep(0.5)
+def _deny(kafka: Any, resource_type: ResourceType, name: str, principal: str,
+          operation: AclOperation) -> list[AclBinding]:
+    return _acls(kafka, resource_type, name, principal, AclPermissionType.DENY, operation)
 
 
 def _produce_and_read_back(kafka: Any, config: dict[str, Any], records: int = 200) -> None:
@@ -80,10 +91,14 @@ def test_mutual_tls_names_the_principal_by_the_client_certificate(kafka_broker: 
     """Kafka's SSL principal is the certificate's DN: on a topic open to User:ANONYMOUS (an SSL client without a
     certificate) a DENY for User:CN=cykafka-client refuses the client presenting that certificate."""
     topic = _name("mtls")
-    _allow(kafka_broker, confluent_admin.ResourceType.TOPIC, topic, "User:ANONYMOUS",
-           confluent_admin.AclOperation.ALL)
-    _deny(kafka_broker, confluent_admin.ResourceType.TOPIC, topic, CLIENT_PRINCIPAL,
-          confluent_admin.AclOperation.WRITE)
+    ours = _allow(kafka_broker, ResourceType.TOPIC, topic, "User:ANONYMOUS", AclOperation.ALL)
+    ours += _deny(kafka_broker, ResourceType.TOPIC, topic, CLIENT_PRINCIPAL, AclOperation.WRITE)
+    confluent = confluent_admin.AdminClient(kafka_broker.security_config("SASL_PLAINTEXT", user="admin"))
+    theirs = confluent.describe_acls(confluent_admin.AclBindingFilter(  # another client sees what ours created
+        confluent_admin.ResourceType.TOPIC, topic, confluent_admin.ResourcePatternType.LITERAL, None, None,
+        confluent_admin.AclOperation.ANY, confluent_admin.AclPermissionType.ANY)).result(30)
+    assert sorted((b.principal, b.host, b.operation.name, b.permission_type.name) for b in theirs) == sorted(
+        (b.entry.principal, b.entry.host, b.entry.operation.name, b.entry.permission_type.name) for b in ours)
     with Producer(kafka_broker.security_config("SSL", client_certificate=True)) as producer:
         with pytest.raises(TopicAuthorizationError):  # no ALLOW for it there: send() refuses at once
             producer.send(topic, b"by certificate").result(30)
@@ -150,9 +165,9 @@ def test_a_topic_without_write_fails_its_records_at_once_and_the_producer_goes_o
     with Producer(kafka_broker.security_config("SASL_PLAINTEXT", user="admin")) as admin_producer:
         for topic in (denied, allowed, hidden):
             admin_producer.send(topic, b"created").result(30)
-    _allow(kafka_broker, confluent_admin.ResourceType.TOPIC, denied, "User:alice",
-           confluent_admin.AclOperation.DESCRIBE)  # ACLs there now: no WRITE for alice
-    _allow(kafka_broker, confluent_admin.ResourceType.TOPIC, hidden, "User:admin", confluent_admin.AclOperation.ALL)
+    _allow(kafka_broker, ResourceType.TOPIC, denied, "User:alice",
+           AclOperation.DESCRIBE)  # ACLs there now: no WRITE for alice
+    _allow(kafka_broker, ResourceType.TOPIC, hidden, "User:admin", AclOperation.ALL)
     with Producer(kafka_broker.security_config("SASL_PLAINTEXT", user="alice")) as producer:
         started = time.monotonic()
         refused = [producer.send(denied, b"no %d" % i) for i in range(10)]
@@ -176,7 +191,7 @@ def test_a_group_without_read_is_a_group_authorization_error(kafka_broker: Any) 
     topic, group = _name("grouped"), _name("locked")
     with Producer(kafka_broker.security_config("SASL_PLAINTEXT", user="admin")) as producer:
         producer.send(topic, b"x").result(30)
-    _allow(kafka_broker, confluent_admin.ResourceType.GROUP, group, "User:admin", confluent_admin.AclOperation.READ)
+    _allow(kafka_broker, ResourceType.GROUP, group, "User:admin", AclOperation.READ)
     consumer = Consumer({**kafka_broker.security_config("SASL_PLAINTEXT", user="alice"), "group.id": group,
                          "auto.offset.reset": "earliest"})
     try:
@@ -192,8 +207,8 @@ def test_a_group_without_read_is_a_group_authorization_error(kafka_broker: Any) 
 
 def test_a_transactional_id_without_write_is_a_typed_fatal_error(kafka_broker: Any) -> None:
     transactional_id = _name("tx")
-    _allow(kafka_broker, confluent_admin.ResourceType.TRANSACTIONAL_ID, transactional_id, "User:admin",
-           confluent_admin.AclOperation.WRITE)
+    _allow(kafka_broker, ResourceType.TRANSACTIONAL_ID, transactional_id, "User:admin",
+           AclOperation.WRITE)
     producer = Producer({**kafka_broker.security_config("SASL_PLAINTEXT", user="alice"),
                          "transactional.id": transactional_id})
     try:
