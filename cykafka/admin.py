@@ -42,6 +42,10 @@ _RETRY_PER_ITEM = frozenset({ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADE
                              ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION,
                              ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_CONTROLLER, ErrorCode.CONCURRENT_TRANSACTIONS})
+# a group's answer saying its coordinator is loading or has moved: find it again and ask again (Java's
+# CoordinatorStrategy); a fresh Apache Kafka answers NOT_COORDINATOR while __consumer_offsets is being created
+_COORDINATOR_MOVING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                 ErrorCode.NOT_COORDINATOR})
 _RESOURCE_TYPES = {"topic": 2, "broker": 4}  # ConfigResource.Type codes
 _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
@@ -634,11 +638,29 @@ class Admin:
         """One request per group at its coordinator; an error finding it is that group's result."""
         results: dict[str, Result[Any]] = {}
         for group_id in group_ids:
+
+            def asked(node: int, group_id: str = group_id) -> Result[Any]:
+                result = ask(node, group_id)
+                if isinstance(result.error, BrokerResponseError) and result.error.code in _COORDINATOR_MOVING:
+                    raise result.error
+                return result
+
             try:
-                results[group_id] = ask(self._coordinator(group_id, deadline_ms), group_id)
+                results[group_id] = self._at_coordinator(group_id, deadline_ms, asked)
             except BrokerResponseError as e:
                 results[group_id] = Result(error=e)
         return results
+
+    def _at_coordinator(self, group_id: str, deadline_ms: int, ask: Callable[[int], T]) -> T:
+        """ask(the group's coordinator), asked again with the coordinator looked up again while the answer says
+        it is loading or has moved (Java's CoordinatorStrategy), until deadline_ms; then that error."""
+        while True:
+            try:
+                return ask(self._coordinator(group_id, deadline_ms))
+            except BrokerResponseError as e:
+                if e.code not in _COORDINATOR_MOVING or self._clock.monotonic_ms() >= deadline_ms:
+                    raise
+            self._clock.sleep_ms(self.config.retry_backoff_ms)
 
     def list_consumer_groups(self, *, states: Iterable[str] | None = None,
                              timeout_ms: int | None = None) -> list[ConsumerGroupListing]:
@@ -707,8 +729,7 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
         topics = None if tps is None else by_topic(tps, lambda tp: tp.partition, "partition_indexes")
 
-        def fetch() -> dict[TopicPartition, Result[OffsetAndMetadata]]:
-            node = self._coordinator(group, deadline_ms)
+        def fetch(node: int) -> dict[TopicPartition, Result[OffsetAndMetadata]]:
             body = {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}]}
             _, a = self._request(api.OFFSET_FETCH.key, body, deadline_ms, node)
             found = a["groups"][0] if a["groups"] else a
@@ -723,7 +744,7 @@ class Admin:
                         OffsetAndMetadata(p["committed_offset"], p["metadata"], p["committed_leader_epoch"]))
             return results
 
-        return self._call(fetch)
+        return self._call(lambda: self._at_coordinator(group, deadline_ms, fetch))
 
     # -- lifecycle --------------------------------------------------------------------------------------------------
 
