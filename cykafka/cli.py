@@ -48,6 +48,8 @@ def _broker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with EmbeddedBroker(args.port, storage_url=args.storage_url) as broker:
         print(f"bootstrap.servers={broker.bootstrap_servers} pid={broker.pid} log={broker.log_path}", flush=True)
+        print("cykafka broker: a consumer group's first join is held session.timeout.ms / 2 here (about 23 s by "
+              "default; set session.timeout.ms=6000 for a 3 s wait): docs/consumer.md", file=sys.stderr, flush=True)
         try:
             stop.wait()
         except KeyboardInterrupt:
@@ -526,7 +528,10 @@ def _add_client_options(cmd: argparse.ArgumentParser, what: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cykafka", description="cykafka: a fast Kafka producer for Python.")
+    parser = argparse.ArgumentParser(
+        prog="cykafka", description="cykafka: a fast, correct Kafka client for Python (producer, consumer, admin, "
+        "asyncio, Spark). The commands: produce and consume records (like kcat -P / -C), administer topics, run a "
+        "local dev broker, run the demo pipeline. `cykafka COMMAND --help` for each.")
     parser.add_argument("--version", action="version", version=f"cykafka {cykafka.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     produce_cmd = sub.add_parser(

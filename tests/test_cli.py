@@ -376,3 +376,29 @@ def test_consume_on_a_terminal_has_no_bar_on_the_records_lines_and_whole_counts(
     _, barred = _on_a_terminal(["consume", topic, "-b", broker.bootstrap_servers, "-e"])
     assert re.search(rb"\r\d+ records \[", barred), barred
     assert b".00 records" not in barred and b"s/ records" not in barred
+
+
+def test_demo_without_the_spark_extra_raises_missing_dependency_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cykafka demo` without pyspark showed a raw ModuleNotFoundError traceback: now MissingDependencyError names
+    the extra (and --plain), before the broker starts; the command prints it as one line, exit code 1."""
+    from cykafka import MissingDependencyError, demo
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'cykafka\[spark\]'.*cykafka demo --plain"):
+        demo.run_spark(records=10)
+    code = ("import sys; sys.modules['pyspark'] = None; from cykafka.cli import main; "
+            "sys.exit(main(['demo', '--records', '10']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith("cykafka demo: error: cykafka demo runs a Spark pipeline and needs the spark extra")
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_help_says_what_cykafka_is() -> None:
+    """`cykafka --help` said "a fast Kafka producer" (the consumer, admin and broker commands came later)."""
+    out = subprocess.run([CYKAFKA, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "a fast Kafka producer" not in out
+    assert "Kafka client for Python (producer, consumer, admin, asyncio, Spark)" in " ".join(out.split())
+    for command in ("produce", "consume", "topics", "broker", "demo"):
+        assert command in out
