@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import cykafka
 from cykafka.broker import EmbeddedBroker
-from cykafka.errors import BatchDeliveryError, KafkaError
+from cykafka.errors import DOCS_URL, BatchDeliveryError, KafkaError
 
 if TYPE_CHECKING:
     from cykafka.consumer import Consumer
@@ -49,7 +49,8 @@ def _broker(args: argparse.Namespace) -> int:
     with EmbeddedBroker(args.port, storage_url=args.storage_url) as broker:
         print(f"bootstrap.servers={broker.bootstrap_servers} pid={broker.pid} log={broker.log_path}", flush=True)
         print("cykafka broker: a consumer group's first join is held session.timeout.ms / 2 here (about 23 s by "
-              "default; set session.timeout.ms=6000 for a 3 s wait): docs/consumer.md", file=sys.stderr, flush=True)
+              f"default; set session.timeout.ms=6000 for a 3 s wait): {DOCS_URL}consumer.md",
+              file=sys.stderr, flush=True)
         try:
             stop.wait()
         except KeyboardInterrupt:
