@@ -172,8 +172,12 @@ class FakeCluster:
     def __init__(self, clock: Clock, num_brokers: int = 3, *, default_partitions: int = 4,
                  max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True,
                  duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True,
-                 wire: bool = False, versions: Mapping[int, int] | None = None, fetch_sessions: bool = True) -> None:
+                 wire: bool = False, versions: Mapping[int, int] | None = None, fetch_sessions: bool = True,
+                 whole_first_batch: bool = True) -> None:
         self.clock = clock
+        # KIP-74: a Fetch answer's first batch comes whole even when larger than the limits; False: cut at the
+        # partition's limit, as brokers before it answered (the client sees no whole batch and must ask for more)
+        self.whole_first_batch = whole_first_batch
         self.nodes = {i: Node(i, f"fake-broker-{i}", 9092 + i) for i in range(num_brokers)}
         self.default_partitions = default_partitions
         self.max_message_bytes = max_message_bytes
@@ -669,6 +673,9 @@ class FakeCluster:
             if last_offset < fetch_offset:
                 continue
             if len(records) + len(raw) > max_bytes and (records or not first):
+                break
+            if len(raw) > max_bytes and not self.whole_first_batch:
+                records += raw[:max_bytes]
                 break
             records += raw
         return {**answer, "high_watermark": part.next_offset, "last_stable_offset": stable, "log_start_offset": 0,

@@ -174,8 +174,9 @@ cdef inline int _reserve_rows(_Columns* c, Py_ssize_t rows, bint include_headers
 cdef int _append_headers(_Columns* c, const unsigned char* p, Py_ssize_t pos, Py_ssize_t end,
                          int64_t header_count) noexcept nogil:
     """A record's headers section at p[pos:end] (walked by _skip_headers already) into the header columns."""
-    cdef int64_t i, size_bytes
-    cdef const unsigned char* data
+    cdef int64_t i
+    cdef int64_t size_bytes = 0  # set by every _get_zigzag / _read_bytes_field below (gcc could not tell)
+    cdef const unsigned char* data = p
     cdef Py_ssize_t at = _get_zigzag(p, pos, end, 5, &size_bytes)  # the count, known
     cdef Py_ssize_t scan = at
     for i in range(header_count):  # keys are UTF-8: checked before anything is written

@@ -815,7 +815,7 @@ cdef object _record_problem(Py_ssize_t code, int32_t index, _RecordHead* r, int6
 cdef object _decode_bytes_field(const unsigned char* p, Py_ssize_t* pos, Py_ssize_t end, str what, int64_t offset):
     """bytes or None (length -1) from p[pos[0]:end]; advances pos[0]."""
     cdef const unsigned char* data = p
-    cdef int64_t size_bytes
+    cdef int64_t size_bytes = 0  # set by _read_bytes_field on every path it returns by; gcc cannot see that
     cdef Py_ssize_t at = _read_bytes_field(p, pos[0], end, &data, &size_bytes)
     if at < 0:
         raise _field_problem(at, what, size_bytes, end - (data - p), offset)

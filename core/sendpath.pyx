@@ -270,8 +270,11 @@ cdef class SendPath:
         # partitions or timestamps, and a partition from the key or the call
         cdef bint runs = (values.kind != _COL_LIST and keys.kind != _COL_LIST and headers is None
                           and partition_list is None and ts_list is None and (keyed or fixed_partition >= 0))
-        cdef _OpenRun run
-        run.builders = NULL
+        # every field set (zeroed) before the `if runs` below fills them: _append_run reads them only when runs,
+        # which the compiler cannot see through (it warned -Wmaybe-uninitialized for each field)
+        cdef _OpenRun run = _OpenRun(builders=NULL, segments=NULL, open_count=0, values=NULL, keys=NULL,
+                                     keyed=False, fixed_partition=-1, num_partitions=0, timestamp_ms=0,
+                                     max_record_bytes=0, wake=False)
         if runs:
             run.builders = <PyObject**>PyMem_Calloc(2 * n_parts, sizeof(PyObject*))
             if run.builders == NULL:

@@ -7,9 +7,14 @@ alone). Exit codes: 0 ok, 1 a record failed (or the demo found a mismatch), 2 a 
 from __future__ import annotations
 
 import argparse
+import bisect
 import codecs
 import contextlib
+import itertools
+import os
+import select
 import signal
+import stat
 import sys
 import threading
 import time
@@ -20,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import cykafka
 from cykafka.broker import EmbeddedBroker
-from cykafka.errors import BatchDeliveryError, KafkaError
+from cykafka.errors import DOCS_URL, BatchDeliveryError, KafkaError
 
 if TYPE_CHECKING:
     from cykafka.consumer import Consumer
@@ -31,6 +36,7 @@ READ_CHUNK_BYTES = 1 << 20  # one read, one send_batch: a pipe hands over at mos
 SHOWN_ERRORS = 5  # failed records printed before the summary; the count has them all
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C'd command
 
 
 class UsageError(KafkaError, ValueError):
@@ -42,6 +48,9 @@ def _broker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with EmbeddedBroker(args.port, storage_url=args.storage_url) as broker:
         print(f"bootstrap.servers={broker.bootstrap_servers} pid={broker.pid} log={broker.log_path}", flush=True)
+        print("cykafka broker: a consumer group's first join is held session.timeout.ms / 2 here (about 23 s by "
+              f"default; set session.timeout.ms=6000 for a 3 s wait): {DOCS_URL}consumer.md",
+              file=sys.stderr, flush=True)
         try:
             stop.wait()
         except KeyboardInterrupt:
@@ -113,6 +122,7 @@ class ProduceTally:
     payload_bytes: int = 0
     failed: int = 0
     shown: list[str] = field(default_factory=list)
+    interrupted: bool = False  # Ctrl-C ended the reading: what was read is sent and waited for
 
     def fail(self, record_number: int, error: BaseException | str) -> None:
         self.failed += 1
@@ -173,7 +183,9 @@ def _progress(enabled: bool) -> Any:
         return None
     from tqdm import tqdm
 
-    return tqdm(unit=" records", unit_scale=True, file=sys.stderr, dynamic_ncols=True, leave=False)
+    # whole counts (unit_scale printed 1 record as "1.00 records") and a rate never inverted ("2.45s/ records")
+    return tqdm(unit=" records", file=sys.stderr, dynamic_ncols=True, leave=False,
+                bar_format="{n_fmt}{unit} [{elapsed}, {rate_noinv_fmt}]")
 
 
 def produce(producer: Producer, topic: str, source: IO[bytes], *, delimiter: bytes = b"\n",
@@ -203,6 +215,8 @@ def produce(producer: Producer, topic: str, source: IO[bytes], *, delimiter: byt
             _settle(pending, tally, wait=False)
             if progress is not None:
                 progress.update(tally.records - progress.n)
+    except KeyboardInterrupt:  # Ctrl-C stops the reading; what was read goes out and is summed up
+        tally.interrupted = True
     finally:
         producer.flush()
         _settle(pending, tally, wait=True)
@@ -243,9 +257,11 @@ def _produce(args: argparse.Namespace) -> int:
         print(f"cykafka produce: {line}", file=sys.stderr)
     elapsed_s = time.perf_counter() - started
     print(f"cykafka produce: {tally.records} records, {tally.payload_bytes} bytes, {elapsed_s:.2f} s, "
-          f"{tally.failed} errors ({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) -> {args.topic}",
-          file=sys.stderr)
-    return EXIT_FAILED if tally.failed else 0
+          f"{tally.failed} errors ({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) -> {args.topic}"
+          + (" (interrupted: the input was not read further)" if tally.interrupted else ""), file=sys.stderr)
+    if tally.failed:
+        return EXIT_FAILED
+    return EXIT_INTERRUPTED if tally.interrupted else 0
 
 
 # --- cykafka consume ------------------------------------------------------------------------------------------------
@@ -330,13 +346,76 @@ class ConsumeTally:
     records: int = 0
     payload_bytes: int = 0
     next_offsets: dict[cykafka.TopicPartition, int] = field(default_factory=dict)  # after the last printed record
+    output_closed: bool = False  # the reader went away (`cykafka consume | head`): not an error
+
+
+class _Stopped(Exception):
+    """Printing stopped part-way: `printed` records were written whole; `closed`: the reader went away (else
+    Ctrl-C)."""
+
+    def __init__(self, printed: int, *, closed: bool) -> None:
+        super().__init__(printed)
+        self.printed = printed
+        self.closed = closed
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[list[bool]]:
+    """On the main thread, Ctrl-C inside the block only appends to the list yielded (a KeyboardInterrupt raised
+    between a write and its count would lose the count); the handler before it is back at the end."""
+    interrupted: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def print_records(out: IO[bytes], chunks: list[bytes], interrupted: list[bool]) -> None:
+    """Writes every chunk (one formatted record each) to out, or raises _Stopped naming how many were written whole
+    when Ctrl-C (something in `interrupted`, see _sigint_deferred) or a closed pipe ends the writing, so that the
+    tally and the commit are exactly what was printed. A pipe is written PIPE_BUF bytes at a time once select says
+    it has room, so a reader that stopped reading does not hold a Ctrl-C back; a record cut short is not counted
+    (it is printed again from the committed offset). Without a file descriptor (a BytesIO), a plain write."""
+    data = b"".join(chunks)
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd < 0:
+        try:
+            out.write(data)
+            out.flush()
+        except BrokenPipeError:
+            raise _Stopped(0, closed=True) from None
+        return
+    ends = list(itertools.accumulate(map(len, chunks)))
+    written = 0
+    try:
+        out.flush()
+        mode = os.fstat(fd).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        step = select.PIPE_BUF if piped else max(1, len(data))
+        view = memoryview(data)
+        while written < len(data) and not interrupted:
+            if piped and not select.select([], [fd], [], 0.2)[1]:
+                continue
+            written += os.write(fd, view[written:written + step])
+    except BrokenPipeError:
+        raise _Stopped(bisect.bisect_right(ends, written), closed=True) from None
+    if interrupted:
+        raise _Stopped(bisect.bisect_right(ends, written), closed=False)
 
 
 def consume(consumer: Consumer, topic: str, out: IO[bytes], parts: list[bytes | str], *,
             partition: int | None = None, offset: str | int = "stored", count: int | None = None,
             exit_at_end: bool = False, progress: Any = None) -> ConsumeTally:
     """Prints every record of topic (or of one partition) from offset on, formatted; stops after count records, at
-    the end of every partition (exit_at_end: the end offsets when it started), or on Ctrl-C."""
+    the end of every partition (exit_at_end: the end offsets when it started), on Ctrl-C, or when the reader of out
+    goes away (a closed pipe). The tally is exactly what was printed whole."""
     tally = ConsumeTally()
     partitions = consumer.partitions_for(topic)
     if partition is not None and partition not in {p.partition for p in partitions}:
@@ -352,15 +431,25 @@ def consume(consumer: Consumer, topic: str, out: IO[bytes], parts: list[bytes | 
             records = consumer.poll(0.5)
             if count is not None:
                 records = records[:count - tally.records]
-            out.write(b"".join(format_record(record, parts) for record in records))
-            out.flush()
-            for record in records:
-                tally.next_offsets[cykafka.TopicPartition(record.topic, record.partition)] = record.offset + 1
-            tally.records += len(records)
-            tally.payload_bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+            stopped = None
+            with _sigint_deferred() as interrupted:  # printed and counted together, or neither
+                try:
+                    print_records(out, [format_record(record, parts) for record in records], interrupted)
+                except _Stopped as e:
+                    stopped = e
+                    records = records[:e.printed]
+                for record in records:
+                    tally.next_offsets[cykafka.TopicPartition(record.topic, record.partition)] = record.offset + 1
+                tally.records += len(records)
+                tally.payload_bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
             if progress is not None and records:
                 progress.update(len(records))
-    except KeyboardInterrupt:  # Ctrl-C ends the run: what was printed is committed (-G) and summed up
+            if stopped is not None:
+                tally.output_closed = stopped.closed
+                break
+            if interrupted:  # Ctrl-C after the last write
+                break
+    except KeyboardInterrupt:  # Ctrl-C while polling ends the run: what was printed is committed (-G) and summed up
         pass
     finally:
         if progress is not None:
@@ -381,13 +470,18 @@ def _consume(args: argparse.Namespace) -> int:
     config.setdefault("auto.offset.reset", "earliest")  # kcat's default: from the beginning
     from cykafka.consumer import Consumer
 
-    show_progress = not args.quiet and sys.stderr.isatty()
+    # the records on the terminal are the progress: a bar there would be written on the records' line
+    show_progress = not args.quiet and sys.stderr.isatty() and not sys.stdout.isatty()
     out = sys.stdout.buffer
     with Consumer(config) as consumer:
         tally = consume(consumer, args.topic, out, parts, partition=args.partition, offset=offset,
                         count=args.count, exit_at_end=args.exit, progress=_progress(show_progress))
         if args.group is not None and tally.next_offsets:
             consumer.commit(tally.next_offsets)
+    if tally.output_closed:  # `| head`: nothing more goes to stdout; Python's flush at exit must not fail on it
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     elapsed_s = time.perf_counter() - started
     print(f"cykafka consume: {tally.records} records, {tally.payload_bytes} bytes, {elapsed_s:.2f} s "
           f"({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) <- {args.topic}", file=sys.stderr)
@@ -435,7 +529,10 @@ def _add_client_options(cmd: argparse.ArgumentParser, what: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cykafka", description="cykafka: a fast Kafka producer for Python.")
+    parser = argparse.ArgumentParser(
+        prog="cykafka", description="cykafka: a fast, correct Kafka client for Python (producer, consumer, admin, "
+        "asyncio, Spark). The commands: produce and consume records (like kcat -P / -C), administer topics, run a "
+        "local dev broker, run the demo pipeline. `cykafka COMMAND --help` for each.")
     parser.add_argument("--version", action="version", version=f"cykafka {cykafka.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     produce_cmd = sub.add_parser(
@@ -543,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cykafka {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE if isinstance(e, ValueError) else EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return result
 
 

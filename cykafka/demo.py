@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from cykafka.broker import EmbeddedBroker
+from cykafka.errors import MissingDependencyError
 from cykafka.producer import Producer
 from cykafka.verify import read_back
 
@@ -33,8 +34,16 @@ def demo_frame(spark: Any, rows: int, value_bytes: int = 100, partitions: int = 
 def run_spark(records: int = SPARK_DEMO_ROWS, value_bytes: int = 100, compression: str = "lz4",
               master: str = "local[2]", partitions: int = 4) -> int:
     """The whole pipeline through format("cykafka"): generate -> write topic A -> read A, transform, write topic B ->
-    verify B record by record against A with an independent consumer (confluent-kafka)."""
-    from pyspark.sql import functions as sf
+    verify B record by record against A with an independent consumer (confluent-kafka). Without the spark extra:
+    MissingDependencyError naming it (and `--plain`, the demo without Spark)."""
+    try:
+        import pyarrow  # noqa: F401  (the data source's batches)
+        from pyspark.sql import functions as sf
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"cykafka demo runs a Spark pipeline and needs the spark extra ({e.name or e} is missing): "
+            f"pip install 'cykafka[spark]' (from a clone: pip install '.[spark]'), or run `cykafka demo --plain`, "
+            f"the producer alone, without Spark") from e
 
     from cykafka.spark import local_session
 

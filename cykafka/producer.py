@@ -487,6 +487,12 @@ class Producer(SendPath):
         if now_ms >= deadline_ms:
             servers = ",".join(self.config.bootstrap_servers)
             problem = getattr(self._transport, "connection_problem", lambda: None)()
+            if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # waited out as Java does: see docs/delivery.md
+                raise KafkaTimeoutError(
+                    f"topic {topic!r} does not exist: the broker still answered UNKNOWN_TOPIC_OR_PARTITION after "
+                    f"{self.config.max_block_ms} ms (max.block.ms); create it (cykafka.Admin.create_topics, "
+                    f"`cykafka topics create`) or turn on the broker's auto.create.topics.enable; "
+                    f"bootstrap.servers={servers}") from error_for(code, f"topic {topic!r}")
             raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
                                     f"ms (max.block.ms); bootstrap.servers={servers}"
                                     + (f"; {problem}" if problem else ""))

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Release artefacts: dist/ (or the directory given as $1) gets the sdist and a manylinux wheel for the Python of .venv,
-# plus one for each further interpreter named after it: `bash scripts/dist.sh dist /usr/bin/python3.12 python3.13`.
+# Release artefacts: dist/ (or the directory given as $1) gets the sdist and a manylinux wheel for the Python of .venv
+# and for every other CPython >= 3.11 on the machine (scripts/find_pythons.py: PATH, /usr/bin, pyenv, uv), or for the
+# interpreters named after the directory: `bash scripts/dist.sh dist /usr/bin/python3.12 python3.13`.
+# Compiler warnings fail the build (the wheels are built without any): every build's output is kept and searched
+# (gcc's `file:line:col: warning:`);
+# CYKAFKA_ALLOW_WARNINGS=1 lets them through, printed.
 # `python -m build` makes the sdist, then builds the wheel from that sdist in an isolated environment (only
 # pyproject's build-system requires), so a wheel here proves the sdist builds; `auditwheel repair` gives the wheel
 # its manylinux tag (the lowest glibc it needs) and strips debug symbols. Tools: the dev extra (build, auditwheel,
@@ -20,13 +24,26 @@ trap 'rm -rf "$RAW"' EXIT
 cd "$ROOT"
 rm -f "$OUT"/cykafka-*.tar.gz "$OUT"/cykafka-*.whl
 rm -rf cykafka.egg-info  # a stale SOURCES.txt there would add files to the sdist
-python -m build --outdir "$RAW" .
+LOGS="$RAW/logs" && mkdir -p "$LOGS"
+python -m build --outdir "$RAW" . > "$LOGS/build.log" 2>&1 || { tail -50 "$LOGS/build.log"; exit 1; }
 mv "$RAW"/cykafka-*.tar.gz "$OUT/"
 SDIST="$(ls "$OUT"/cykafka-*.tar.gz)"
-for interpreter in "${@:2}"; do  # the same sdist; its hash keys pip's wheel cache, so a rebuilt one is built again
-    "$interpreter" -m pip wheel --quiet --no-deps --wheel-dir "$RAW" \
-        "cykafka @ file://$SDIST#sha256=$(sha256sum "$SDIST" | cut -d' ' -f1)"
+if [ "$#" -ge 2 ]; then
+    INTERPRETERS=("${@:2}")
+else
+    mapfile -t INTERPRETERS < <(python "$ROOT/scripts/find_pythons.py")
+fi
+for interpreter in "${INTERPRETERS[@]}"; do  # the same sdist; its hash keys pip's wheel cache: a rebuilt one is built
+    echo "building the wheel for $interpreter"
+    log="$LOGS/wheel-$(basename "$interpreter").log"
+    "$interpreter" -m pip wheel --verbose --no-deps --wheel-dir "$RAW" \
+        "cykafka @ file://$SDIST#sha256=$(sha256sum "$SDIST" | cut -d' ' -f1)" > "$log" 2>&1 \
+        || { tail -50 "$log"; exit 1; }
 done
+if grep -h -E -A3 ":[0-9]+:[0-9]+: warning:" "$LOGS"/*.log; then  # gcc's file:line:col: warning: ...
+    echo "dist.sh: the compiler warned (above); fix the source, or CYKAFKA_ALLOW_WARNINGS=1 to build anyway" >&2
+    [ "${CYKAFKA_ALLOW_WARNINGS:-0}" = 1 ] || exit 1
+fi
 auditwheel repair --strip --wheel-dir "$OUT" "$RAW"/cykafka-*.whl
 for wheel in "$OUT"/cykafka-*.whl; do
     auditwheel show "$wheel"

@@ -15,6 +15,7 @@ from cykafka import (
     BrokerResponseError,
     ConfigError,
     ConfigResource,
+    Consumer,
     InvalidArgumentError,
     InvalidTopicError,
     KafkaError,
@@ -30,6 +31,7 @@ from cykafka.broker import EmbeddedBroker
 
 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 36, 3, 41
 INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT = 37, 39
+COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR = 14, 16
 
 
 def _name(prefix: str) -> str:
@@ -519,3 +521,47 @@ def test_not_controller_items_are_sent_again_alone(broker: EmbeddedBroker) -> No
     assert results[second].error is None
     # the broker had created it: the second ask says so (a broker that answered NOT_CONTROLLER would create it now)
     assert getattr(results[first].error, "code", None) in (None, TOPIC_ALREADY_EXISTS)
+
+
+def test_a_group_call_answered_not_coordinator_finds_the_coordinator_again(broker: EmbeddedBroker) -> None:
+    """OffsetFetch and DescribeGroups answered NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (a fresh Apache Kafka
+    answers so while it creates __consumer_offsets: found by the exactly-once replay test) are asked again at the
+    coordinator looked up again, as Java's CoordinatorStrategy; they raised at once. The proxy rewrites the first
+    answers."""
+    from kafka_proxy import KafkaProxy
+
+    group, topic = _name("moving"), _name("t")
+    with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        producer.send(topic, b"v", partition=0).result(30)
+    with Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group}) as consumer:
+        consumer.commit({TopicPartition(topic, 0): 7})
+    answered: dict[str, int] = {"fetch": 0, "describe": 0}
+
+    def offset_fetch(answer: dict[str, Any]) -> dict[str, Any]:
+        answered["fetch"] += 1
+        if answered["fetch"] <= 2:
+            code = (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)[answered["fetch"] - 1]
+            answer["error_code"] = code
+            for g in answer.get("groups") or []:
+                g["error_code"] = code
+        return answer
+
+    def describe_groups(answer: dict[str, Any]) -> dict[str, Any]:
+        answered["describe"] += 1
+        if answered["describe"] == 1:
+            for g in answer["groups"]:
+                g["error_code"] = NOT_COORDINATOR
+        return answer
+
+    proxy = KafkaProxy(broker.host, broker.port)
+    try:
+        proxy.rewrite[protocol.apis.OFFSET_FETCH.key] = offset_fetch
+        proxy.rewrite[protocol.apis.DESCRIBE_GROUPS.key] = describe_groups
+        with Admin({"bootstrap.servers": proxy.bootstrap_servers, "retry.backoff.ms": 10}) as a:
+            offsets = a.list_consumer_group_offsets(group, timeout_ms=20000)
+            described = a.describe_consumer_groups([group], timeout_ms=20000)
+    finally:
+        proxy.close()
+    assert answered == {"fetch": 3, "describe": 2}
+    assert [r.result().offset for r in offsets.values()] == [7]
+    assert described[group].error is None, described[group].error

@@ -555,3 +555,50 @@ async def test_group_mode_runs_an_async_listener_on_the_loop(broker: EmbeddedBro
         assert probe.max_lag_s < 0.2 and await consumer.assignment() == tps
     # revoked on close, on the loop too
     assert calls == [("assigned", tps, True), ("revoked", tps, True), ("committed", tps, True)]
+
+
+class _RecordingWaiter:
+    """A pool waiter that only counts its wake-ups."""
+
+    def __init__(self) -> None:
+        self.notified = 0
+
+    def notify(self) -> None:
+        self.notified += 1
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_memory_wait_wakes_the_next_waiter() -> None:
+    """The head waiter for memory is woken when memory is freed; cancelled before it ran, it leaves the queue and
+    must pass the wake-up on to the waiter behind it (Java's signalNextWaiterIfMemoryAvailable), else that one
+    sleeps through free memory (until its next look, 100 ms later; a sync sender until max.block.ms with a lost
+    notify). The memory is taken and given back by hand: nothing here depends on timing."""
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 1)
+    async with AsyncProducer({"bootstrap.servers": "fake:9092", "buffer.memory": 65536, "batch.size": 16384,
+                              "max.block.ms": 30000}, ports=Ports(transport=cluster)) as producer:
+        await producer.send_and_wait("t", b"first")  # metadata known: the next send goes straight to the pool
+        sync, pool = producer.producer, producer.producer._pool
+        with sync._lock:
+            taken = []
+            while (buffer := pool.try_allocate(16384)) is not None:
+                taken.append(buffer)
+        waiting = asyncio.create_task(producer.send("t", b"x" * 1024))
+        for _ in range(100):
+            await asyncio.sleep(0)
+            with sync._lock:
+                if pool.head_waiter() is not None:
+                    break
+        behind = _RecordingWaiter()
+        with sync._lock:
+            assert pool.head_waiter() is not None and not waiting.done()  # the send waits at the queue's head
+            pool.enqueue_waiter(behind)
+            for buffer in taken:
+                pool.release(buffer, 16384)  # memory again: the head would be woken (not yet run)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        with sync._lock:
+            assert pool.head_waiter() is behind
+            pool.remove_waiter(behind)
+        assert behind.notified >= 1

@@ -108,6 +108,19 @@ def test_cooperative_generations_decide_conflicting_claims() -> None:
     assert older == {"A": _tps("t0p0"), "B": _tps("t0p1")}
 
 
+def test_cooperative_a_member_over_its_quota_keeps_its_partitions_in_javas_partition_then_topic_order() -> None:
+    """Java's AbstractStickyAssignor.assignOwnedPartitions (Kafka 3.5+) sorts a member's owned partitions by
+    partition, then topic, and keeps the first quota of them: C0 owning t0p0 t0p1 t1p0 t1p1 with a newcomer keeps
+    t0p0 t1p0 and revokes t0p1 t1p1 (in (topic, partition) order it would keep both of t0 and revoke t1's)."""
+    counts = {"t0": 2, "t1": 2}
+    first = cooperative_sticky_assign([_m("C0", ["t0", "t1"], _tps("t1p1 t0p1 t1p0 t0p0"), 1),
+                                       _m("C1", ["t0", "t1"])], counts)
+    assert first == {"C0": _tps("t0p0 t1p0"), "C1": []}  # the revoked two are withheld until C0 gave them up
+    second = cooperative_sticky_assign([_m("C0", ["t0", "t1"], first["C0"], 2), _m("C1", ["t0", "t1"], (), 2)],
+                                       counts)
+    assert second == {"C0": _tps("t0p0 t1p0"), "C1": _tps("t0p1 t1p1")}
+
+
 def test_java_hash_codes() -> None:
     assert java_string_hash("hello") == 99162322 and java_string_hash("Aa") == java_string_hash("BB") == 2112
     assert java_string_hash("\U0001f600") == 0xD83D * 31 + 0xDE00  # over UTF-16 code units

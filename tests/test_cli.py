@@ -8,10 +8,13 @@ import importlib.metadata
 import io
 import os
 import pty
+import re
+import signal
 import struct
 import subprocess
 import sys
 import termios
+import time
 import uuid
 from pathlib import Path
 
@@ -263,3 +266,139 @@ def test_consume_progress_bar_on_a_terminal(broker: EmbeddedBroker) -> None:
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 10
     assert b"records/s" in shown.replace(b"records/s) <-", b"")  # tqdm's rate, not just the summary's
     assert b"10 records" in shown
+
+
+def _filled_big(broker: EmbeddedBroker, records: int = 20_000, value_bytes: int = 200) -> str:
+    """A topic of `records` records (value: the record's number, padded to value_bytes) over 4 partitions: megabytes
+    of output, more than a pipe holds."""
+    topic = _topic()
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20})
+    for i in range(records):
+        producer.produce(topic, b"%d" % i + b"." * (value_bytes - len(b"%d" % i)), partition=i % 4)
+        if i % 5000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    return topic
+
+
+def _committed(broker: EmbeddedBroker, group: str, topic: str) -> dict[int, int]:
+    other = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    try:
+        tps = other.committed([confluent_kafka.TopicPartition(topic, p) for p in range(4)], timeout=20)
+    finally:
+        other.close()
+    return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
+
+
+def test_consume_ctrl_c_while_blocked_on_a_slow_pipe_counts_and_commits_what_was_printed(
+        broker: EmbeddedBroker) -> None:
+    """Probe 8 (issue 24): Ctrl-C while `cykafka consume -G` is blocked writing to a reader that stopped reading.
+    The batch in flight was printed at exit (Python flushed its buffer) but neither counted nor committed (12,500
+    printed, 12,450 committed): the next run printed those records again. Now the summary and the commit are the
+    records printed whole, to the record."""
+    topic, group = _filled_big(broker), _topic()
+    proc = subprocess.Popen([CYKAFKA, "consume", topic, "-b", broker.bootstrap_servers, "-G", group,
+                             "-f", "%p %o %s\\n"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    shown = proc.stdout.read(100_000)  # then the reader stops reading: the pipe fills and the writer blocks
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    shown += proc.stdout.read()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = shown.split(b"\n")[:-1]  # whole lines (a record cut short by the Ctrl-C is not counted)
+    assert 0 < len(lines) < 20_000
+    summary = err.decode().strip().splitlines()[-1]
+    assert f"cykafka consume: {len(lines)} records, " in summary, (len(lines), summary)
+    printed: dict[int, int] = {}
+    for line in lines:
+        partition, offset, _ = line.split(b" ", 2)
+        assert int(offset) == printed.get(int(partition), 0)  # every partition's records in order, none skipped
+        printed[int(partition)] = int(offset) + 1
+    assert _committed(broker, group, topic) == printed
+    again = _consume(broker, topic, "-G", group, "-e", "-f", "%p %o\\n")  # the next run starts after them
+    assert len(again.stdout.splitlines()) == 20_000 - len(lines)
+
+
+def test_consume_into_head_ends_quietly(broker: EmbeddedBroker) -> None:
+    """`cykafka consume | head` (issue 24): the reader closing the pipe ends the run with exit code 0 and the
+    summary, no "Broken pipe" (it ended with exit 1 and BrokenPipeError)."""
+    topic = _filled_big(broker)
+    out = subprocess.run(["bash", "-c", f"set -o pipefail; {CYKAFKA} consume {topic} -b {broker.bootstrap_servers} "
+                                        "| head -n 3"], capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 3
+    assert b"Broken pipe" not in out.stderr and b"Traceback" not in out.stderr and b"Exception" not in out.stderr
+    assert b"cykafka consume: " in out.stderr and b" records, " in out.stderr
+
+
+def test_a_ctrl_c_produce_sends_what_it_read_and_prints_its_summary(broker: EmbeddedBroker) -> None:
+    """A Ctrl-C'd `cykafka produce` printed no summary (issue 24): now reading stops, what was read is sent and
+    waited for, and the summary says so; exit code 130 (the input was not read to its end)."""
+    topic = _topic()
+    proc = subprocess.Popen([CYKAFKA, "produce", topic, "-b", broker.bootstrap_servers], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    proc.stdin.write(b"a\nb\nc\n")
+    proc.stdin.flush()
+    time.sleep(3)  # read and handed to send_batch; the next read waits for more input
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    summary = err.decode().strip().splitlines()[-1]
+    assert "cykafka produce: 3 records, 3 bytes" in summary and " 0 errors" in summary, summary
+    assert "interrupted" in summary and "Traceback" not in err.decode()
+    assert sorted(r.value for r in read_back(broker.bootstrap_servers, topic)) == [b"a", b"b", b"c"]
+
+
+def test_consume_on_a_terminal_has_no_bar_on_the_records_lines_and_whole_counts(broker: EmbeddedBroker) -> None:
+    """Records and bar on one terminal wrote the bar on the records' line: with stdout on the terminal the records
+    are the progress, no bar. With stdout redirected the bar counts whole records ("1.00 records" before) and its
+    rate is never inverted ("2.45s/ records")."""
+    topic = _filled(broker)
+    leader, follower = pty.openpty()
+    try:
+        out = subprocess.run([CYKAFKA, "consume", topic, "-b", broker.bootstrap_servers, "-e"], stdout=follower,
+                             stderr=follower, stdin=subprocess.DEVNULL, timeout=120)
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while chunk := _read_pty(leader):
+            shown += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert out.returncode == 0
+    assert sorted(shown.split(b"\r\n")[:10]) == sorted(b"v%d" % i for i in range(10)), shown
+    assert b"records/s" not in shown.replace(b"records/s) <-", b"")
+    _, barred = _on_a_terminal(["consume", topic, "-b", broker.bootstrap_servers, "-e"])
+    assert re.search(rb"\r\d+ records \[", barred), barred
+    assert b".00 records" not in barred and b"s/ records" not in barred
+
+
+def test_demo_without_the_spark_extra_raises_missing_dependency_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cykafka demo` without pyspark showed a raw ModuleNotFoundError traceback: now MissingDependencyError names
+    the extra (and --plain), before the broker starts; the command prints it as one line, exit code 1."""
+    from cykafka import MissingDependencyError, demo
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'cykafka\[spark\]'.*cykafka demo --plain"):
+        demo.run_spark(records=10)
+    code = ("import sys; sys.modules['pyspark'] = None; from cykafka.cli import main; "
+            "sys.exit(main(['demo', '--records', '10']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith("cykafka demo: error: cykafka demo runs a Spark pipeline and needs the spark extra")
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_help_says_what_cykafka_is() -> None:
+    """`cykafka --help` said "a fast Kafka producer" (the consumer, admin and broker commands came later)."""
+    out = subprocess.run([CYKAFKA, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "a fast Kafka producer" not in out
+    assert "Kafka client for Python (producer, consumer, admin, asyncio, Spark)" in " ".join(out.split())
+    for command in ("produce", "consume", "topics", "broker", "demo"):
+        assert command in out

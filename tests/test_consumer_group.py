@@ -26,6 +26,7 @@ from cykafka import (
     ConsumerRebalanceListener,
     IllegalStateError,
     InvalidArgumentError,
+    KafkaError,
     NewTopic,
     Producer,
     TopicPartition,
@@ -151,9 +152,16 @@ class Recorder(ConsumerRebalanceListener):
     def __init__(self, consumer: Consumer) -> None:
         self.consumer = consumer
         self.calls: list[tuple[str, set[TopicPartition]]] = []
+        self.inside_revoked: list[tuple[set[TopicPartition], dict[TopicPartition, int]] | KafkaError] = []
 
     def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
         self.calls.append(("revoked", partitions))
+        try:  # the revoked partitions are still the consumer's here (Java): assignment, position, commit see them
+            self.inside_revoked.append((self.consumer.assignment(),
+                                        {tp: self.consumer.position(tp) for tp in partitions}))
+            self.consumer.commit()
+        except KafkaError as e:
+            self.inside_revoked.append(e)
         if partitions:  # the generation is still the group's: a commit from here counts
             self.consumer.commit({tp: 1000 + tp.partition for tp in partitions})
 
@@ -179,6 +187,11 @@ def test_the_listener_sees_java_s_order_and_commits_from_on_partitions_revoked(b
     assert [kind for kind, _ in recorder.calls] == ["assigned", "revoked", "assigned", "revoked"]
     assert recorder.calls[0][1] == both and recorder.calls[1][1] == both
     assert len(recorder.calls[2][1]) == 1 and recorder.calls[3][1] == recorder.calls[2][1]
+    # inside on_partitions_revoked (the rebalance's, then close's) the partitions were still assigned, with
+    # positions (a mutant removed them first: assignment() was empty and position() raised)
+    assert all(isinstance(seen, tuple) for seen in recorder.inside_revoked), recorder.inside_revoked
+    assert [(seen[0], set(seen[1])) for seen in recorder.inside_revoked if isinstance(seen, tuple)] == [
+        (both, both), (recorder.calls[2][1], recorder.calls[2][1])]
     with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
         committed = admin.list_consumer_group_offsets(group)
     assert {tp: om.result().offset for tp, om in committed.items()} == {tp: 1000 + tp.partition for tp in both}

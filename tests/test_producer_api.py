@@ -283,3 +283,21 @@ def test_readme_usage_example_runs_against_the_embedded_broker(broker: EmbeddedB
     code = readme.split("```python\n", 1)[1].split("```", 1)[0].replace("127.0.0.1:9092", broker.bootstrap_servers)
     exec(compile(code, "README.md", "exec"), {})
     assert len(read_back(broker.bootstrap_servers, "events")) == 1001
+
+
+def test_a_topic_that_does_not_exist_is_named_as_such_after_max_block_ms() -> None:
+    """Auto-creation off: the broker answers UNKNOWN_TOPIC_OR_PARTITION. The producer waits max.block.ms as Java's
+    waitOnMetadata does (a topic being created answers the same for a moment; docs/delivery.md), then says the topic
+    does not exist, with the broker's error as the cause (it said only "not present in metadata")."""
+    cluster = FakeCluster(SystemClock(), num_brokers=1, auto_create=False)
+    producer = fake_producer(cluster, **{"max.block.ms": 300})
+    try:
+        started = time.monotonic()
+        with pytest.raises(cykafka.KafkaTimeoutError, match="topic 'nowhere' does not exist") as caught:
+            producer.send("nowhere", b"v")
+        assert time.monotonic() - started < 5
+        assert "UNKNOWN_TOPIC_OR_PARTITION" in str(caught.value) and "max.block.ms" in str(caught.value)
+        cause = caught.value.__cause__
+        assert isinstance(cause, cykafka.errors.BrokerResponseError) and cause.code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        producer.close(5)

@@ -256,6 +256,70 @@ def test_a_transaction_older_than_its_timeout_is_not_committed(broker: EmbeddedB
     assert exactly_once(bootstrap, topic, []) == 20
 
 
+def _message(partition: int, prepared_ms: int) -> sink.CykafkaCommitMessage:
+    return sink.CykafkaCommitMessage(partition, 0, 1, {}, "arrow", 0, "p", sink.PreparedTransaction(
+        f"w-{partition}", 100 + partition, 0, prepared_ms), write_id="w")
+
+
+def test_the_driver_ends_the_tasks_transactions_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver commits the tasks' transactions oldest first (the first to reach transaction.timeout.ms), in
+    whatever order Spark hands it the messages, and the age check reads the oldest one: an expired transaction
+    listed after a fresh one still stops the commit (a mutant keeping the messages' order committed it)."""
+    ended: list[tuple[str, bool]] = []
+
+    class Completer:
+        def __init__(self, config: Any) -> None:
+            pass
+
+        def __enter__(self) -> Completer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def complete_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                                 timeout_s: float) -> None:
+            ended.append((transactional_id, commit))
+
+    monkeypatch.setattr(sink, "Producer", Completer)
+    plan = _plan("127.0.0.1:1", "t")
+    now_ms = time.time_ns() // 1_000_000
+    sink.complete_transactions(plan, [_message(0, now_ms - 10), _message(1, now_ms - 30), _message(2, now_ms - 20)],
+                               commit=True, what="the write")
+    assert ended == [("w-1", True), ("w-2", True), ("w-0", True)]
+    ended.clear()
+    with pytest.raises(KafkaError, match=r"prepared \d+ ms ago, past kafka.transaction.timeout.ms"):
+        sink.complete_transactions(plan, [_message(0, now_ms - 10), _message(1, now_ms - 900_000)], commit=True,
+                                   what="the write")
+    assert ended == [("w-1", False), ("w-0", False)]  # nothing committed, the oldest aborted first
+
+
+@pytest.mark.broker
+def test_a_replayed_micro_batch_whose_transaction_committed_is_skipped(broker: EmbeddedBroker) -> None:
+    """The exactly-once streaming replay skip without Spark (the slow test kills a streaming driver): a task of
+    micro-batch 1 commits; the same task of micro-batch 1 again (Spark's replay after a driver died between the
+    Kafka commit and its checkpoint) writes nothing and says skipped, and so does micro-batch 0's; micro-batch 2's
+    writes."""
+    bootstrap = broker.bootstrap_servers
+    topic = _fresh("replay")
+    plan = dataclasses.replace(_plan(bootstrap, topic), write_id=None)
+
+    def task(batch_id: int, name: str) -> sink.CykafkaCommitMessage:
+        identity = sink.TaskIdentity(0, 0, f"cykafka-query-{topic}", batch_id)
+        message = sink.write_task(plan, [_batch(_values(name, 10))], "arrow", identity)
+        sink.complete_transactions(plan, [message], commit=True, what=f"micro-batch {batch_id}")
+        return message
+
+    first = task(1, "batch-1")
+    assert not first.skipped and first.transaction is not None
+    for batch_id in (1, 0):
+        replay = task(batch_id, f"replay-{batch_id}")
+        assert replay.skipped and replay.transaction is None and replay.rows == 0, replay
+    third = task(2, "batch-2")
+    assert not third.skipped and third.rows == 10
+    exactly_once(bootstrap, topic, _values("batch-1", 10) + _values("batch-2", 10))
+
+
 # -- a Python worker killed during a batch write -------------------------------------------------------------------
 
 
