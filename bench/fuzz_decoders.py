@@ -31,10 +31,10 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 from cykafka.adapters.compression import compressor_for, decompress  # noqa: E402
 from cykafka.arrow_schema import kafka_source_schema  # noqa: E402
 from cykafka.core import ArrowBatchBuilder, PartitionFetch, RecordBatchBuilder, crc32c, decode_batches  # noqa: E402
-from cykafka.errors import CorruptRecordError, ProtocolError  # noqa: E402
+from cykafka.errors import CorruptRecordError, ProtocolError, TimestampOverflowError  # noqa: E402
 from cykafka.protocol import SUPPORTED_VERSIONS, apis, decode_any_response, encode_response  # noqa: E402
 
-TYPED = (ProtocolError, CorruptRecordError)
+TYPED = (ProtocolError, CorruptRecordError, TimestampOverflowError)  # the decoders' typed refusals
 SLOW_INPUT_S = 1.0
 
 

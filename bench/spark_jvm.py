@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -72,8 +73,11 @@ def connector_jars(version: str = SPARK_VERSION) -> list[Path]:
 
 
 def pinned_python(version: str = SPARK_VERSION) -> str:
-    """A Python with pyspark `version` first on its path and this environment's packages after it."""
-    target = cache_root() / f"pyspark-{version}-venv"
+    """A Python with pyspark `version` first on its path and this environment's packages after it: one venv per
+    environment (its `.pth` names this environment's site-packages, so another checkout's venv would import that
+    checkout's cykafka)."""
+    parent = hashlib.sha256(sys.prefix.encode()).hexdigest()[:10]
+    target = cache_root() / f"pyspark-{version}-venv-{parent}"
     python = target / "bin" / "python"
 
     def build() -> None:
