@@ -19,13 +19,14 @@ import base64
 import enum
 import logging
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
-from cykafka.consumer_network import NetworkThread
+from cykafka.consumer_network import NetworkThread, stop_unclosed
 from cykafka.core import PartitionFetch
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
 from cykafka.errors import ConfigError, IllegalStateError, InvalidArgumentError, KafkaError, KafkaTimeoutError
@@ -149,6 +150,10 @@ class ShareConsumer:
         if ports.start_sender:
             self._thread = NetworkThread(self.network, name=f"cykafka-share-consumer-{conn.client_id or member_id}")
             self._thread.start()
+        # the thread holds no reference to this ShareConsumer: dropped unclosed, it is finalized and its thread stopped
+        # (the broker releases its records when the connection closes)
+        self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id or member_id, self._thread,
+                                           self.network, transport if self._owns_transport else None)
 
     # -- subscription -------------------------------------------------------------------------------------------
 
@@ -357,6 +362,7 @@ class ShareConsumer:
                         state.lock.wait(min(remaining_ms, 100) / 1000)
             self._run_callbacks()
         finally:
+            self._finalizer.detach()
             self.network.running = False
             self._transport.wakeup()
             thread = self._thread

@@ -291,3 +291,19 @@ def test_the_worker_pool_of_the_docs_reads_every_record(share_kafka: Any, share:
             thread.join(30)
     assert sorted(results, key=int) == [str(i) for i in range(100)]
     assert not any(thread.is_alive() for thread in threads)
+
+
+def test_a_share_consumer_dropped_unclosed_warns_and_stops_its_thread(share_kafka: Any) -> None:
+    import gc
+    import threading
+
+    consumer = ShareConsumer({"bootstrap.servers": share_kafka.bootstrap_servers, "group.id": _name("workers")})
+    consumer.subscribe([_name("share")])
+    thread = consumer._thread
+    assert thread is not None and thread.is_alive()
+    with pytest.warns(ResourceWarning, match="unclosed"):
+        del consumer
+        gc.collect()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert thread.name not in {t.name for t in threading.enumerate()}
