@@ -206,8 +206,10 @@ class ShareConsumer:
             self._raise_error()
             records = self._take(self.config.consumer.max_poll_records)
             if records:
-                with state.lock:
-                    state.fetch_wanted = False
+                with state.lock:  # all handed out: one fetch ahead of the next poll (at most one per poll)
+                    if not state.buffer:
+                        state.fetch_wanted = True
+                self._transport.wakeup()
                 return records
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
             with state.lock:

@@ -82,7 +82,9 @@ class ShareState:
         self.results: list[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = []  # for the callback
         self.error: KafkaError | None = None
         self.names: dict[UUID, str] = {}  # topic id -> name, of what was fetched
-        self.fetch_wanted = False  # the caller's poll waits for records (Java fetches on poll, never ahead of it)
+        # a fetch is wanted: the caller's poll waits for records, or handed out all it had (one fetch ahead of the
+        # next poll); each fetch sent uses it up, so a member that stops polling stops acquiring records
+        self.fetch_wanted = False
         self.closing = False
         self.closed = False  # the network side finished closing
 
@@ -191,6 +193,7 @@ class ShareNetwork:
         state = self.state
         by_node = self._leaders()
         buffered = {f.node_id for f in state.buffer}
+        fetched = False
         for node_id in set(by_node) | {n for n, a in state.acks.items() if a}:
             session = self.sessions.get(node_id)
             if session is None:
@@ -213,6 +216,7 @@ class ShareNetwork:
                 self._send_acknowledge(node_id, session, now_ms, close=False)
             elif wanted and node_id not in buffered and state.fetch_wanted:
                 state.acks.pop(node_id, None)
+                fetched = True
                 commits = state.commits.pop(node_id, [])
                 cfg = self.settings
                 body = session.fetch(self.member.member_id, wanted, acks, max_wait_ms=cfg.fetch_max_wait_ms,
@@ -225,6 +229,8 @@ class ShareNetwork:
             elif waiting_commit and not acks:  # nothing to send there: the commit waits for nothing from it
                 for commit in state.commits.pop(node_id):
                     commit.node_done(node_id)
+        if fetched:  # the poll's fetch went out: the next fetch waits for the next poll
+            state.fetch_wanted = False
 
     def _send_acknowledge(self, node_id: int, session: ShareSession, now_ms: int, *, close: bool) -> None:
         acks = self.state.acks.pop(node_id, {})

@@ -307,3 +307,18 @@ def test_a_share_consumer_dropped_unclosed_warns_and_stops_its_thread(share_kafk
     thread.join(10)
     assert not thread.is_alive()
     assert thread.name not in {t.name for t in threading.enumerate()}
+
+
+def test_cli_consume_share_group_prints_its_records_and_releases_those_past_count(share_kafka: Any,
+                                                                                   share: Any) -> None:
+    topic, group = share(10, batch=10)
+    command = [sys.executable, "-m", "cykafka", "consume", topic, "-b", share_kafka.bootstrap_servers,
+               "--share-group", group, "-q", "-f", "%s\\n"]
+    first = subprocess.run([*command, "-c", "6"], capture_output=True, timeout=60, check=True)
+    rest = subprocess.run([*command, "-e"], capture_output=True, timeout=60, check=True)
+    printed = first.stdout.split() + rest.stdout.split()
+    assert len(first.stdout.split()) == 6
+    assert sorted(printed, key=int) == [str(i).encode() for i in range(10)]  # the 4 past -c were released
+    assert b"share group" in first.stderr
+    refused = subprocess.run([*command, "-o", "beginning"], capture_output=True, timeout=60)
+    assert refused.returncode == 2 and b"does not go with --share-group" in refused.stderr
