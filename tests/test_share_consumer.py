@@ -322,3 +322,40 @@ def test_cli_consume_share_group_prints_its_records_and_releases_those_past_coun
     assert b"share group" in first.stderr
     refused = subprocess.run([*command, "-o", "beginning"], capture_output=True, timeout=60)
     assert refused.returncode == 2 and b"does not go with --share-group" in refused.stderr
+
+
+def test_async_share_consumer_polls_and_acknowledges_without_blocking_the_loop(share_kafka: Any, share: Any) -> None:
+    import asyncio
+
+    from cykafka.aio import AsyncShareConsumer
+
+    topic, group = share(5, batch=5)
+
+    async def main() -> tuple[list[int], object, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        beat = asyncio.create_task(ticker())
+        async with AsyncShareConsumer({"bootstrap.servers": share_kafka.bootstrap_servers, "group.id": group,
+                                       "share.acknowledgement.mode": "explicit"}) as consumer:
+            await consumer.subscribe([topic])
+            got: list[ShareRecord] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 5 and time.monotonic() < deadline:
+                records = await consumer.poll(0.5)
+                for record in records:
+                    await consumer.acknowledge(record, AcknowledgeType.ACCEPT)
+                got.extend(records)
+            outcome = await consumer.commit_sync(10)
+        beat.cancel()
+        return [r.offset for r in got], outcome, ticks
+
+    offsets, outcome, ticks = asyncio.run(main())
+    assert offsets == [0, 1, 2, 3, 4]
+    assert outcome == {TopicPartition(topic, 0): None}
+    assert ticks > 5  # the loop ran while polls waited
