@@ -22,12 +22,13 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
+from cykafka.arrow_schema import kafka_source_schema
 from cykafka.consumer_network import NetworkThread, stop_unclosed
-from cykafka.core import PartitionFetch
+from cykafka.core import ArrowBatchBuilder, PartitionFetch
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
 from cykafka.errors import ConfigError, IllegalStateError, InvalidArgumentError, KafkaError, KafkaTimeoutError
 from cykafka.ports import Clock, Ports, TopicPartition
@@ -43,6 +44,9 @@ from cykafka.requests.routes import Router
 from cykafka.serialization import validate_topic
 from cykafka.share_config import ShareConsumerConfig
 from cykafka.share_network import AckResults, Commit, Fetched, ShareNetwork, ShareState
+
+if TYPE_CHECKING:
+    import pyarrow
 
 log = logging.getLogger("cykafka")
 AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], None]
@@ -194,6 +198,19 @@ class ShareConsumer:
         """The next records acquired for this member, at most max.poll.records; waits up to timeout seconds for some.
         Implicit mode: the records of the previous poll are accepted first. Explicit mode: raises IllegalStateError
         when a record of the previous poll was not acknowledged."""
+        out: list[ShareRecord] = []
+
+        def take(limit: int) -> int:
+            got = self._take(limit)
+            out.extend(got)
+            return len(got)
+
+        self._poll(timeout, take, self.config.consumer.max_poll_records)
+        return out
+
+    def _poll(self, timeout: float, take: Callable[[int], int], limit: int) -> None:
+        """poll's loop: acknowledgements settled and handed over, then take(limit) -> records handed out until some
+        came or timeout seconds passed."""
         self._check_open()
         if not self._member.topics:
             raise IllegalStateError("poll: the share consumer is not subscribed to any topic; subscribe() first")
@@ -204,19 +221,18 @@ class ShareConsumer:
         while True:
             self._run_callbacks()
             self._raise_error()
-            records = self._take(self.config.consumer.max_poll_records)
-            if records:
+            if take(limit):
                 with state.lock:  # all handed out: one fetch ahead of the next poll (at most one per poll)
                     if not state.buffer:
                         state.fetch_wanted = True
                 self._transport.wakeup()
-                return records
+                return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
             with state.lock:
                 state.fetch_wanted = True
             self._transport.wakeup()
             if remaining_ms <= 0:
-                return []
+                return
             with state.lock:
                 if not state.buffer and not state.results and state.error is None and self._member.error is None:
                     state.lock.wait(remaining_ms / 1000)
@@ -233,13 +249,19 @@ class ShareConsumer:
         except ValueError:
             raise InvalidArgumentError(f"acknowledge: type must be an AcknowledgeType (ACCEPT, RELEASE, REJECT), "
                                        f"got {type!r}") from None
-        key = (record.topic, record.partition, record.offset)
-        where = self._delivered.pop(key, None)
+        self._acknowledge(record.topic, record.partition, record.offset, kind)
+
+    def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType) -> None:
+        self._check_open()
+        if not self.config.explicit:
+            raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
+                                    "share.acknowledgement.mode=explicit to acknowledge records one by one)")
+        where = self._delivered.pop((topic, partition, offset), None)
         if where is None:
-            raise IllegalStateError(f"acknowledge: {record.topic} [{record.partition}] offset {record.offset} is not "
-                                    f"a record of the last poll still unacknowledged")
+            raise IllegalStateError(f"acknowledge: {topic} [{partition}] offset {offset} is not a record of the last "
+                                    f"poll still unacknowledged")
         node_id, tip = where
-        self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(record.offset, int(kind))
+        self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset, int(AcknowledgeType(kind)))
 
     def commit_sync(self, timeout: float | None = None) -> AckResults:
         """Sends the acknowledgements made so far (implicit mode: the last poll's records, accepted) and waits for
@@ -283,11 +305,31 @@ class ShareConsumer:
         return commit
 
     def _take(self, limit: int) -> list[ShareRecord]:
-        """Up to limit records of the fetched data, decoded here; a partition's data leaves the shared buffer once
-        all of it was handed out (until then the network thread fetches nothing more from its broker)."""
+        """Up to limit records of the fetched data, decoded here (ShareRecords)."""
         out: list[ShareRecord] = []
+
+        def take(decoding: _Decoding, room: int) -> int:
+            fetched, taken = decoding.fetched, 0
+            for record in decoding.decoder.records(room):
+                count = decoding.delivery_count(record.offset)
+                if count == 0:
+                    continue  # in a batch the broker sent whole: not acquired by this member
+                decoding.seen.add(record.offset)
+                out.append(ShareRecord(record, count))
+                self._delivered[(record.topic, record.partition, record.offset)] = (fetched.node_id, fetched.tip)
+                taken += 1
+            return taken
+
+        self._drain(limit, take)
+        return out
+
+    def _drain(self, limit: int, take: Callable[[_Decoding, int], int]) -> int:
+        """Hands out up to limit records of the fetched data through take(decoding, room) -> records handed out; a
+        partition's data leaves the shared buffer once all of it was handed out (until then the network thread
+        fetches nothing more from its broker), its acquired offsets without a record acknowledged as gaps."""
         state = self._state
-        while len(out) < limit:
+        handed = 0
+        while handed < limit:
             with state.lock:
                 if not state.buffer:
                     break
@@ -295,13 +337,7 @@ class ShareConsumer:
             decoding = self._decoding
             if decoding is None or decoding.fetched is not fetched:
                 decoding = self._decoding = _Decoding(fetched, self.config.consumer.check_crcs)
-            for record in decoding.decoder.records(limit - len(out)):
-                count = decoding.delivery_count(record.offset)
-                if count == 0:
-                    continue  # in a batch the broker sent whole: not acquired by this member
-                decoding.seen.add(record.offset)
-                out.append(ShareRecord(record, count))
-                self._delivered[(record.topic, record.partition, record.offset)] = (fetched.node_id, fetched.tip)
+            handed += take(decoding, limit - handed)
             if decoding.decoder.done or decoding.decoder.next_offset > decoding.counts[-1][1]:
                 self._decoding = None
                 gaps = decoding.gaps()
@@ -312,7 +348,56 @@ class ShareConsumer:
                 with state.lock:
                     state.buffer.remove(fetched)
                 self._transport.wakeup()  # its broker may be fetched from again
-        return out
+        return handed
+
+    def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
+        """As poll, as one pyarrow.RecordBatch: the Consumer's columns (Spark's Kafka source schema, built in C) and
+        delivery_count (int16); empty (with the schema) when no record came in time. Acknowledge its rows with
+        acknowledge_batch (explicit mode)."""
+        import pyarrow as pa
+
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                        or max_records < 1):
+            raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
+                                       f"{max_records!r}")
+        segments: list[Any] = []
+
+        def take(decoding: _Decoding, room: int) -> int:
+            builder = ArrowBatchBuilder(kafka_source_schema())
+            decoding.decoder.arrow_into(builder, room)
+            segment = builder.finish()
+            offsets = segment.column("offset").to_pylist()
+            counts = [decoding.delivery_count(o) for o in offsets]
+            if 0 in counts:  # rows of a batch the broker sent whole, not acquired by this member
+                keep = [c > 0 for c in counts]
+                segment = segment.filter(pa.array(keep))
+                offsets = [o for o, k in zip(offsets, keep, strict=True) if k]
+                counts = [c for c in counts if c > 0]
+            fetched = decoding.fetched
+            for offset in offsets:
+                decoding.seen.add(offset)
+                self._delivered[(fetched.tp.topic, fetched.tp.partition, offset)] = (fetched.node_id, fetched.tip)
+            segments.append(segment.append_column(pa.field("delivery_count", pa.int16()),
+                                                  pa.array(counts, pa.int16())))
+            return len(offsets)
+
+        self._poll(timeout, lambda limit: self._drain(limit, take),
+                   max_records or self.config.consumer.max_poll_records)
+        schema = kafka_source_schema().append(pa.field("delivery_count", pa.int16()))
+        if not segments:
+            return pa.RecordBatch.from_pylist([], schema=schema)
+        return pa.Table.from_batches(segments, schema).combine_chunks().to_batches()[0]
+
+    def acknowledge_batch(self, batch: pyarrow.RecordBatch, type: AcknowledgeType = AcknowledgeType.ACCEPT,
+                          rows: range | None = None) -> None:
+        """Acknowledges the rows of a poll_batch batch (all of them, or those of rows: a range of row indexes) as
+        one type (explicit mode)."""
+        picked = batch if rows is None else batch.slice(rows.start, len(rows)) if rows.step == 1 else None
+        if picked is None:
+            raise InvalidArgumentError("acknowledge_batch: rows must be a range with step 1")
+        for topic, partition, offset in zip(picked.column("topic").to_pylist(), picked.column("partition").to_pylist(),
+                                            picked.column("offset").to_pylist(), strict=True):
+            self._acknowledge(topic, partition, offset, type)
 
     def _run_callbacks(self) -> None:
         with self._state.lock:

@@ -359,3 +359,30 @@ def test_async_share_consumer_polls_and_acknowledges_without_blocking_the_loop(s
     assert offsets == [0, 1, 2, 3, 4]
     assert outcome == {TopicPartition(topic, 0): None}
     assert ticks > 5  # the loop ran while polls waited
+
+
+def test_poll_batch_gives_arrow_rows_with_delivery_counts_acknowledged_by_row_ranges(share_kafka: Any,
+                                                                                      share: Any) -> None:
+    topic, group = share(6, batch=6)
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        batch = None
+        deadline = time.monotonic() + 30
+        while (batch is None or batch.num_rows == 0) and time.monotonic() < deadline:
+            batch = consumer.poll_batch(0.5)
+        assert batch is not None and batch.num_rows == 6
+        assert batch.schema.names[-1] == "delivery_count" and str(batch.schema.field("delivery_count").type) == "int16"
+        assert batch.column("offset").to_pylist() == list(range(6))
+        assert batch.column("delivery_count").to_pylist() == [1] * 6
+        assert batch.column("value").to_pylist() == [str(i).encode() for i in range(6)]
+        consumer.acknowledge_batch(batch, AcknowledgeType.ACCEPT, rows=range(0, 4))
+        with pytest.raises(IllegalStateError, match="All records must be acknowledged"):
+            consumer.poll_batch(0.1)
+        consumer.acknowledge_batch(batch, AcknowledgeType.RELEASE, rows=range(4, 6))
+        again = consumer.poll_batch(5)
+        while again.num_rows < 2 and time.monotonic() < deadline:
+            consumer.acknowledge_batch(again)
+            again = consumer.poll_batch(1)
+        assert again.column("offset").to_pylist() == [4, 5]
+        assert again.column("delivery_count").to_pylist() == [2, 2]
+        consumer.acknowledge_batch(again)
+        assert consumer.commit_sync(10) == {TopicPartition(topic, 0): None}
