@@ -16,6 +16,7 @@ from cykafka.errors import (
     IllegalStateError,
     InvalidArgumentError,
     InvalidRecordError,
+    InvalidRecordStateError,
     InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
@@ -28,6 +29,7 @@ from cykafka.errors import (
     ProtocolError,
     RecordTooLargeError,
     SerializationError,
+    ShareGroupsUnsupportedError,
     TimestampOverflowError,
     TopicAuthorizationError,
     TransactionAbortableError,
@@ -71,6 +73,7 @@ from cykafka.ports.values import (  # isort: skip
 )
 from cykafka.consumer import Consumer, ConsumerRebalanceListener  # isort: skip
 from cykafka.core import ConsumerRecord  # isort: skip
+from cykafka.share_consumer import AcknowledgeType, ShareConsumer, ShareRecord  # isort: skip
 from cykafka import aio  # isort: skip  (AsyncProducer, AsyncConsumer: cykafka.aio)
 
 __version__ = "0.1.0"
@@ -78,6 +81,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AccessControlEntry",
     "AccessControlEntryFilter",
+    "AcknowledgeType",
     "AclBinding",
     "AclBindingFilter",
     "AclOperation",
@@ -106,6 +110,7 @@ __all__ = [
     "IllegalStateError",
     "InvalidArgumentError",
     "InvalidRecordError",
+    "InvalidRecordStateError",
     "InvalidTopicError",
     "KafkaError",
     "KafkaTimeoutError",
@@ -131,6 +136,9 @@ __all__ = [
     "ResourceType",
     "Result",
     "SerializationError",
+    "ShareConsumer",
+    "ShareGroupsUnsupportedError",
+    "ShareRecord",
     "TimestampOverflowError",
     "TopicAuthorizationError",
     "TopicDescription",

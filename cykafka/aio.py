@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     import pyarrow
 
-__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener", "SendBatchFuture"]
+__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener", "AsyncShareConsumer", "SendBatchFuture"]
 
 T = TypeVar("T")
 _METADATA_POLL_MS = 5  # as Producer._wait_on_metadata
@@ -660,3 +660,4 @@ def _split(got: Any, limit: int) -> tuple[Any, Any]:
     return got.slice(0, limit), got.slice(limit)
 
 
+from cykafka.aio_share import AsyncShareConsumer  # noqa: E402  (it builds on this module's _ClientThread)

@@ -463,6 +463,8 @@ def _consume(args: argparse.Namespace) -> int:
     parts = parse_format(args.format)
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c/--count must be >= 0, got {args.count}")
+    if args.share_group is not None:
+        return _consume_share(args, config, parts, started)
     offset = parse_offset(args.offset)
     if args.group is not None:
         config["group.id"] = args.group
@@ -485,6 +487,53 @@ def _consume(args: argparse.Namespace) -> int:
     elapsed_s = time.perf_counter() - started
     print(f"cykafka consume: {tally.records} records, {tally.payload_bytes} bytes, {elapsed_s:.2f} s "
           f"({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) <- {args.topic}", file=sys.stderr)
+    return 0
+
+
+def _consume_share(args: argparse.Namespace, config: dict[str, Any], parts: list[bytes | str],
+                   started: float) -> int:
+    """consume --share-group: a member of the share group (KIP-932) printing the records it is given, each accepted
+    once printed (those of the last poll past -c are released); -c stops after COUNT records, -e at the first poll
+    of 1 s that brings none. The group decides where it starts (its share.auto.offset.reset)."""
+    for flag, given in (("-o/--offset", args.offset is not None), ("-p/--partition", args.partition is not None),
+                        ("-G/--group", args.group is not None)):
+        if given:
+            raise UsageError(f"{flag} does not go with --share-group: the share group hands out records itself")
+    config["group.id"] = args.share_group
+    config["share.acknowledgement.mode"] = "explicit"  # printed: accepted; past -c: released for other members
+    from cykafka.share_consumer import AcknowledgeType, ShareConsumer
+
+    records_read = payload_bytes = 0
+    out = sys.stdout.buffer
+    progress = _progress(not args.quiet and sys.stderr.isatty())
+    with ShareConsumer(config) as consumer:
+        consumer.subscribe([args.topic])
+        try:
+            while args.count is None or records_read < args.count:
+                records = consumer.poll(1.0)
+                if not records and args.exit:
+                    break
+                extra = records[args.count - records_read:] if args.count is not None else []
+                records = records[:len(records) - len(extra)]
+                out.write(b"".join(format_record(record, parts) for record in records))  # type: ignore[arg-type]
+                out.flush()
+                for record in records:
+                    consumer.acknowledge(record, AcknowledgeType.ACCEPT)
+                for record in extra:
+                    consumer.acknowledge(record, AcknowledgeType.RELEASE)
+                records_read += len(records)
+                payload_bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+                if progress is not None and records:
+                    progress.update(len(records))
+        except KeyboardInterrupt:  # records of the poll being printed stay unacknowledged: close releases them
+            pass
+        finally:
+            if progress is not None:
+                progress.close()
+    elapsed_s = time.perf_counter() - started
+    print(f"cykafka consume: {records_read} records, {payload_bytes} bytes, {elapsed_s:.2f} s "
+          f"({records_read / max(elapsed_s, 1e-9):,.0f} records/s) <- {args.topic} (share group "
+          f"{args.share_group})", file=sys.stderr)
     return 0
 
 
@@ -574,6 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
     consume_cmd.add_argument("-e", "--exit", action="store_true",
                              help="exit at the end of every partition (its end when consuming started)")
     consume_cmd.add_argument("-G", "--group", default=None, help="group.id: start from and commit its offsets")
+    consume_cmd.add_argument("--share-group", default=None, metavar="NAME",
+                             help="read as a member of this share group (KIP-932, Kafka 4.2+): the records it is "
+                                  "given, accepted once printed; -e exits at the first second without records")
     consume_cmd.add_argument("-f", "--format", default="%s\\n",
                              help="output format: %%k key, %%s value, %%t topic, %%p partition, %%o offset, "
                                   "%%T timestamp (ms), %%h headers (n=v,...), %%S / %%K value / key size, %%%% a %%; "

@@ -111,6 +111,17 @@ class ClusterAuthorizationError(AuthorizationError):
     CREATE for auto-created topics) was denied."""
 
 
+class InvalidRecordStateError(BrokerResponseError):
+    """INVALID_RECORD_STATE: a share consumer's acknowledgement of records the member no longer holds (their
+    acquisition lock expired and they went back to the group, or they were acknowledged already); not retriable."""
+
+
+class ShareGroupsUnsupportedError(UnsupportedVersionError):
+    """The broker offers no share groups (KIP-932): ShareGroupHeartbeat, ShareFetch and ShareAcknowledge need Apache
+    Kafka 4.2+ with the `share.version` feature at 1 or more (`kafka-features.sh upgrade --feature share.version=1`,
+    or `--feature share.version=1` at format time)."""
+
+
 class NetworkError(KafkaError):
     """A connection failed or was lost with requests in flight; retriable."""
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from uuid import UUID
 
 from cykafka.ports.values import Node as Node
 from cykafka.ports.values import PartitionInfo as PartitionInfo
@@ -83,13 +84,14 @@ def by_topic(tps: Iterable[TopicPartition], item: Callable[[TopicPartition], Any
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """Immutable metadata: brokers, and every known topic's partitions with leader and leader epoch."""
+    """Immutable metadata: brokers, and every known topic's partitions with leader and leader epoch, and its id."""
 
     nodes: Mapping[int, Node] = field(default_factory=dict)
     partitions: Mapping[str, Sequence[PartitionInfo]] = field(default_factory=dict)  # topic -> by partition id
     topic_errors: Mapping[str, int] = field(default_factory=dict)  # topic -> error code (e.g. 3 unknown topic)
     controller_id: int = -1
     cluster_id: str | None = None
+    topic_ids: Mapping[str, UUID] = field(default_factory=dict)  # topic -> its id (Metadata v10+; KIP-516), if known
 
     @classmethod
     def from_metadata(cls, body: Mapping[str, Any]) -> ClusterSnapshot:
@@ -102,10 +104,14 @@ class ClusterSnapshot:
         nodes = {b["node_id"]: Node.from_body(b) for b in body["brokers"]}
         partitions: dict[str, list[PartitionInfo]] = {}
         topic_errors: dict[str, int] = {}
+        topic_ids: dict[str, UUID] = {}
         for topic in body["topics"]:
             name = topic["name"]
             if name is None:
                 continue
+            topic_id = topic.get("topic_id")
+            if topic_id is not None and topic_id.int:
+                topic_ids[name] = topic_id
             if topic["error_code"]:
                 topic_errors[name] = topic["error_code"]
                 continue
@@ -120,7 +126,7 @@ class ClusterSnapshot:
                 infos.append(PartitionInfo(name, index, leader, p.get("leader_epoch", -1), tuple(p["replica_nodes"]),
                                            tuple(p["isr_nodes"]), p["error_code"]))
             partitions[name] = infos
-        return cls(nodes, partitions, topic_errors, body.get("controller_id", -1), body.get("cluster_id"))
+        return cls(nodes, partitions, topic_errors, body.get("controller_id", -1), body.get("cluster_id"), topic_ids)
 
     def partition_count(self, topic: str) -> int | None:
         parts = self.partitions.get(topic)

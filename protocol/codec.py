@@ -206,10 +206,31 @@ def _field(f: Field, version: int, flexible: bool, check: bool, path: str) -> tu
     else:
         put, get, size_bytes = _primitive(f.type, flexible)
     if f.nullable_in(version):
+        if f.type == "{}":
+            put, get = _nullable_struct(put, get)
+            return put, get, 1
         if f.type not in ("string", "bytes", "records") and not f.type.startswith("[]"):
             raise ValueError(f"field {f.name}: a {f.type} cannot be nullable")
         put, get = _nullable(put, get, flexible, int16_prefix=f.type == "string")
     return put, get, size_bytes
+
+
+def _nullable_struct(put: Put, get: Get) -> tuple[Put, Get]:
+    """A nullable struct, as Kafka writes one: an int8 marker, -1 for null, 1 before the struct's fields."""
+    def put_nullable(out: bytearray, v: Any) -> None:
+        if v is None:
+            out += b"\xff"
+        else:
+            out += b"\x01"
+            put(out, v)
+
+    def get_nullable(r: Reader) -> Any:
+        marker = r.take(1)[0]
+        if marker == 0xFF:
+            return None
+        return get(r)
+
+    return put_nullable, get_nullable
 
 
 def _struct(fields: tuple[Field, ...], version: int, flexible: bool, check: bool,

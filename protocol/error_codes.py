@@ -18,6 +18,7 @@ from cykafka.errors import (
     BrokerResponseError,
     ClusterAuthorizationError,
     GroupAuthorizationError,
+    InvalidRecordStateError,
     TopicAuthorizationError,
     TransactionalIdAuthorizationError,
 )
@@ -148,6 +149,19 @@ class ErrorCode(IntEnum):
     TELEMETRY_TOO_LARGE = 118
     INVALID_REGISTRATION = 119
     TRANSACTION_ABORTABLE = 120
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    FENCED_STATE_EPOCH = 124
+    INVALID_VOTER_KEY = 125
+    DUPLICATE_VOTER = 126
+    VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 class ErrorKind(Flag):
     """The decisions more than one place makes on a code, beyond `retriable`."""
@@ -312,7 +326,23 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.UNKNOWN_SUBSCRIPTION_ID: _Row(False, "telemetry subscription id unknown or outdated"),
     _E.TELEMETRY_TOO_LARGE: _Row(False, "telemetry push too large"),
     _E.INVALID_REGISTRATION: _Row(False, "broker registration invalid"),
-    _E.TRANSACTION_ABORTABLE: _Row(False, "transaction failed; abort it to go on with this transactional id"),}
+    _E.TRANSACTION_ABORTABLE: _Row(False, "transaction failed; abort it to go on with this transactional id"),
+    _E.INVALID_RECORD_STATE: _Row(False, "record not in a state that allows this acknowledgement (its acquisition "
+                                         "lock expired, or it was acknowledged already)", NO_KIND,
+                                  InvalidRecordStateError),
+    _E.SHARE_SESSION_NOT_FOUND: _Row(True, "share session not found"),
+    _E.INVALID_SHARE_SESSION_EPOCH: _Row(True, "share session epoch invalid"),
+    _E.FENCED_STATE_EPOCH: _Row(False, "share coordinator rejected the share-group state epoch"),
+    _E.INVALID_VOTER_KEY: _Row(False, "voter key does not match the receiving replica's"),
+    _E.DUPLICATE_VOTER: _Row(False, "voter already in the voter set"),
+    _E.VOTER_NOT_FOUND: _Row(False, "voter not in the voter set"),
+    _E.INVALID_REGULAR_EXPRESSION: _Row(False, "regular expression not valid"),
+    _E.REBOOTSTRAP_REQUIRED: _Row(False, "client metadata stale: rebootstrap"),
+    _E.STREAMS_INVALID_TOPOLOGY: _Row(False, "streams topology invalid"),
+    _E.STREAMS_INVALID_TOPOLOGY_EPOCH: _Row(False, "streams topology epoch invalid"),
+    _E.STREAMS_TOPOLOGY_FENCED: _Row(False, "streams topology fenced"),
+    _E.SHARE_SESSION_LIMIT_REACHED: _Row(False, "the broker's share session cache is full"),
+}
 
 ERRORS: Mapping[int, ErrorSpec] = MappingProxyType({code: ErrorSpec(code.name, *row) for code, row in _ROWS.items()})
 ERROR_CODES: Mapping[str, int] = MappingProxyType({code.name: code for code in ErrorCode})

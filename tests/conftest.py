@@ -92,6 +92,32 @@ def kafka_cluster(apache_kafka: Any) -> Iterator[Any]:
         cluster.stop()
 
 
+# share groups' timing knobs, low for tests: a lost member's records come back after 4 s (the broker's floor: 1 s;
+# 4 s leaves room for a loaded machine between a poll and its acknowledgements)
+SHARE_RECORD_LOCK_DURATION_MS = 4000
+SHARE_DELIVERY_COUNT_LIMIT = 3  # the broker's floor is 2 (Kafka 4.2+)
+
+
+@pytest.fixture(scope="session")
+def share_kafka(apache_kafka: Any) -> Iterator[Any]:
+    """Apache Kafka (newest pinned version), one KRaft node with share groups (share.version=1, KIP-932), a record
+    lock of SHARE_RECORD_LOCK_DURATION_MS and a delivery count limit of SHARE_DELIVERY_COUNT_LIMIT; started once."""
+    cluster = apache_kafka(1, features={"share.version": 1}, broker_config={
+        "group.share.record.lock.duration.ms": str(SHARE_RECORD_LOCK_DURATION_MS),
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.delivery.count.limit": str(SHARE_DELIVERY_COUNT_LIMIT),
+        "group.share.min.delivery.count.limit": "2",
+        "group.share.heartbeat.interval.ms": "1000",
+        "group.share.min.heartbeat.interval.ms": "1000",
+        "group.share.session.timeout.ms": "6000",
+        "group.share.min.session.timeout.ms": "6000",
+    }).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def broker(request: pytest.FixtureRequest) -> Any:
     """The broker of this parameter: `tansu_broker` or `kafka_broker` (both have .bootstrap_servers, .host, .port)."""

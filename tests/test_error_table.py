@@ -219,7 +219,10 @@ def test_the_core_turns_fatal_exactly_on_the_tables_producer_fatal_codes(code: E
      (51, "CONCURRENT_TRANSACTIONS", True), (52, "TRANSACTION_COORDINATOR_FENCED", False),
      (56, "KAFKA_STORAGE_ERROR", True), (58, "SASL_AUTHENTICATION_FAILED", False), (59, "UNKNOWN_PRODUCER_ID", False),
      (74, "FENCED_LEADER_EPOCH", True), (75, "UNKNOWN_LEADER_EPOCH", True), (87, "INVALID_RECORD", False),
-     (89, "THROTTLING_QUOTA_EXCEEDED", True), (90, "PRODUCER_FENCED", False), (120, "TRANSACTION_ABORTABLE", False)],
+     (89, "THROTTLING_QUOTA_EXCEEDED", True), (90, "PRODUCER_FENCED", False), (120, "TRANSACTION_ABORTABLE", False),
+     (121, "INVALID_RECORD_STATE", False), (122, "SHARE_SESSION_NOT_FOUND", True),
+     (123, "INVALID_SHARE_SESSION_EPOCH", True), (124, "FENCED_STATE_EPOCH", False),
+     (133, "SHARE_SESSION_LIMIT_REACHED", False)],
 )
 def test_error_table_matches_kafka(code: int, name: str, retriable: bool) -> None:
     assert ERRORS[code].name == name
@@ -232,7 +235,7 @@ def test_error_table_matches_kafka(code: int, name: str, retriable: bool) -> Non
 
 
 def test_error_table_is_complete_and_consistent() -> None:
-    assert set(ERRORS) == set(range(-1, 121))
+    assert set(ERRORS) == set(range(-1, 134))
     assert len(ERROR_CODES) == len(ERRORS)
     assert "not the leader" in str(error_for(6))  # the table's message when the broker sent none
     unknown = error_for(9999)

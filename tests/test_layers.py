@@ -38,7 +38,8 @@ REQUEST_LAYER = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/reques
 
 @pytest.mark.parametrize("module", ["cykafka/config.py", "ports/__init__.py", "errors/__init__.py",
                                     "cykafka/sender.py", "cykafka/transactions.py", "cykafka/fetcher.py",
-                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py", *REQUEST_LAYER,
+                                    "cykafka/consumer_network.py", "cykafka/consumer_group.py",
+                                    "cykafka/share_network.py", "cykafka/share_config.py", *REQUEST_LAYER,
                                     *PROTOCOL])
 def test_no_adapter_import(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)
@@ -81,6 +82,7 @@ def test_errors_is_a_leaf() -> None:
 
 # The composition roots: they build adapters from a config and wire them to the core (docs/architecture.md).
 COMPOSITION_ROOTS = {"cykafka/producer.py", "cykafka/admin.py", "cykafka/consumer.py", "cykafka/broker.py",
+                     "cykafka/share_consumer.py",
                      "cykafka/cli.py", *(str(p.relative_to(ROOT)) for p in (ROOT / "cykafka/spark").glob("*.py"))}
 _ADAPTER_MAY_IMPORT = ("cykafka.adapters", "cykafka.ports", "cykafka.errors", "cykafka.protocol", "cykafka.core")
 
@@ -88,7 +90,8 @@ _ADAPTER_MAY_IMPORT = ("cykafka.adapters", "cykafka.ports", "cykafka.errors", "c
 # The clients' own composition roots wire one client each: none builds on another (a value two clients share lives in
 # cykafka.ports.values, the request plumbing in the request layer). The applications (asyncio, the CLI, the demo,
 # Spark) are built on the clients.
-CLIENT_ROOTS = ("cykafka/producer.py", "cykafka/consumer.py", "cykafka/admin.py", "cykafka/broker.py")
+CLIENT_ROOTS = ("cykafka/producer.py", "cykafka/consumer.py", "cykafka/admin.py", "cykafka/broker.py",
+                "cykafka/share_consumer.py")
 
 
 @pytest.mark.parametrize("module", CLIENT_ROOTS)

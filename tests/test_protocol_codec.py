@@ -8,6 +8,7 @@ import socket
 import struct
 import time
 from typing import Any
+from uuid import UUID
 
 import pytest
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ from cykafka.protocol import (
     encode_request,
     encode_response,
 )
-from cykafka.protocol.apis import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE
+from cykafka.protocol.apis import API_VERSIONS, FETCH, LIST_OFFSETS, METADATA, PRODUCE, SHARE_GROUP_HEARTBEAT
 from cykafka.protocol.error_codes import ErrorCode
 
 # --- every message, every version: values drawn from the description round-trip --------------------------------
@@ -266,7 +267,7 @@ def test_cluster_snapshot_from_metadata() -> None:
                     {"node_id": 2, "host": "h2", "port": 9093}],
         "cluster_id": "c", "controller_id": 2,
         "topics": [
-            {"name": "t", "partitions": [
+            {"name": "t", "topic_id": UUID(int=5), "partitions": [
                 {"partition_index": 2, "leader_id": 2, "leader_epoch": 7, "replica_nodes": [2, 1], "isr_nodes": [2]},
                 {"partition_index": 0, "leader_id": 1, "leader_epoch": 5, "replica_nodes": [1, 2], "isr_nodes": [1, 2]},
                 {"error_code": 5, "partition_index": 1, "leader_id": 9, "leader_epoch": 1, "replica_nodes": [9]}]},
@@ -286,3 +287,17 @@ def test_cluster_snapshot_from_metadata() -> None:
     assert (snapshot.controller_id, snapshot.cluster_id) == (2, "c")
     assert snapshot.partition_count("t") == 3 and snapshot.leader("t", 2) == 2
     assert snapshot.available_partitions("t") == [0, 2]
+    assert snapshot.topic_ids == {"t": UUID(int=5)}  # a zero id (unknown) is left out
+
+
+def test_a_nullable_struct_is_an_int8_marker_then_its_fields() -> None:
+    """ShareGroupHeartbeat's assignment, as Kafka writes it: -1 for null, 1 then the struct."""
+
+    body = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": "m", "member_epoch": 3,
+            "heartbeat_interval_ms": 5000, "assignment": None}
+    null = encode_message(SHARE_GROUP_HEARTBEAT, 1, body, response=True)
+    assert null.endswith(b"\xff\x00")  # the marker, then the body's (empty) tagged fields
+    assert decode_message(SHARE_GROUP_HEARTBEAT, 1, null, response=True) == body
+    body["assignment"] = {"topic_partitions": [{"topic_id": UUID(int=7), "partitions": [0, 2]}]}
+    raw = encode_message(SHARE_GROUP_HEARTBEAT, 1, body, response=True)
+    assert raw[len(null) - 2] == 1 and decode_message(SHARE_GROUP_HEARTBEAT, 1, raw, response=True) == body

@@ -152,7 +152,11 @@ def test_descriptions_match_the_message_facts(key: int) -> None:
     load_json = pytest.importorskip("kafka.protocol.schemas.load_json").load_json
     described = APIS[key]
     for response in (False, True):
-        facts = load_json(described.name + ("Response" if response else "Request"))
+        try:
+            facts = load_json(described.name + ("Response" if response else "Request"))
+        except FileNotFoundError:  # newer than kafka-python (share groups): checked against Kafka's own schemas
+            pytest.skip(f"kafka-python ships no {described.name} schema (tests/test_protocol_kafka_schemas.py checks "
+                        f"it against Kafka 4.4's)")
         assert facts["apiKey"] == key
         valid = _range(facts["validVersions"])
         flexible = _range(facts["flexibleVersions"])

@@ -1,0 +1,467 @@
+"""ShareConsumer: a member of a share group (KIP-932, "queues for Kafka"), Java's KafkaShareConsumer in Python.
+
+Composition root: builds the transport, the metadata and the network thread (cykafka/consumer_network.py's
+NetworkThread looping the request layer's NetworkLoop) around cykafka/share_network.py's ShareNetwork, which drives
+core/share.py's ShareMember and ShareSessions. The caller's thread decodes what was fetched (core's PartitionFetch:
+the consumer's record decoder) into `ShareRecord`s, keeps the acknowledgements of the records it handed out, and hands
+them to the network thread at the next poll, commit or close; the acknowledgement commit callback runs on the caller's
+thread, in poll, commit_sync, commit_async and close.
+
+Acknowledgement modes (`share.acknowledgement.mode`, Java's): implicit (default): the records of a poll are accepted
+by the next poll, commit or close; explicit: every record of a poll must be acknowledged (`acknowledge(record,
+AcknowledgeType.X)`) before the next poll, which otherwise raises IllegalStateError, as Java's does.
+docs/share-groups.md says when to use a share group and what it guarantees.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import logging
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from cykafka.adapters.clock import SystemClock
+from cykafka.adapters.compression import decompress
+from cykafka.arrow_schema import kafka_source_schema
+from cykafka.consumer_network import NetworkThread, stop_unclosed
+from cykafka.core import ArrowBatchBuilder, PartitionFetch
+from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
+from cykafka.errors import ConfigError, IllegalStateError, InvalidArgumentError, KafkaError, KafkaTimeoutError
+from cykafka.ports import Clock, Ports, TopicPartition
+from cykafka.protocol.apis import (
+    SHARE_ACKNOWLEDGE_ACCEPT,
+    SHARE_ACKNOWLEDGE_GAP,
+    SHARE_ACKNOWLEDGE_REJECT,
+    SHARE_ACKNOWLEDGE_RELEASE,
+)
+from cykafka.requests.calls import CallQueue, NetworkLoop
+from cykafka.requests.coordinators import Coordinators
+from cykafka.requests.routes import Router
+from cykafka.serialization import validate_topic
+from cykafka.share_config import ShareConsumerConfig
+from cykafka.share_network import AckResults, Commit, Fetched, ShareNetwork, ShareState
+
+if TYPE_CHECKING:
+    import pyarrow
+
+log = logging.getLogger("cykafka")
+AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], None]
+
+
+class AcknowledgeType(enum.IntEnum):
+    """How a share consumer acknowledges a record (Java's AcknowledgeType): ACCEPT (processed: done), RELEASE (not
+    processed: deliver it again, to any member), REJECT (unprocessable: never deliver it again)."""
+
+    ACCEPT = SHARE_ACKNOWLEDGE_ACCEPT
+    RELEASE = SHARE_ACKNOWLEDGE_RELEASE
+    REJECT = SHARE_ACKNOWLEDGE_REJECT
+
+
+class ShareRecord:
+    """A record delivered to a share group member: a ConsumerRecord's fields plus `delivery_count`, how many times
+    the group delivered it (this delivery included: 1 the first time)."""
+
+    __slots__ = ("delivery_count", "headers", "key", "leader_epoch", "offset", "partition", "timestamp_ms",
+                 "timestamp_type", "topic", "value")
+
+    def __init__(self, record: Any, delivery_count: int) -> None:
+        self.topic: str = record.topic
+        self.partition: int = record.partition
+        self.offset: int = record.offset
+        self.timestamp_ms: int = record.timestamp_ms
+        self.timestamp_type: int = record.timestamp_type
+        self.key: bytes | None = record.key
+        self.value: bytes | None = record.value
+        self.headers: list[tuple[str, bytes | None]] = record.headers
+        self.leader_epoch: int | None = record.leader_epoch
+        self.delivery_count = delivery_count
+
+    def __repr__(self) -> str:
+        return (f"ShareRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+                f"delivery_count={self.delivery_count}, key={self.key!r}, value={self.value!r})")
+
+
+class _Decoding:
+    """Fetched data being handed out on the caller's thread: the records of its acquired ranges, in offset order."""
+
+    def __init__(self, fetched: Fetched, check_crcs: bool) -> None:
+        self.fetched = fetched
+        first = min(a[0] for a in fetched.acquired)
+        self.decoder = PartitionFetch(fetched.tp.topic, fetched.tp.partition, fetched.records, first,
+                                      check_crcs=check_crcs, decompress=decompress)
+        self.counts = sorted(fetched.acquired)
+        self.seen: set[int] = set()
+
+    def delivery_count(self, offset: int) -> int:
+        for first, last, count in self.counts:
+            if first <= offset <= last:
+                return count
+        return 0
+
+    def gaps(self) -> list[int]:
+        """The acquired offsets with no record (control records, compacted away): acknowledged as gaps."""
+        return [o for first, last, _ in self.counts for o in range(first, last + 1) if o not in self.seen]
+
+
+class ShareConsumer:
+    """A share group member (Java's KafkaShareConsumer): subscribe(topics), poll(timeout) -> [ShareRecord],
+    acknowledge(record, type), commit_sync / commit_async, close(timeout). One thread at a time (module docstring)."""
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, *, ports: object = None,
+                 **kwargs: object) -> None:
+        """config: Kafka share consumer keys (group.id required; share.acknowledgement.mode implicit | explicit), as
+        a dict and/or keyword arguments with underscores. ports: tests only (cykafka.ports.Ports)."""
+        if ports is None:
+            ports = Ports()
+        if not isinstance(ports, Ports):
+            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
+                              f"{type(ports).__name__}")
+        self.config = cfg = ShareConsumerConfig.parse(config, **kwargs)
+        consumer_cfg = cfg.consumer
+        conn = consumer_cfg.connection
+        self._clock: Clock = ports.clock or SystemClock()
+        transport = ports.transport
+        self._owns_transport = transport is None
+        if transport is None:
+            from cykafka.adapters.socket_transport import SocketTransport
+
+            transport = SocketTransport(conn, clock_ms=self._clock.monotonic_ms)
+        metadata = ports.metadata
+        if metadata is None:
+            from cykafka.adapters.broker_metadata import BrokerMetadata
+
+            metadata = BrokerMetadata(consumer_cfg.metadata, transport)
+        self._transport, self._metadata = transport, metadata
+        coordinators = Coordinators(transport, consumer_cfg.retry_backoff_ms, dedicated_group_connections=True)
+        calls = CallQueue(Router(transport, metadata, coordinators, consumer_cfg.retry_backoff_ms))
+        member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self._member = ShareMember(cfg.group_id, member_id, consumer_cfg.retry_backoff_ms, cfg.client_rack)
+        self._state = ShareState()
+        self._network = ShareNetwork(self._member, self._state, calls, metadata, self._clock, consumer_cfg,
+                                     conn.request_timeout_ms, lambda: None)
+        self.network = NetworkLoop(transport, metadata, self._clock, [calls, coordinators, self._network],
+                                   conn.request_timeout_ms, coordinators)
+        self._callback: AcknowledgementCommitCallback | None = None
+        self._decoding: _Decoding | None = None
+        self._delivered: dict[tuple[str, int, int], tuple[int, TopicIdPartition]] = {}  # handed out, not acked
+        self._acks: dict[int, dict[TopicIdPartition, Acknowledgements]] = {}  # acknowledged, not handed over
+        self._closed = False
+        self._thread: NetworkThread | None = None
+        if ports.start_sender:
+            self._thread = NetworkThread(self.network, name=f"cykafka-share-consumer-{conn.client_id or member_id}")
+            self._thread.start()
+        # the thread holds no reference to this ShareConsumer: dropped unclosed, it is finalized and its thread stopped
+        # (the broker releases its records when the connection closes)
+        self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id or member_id, self._thread,
+                                           self.network, transport if self._owns_transport else None)
+
+    # -- subscription -------------------------------------------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Joins the share group reading these topics (replacing the subscription; empty: unsubscribe)."""
+        self._check_open()
+        if isinstance(topics, str):
+            raise InvalidArgumentError("subscribe takes a list of topic names, not one string")
+        names = list(topics)
+        for topic in names:
+            validate_topic(topic)
+        with self._state.lock:
+            self._member.subscribe(names)
+        self._transport.wakeup()
+
+    def unsubscribe(self) -> None:
+        self.subscribe([])
+
+    def subscription(self) -> set[str]:
+        return set(self._member.topics)
+
+    @property
+    def member_id(self) -> str:
+        return self._member.member_id
+
+    def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
+        """callback(offsets: {TopicPartition: {offset, ...}}, error: KafkaError | None), called on this thread (in
+        poll, commit_sync, commit_async and close) once per partition's acknowledgements answered: error None when
+        the broker took them, else why not (InvalidRecordStateError: the record's lock had expired)."""
+        if callback is not None and not callable(callback):
+            raise InvalidArgumentError(f"the acknowledgement commit callback must be callable or None, got "
+                                       f"{type(callback).__name__}")
+        self._callback = callback
+
+    # -- records and acknowledgements -----------------------------------------------------------------------------
+
+    def poll(self, timeout: float) -> list[ShareRecord]:
+        """The next records acquired for this member, at most max.poll.records; waits up to timeout seconds for some.
+        Implicit mode: the records of the previous poll are accepted first. Explicit mode: raises IllegalStateError
+        when a record of the previous poll was not acknowledged."""
+        out: list[ShareRecord] = []
+
+        def take(limit: int) -> int:
+            got = self._take(limit)
+            out.extend(got)
+            return len(got)
+
+        self._poll(timeout, take, self.config.consumer.max_poll_records)
+        return out
+
+    def _poll(self, timeout: float, take: Callable[[int], int], limit: int) -> None:
+        """poll's loop: acknowledgements settled and handed over, then take(limit) -> records handed out until some
+        came or timeout seconds passed."""
+        self._check_open()
+        if not self._member.topics:
+            raise IllegalStateError("poll: the share consumer is not subscribed to any topic; subscribe() first")
+        self._settle_delivered()
+        self._hand_over(None)
+        deadline_ms = self._clock.monotonic_ms() + max(0, int(timeout * 1000))
+        state = self._state
+        while True:
+            self._run_callbacks()
+            self._raise_error()
+            if take(limit):
+                with state.lock:  # all handed out: one fetch ahead of the next poll (at most one per poll)
+                    if not state.buffer:
+                        state.fetch_wanted = True
+                self._transport.wakeup()
+                return
+            remaining_ms = deadline_ms - self._clock.monotonic_ms()
+            with state.lock:
+                state.fetch_wanted = True
+            self._transport.wakeup()
+            if remaining_ms <= 0:
+                return
+            with state.lock:
+                if not state.buffer and not state.results and state.error is None and self._member.error is None:
+                    state.lock.wait(remaining_ms / 1000)
+
+    def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        """Acknowledges a record of the last poll (explicit mode only): ACCEPT, RELEASE or REJECT. It goes to the
+        broker with the next poll, commit_sync or commit_async."""
+        self._check_open()
+        if not self.config.explicit:
+            raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
+                                    "share.acknowledgement.mode=explicit to acknowledge records one by one)")
+        try:
+            kind = AcknowledgeType(type)
+        except ValueError:
+            raise InvalidArgumentError(f"acknowledge: type must be an AcknowledgeType (ACCEPT, RELEASE, REJECT), "
+                                       f"got {type!r}") from None
+        self._acknowledge(record.topic, record.partition, record.offset, kind)
+
+    def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType) -> None:
+        self._check_open()
+        if not self.config.explicit:
+            raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
+                                    "share.acknowledgement.mode=explicit to acknowledge records one by one)")
+        where = self._delivered.pop((topic, partition, offset), None)
+        if where is None:
+            raise IllegalStateError(f"acknowledge: {topic} [{partition}] offset {offset} is not a record of the last "
+                                    f"poll still unacknowledged")
+        node_id, tip = where
+        self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset, int(AcknowledgeType(kind)))
+
+    def commit_sync(self, timeout: float | None = None) -> AckResults:
+        """Sends the acknowledgements made so far (implicit mode: the last poll's records, accepted) and waits for
+        the broker's answer: {TopicPartition: None, or the error of its acknowledgements}. KafkaTimeoutError after
+        timeout seconds (default.api.timeout.ms)."""
+        self._check_open()
+        self._settle_delivered()
+        commit = self._hand_over(Commit(set(self._acks)))
+        budget_s = self.config.consumer.default_api_timeout_ms / 1000 if timeout is None else timeout
+        if commit is not None and not commit.done.wait(max(0.0, budget_s)):
+            raise KafkaTimeoutError(f"commit_sync: the acknowledgements were not answered within {budget_s} s")
+        self._run_callbacks()
+        return dict(commit.results) if commit is not None else {}
+
+    def commit_async(self) -> None:
+        """Sends the acknowledgements made so far without waiting; their results go to the callback."""
+        self._check_open()
+        self._settle_delivered()
+        self._hand_over(Commit(set(self._acks)))
+        self._run_callbacks()
+
+    def _settle_delivered(self) -> None:
+        if not self._delivered:
+            return
+        if self.config.explicit:
+            raise IllegalStateError("All records must be acknowledged in explicit acknowledgement mode: "
+                                    f"{len(self._delivered)} record(s) of the last poll are not acknowledged")
+        for (_topic, _partition, offset), (node_id, tip) in self._delivered.items():
+            self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset,
+                                                                                      SHARE_ACKNOWLEDGE_ACCEPT)
+        self._delivered.clear()
+
+    def _hand_over(self, commit: Commit | None) -> Commit | None:
+        """The acknowledgements made so far to the network thread; commit: one that waits for their answers."""
+        if not self._acks:
+            return None
+        acks, self._acks = self._acks, {}
+        with self._state.lock:
+            self._state.hand_over(acks, commit)
+        self._transport.wakeup()
+        return commit
+
+    def _take(self, limit: int) -> list[ShareRecord]:
+        """Up to limit records of the fetched data, decoded here (ShareRecords)."""
+        out: list[ShareRecord] = []
+
+        def take(decoding: _Decoding, room: int) -> int:
+            fetched, taken = decoding.fetched, 0
+            for record in decoding.decoder.records(room):
+                count = decoding.delivery_count(record.offset)
+                if count == 0:
+                    continue  # in a batch the broker sent whole: not acquired by this member
+                decoding.seen.add(record.offset)
+                out.append(ShareRecord(record, count))
+                self._delivered[(record.topic, record.partition, record.offset)] = (fetched.node_id, fetched.tip)
+                taken += 1
+            return taken
+
+        self._drain(limit, take)
+        return out
+
+    def _drain(self, limit: int, take: Callable[[_Decoding, int], int]) -> int:
+        """Hands out up to limit records of the fetched data through take(decoding, room) -> records handed out; a
+        partition's data leaves the shared buffer once all of it was handed out (until then the network thread
+        fetches nothing more from its broker), its acquired offsets without a record acknowledged as gaps."""
+        state = self._state
+        handed = 0
+        while handed < limit:
+            with state.lock:
+                if not state.buffer:
+                    break
+                fetched = state.buffer[0]
+            decoding = self._decoding
+            if decoding is None or decoding.fetched is not fetched:
+                decoding = self._decoding = _Decoding(fetched, self.config.consumer.check_crcs)
+            handed += take(decoding, limit - handed)
+            if decoding.decoder.done or decoding.decoder.next_offset > decoding.counts[-1][1]:
+                self._decoding = None
+                gaps = decoding.gaps()
+                if gaps:
+                    acks = self._acks.setdefault(fetched.node_id, {}).setdefault(fetched.tip, Acknowledgements())
+                    for offset in gaps:
+                        acks.add(offset, SHARE_ACKNOWLEDGE_GAP)
+                with state.lock:
+                    state.buffer.remove(fetched)
+                self._transport.wakeup()  # its broker may be fetched from again
+        return handed
+
+    def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
+        """As poll, as one pyarrow.RecordBatch: the Consumer's columns (Spark's Kafka source schema, built in C) and
+        delivery_count (int16); empty (with the schema) when no record came in time. Acknowledge its rows with
+        acknowledge_batch (explicit mode)."""
+        import pyarrow as pa
+
+        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                        or max_records < 1):
+            raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
+                                       f"{max_records!r}")
+        segments: list[Any] = []
+
+        def take(decoding: _Decoding, room: int) -> int:
+            builder = ArrowBatchBuilder(kafka_source_schema())
+            decoding.decoder.arrow_into(builder, room)
+            segment = builder.finish()
+            offsets = segment.column("offset").to_pylist()
+            counts = [decoding.delivery_count(o) for o in offsets]
+            if 0 in counts:  # rows of a batch the broker sent whole, not acquired by this member
+                keep = [c > 0 for c in counts]
+                segment = segment.filter(pa.array(keep))
+                offsets = [o for o, k in zip(offsets, keep, strict=True) if k]
+                counts = [c for c in counts if c > 0]
+            fetched = decoding.fetched
+            for offset in offsets:
+                decoding.seen.add(offset)
+                self._delivered[(fetched.tp.topic, fetched.tp.partition, offset)] = (fetched.node_id, fetched.tip)
+            segments.append(segment.append_column(pa.field("delivery_count", pa.int16()),
+                                                  pa.array(counts, pa.int16())))
+            return len(offsets)
+
+        self._poll(timeout, lambda limit: self._drain(limit, take),
+                   max_records or self.config.consumer.max_poll_records)
+        schema = kafka_source_schema().append(pa.field("delivery_count", pa.int16()))
+        if not segments:
+            return pa.RecordBatch.from_pylist([], schema=schema)
+        return pa.Table.from_batches(segments, schema).combine_chunks().to_batches()[0]
+
+    def acknowledge_batch(self, batch: pyarrow.RecordBatch, type: AcknowledgeType = AcknowledgeType.ACCEPT,
+                          rows: range | None = None) -> None:
+        """Acknowledges the rows of a poll_batch batch (all of them, or those of rows: a range of row indexes) as
+        one type (explicit mode)."""
+        picked = batch if rows is None else batch.slice(rows.start, len(rows)) if rows.step == 1 else None
+        if picked is None:
+            raise InvalidArgumentError("acknowledge_batch: rows must be a range with step 1")
+        for topic, partition, offset in zip(picked.column("topic").to_pylist(), picked.column("partition").to_pylist(),
+                                            picked.column("offset").to_pylist(), strict=True):
+            self._acknowledge(topic, partition, offset, type)
+
+    def _run_callbacks(self) -> None:
+        with self._state.lock:
+            results, self._state.results = self._state.results, []
+        callback = self._callback
+        for offsets, error in results:
+            if callback is not None:
+                callback(offsets, error)
+            elif error is not None:
+                log.warning("share group %s: acknowledgements of %s failed: %s", self.config.group_id,
+                            {f"{tp.topic}[{tp.partition}]": sorted(o) for tp, o in offsets.items()}, error)
+
+    def _raise_error(self) -> None:
+        error = self._member.error or self._state.error
+        if error is not None:
+            raise error
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("this share consumer is closed")
+
+    # -- closing --------------------------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Leaves the group and ends its share sessions within timeout seconds: implicit mode accepts the last
+        poll's records, acknowledgements made go with the sessions' last requests, and the broker releases the
+        records this member still held (fetched but not handed out, or not acknowledged). Returns by its deadline."""
+        if self._closed:
+            return
+        self._closed = True
+        deadline_ms = self._clock.monotonic_ms() + max(0, int(timeout * 1000))
+        state = self._state
+        try:
+            if not self.config.explicit:
+                self._settle_delivered()
+            self._delivered.clear()
+            acks, self._acks = self._acks, {}
+            with state.lock:
+                state.hand_over(acks, None)
+                state.closing = True
+                self._member.leave()
+            self._transport.wakeup()
+            if self._thread is not None:
+                with state.lock:
+                    while not state.closed:
+                        remaining_ms = deadline_ms - self._clock.monotonic_ms()
+                        if remaining_ms <= 0:
+                            break
+                        state.lock.wait(min(remaining_ms, 100) / 1000)
+            self._run_callbacks()
+        finally:
+            self._finalizer.detach()
+            self.network.running = False
+            self._transport.wakeup()
+            thread = self._thread
+            if thread is not None and thread.is_alive():
+                thread.join(max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
+            if self._owns_transport:
+                self._transport.close(0.0)
+
+    def __enter__(self) -> ShareConsumer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+

@@ -1,0 +1,388 @@
+"""ShareConsumer (KIP-932 share groups) on Apache Kafka 4.4 with share.version=1 (the `share_kafka` fixture: record
+lock SHARE_RECORD_LOCK_DURATION_MS, delivery count limit SHARE_DELIVERY_COUNT_LIMIT), and on Tansu, which has no
+share groups: the typed error that says so.
+
+Every group starts at the earliest offset (the group config share.auto.offset.reset, set with an
+IncrementalAlterConfigs on the GROUP resource before the group's first member joins).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SHARE_DELIVERY_COUNT_LIMIT, SHARE_RECORD_LOCK_DURATION_MS
+
+from cykafka import (
+    AcknowledgeType,
+    Admin,
+    IllegalStateError,
+    InvalidRecordStateError,
+    KafkaError,
+    NewTopic,
+    Producer,
+    ShareConsumer,
+    ShareGroupsUnsupportedError,
+    ShareRecord,
+    TopicPartition,
+)
+from cykafka.protocol import Request
+from cykafka.protocol.apis import INCREMENTAL_ALTER_CONFIGS
+from cykafka.requests.routes import ANY_BROKER
+
+pytestmark = pytest.mark.slow
+GROUP_RESOURCE = 32  # ConfigResource.Type GROUP (Admin's "group" resource type is another issue's)
+HERE = Path(__file__).resolve().parent
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture()
+def share(share_kafka: Any) -> Iterator[Callable[..., tuple[str, str]]]:
+    """make(records, batch=...) -> (topic, group): a one-partition topic holding `records` values b"0", b"1", ...
+    (produced `batch` per request, so the broker's acquisitions split), and a new group starting at its earliest
+    offset."""
+    bootstrap = share_kafka.bootstrap_servers
+    admin = Admin({"bootstrap.servers": bootstrap})
+
+    def make(records: int, batch: int = 1) -> tuple[str, str]:
+        topic, group = _name("share"), _name("workers")
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+        body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
+            {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
+            "validate_only": False}
+        answer = admin._call(lambda: admin._ask(Request(INCREMENTAL_ALTER_CONFIGS.key, body), ANY_BROKER,
+                                                admin._deadline(None)))
+        assert [r["error_code"] for r in answer.body["responses"]] == [0], answer.body
+        with Producer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
+            for start in range(0, records, batch):
+                for i in range(start, min(records, start + batch)):
+                    producer.send(topic, value=str(i).encode())
+                producer.flush(30)
+        return topic, group
+
+    try:
+        yield make
+    finally:
+        admin.close()
+
+
+def _consumer(share_kafka: Any, group: str, topic: str, **config: object) -> ShareConsumer:
+    consumer = ShareConsumer({"bootstrap.servers": share_kafka.bootstrap_servers, "group.id": group, **config})
+    consumer.subscribe([topic])
+    return consumer
+
+
+def _poll_until(consumer: ShareConsumer, count: int, timeout_s: float = 30) -> list[ShareRecord]:
+    got: list[ShareRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(consumer.poll(0.5))
+    return got
+
+
+def test_two_members_on_one_partition_share_its_records_each_accepted_once(share_kafka: Any, share: Any) -> None:
+    total = 200
+    topic, group = share(total, batch=10)
+    accepted: list[tuple[int, KafkaError | None]] = []
+
+    def callback(offsets: dict[TopicPartition, set[int]], error: KafkaError | None) -> None:
+        accepted.extend((o, error) for tp_offsets in offsets.values() for o in tp_offsets)
+
+    a = _consumer(share_kafka, group, topic, **{"max.poll.records": 10})
+    b = _consumer(share_kafka, group, topic, **{"max.poll.records": 10})
+    try:
+        a.set_acknowledgement_commit_callback(callback)
+        b.set_acknowledgement_commit_callback(callback)
+        seen: dict[str, list[int]] = {"a": [], "b": []}
+        deadline = time.monotonic() + 60
+        while len(seen["a"]) + len(seen["b"]) < total and time.monotonic() < deadline:
+            for name, member in (("a", a), ("b", b)):
+                seen[name].extend(r.offset for r in member.poll(0.2))
+    finally:  # implicit mode: close accepts the last poll's records and reports every answer to the callback
+        a.close(10)
+        b.close(10)
+    print(f"member a read {len(seen['a'])}, member b read {len(seen['b'])} of {total}")
+    assert seen["a"] and seen["b"], seen  # both members received records
+    assert sorted(seen["a"] + seen["b"]) == list(range(total))  # together every record, none twice
+    assert sorted(o for o, _ in accepted) == list(range(total))  # each accepted exactly once
+    assert {e for _, e in accepted} == {None}
+
+
+def test_released_record_comes_back_with_delivery_count_2_and_rejected_never(share_kafka: Any,
+                                                                              share: Any) -> None:
+    topic, group = share(3, batch=3)
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        first = _poll_until(consumer, 3)
+        assert [(r.offset, r.delivery_count) for r in first] == [(0, 1), (1, 1), (2, 1)]
+        consumer.acknowledge(first[0], AcknowledgeType.RELEASE)
+        consumer.acknowledge(first[1], AcknowledgeType.REJECT)
+        consumer.acknowledge(first[2], AcknowledgeType.ACCEPT)
+        again = _poll_until(consumer, 1)
+        assert [(r.offset, r.delivery_count, r.value) for r in again] == [(0, 2, b"0")]
+        consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
+        later = _poll_until(consumer, 1, timeout_s=SHARE_RECORD_LOCK_DURATION_MS / 1000 + 3)
+        assert later == []  # the rejected (and the accepted) records never come back
+
+
+def test_a_record_delivered_delivery_count_limit_times_is_archived(share_kafka: Any, share: Any) -> None:
+    topic, group = share(2, batch=2)
+    counts = []
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            records = consumer.poll(0.5)
+            for record in records:
+                if record.offset == 0:
+                    counts.append(record.delivery_count)
+                    consumer.acknowledge(record, AcknowledgeType.RELEASE)
+                else:
+                    consumer.acknowledge(record, AcknowledgeType.ACCEPT)
+            if len(counts) >= SHARE_DELIVERY_COUNT_LIMIT and not records:
+                break
+        assert counts == list(range(1, SHARE_DELIVERY_COUNT_LIMIT + 1))  # then archived: never delivered again
+        assert _poll_until(consumer, 1, timeout_s=3) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "frozen"])
+def test_records_of_a_lost_member_go_to_the_other_none_lost(share_kafka: Any, share: Any, sig: int) -> None:
+    """SIGKILL: the dead process's connection closes and the broker releases its records at once; SIGSTOP: its
+    connection stays open, and its records come back when their acquisition lock expires."""
+    topic, group = share(20, batch=5)
+    worker = subprocess.Popen([sys.executable, str(HERE / "share_worker.py"), share_kafka.bootstrap_servers, group,
+                               topic], stdout=subprocess.PIPE, text=True)
+    try:
+        line = worker.stdout.readline() if worker.stdout else ""
+        held = json.loads(line)
+        assert held, "the worker got no records"
+        os.kill(worker.pid, sig)
+        lost_at = time.monotonic()
+        with _consumer(share_kafka, group, topic) as other:
+            counts: dict[int, int] = {}
+            back_s: float | None = None
+            deadline = time.monotonic() + 30
+            while len(counts) < 20 and time.monotonic() < deadline:
+                for record in other.poll(0.2):
+                    counts[record.offset] = record.delivery_count
+                    if record.offset in held and back_s is None:
+                        back_s = time.monotonic() - lost_at
+    finally:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+    print(f"{signal.Signals(sig).name}: the lost member held {held}; they came back to the other member after "
+          f"{back_s:.1f} s (lock {SHARE_RECORD_LOCK_DURATION_MS} ms), delivery counts {[counts.get(o) for o in held]}")
+    assert sorted(counts) == list(range(20))  # none lost
+    assert all(counts[o] == 2 for o in held)  # delivered a second time
+    assert set(counts.values()) <= {1, 2}
+    assert back_s is not None
+    if sig == signal.SIGSTOP:  # not before the lock expired (the broker checks it every few hundred ms)
+        assert SHARE_RECORD_LOCK_DURATION_MS / 1000 - 0.5 <= back_s < SHARE_RECORD_LOCK_DURATION_MS / 1000 + 10
+
+
+def test_implicit_mode_accepts_the_last_poll_records_on_the_next_poll(share_kafka: Any, share: Any) -> None:
+    topic, group = share(10, batch=5)
+    results: list[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = []
+    with _consumer(share_kafka, group, topic, **{"max.poll.records": 5}) as consumer:
+        consumer.set_acknowledgement_commit_callback(lambda offsets, error: results.append((offsets, error)))
+        with pytest.raises(IllegalStateError, match="implicit acknowledgement"):
+            consumer.acknowledge(ShareRecord.__new__(ShareRecord))  # no acknowledge() in implicit mode
+        got = _poll_until(consumer, 10)
+        assert sorted(r.offset for r in got) == list(range(10))
+        assert consumer.commit_sync(10) == {TopicPartition(topic, 0): None}
+        assert sorted(o for offsets, e in results for os_ in offsets.values() for o in os_) == list(range(10))
+        assert all(e is None for _, e in results)
+        assert _poll_until(consumer, 1, timeout_s=SHARE_RECORD_LOCK_DURATION_MS / 1000 + 2) == []  # none again
+
+
+def test_explicit_mode_poll_without_acknowledging_raises_as_java(share_kafka: Any, share: Any) -> None:
+    topic, group = share(3, batch=3)
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        got = _poll_until(consumer, 3)
+        consumer.acknowledge(got[0])
+        with pytest.raises(IllegalStateError, match="All records must be acknowledged in explicit"):
+            consumer.poll(0.1)
+        with pytest.raises(IllegalStateError, match="not a record of the last poll"):
+            consumer.acknowledge(got[0])  # once only
+        consumer.acknowledge(got[1])
+        consumer.acknowledge(got[2], AcknowledgeType.ACCEPT)
+        assert consumer.poll(0.5) == []
+
+
+def test_acknowledging_after_the_lock_expired_reports_invalid_record_state(share_kafka: Any, share: Any) -> None:
+    topic, group = share(1)
+    results: list[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = []
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        consumer.set_acknowledgement_commit_callback(lambda offsets, error: results.append((offsets, error)))
+        [record] = _poll_until(consumer, 1)
+        time.sleep(SHARE_RECORD_LOCK_DURATION_MS / 1000 + 1.5)  # the lock expires: the record is available again
+        consumer.acknowledge(record)
+        outcome = consumer.commit_sync(10)
+        error = outcome[TopicPartition(topic, 0)]
+        assert isinstance(error, InvalidRecordStateError), outcome
+        assert results == [({TopicPartition(topic, 0): {0}}, error)]
+        [again] = _poll_until(consumer, 1)
+        assert (again.offset, again.delivery_count) == (0, 2)
+        consumer.acknowledge(again)
+
+
+def test_close_releases_held_records_at_once(share_kafka: Any, share: Any) -> None:
+    topic, group = share(5, batch=5)
+    first = _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    held = _poll_until(first, 5)
+    started = time.monotonic()
+    first.close(5)
+    closed_s = time.monotonic() - started
+    assert closed_s < 5
+    with _consumer(share_kafka, group, topic) as other:
+        got = _poll_until(other, 5, timeout_s=20)
+        assert sorted((r.offset, r.delivery_count) for r in got) == [(r.offset, 2) for r in held]
+
+
+@pytest.mark.broker_only("tansu", reason="Tansu has no share groups: the typed error says the broker lacks them")
+def test_a_broker_without_share_groups_raises_a_typed_error(broker: Any) -> None:
+    with ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": _name("workers")}) as consumer:
+        consumer.subscribe([_name("share")])
+        with pytest.raises(ShareGroupsUnsupportedError, match=r"share\.version"):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                consumer.poll(0.5)
+
+
+def test_config_refuses_consumer_keys_a_share_group_has_no_use_for() -> None:
+    from cykafka import ConfigError
+
+    with pytest.raises(ConfigError, match=r"auto\.offset\.reset is not a share consumer key"):
+        ShareConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "auto.offset.reset": "earliest"})
+    with pytest.raises(ConfigError, match=r"share\.acknowledgement\.mode must be one of implicit, explicit"):
+        ShareConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "share.acknowledgement.mode": "x"})
+    with pytest.raises(ConfigError, match=r"group\.id is required"):
+        ShareConsumer({"bootstrap.servers": "127.0.0.1:1"})
+
+
+
+
+def test_the_worker_pool_of_the_docs_reads_every_record(share_kafka: Any, share: Any) -> None:
+    """docs/share-groups.md's worker pool, run as the page has it: four workers, every record read once."""
+    text = (HERE.parent / "docs" / "share-groups.md").read_text()
+    block = text.split("## A worker pool", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "docs/share-groups.md", "exec"), namespace)
+    topic, group = share(100, batch=5)
+    stop, threads, results = namespace["run_pool"](
+        {"bootstrap.servers": share_kafka.bootstrap_servers, "group.id": group, "max.poll.records": 5}, topic)
+    try:
+        deadline = time.monotonic() + 60
+        while len(results) < 100 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    assert sorted(results, key=int) == [str(i) for i in range(100)]
+    assert not any(thread.is_alive() for thread in threads)
+
+
+def test_a_share_consumer_dropped_unclosed_warns_and_stops_its_thread(share_kafka: Any) -> None:
+    import gc
+    import threading
+
+    consumer = ShareConsumer({"bootstrap.servers": share_kafka.bootstrap_servers, "group.id": _name("workers")})
+    consumer.subscribe([_name("share")])
+    thread = consumer._thread
+    assert thread is not None and thread.is_alive()
+    with pytest.warns(ResourceWarning, match="unclosed"):
+        del consumer
+        gc.collect()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert thread.name not in {t.name for t in threading.enumerate()}
+
+
+def test_cli_consume_share_group_prints_its_records_and_releases_those_past_count(share_kafka: Any,
+                                                                                   share: Any) -> None:
+    topic, group = share(10, batch=10)
+    command = [sys.executable, "-m", "cykafka", "consume", topic, "-b", share_kafka.bootstrap_servers,
+               "--share-group", group, "-q", "-f", "%s\\n"]
+    first = subprocess.run([*command, "-c", "6"], capture_output=True, timeout=60, check=True)
+    rest = subprocess.run([*command, "-e"], capture_output=True, timeout=60, check=True)
+    printed = first.stdout.split() + rest.stdout.split()
+    assert len(first.stdout.split()) == 6
+    assert sorted(printed, key=int) == [str(i).encode() for i in range(10)]  # the 4 past -c were released
+    assert b"share group" in first.stderr
+    refused = subprocess.run([*command, "-o", "beginning"], capture_output=True, timeout=60)
+    assert refused.returncode == 2 and b"does not go with --share-group" in refused.stderr
+
+
+def test_async_share_consumer_polls_and_acknowledges_without_blocking_the_loop(share_kafka: Any, share: Any) -> None:
+    import asyncio
+
+    from cykafka.aio import AsyncShareConsumer
+
+    topic, group = share(5, batch=5)
+
+    async def main() -> tuple[list[int], object, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        beat = asyncio.create_task(ticker())
+        async with AsyncShareConsumer({"bootstrap.servers": share_kafka.bootstrap_servers, "group.id": group,
+                                       "share.acknowledgement.mode": "explicit"}) as consumer:
+            await consumer.subscribe([topic])
+            got: list[ShareRecord] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 5 and time.monotonic() < deadline:
+                records = await consumer.poll(0.5)
+                for record in records:
+                    await consumer.acknowledge(record, AcknowledgeType.ACCEPT)
+                got.extend(records)
+            outcome = await consumer.commit_sync(10)
+        beat.cancel()
+        return [r.offset for r in got], outcome, ticks
+
+    offsets, outcome, ticks = asyncio.run(main())
+    assert offsets == [0, 1, 2, 3, 4]
+    assert outcome == {TopicPartition(topic, 0): None}
+    assert ticks > 5  # the loop ran while polls waited
+
+
+def test_poll_batch_gives_arrow_rows_with_delivery_counts_acknowledged_by_row_ranges(share_kafka: Any,
+                                                                                      share: Any) -> None:
+    topic, group = share(6, batch=6)
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        batch = None
+        deadline = time.monotonic() + 30
+        while (batch is None or batch.num_rows == 0) and time.monotonic() < deadline:
+            batch = consumer.poll_batch(0.5)
+        assert batch is not None and batch.num_rows == 6
+        assert batch.schema.names[-1] == "delivery_count" and str(batch.schema.field("delivery_count").type) == "int16"
+        assert batch.column("offset").to_pylist() == list(range(6))
+        assert batch.column("delivery_count").to_pylist() == [1] * 6
+        assert batch.column("value").to_pylist() == [str(i).encode() for i in range(6)]
+        consumer.acknowledge_batch(batch, AcknowledgeType.ACCEPT, rows=range(0, 4))
+        with pytest.raises(IllegalStateError, match="All records must be acknowledged"):
+            consumer.poll_batch(0.1)
+        consumer.acknowledge_batch(batch, AcknowledgeType.RELEASE, rows=range(4, 6))
+        again = consumer.poll_batch(5)
+        while again.num_rows < 2 and time.monotonic() < deadline:
+            consumer.acknowledge_batch(again)
+            again = consumer.poll_batch(1)
+        assert again.column("offset").to_pylist() == [4, 5]
+        assert again.column("delivery_count").to_pylist() == [2, 2]
+        consumer.acknowledge_batch(again)
+        assert consumer.commit_sync(10) == {TopicPartition(topic, 0): None}
