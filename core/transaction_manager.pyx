@@ -351,10 +351,21 @@ cdef class TransactionManager:
         """EndTxn succeeded (or there was nothing to end): READY, or INITIALIZING when an epoch bump follows.
         producer_id >= 0: EndTxn v5's producer id/epoch for the next transaction (V2): taken, and every partition's
         sequences start over under them (Java's resetSequenceNumbers)."""
+        cdef dict kept
+        cdef _PartitionSequences entry, fresh
         if producer_id >= 0:
+            # sequences restart at 0 under the new epoch; a partition that acknowledged a batch of this producer id
+            # keeps that fact: the broker holds state for the id there and refuses a new epoch's sequence other
+            # than 0, so its batches need not go one at a time again (the drain's gate, should_stop_drain)
+            kept = {}
+            for tp, entry in self._partitions.items():
+                if entry.acked_producer_id == producer_id and not entry.in_flight:
+                    fresh = _PartitionSequences()
+                    fresh.acked_producer_id = producer_id
+                    kept[tp] = fresh
+            self._partitions = kept
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
-            self._partitions.clear()
             self._unresolved.clear()
         self.transition_to(S_INITIALIZING if self.epoch_bump_required else S_READY)
         self.transaction_started = False
