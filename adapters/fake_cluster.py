@@ -9,7 +9,10 @@ Like a broker it enforces idempotence per producer id and partition (epoch check
 OUT_OF_ORDER_SEQUENCE_NUMBER; a duplicate of one of the last 5 batches answers success with its first offset as
 Kafka does, or DUPLICATE_SEQUENCE_NUMBER as Tansu does) and runs transactions: InitProducerId, FindCoordinator,
 AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn with commit/abort markers, so tests can read the
-read_committed view of a partition and the committed group offsets.
+read_committed view of a partition and the committed group offsets. `transaction_version=2` finalizes Transactions
+V2 (KIP-890; `finalized_features()`, `set_transaction_version` moves it later): a Produce v12 adds its partitions to
+the transaction, a TxnOffsetCommit v5 its group, an EndTxn v5 bumps the epoch and answers it. `sent_versions` holds
+the (api key, version) of every request, at the version the request was answered with (its `max_version` caps it).
 
 Fetch is answered from the produced batches (offsets assigned, CRCs kept; transaction markers are not served), with
 KIP-227 fetch sessions as a Kafka broker runs them (FetchManager): a full fetch (epoch 0) creates a session holding
@@ -41,7 +44,7 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.core import decode_batches
 from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError
-from cykafka.ports import ClientResponse, Clock, Node
+from cykafka.ports import TRANSACTION_VERSION, ClientResponse, Clock, FinalizedFeatures, Node
 from cykafka.protocol import (
     API_NAMES,
     SUPPORTED_VERSIONS,
@@ -173,7 +176,7 @@ class FakeCluster:
                  max_message_bytes: int = 1024 * 1024, max_in_flight: int = 5, auto_create: bool = True,
                  duplicate_answer: Literal["kafka", "tansu"] = "kafka", epoch_bump: bool = True,
                  wire: bool = False, versions: Mapping[int, int] | None = None, fetch_sessions: bool = True,
-                 whole_first_batch: bool = True) -> None:
+                 whole_first_batch: bool = True, transaction_version: int = 1) -> None:
         self.clock = clock
         # KIP-74: a Fetch answer's first batch comes whole even when larger than the limits; False: cut at the
         # partition's limit, as brokers before it answered (the client sees no whole batch and must ask for more)
@@ -206,8 +209,20 @@ class FakeCluster:
         self.fetch_sessions = fetch_sessions  # False: Fetch answers carry session_id 0 (Tansu)
         self.sessions: dict[int, dict[int, FetchSessionState]] = {n: {} for n in self.nodes}  # node -> id -> session
         self._session_ids = itertools.count(7001)
+        self.transaction_version = transaction_version
+        self._features = FinalizedFeatures(1, {TRANSACTION_VERSION: transaction_version})
+        self.sent_versions: list[tuple[int, int]] = []  # (api key, version) of every request handled
+        self._version = 0  # of the request being answered
 
     # -- test controls -----------------------------------------------------------------------------------------
+
+    def set_transaction_version(self, level: int) -> None:
+        """Finalizes `transaction.version` at `level` (a newer feature epoch, as an upgrade with kafka-features)."""
+        self.transaction_version = level
+        self._features = FinalizedFeatures(self._features.epoch + 1, {TRANSACTION_VERSION: level})
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._features
 
     def create_topic(self, topic: str, partitions: int | None = None) -> None:
         count = partitions or self.default_partitions
@@ -360,10 +375,14 @@ class FakeCluster:
         """The broker's answer body. Wire mode: the request goes through the real codec as bytes both ways
         (encode_request -> decode_request -> handler -> encode_response -> decode_response) at `versions`."""
         api_key = request.api_key
+        version = self.versions.get(api_key, SUPPORTED_VERSIONS[api_key][1])
+        if request.max_version is not None:
+            version = min(version, request.max_version)
+        self._version = version
+        self.sent_versions.append((api_key, version))
         if not self.wire:
             body = request.as_body() if isinstance(request, ProduceRequest) else request.body
             return self._answer(node_id, api_key, body)
-        version = self.versions.get(api_key, SUPPORTED_VERSIONS[api_key][1])
         self._correlation_id += 1
         frame = b"".join(encode_any_request(request, version, self._correlation_id, "fake-client"))
         header, body = decode_request(frame[4:])
@@ -461,9 +480,12 @@ class FakeCluster:
             txn = self.transactions.get(body["transactional_id"])
             if txn is None or txn.producer_id != body["producer_id"] or txn.epoch != body["producer_epoch"]:
                 code = _E.PRODUCER_FENCED
-            elif group_id not in txn.groups:
-                code = _E.INVALID_TXN_STATE
             else:
+                if group_id not in txn.groups and self._v2_request(5):
+                    txn.groups.add(group_id)  # TxnOffsetCommit v5 adds the group (Transactions V2)
+                if group_id not in txn.groups:
+                    code = _E.INVALID_TXN_STATE
+            if txn is not None and code == _E.NONE:
                 pending = txn.offsets.setdefault(group_id, {})
                 for topic in body["topics"]:
                     for p in topic["partitions"]:
@@ -478,11 +500,20 @@ class FakeCluster:
         code = self._check_txn(node_id, tid, body["producer_id"], body["producer_epoch"])
         if code == _E.NONE:
             txn = self.transactions[tid]
-            if not txn.partitions and not txn.groups:
-                code = _E.INVALID_TXN_STATE
+            v2 = self._v2_request(5)
+            if not txn.partitions and not txn.groups and (body["committed"] or not v2):
+                code = _E.INVALID_TXN_STATE  # (V2 takes an abort of nothing: the client cannot know what was added)
             else:
                 self._write_markers(txn, commit=body["committed"])
-        return {"throttle_time_ms": 0, "error_code": code}
+                if v2:  # EndTxn v5: the epoch is bumped at every transaction's end
+                    txn.epoch += 1
+                    return {"throttle_time_ms": 0, "error_code": code, "producer_id": txn.producer_id,
+                            "producer_epoch": txn.epoch}
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+
+    def _v2_request(self, from_version: int) -> bool:
+        """The request being answered acts as Transactions V2 (the cluster finalized it and the version has it)."""
+        return self.transaction_version >= 2 and self._version >= from_version
 
     def _write_markers(self, txn: _Transaction, commit: bool) -> None:
         for topic, partition in sorted(txn.partitions):
@@ -707,7 +738,9 @@ class FakeCluster:
             if batch.producer_epoch < txn.epoch:
                 return _E.INVALID_PRODUCER_EPOCH, -1
             if (topic, index) not in txn.partitions:
-                return _E.INVALID_TXN_STATE, -1  # not added with AddPartitionsToTxn first
+                if not self._v2_request(12):
+                    return _E.INVALID_TXN_STATE, -1  # not added with AddPartitionsToTxn first
+                txn.partitions.add((topic, index))  # Produce v12 adds it (Transactions V2)
         state = part.producers.get(batch.producer_id)
         first, count = batch.base_sequence, len(batch.records)
         last = (first + count - 1) % (INT32_MAX + 1)

@@ -1,6 +1,8 @@
 """Socket transport: non-blocking TCP connections (one per broker) driven by `selectors`, Kafka framing and
-correlation ids, ApiVersions negotiation on connect, max in-flight, request/connection-setup timeouts, reconnect
-backoff. Implements ports.Transport; the caller owns the loop and passes now_ms in.
+correlation ids, ApiVersions negotiation on connect (the versions per connection, a request's `max_version` capping
+them; the cluster's finalized features of the newest epoch any answer carried), max in-flight,
+request/connection-setup timeouts, reconnect backoff. Implements ports.Transport; the caller owns the loop and passes
+now_ms in.
 
 Connection states: connecting -> [tls handshaking] -> negotiating (ApiVersions) -> [authenticating (SASL)] -> ready.
 TLS and SASL come from adapters.security; an authentication failure is latched (`authentication_error()`).
@@ -32,7 +34,7 @@ from cykafka.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
-from cykafka.ports import ClientResponse, ConnectionSettings, Node
+from cykafka.ports import ClientResponse, ConnectionSettings, FinalizedFeatures, Node
 from cykafka.protocol import (
     Request,
     TransportRequest,
@@ -46,7 +48,8 @@ from cykafka.protocol.apis import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
     SUPPORTED_VERSIONS,
-    negotiate_versions,
+    capped_version,
+    common_versions,
 )
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
@@ -89,6 +92,7 @@ class _Connection:
     # correlation ids of acks=0 produce requests: Kafka sends no response, some brokers (Tansu) do; skip those
     unanswered: deque[int] = field(default_factory=lambda: deque(maxlen=4096))
     api_versions: dict[int, int] = field(default_factory=dict)  # api key -> version we use
+    version_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)  # api key -> versions both speak
     connect_started_ms: int = 0
     last_failure_ms: int = -(2**62)
     failures: int = 0
@@ -125,6 +129,7 @@ class SocketTransport:
         self._disconnect_count = 0
         self._connection_problem: str | None = None  # why no connection gets ready, until one does
         self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
+        self._features = FinalizedFeatures()
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
 
@@ -181,6 +186,13 @@ class SocketTransport:
             low, high = SUPPORTED_VERSIONS.get(api_key, (0, -1))
             raise UnsupportedVersionError(f"broker {node_id} does not support {API_NAMES.get(api_key, 'API')} (API "
                                           f"key {api_key}) at any version cykafka speaks ({low}-{high})")
+        if request.max_version is not None:
+            capped = capped_version(conn.version_ranges[api_key], request.max_version)
+            if capped is None:
+                raise UnsupportedVersionError(
+                    f"broker {node_id} speaks {API_NAMES.get(api_key, api_key)} from "
+                    f"v{conn.version_ranges[api_key][0]} only; this request may go at v{request.max_version} at most")
+            version = capped
         self._enqueue(conn, request, api_key, version, handler, now_ms, expect_response, timeout_ms=timeout_ms or 0)
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
@@ -212,6 +224,9 @@ class SocketTransport:
     def in_flight_count(self, node_id: int | None = None) -> int:
         conns = self._connections.values() if node_id is None else [self._connections.get(node_id)]
         return sum(len(c.in_flight) + len(c.unwritten_requests) for c in conns if c is not None)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._features
 
     def least_loaded_node(self, now_ms: int) -> int | None:
         """A ready node with the fewest requests in flight, else one connecting, else one out of backoff."""
@@ -405,7 +420,11 @@ class SocketTransport:
         if code != ErrorCode.NONE:
             self._disconnect(conn, now_ms, error_for(code, "ApiVersions failed"))
             return
-        conn.api_versions = negotiate_versions(response["api_keys"])
+        conn.version_ranges = common_versions(response["api_keys"])
+        conn.api_versions = {key: high for key, (_, high) in conn.version_ranges.items()}
+        if response["finalized_features_epoch"] > self._features.epoch:
+            self._features = FinalizedFeatures(response["finalized_features_epoch"], {
+                f["name"]: f["max_version_level"] for f in response["finalized_features"]})
         produce = conn.api_versions.get(PRODUCE.key)
         if produce is None:
             self._disconnect(conn, now_ms, UnsupportedVersionError(

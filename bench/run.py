@@ -23,6 +23,9 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     aiokafka's, lz4, and the event-loop lag while producing.
   group                             bench/group_bench.py: group join time (subscribe to first assignment) of cykafka
                                     and confluent-kafka against Tansu's join hold (session.timeout.ms / 2);
+  txn                               bench/txn_bench.py (only when asked: --only txn; it starts two Kafka nodes):
+                                    small transactions (10 records) per second, cykafka on Transactions V2 and V1
+                                    and confluent-kafka, on Apache Kafka at transaction.version 2 and 1;
   java                              the comparison with Kafka's Java clients (bench/java/JavaBench.java, compiled
                                     against the broker version's kafka-clients): the produce scenarios 100B-none,
                                     100B-lz4, 1KiB, 1KiB-lz4 and latency, and consume (lz4, none), with cykafka,
@@ -61,6 +64,7 @@ import consume_bench
 import e2e_bench as e2e
 import group_bench
 import java_peer
+import txn_bench
 from throttle import ThrottleProxy
 
 from cykafka.broker import EmbeddedBroker, free_port
@@ -444,6 +448,13 @@ def run_crosscheck(bootstrap: str, records: int, version: str) -> dict[str, Any]
     produced = java_peer.producer_performance(bootstrap, topic, records, 100, "lz4", settings, version)
     consumed = java_peer.consumer_performance(bootstrap, topic, records, version)
     return {"records": records, "producer": produced, "consumer": consumed, "settings": settings, "version": version}
+
+
+def run_txn(rounds: int) -> dict[str, Any]:
+    command = [sys.executable, os.path.join(HERE, "txn_bench.py"), "--rounds", str(rounds), "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
 def run_group(rounds: int) -> dict[str, Any]:
@@ -841,20 +852,22 @@ def main() -> int:
     if not only or "async" in only:
         asyncio_runs.append(run_async(max(20_000, int(1_000_000 * scale)), rounds, "lz4"))
     group = run_group(max(3, rounds)) if not only or "group" in only else None
+    txn = run_txn(max(3, rounds)) if only and "txn" in only else None
     header = (f"## Results\n\nbench/run.py --broker {args.broker}{' --only ' + args.only if args.only else ''}"
               f"{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} CPUs, Python "
               f"{sys.version.split()[0]}, {time.monotonic() - started:.0f} s; {load_at_start} at the start, {load()} "
               f"at the end\n\n")
     neighbours = ((("\n" + targets([], encode)) if encode else "") + tables([], encode, rounds)
                   + "".join("\n" + async_bench.table(r) for r in asyncio_runs)
-                  + ("\n" + group_bench.table(group) if group is not None else ""))
+                  + ("\n" + group_bench.table(group) if group is not None else "")
+                  + ("\n" + txn_bench.table(txn) if txn is not None else ""))
     if neighbours.strip():
         neighbours = "## On Tansu (embedded): encode, asyncio, group join\n" + neighbours
     report = header + settings_table(all_clients) + "\n" + "\n".join(sections) + neighbours
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
-        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group}, f, indent=1)
+        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group, "txn": txn}, f, indent=1)
     print(report)
     return 0
 

@@ -10,6 +10,11 @@
 #   in-flight sequence (so while retrying, one request per partition is out), and a new batch only once the
 #   partition acknowledged a batch of the current producer id or has nothing in flight (Kafka appends any sequence
 #   from a producer id it holds no state for: a batch must never overtake the producer's first one there);
+# - Transactions V2 (KIP-890 part 2), chosen from the cluster's finalized `transaction.version` >= 2
+#   (`update_transaction_version`, Java's maybeUpdateTransactionV2Enabled): a partition joins the transaction when
+#   its data is queued (Produce v12 adds it at the broker; no AddPartitionsToTxn), EndTxn v5 answers the next producer
+#   id/epoch (`complete_transaction` takes them and restarts every sequence), and an abortable error needs no
+#   client-side epoch bump (the broker bumps the epoch at every EndTxn); V1 otherwise, as before;
 # - an epoch bump (KIP-360) rewrites the sequences of a partition's in-flight batches from 0 under the new
 #   producer id/epoch; the batch bytes are rewritten when the batch is drained again (never while on the wire).
 
@@ -43,7 +48,8 @@ _S = TransactionState
 # target state -> the states it may be entered from (FATAL_ERROR: from any state)
 TRANSACTION_TRANSITIONS = {
     _S.UNINITIALIZED: frozenset({_S.READY}),
-    _S.INITIALIZING: frozenset({_S.UNINITIALIZED, _S.ABORTING_TRANSACTION}),
+    # (from COMMITTING_TRANSACTION: a commit followed by the epoch bump of a move to Transactions V2, as Java)
+    _S.INITIALIZING: frozenset({_S.UNINITIALIZED, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION}),
     _S.READY: frozenset({_S.INITIALIZING, _S.COMMITTING_TRANSACTION, _S.ABORTING_TRANSACTION}),
     _S.IN_TRANSACTION: frozenset({_S.READY}),
     _S.COMMITTING_TRANSACTION: frozenset({_S.IN_TRANSACTION}),
@@ -114,6 +120,8 @@ cdef class TransactionManager:
     cdef readonly int16_t producer_epoch
     cdef readonly bint epoch_bump_required
     cdef readonly bint transaction_started
+    cdef readonly bint transaction_v2                  # Transactions V2 (KIP-890): see the rules above
+    cdef readonly int64_t features_epoch               # of the finalized features transaction_v2 was read from
     cdef public bint coordinator_supports_epoch_bump   # InitProducerId v3+ (KIP-360) at the coordinator
     cdef bint _transactional
     cdef dict _partitions           # (topic, partition) -> _PartitionSequences
@@ -131,6 +139,8 @@ cdef class TransactionManager:
         self.producer_id = -1
         self.producer_epoch = -1
         self.coordinator_supports_epoch_bump = True
+        self.transaction_v2 = False
+        self.features_epoch = -1
         self._partitions = {}
         self._unresolved = {}
         self._to_rewrite = set()
@@ -179,7 +189,30 @@ cdef class TransactionManager:
 
     @property
     def can_bump_epoch(self):
-        return not self._transactional or self.coordinator_supports_epoch_bump
+        """An abortable error can be recovered from (Java's canHandleAbortableError): the idempotent producer always;
+        a transactional one when its coordinator bumps epochs on request (KIP-360) or at every EndTxn (V2)."""
+        return not self._transactional or self.coordinator_supports_epoch_bump or self.transaction_v2
+
+    @property
+    def needs_client_epoch_bump(self):
+        """Recovering from an abortable error takes an InitProducerId epoch bump after the abort (Java's
+        needToTriggerEpochBumpFromClient): V1 with a KIP-360 coordinator; never in V2 (EndTxn v5 bumps it)."""
+        return not self._transactional or (self.coordinator_supports_epoch_bump and not self.transaction_v2)
+
+    cpdef void update_transaction_version(self, int64_t features_epoch, int transaction_version,
+                                          bint on_initialization) except *:
+        """The cluster's finalized `transaction.version` level as of `features_epoch` (the transport's finalized
+        features): V2 at level 2 and above, for a transactional producer. Read after init_transactions()
+        (on_initialization) and whenever a transaction completes; an answer no newer than the one already read
+        changes nothing. Moving to V2 later bumps the epoch after the transaction completing (Java: the old
+        epoch's partitions must not count as added to the first V2 transaction)."""
+        if features_epoch <= self.features_epoch:
+            return
+        self.features_epoch = features_epoch
+        cdef bint was_v2 = self.transaction_v2
+        self.transaction_v2 = self._transactional and transaction_version >= 2
+        if not on_initialization and not was_v2 and self.transaction_v2:
+            self.epoch_bump_required = True
 
     cpdef void transition_to(self, int target, object error=None) except *:
         """Moves to `target` if the table allows it from the current state; TransactionStateError otherwise.
@@ -242,9 +275,10 @@ cdef class TransactionManager:
         self.transition_to(S_FATAL_ERROR, error)
 
     cpdef void abortable_error_if_possible(self, object error) except *:
-        """Abortable with an epoch bump when the coordinator can bump (KIP-360), else fatal."""
+        """Abortable when the producer can recover (KIP-360, V2), with a client epoch bump in V1, else fatal."""
         if self.can_bump_epoch:
-            self.epoch_bump_required = True
+            if self.needs_client_epoch_bump:
+                self.epoch_bump_required = True
             self.transition_to_abortable_error(error)
         else:
             self.transition_to_fatal_error(error)
@@ -313,8 +347,26 @@ cdef class TransactionManager:
         self.transition_to(S_ABORTING_TRANSACTION)
         self._new_partitions.clear()
 
-    cpdef void complete_transaction(self) except *:
-        """EndTxn succeeded (or there was nothing to end): READY, or INITIALIZING when an epoch bump follows."""
+    cpdef void complete_transaction(self, int64_t producer_id=-1, int16_t producer_epoch=-1) except *:
+        """EndTxn succeeded (or there was nothing to end): READY, or INITIALIZING when an epoch bump follows.
+        producer_id >= 0: EndTxn v5's producer id/epoch for the next transaction (V2): taken, and every partition's
+        sequences start over under them (Java's resetSequenceNumbers)."""
+        cdef dict kept
+        cdef _PartitionSequences entry, fresh
+        if producer_id >= 0:
+            # sequences restart at 0 under the new epoch; a partition that acknowledged a batch of this producer id
+            # keeps that fact: the broker holds state for the id there and refuses a new epoch's sequence other
+            # than 0, so its batches need not go one at a time again (the drain's gate, should_stop_drain)
+            kept = {}
+            for tp, entry in self._partitions.items():
+                if entry.acked_producer_id == producer_id and not entry.in_flight:
+                    fresh = _PartitionSequences()
+                    fresh.acked_producer_id = producer_id
+                    kept[tp] = fresh
+            self._partitions = kept
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self._unresolved.clear()
         self.transition_to(S_INITIALIZING if self.epoch_bump_required else S_READY)
         self.transaction_started = False
         self._new_partitions.clear()
@@ -325,8 +377,13 @@ cdef class TransactionManager:
         self.transaction_started = True
 
     cpdef void maybe_add_partition(self, str topic, int partition):
-        """A partition with data in the ongoing transaction; queued for AddPartitionsToTxn unless known."""
+        """A partition with data in the ongoing transaction; queued for AddPartitionsToTxn unless known. In V2 it is
+        in the transaction at once: its first Produce (v12) adds it at the broker, and the transaction has started."""
         tp = (topic, partition)
+        if self.transaction_v2:
+            self._partitions_in_txn.add(tp)
+            self.transaction_started = True
+            return
         if tp in self._partitions_in_txn or tp in self._pending_partitions or tp in self._new_partitions:
             return
         self._new_partitions.add(tp)
@@ -513,8 +570,8 @@ cdef class TransactionManager:
             if self.state != S_FATAL_ERROR:
                 self.transition_to_fatal_error(error)
         elif self._transactional:
-            if self.can_bump_epoch and not (self.state == S_COMMITTING_TRANSACTION
-                                            or self.state == S_ABORTING_TRANSACTION):
+            if self.needs_client_epoch_bump and not (self.state == S_COMMITTING_TRANSACTION
+                                                     or self.state == S_ABORTING_TRANSACTION):
                 self.epoch_bump_required = True
             self.transition_to_abortable_error(error)
 
@@ -622,7 +679,8 @@ cdef class TransactionManager:
                 if self._transactional:
                     text = "the client got no acknowledgment for some sent records and can no longer retry them"
                     if self.can_bump_epoch:
-                        self.epoch_bump_required = True
+                        if self.needs_client_epoch_bump:
+                            self.epoch_bump_required = True
                         self.transition_to_abortable_error(
                             TransactionAbortableError(text + "; it is safe to abort the transaction and go on"))
                     else:

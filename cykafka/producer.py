@@ -178,7 +178,8 @@ class Producer(SendPath):
         if cfg.enable_idempotence:
             self._txn = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
             self._accumulator.set_transaction_manager(self._txn)
-            self._txn_requests = TransactionRequests(self._txn, cfg, Coordinators(transport, cfg.retry_backoff_ms))
+            self._txn_requests = TransactionRequests(self._txn, cfg, Coordinators(transport, cfg.retry_backoff_ms),
+                                                    transport.finalized_features)
         # the sender thread holds these callbacks weakly bound: a producer nobody references can be finalized
         self.sender = Sender(cfg, self._accumulator, transport, metadata, self._clock, self._lock, self._metrics,
                              on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,

@@ -33,7 +33,7 @@ from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource
 from cykafka.protocol import ProduceRequest
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import Coordinator, Router, ready_node
-from cykafka.transactions import TransactionRequests, TxnHandler
+from cykafka.transactions import V1_MAX_PRODUCE_VERSION, TransactionRequests, TxnHandler
 
 log = logging.getLogger("cykafka")
 
@@ -340,11 +340,15 @@ class Sender:
         for batch in batches:
             topics.setdefault(batch.topic, []).append((batch.partition, batch.records))
             self.metrics.record_drained(batch, now_ms)
+        txn = self.txn
         request = ProduceRequest(
             transactional_id=self.config.transactional_id,
             acks=self.config.acks,
             timeout_ms=self.config.request_timeout_ms,
             topics=[(topic, parts) for topic, parts in topics.items()],
+            # a transaction on Transactions V1 stops at v11 (v12 adds the partitions itself: KIP-890, Java's Sender)
+            max_version=V1_MAX_PRODUCE_VERSION if txn is not None and txn.is_transactional
+            and not txn.transaction_v2 else None,
         )
         in_flight = _InFlight(node_id, by_tp, now_ms)
         self.transport.send(node_id, request, now_ms, handler=lambda r: self._handle_produce(in_flight, r),

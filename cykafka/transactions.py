@@ -8,6 +8,12 @@ coordinator, or any broker); the coordinators are the request layer's one coordi
 still holds back the other transactional requests and produce data, as Java's. The Sender sends what `next_request`
 returns and calls `on_response`; the Producer's transaction methods enqueue work and wait on a
 `TransactionalResult`. Every method that touches the manager runs with the producer lock held.
+
+Transactions V1 or V2 (KIP-890 part 2): the core's `transaction_v2`, read from the transport's finalized features
+(`transaction.version` >= 2) after InitProducerId and whenever a transaction completes, as Java's
+maybeUpdateTransactionV2Enabled. V2 sends no AddPartitionsToTxn (Produce v12 adds the partitions) and no
+AddOffsetsToTxn (TxnOffsetCommit v5 adds the group), and EndTxn v5's answer carries the producer id/epoch of the next
+transaction; V1 caps EndTxn and TxnOffsetCommit at v4 (and the Sender Produce at v11), as Java's request builders.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from cykafka.errors import (
     TransactionFatalError,
     TransactionStateError,
 )
-from cykafka.ports import ClientResponse
+from cykafka.ports import TRANSACTION_VERSION, ClientResponse, FinalizedFeatures
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
 from cykafka.protocol import Request
 from cykafka.protocol.apis import (
@@ -44,7 +50,7 @@ from cykafka.protocol.apis import (
     INIT_PRODUCER_ID,
     TXN_OFFSET_COMMIT,
 )
-from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, error_info, kinds_of
 from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.routes import ANY_BROKER, Coordinator, Route
 
@@ -58,6 +64,11 @@ PRIORITY_END_TXN = 3
 PRIORITY_EPOCH_BUMP = 4
 
 ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # a first AddPartitionsToTxn meeting CONCURRENT_TRANSACTIONS (Java)
+# the newest versions a transaction on Transactions V1 may use (the next ones act for AddPartitions/AddOffsetsToTxn or
+# bump the epoch: KIP-890 part 2)
+V1_MAX_PRODUCE_VERSION = 11
+V1_MAX_END_TXN_VERSION = 4
+V1_MAX_TXN_OFFSET_COMMIT_VERSION = 4
 
 _E = ErrorCode
 
@@ -226,6 +237,8 @@ class _InitProducerId(TxnHandler):
         if code == _E.NONE:
             producer_id, producer_epoch = response["producer_id"], response["producer_epoch"]
             self.manager.initialized(producer_id, producer_epoch, self.is_epoch_bump)
+            if self.manager.is_transactional and not self.is_epoch_bump:
+                self.owner.read_transaction_version(on_initialization=True)
             log.info("producer id %s, epoch %s%s", producer_id, producer_epoch,
                      f" (transactional.id {self.manager.transactional_id})" if self.manager.is_transactional else "")
             self.result.done()
@@ -239,6 +252,8 @@ class _InitProducerId(TxnHandler):
             self.reenqueue()
         elif code in (_E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _E.CLUSTER_AUTHORIZATION_FAILED):
             self.fatal_error(_fatal(code, "InitProducerId"))
+        elif code == _E.TRANSACTION_ABORTABLE:
+            self.abortable_error(_abortable(code, "InitProducerId"))
         else:
             self.unexpected_error(code, "InitProducerId")
 
@@ -332,6 +347,8 @@ class _AddOffsets(TxnHandler):
             self.manager.mark_transaction_started()
             self.owner.enqueue(_TxnOffsetCommit(self.owner, self.result, self.offsets, self.group,
                                                 self.producer_id, self.producer_epoch))
+        elif code == _E.TRANSACTION_ABORTABLE:
+            self.abortable_error(_abortable(code, "AddOffsetsToTxn"))
         elif kinds_of(code) & ErrorKind.TXN_ABORTABLE:
             self.abortable_error_if_possible(_abortable(code, "AddOffsetsToTxn"))
         elif code == _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
@@ -352,6 +369,7 @@ class _TxnOffsetCommit(TxnHandler):
         self.pending = dict(offsets)
         self.group = group
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.v2 = owner.manager.transaction_v2  # v5 adds the group's offsets to the transaction (no AddOffsetsToTxn)
 
     def request(self) -> Request:
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -365,7 +383,8 @@ class _TxnOffsetCommit(TxnHandler):
             "transactional_id": self.manager.transactional_id, "group_id": g.group_id,
             "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
             "generation_id": g.generation_id, "member_id": g.member_id, "group_instance_id": g.group_instance_id,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]},
+            max_version=None if self.v2 else V1_MAX_TXN_OFFSET_COMMIT_VERSION)
 
     def handle(self, response: dict[str, Any]) -> None:
         reloaded = False
@@ -380,9 +399,11 @@ class _TxnOffsetCommit(TxnHandler):
                     if not reloaded:
                         reloaded = True
                         self.owner.coordinator_moved(self.route)
-                elif kinds & ErrorKind.COORDINATOR_LOADING or code == _E.UNKNOWN_TOPIC_OR_PARTITION:
+                elif error_info(code).retriable:
+                    # loading, an unknown topic, CONCURRENT_TRANSACTIONS (V2: the group joins the transaction while
+                    # the previous one completes): retried at the same coordinator, as Java's
                     continue
-                elif code in (_E.GROUP_AUTHORIZATION_FAILED, _E.FENCED_INSTANCE_ID):
+                elif code in (_E.GROUP_AUTHORIZATION_FAILED, _E.FENCED_INSTANCE_ID, _E.TRANSACTION_ABORTABLE):
                     self.abortable_error(_abortable(code, "TxnOffsetCommit"))
                     break
                 elif code in (_E.UNKNOWN_MEMBER_ID, _E.ILLEGAL_GENERATION):
@@ -417,11 +438,13 @@ class _EndTxn(TxnHandler):
         manager = owner.manager
         self.producer_id = producer_id if producer_id is not None else manager.producer_id
         self.producer_epoch = producer_epoch if producer_epoch is not None else manager.producer_epoch
+        self.v2 = manager.transaction_v2  # the version the transaction started with (v5 bumps the epoch)
 
     def request(self) -> Request:
         assert self.transactional_id is not None
         return Request(END_TXN.key, {"transactional_id": self.transactional_id, "producer_id": self.producer_id,
-                                     "producer_epoch": self.producer_epoch, "committed": self.commit})
+                                     "producer_epoch": self.producer_epoch, "committed": self.commit},
+                       max_version=None if self.v2 else V1_MAX_END_TXN_VERSION)
 
     def handle(self, response: dict[str, Any]) -> None:
         code = response["error_code"]
@@ -429,8 +452,12 @@ class _EndTxn(TxnHandler):
             return
         if code == _E.NONE:
             if not self.external:
-                self.manager.complete_transaction()
+                # v5 (V2): the producer id/epoch of the next transaction (-1 below v5; a V1 EndTxn may still end the
+                # transaction that ran when the cluster moved to V2)
+                self.manager.complete_transaction(response["producer_id"], response["producer_epoch"])
             self.result.done()
+        elif code == _E.TRANSACTION_ABORTABLE:
+            self.abortable_error(_abortable(code, "EndTxn"))
         elif kinds_of(code) & ErrorKind.TXN_FATAL:
             self.fatal_error(_fatal(code, "EndTxn"))
         elif kinds_of(code) & ErrorKind.TXN_ABORTABLE:
@@ -445,8 +472,10 @@ class _EndTxn(TxnHandler):
 class TransactionRequests:
     """The transactional request queue; every method runs under the producer lock."""
 
-    def __init__(self, manager: TransactionManager, config: ProducerConfig, coordinators: Coordinators) -> None:
+    def __init__(self, manager: TransactionManager, config: ProducerConfig, coordinators: Coordinators,
+                 finalized_features: Callable[[], FinalizedFeatures] = FinalizedFeatures) -> None:
         self.manager = manager
+        self.finalized_features = finalized_features  # the transport's (V2 is read from transaction.version)
         self.config = config
         self.transactional_id = manager.transactional_id
         self.coordinators = coordinators  # the producer's coordinator cache (the transactional id's, groups')
@@ -476,6 +505,16 @@ class TransactionRequests:
         manager = self.manager
         return TransactionInfo(manager.transactional_id, manager.producer_id, manager.producer_epoch,
                                manager.state_name, manager.has_ongoing_transaction)
+
+    def read_transaction_version(self, on_initialization: bool) -> None:
+        """Java's maybeUpdateTransactionV2Enabled: the core decides V1 or V2 from the newest finalized features."""
+        features = self.finalized_features()
+        was_v2 = self.manager.transaction_v2
+        self.manager.update_transaction_version(features.epoch, features.level(TRANSACTION_VERSION),
+                                                on_initialization)
+        if self.manager.transaction_v2 != was_v2 or on_initialization:
+            log.info("transactional.id %s uses Transactions %s (transaction.version %s)", self.transactional_id,
+                     "V2" if self.manager.transaction_v2 else "V1", features.level(TRANSACTION_VERSION))
 
     # -- what the Producer asks for --
 
@@ -519,7 +558,9 @@ class TransactionRequests:
             self.enqueue(_AddPartitions(self))
         if getattr(cause, "code", None) != _E.INVALID_PRODUCER_ID_MAPPING:
             # (after INVALID_PRODUCER_ID_MAPPING the coordinator takes no EndTxn: re-initialize instead)
-            handler = _EndTxn(self, commit)
+            handler = _EndTxn(self, commit)  # at the version the transaction started with
+            # then the cluster's newest transaction.version, before the bump decision (a move to V2 bumps: Java)
+            self.read_transaction_version(on_initialization=False)
             self.enqueue(handler)
             if not manager.epoch_bump_required:
                 return handler.result
@@ -534,7 +575,13 @@ class TransactionRequests:
         if not self.in_transaction:
             raise TransactionStateError(f"send_offsets_to_transaction() in state {manager.state_name}: no "
                                         f"transaction is open (begin_transaction() first)")
-        handler = _AddOffsets(self, dict(offsets), group)
+        handler: TxnHandler
+        if manager.transaction_v2:  # TxnOffsetCommit v5 adds the group to the transaction itself
+            handler = _TxnOffsetCommit(self, TransactionalResult("send_offsets_to_transaction"), dict(offsets),
+                                       group, manager.producer_id, manager.producer_epoch)
+            manager.mark_transaction_started()
+        else:
+            handler = _AddOffsets(self, dict(offsets), group)
         self.enqueue(handler)
         return handler.result
 
@@ -542,6 +589,8 @@ class TransactionRequests:
                           commit: bool) -> TransactionalResult:
         handler = _EndTxn(self, commit, transactional_id, producer_id, producer_epoch)
         handler.external = True
+        # another producer's transaction: at the version the cluster runs now (this producer may be idempotent only)
+        handler.v2 = self.finalized_features().level(TRANSACTION_VERSION) >= 2
         self.enqueue(handler)
         return handler.result
 

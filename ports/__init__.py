@@ -174,12 +174,30 @@ class ClientResponse:
     received_ms: int
 
 
+TRANSACTION_VERSION = "transaction.version"  # the feature choosing Transactions V2 (KIP-890) at level 2
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizedFeatures:
+    """The cluster's finalized features as the newest ApiVersions answer (v3+, tagged fields) gave them, Java's
+    ApiVersions.FinalizedFeaturesInfo: `epoch` grows with every change (-1: no broker reported any: Tansu, a Kafka
+    older than 2.7); `levels` maps a feature to its finalized max version level."""
+
+    epoch: int = -1
+    levels: Mapping[str, int] = field(default_factory=dict)
+
+    def level(self, feature: str) -> int:
+        """The finalized level of `feature`, 0 when the cluster has not finalized it."""
+        return self.levels.get(feature, 0)
+
+
 class Transport(Protocol):
     """Kafka's NetworkClient, narrowed: connections to nodes, requests in flight, responses out of poll().
 
     Requests are `cykafka.protocol.Request` (an API key and a dict body) or the hand-written
     `cykafka.protocol.ProduceRequest` (record batches sent uncopied); the transport picks each API's version from
-    ApiVersions and cykafka.protocol's tables, and hands back the decoded body.
+    ApiVersions and cykafka.protocol's tables, at most the request's `max_version` when it sets one, and hands back
+    the decoded body.
     Node ids < 0 are bootstrap addresses until metadata names the brokers.
     """
 
@@ -206,6 +224,11 @@ class Transport(Protocol):
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]: ...
 
     def in_flight_count(self, node_id: int | None = None) -> int: ...
+
+    def finalized_features(self) -> FinalizedFeatures:
+        """The finalized features of the newest epoch any connection's ApiVersions answer reported (one home for
+        them: the producer reads `transaction.version` here)."""
+        ...
 
     def least_loaded_node(self, now_ms: int) -> int | None: ...
 

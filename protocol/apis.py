@@ -1,8 +1,11 @@
 """Every API cykafka speaks, described once (notation: cykafka.protocol.schema), written from the protocol's facts.
 
-Version ranges are the ones we implement, not every version Kafka defines. The producer's APIs stop where the
-producer's behaviour is written for (Produce at 10: 11 may answer TRANSACTION_ABORTABLE; the transaction APIs before
-their TRANSACTION_ABORTABLE versions; AddPartitionsToTxn at 3: 4+ is broker-to-broker). The consumer and admin APIs
+Version ranges are the ones we implement, not every version Kafka defines. The producer's APIs go to Transactions
+V2 (KIP-890): Produce 12 (11 may answer TRANSACTION_ABORTABLE, 12 adds a transaction's partition implicitly), EndTxn 5
+(answers the next producer id/epoch), TxnOffsetCommit 5 (adds the group's offsets implicitly), InitProducerId 5,
+AddOffsetsToTxn 4 (the TRANSACTION_ABORTABLE versions); a transactional producer on Transactions V1 caps Produce at
+11, EndTxn and TxnOffsetCommit at 4 (`Request.max_version`, as Java's builders). AddPartitionsToTxn stops at 3: 4+ is
+broker-to-broker. The consumer and admin APIs
 stop before topic ids replace topic names (KIP-516: Fetch 13, OffsetCommit 9, DeleteTopics 6 is kept, it carries
 both) or before KIP-848's group fields, where noted.
 
@@ -47,7 +50,7 @@ _PARTITION_ERRORS = (_PARTITION_INDEX, _ERROR)
 
 # --- the APIs the producer speaks ------------------------------------------------------------------------------------
 
-PRODUCE = api(0, "Produce", "3-10", "9+", request=(
+PRODUCE = api(0, "Produce", "3-12", "9+", request=(
     F("transactional_id", "string", nullable=ALL, default=None, about="the producer's transactional.id, if any"),
     F("acks", "int16", about="acknowledgements wanted: 0 none, 1 the leader, -1 every in-sync replica"),
     F("timeout_ms", "int32", about="how long the broker may wait for the acknowledgements"),
@@ -249,7 +252,7 @@ CREATE_TOPICS = api(19, "CreateTopics", "2-7", "5+", request=(
       about="the outcome per topic"),
 ))
 
-INIT_PRODUCER_ID = api(22, "InitProducerId", "0-4", "2+", request=(
+INIT_PRODUCER_ID = api(22, "InitProducerId", "0-5", "2+", request=(
     F("transactional_id", "string", **NULL, about="the transactional.id, null for an idempotent producer"),
     F("transaction_timeout_ms", "int32", about="how long a transaction may stay open"),
     F("producer_id", "int64", "3+", default=-1, about="the current producer id, to bump its epoch (KIP-360); -1"),
@@ -276,15 +279,20 @@ ADD_PARTITIONS_TO_TXN = api(24, "AddPartitionsToTxn", "0-3", "3+", request=(  # 
             name="results_by_topic_v3_and_below", partitions="results_by_partition", about="the outcome per topic"),
 ))
 
-ADD_OFFSETS_TO_TXN = api(25, "AddOffsetsToTxn", "0-3", "3+", request=(
+ADD_OFFSETS_TO_TXN = api(25, "AddOffsetsToTxn", "0-4", "3+", request=(
     *_TXN, F("group_id", "string", about="the group whose offsets the transaction will commit"),
 ), response=(_throttle(), _ERROR))
 
-END_TXN = api(26, "EndTxn", "0-3", "3+", request=(
+END_TXN = api(26, "EndTxn", "0-5", "3+", request=(
     *_TXN, F("committed", "bool", about="true commits the transaction, false aborts it"),
-), response=(_throttle(), _ERROR))
+), response=(
+    _throttle(), _ERROR,
+    F("producer_id", "int64", "5+", default=-1, about="the producer id for the next transaction (Transactions V2)"),
+    F("producer_epoch", "int16", "5+", default=-1,
+      about="the bumped epoch for the next transaction (Transactions V2)"),
+))
 
-TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-3", "3+", request=(
+TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-5", "3+", request=(
     F("transactional_id", "string", about="the producer's transactional.id"),
     F("group_id", "string", about="the group whose offsets are committed"),
     F("producer_id", "int64", about="the producer id"),
@@ -725,17 +733,31 @@ API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}
 
 
-def negotiate_versions(broker_api_keys: Iterable[Mapping[str, int]]) -> dict[int, int]:
-    """API key -> the version to send, from an ApiVersions answer's `api_keys` (api_key, min_version, max_version):
-    the highest version both sides speak, never below the broker's minimum (Kafka 4 removed old versions, KIP-896).
-    An API the broker lists with no version in common with ours is left out (the caller says what it lacks)."""
-    chosen: dict[int, int] = {}
+def common_versions(broker_api_keys: Iterable[Mapping[str, int]]) -> dict[int, tuple[int, int]]:
+    """API key -> (lowest, highest) version both sides speak, from an ApiVersions answer's `api_keys` (api_key,
+    min_version, max_version), never below the broker's minimum (Kafka 4 removed old versions, KIP-896). An API the
+    broker lists with no version in common with ours is left out (the caller says what it lacks)."""
+    common: dict[int, tuple[int, int]] = {}
     for entry in broker_api_keys:
         ours = SUPPORTED_VERSIONS.get(entry["api_key"])
         if ours is None:
             continue
         low, high = max(ours[0], entry["min_version"]), min(ours[1], entry["max_version"])
         if low <= high:
-            chosen[entry["api_key"]] = high
-    return chosen
+            common[entry["api_key"]] = (low, high)
+    return common
+
+
+def negotiate_versions(broker_api_keys: Iterable[Mapping[str, int]]) -> dict[int, int]:
+    """API key -> the version to send: the highest of `common_versions`."""
+    return {key: high for key, (_, high) in common_versions(broker_api_keys).items()}
+
+
+def capped_version(common: tuple[int, int], max_version: int | None) -> int | None:
+    """The version to send for a request allowed at most `max_version` (None: no cap), within the common range;
+    None when the cap is below it (the broker no longer speaks a version the request may use)."""
+    low, high = common
+    if max_version is None:
+        return high
+    return min(high, max_version) if max_version >= low else None
 FLEXIBLE_FROM: dict[int, int | None] = {key: a.flexible_from for key, a in APIS.items()}

@@ -33,7 +33,7 @@ class ProduceRequestTopicData(TypedDict, total=False):
 
 
 class ProduceRequestBody(TypedDict, total=False):
-    """Produce (key 0) request body, v3-10."""
+    """Produce (key 0) request body, v3-12."""
 
     # the producer's transactional.id, if any (v0+)
     transactional_id: str | None
@@ -107,7 +107,7 @@ class ProduceResponseNodeEndpoints(TypedDict):
 
 
 class ProduceResponseBody(TypedDict):
-    """Produce (key 0) response body, v3-10."""
+    """Produce (key 0) response body, v3-12."""
 
     # the outcome per topic (v0+)
     responses: list[ProduceResponseResponses]
@@ -1164,7 +1164,7 @@ class DeleteRecordsResponseBody(TypedDict):
 
 
 class InitProducerIdRequestBody(TypedDict, total=False):
-    """InitProducerId (key 22) request body, v0-4."""
+    """InitProducerId (key 22) request body, v0-5."""
 
     # the transactional.id, null for an idempotent producer (v0+)
     transactional_id: str | None
@@ -1177,7 +1177,7 @@ class InitProducerIdRequestBody(TypedDict, total=False):
 
 
 class InitProducerIdResponseBody(TypedDict):
-    """InitProducerId (key 22) response body, v0-4."""
+    """InitProducerId (key 22) response body, v0-5."""
 
     # how long the request was throttled by a quota, in ms (v0+)
     throttle_time_ms: int
@@ -1299,7 +1299,7 @@ class AddPartitionsToTxnResponseBody(TypedDict):
 
 
 class AddOffsetsToTxnRequestBody(TypedDict, total=False):
-    """AddOffsetsToTxn (key 25) request body, v0-3."""
+    """AddOffsetsToTxn (key 25) request body, v0-4."""
 
     # the producer's transactional.id (v0+)
     transactional_id: str
@@ -1312,7 +1312,7 @@ class AddOffsetsToTxnRequestBody(TypedDict, total=False):
 
 
 class AddOffsetsToTxnResponseBody(TypedDict):
-    """AddOffsetsToTxn (key 25) response body, v0-3."""
+    """AddOffsetsToTxn (key 25) response body, v0-4."""
 
     # how long the request was throttled by a quota, in ms (v0+)
     throttle_time_ms: int
@@ -1321,7 +1321,7 @@ class AddOffsetsToTxnResponseBody(TypedDict):
 
 
 class EndTxnRequestBody(TypedDict, total=False):
-    """EndTxn (key 26) request body, v0-3."""
+    """EndTxn (key 26) request body, v0-5."""
 
     # the producer's transactional.id (v0+)
     transactional_id: str
@@ -1334,12 +1334,16 @@ class EndTxnRequestBody(TypedDict, total=False):
 
 
 class EndTxnResponseBody(TypedDict):
-    """EndTxn (key 26) response body, v0-3."""
+    """EndTxn (key 26) response body, v0-5."""
 
     # how long the request was throttled by a quota, in ms (v0+)
     throttle_time_ms: int
     # the error code, 0 for none (v0+)
     error_code: int
+    # the producer id for the next transaction (Transactions V2) (v5+)
+    producer_id: int
+    # the bumped epoch for the next transaction (Transactions V2) (v5+)
+    producer_epoch: int
 
 
 class TxnOffsetCommitRequestTopicsPartitions(TypedDict, total=False):
@@ -1365,7 +1369,7 @@ class TxnOffsetCommitRequestTopics(TypedDict, total=False):
 
 
 class TxnOffsetCommitRequestBody(TypedDict, total=False):
-    """TxnOffsetCommit (key 28) request body, v0-3."""
+    """TxnOffsetCommit (key 28) request body, v0-5."""
 
     # the producer's transactional.id (v0+)
     transactional_id: str
@@ -1404,7 +1408,7 @@ class TxnOffsetCommitResponseTopics(TypedDict):
 
 
 class TxnOffsetCommitResponseBody(TypedDict):
-    """TxnOffsetCommit (key 28) response body, v0-3."""
+    """TxnOffsetCommit (key 28) response body, v0-5."""
 
     # how long the request was throttled by a quota, in ms (v0+)
     throttle_time_ms: int

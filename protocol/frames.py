@@ -30,6 +30,7 @@ class Request:
 
     api_key: int
     body: Mapping[str, Any] = field(repr=False)  # may hold credentials (SaslAuthenticate): never in a log line
+    max_version: int | None = None  # the newest version this request may go at (None: the newest both speak)
 
 
 class RequestHeader(NamedTuple):

@@ -46,6 +46,7 @@ class ProduceRequest:
     acks: int
     timeout_ms: int
     topics: Sequence[tuple[str, Sequence[tuple[int, Buffer | None]]]]
+    max_version: int | None = None  # 11: a transaction on Transactions V1 (v12 adds partitions implicitly, KIP-890)
 
     def as_body(self) -> dict[str, Any]:
         """The same request as the generic codec's body."""

@@ -126,7 +126,7 @@ def test_unencodable_values_raise_request_encode_error(value: dict[str, Any], ma
 def test_unknown_api_or_version() -> None:
     with pytest.raises(UnsupportedVersionError, match="api key 9999"):
         encode_request(9999, 0, 1, None, {})
-    with pytest.raises(UnsupportedVersionError, match=r"Produce v2 is not supported by cykafka \(supported: v3-v10\)"):
+    with pytest.raises(UnsupportedVersionError, match=r"Produce v2 is not supported by cykafka \(supported: v3-v12\)"):
         encode_request(0, 2, 1, None, {})
     with pytest.raises(ProtocolError, match="Produce v2"):
         decode_request(b"\x00\x00\x00\x02\x00\x00\x00\x01\xff\xff")

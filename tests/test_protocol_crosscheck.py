@@ -74,8 +74,8 @@ def test_produce_batches_are_attached_not_copied(version: int, client_id: str | 
 def test_produce_versions_we_do_not_speak_are_refused() -> None:
     with pytest.raises(UnsupportedVersionError, match="Produce v2"):
         encode_produce_request(ProduceRequest(None, 1, 1, ()), 2, 1, None)
-    with pytest.raises(UnsupportedVersionError, match="Produce v11"):
-        decode_produce_response(11, b"")
+    with pytest.raises(UnsupportedVersionError, match="Produce v13"):
+        decode_produce_response(13, b"")
 
 
 def _usual_answer(version: int, partitions: int = 200) -> bytes:

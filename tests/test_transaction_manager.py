@@ -34,7 +34,7 @@ OUT_OF_ORDER, UNKNOWN_PRODUCER_ID = 45, 59
 # Java's TransactionManager.State.isTransitionValid, written out: target -> sources
 JAVA_TRANSITIONS = {
     S.UNINITIALIZED: {S.READY},
-    S.INITIALIZING: {S.UNINITIALIZED, S.ABORTING_TRANSACTION},
+    S.INITIALIZING: {S.UNINITIALIZED, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION},  # 4.x: the V2 upgrade bump
     S.READY: {S.INITIALIZING, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION},
     S.IN_TRANSACTION: {S.READY},
     S.COMMITTING_TRANSACTION: {S.IN_TRANSACTION},
@@ -414,6 +414,40 @@ def test_a_transactional_partition_drains_only_once_added() -> None:
     assert tm.transaction_started
     (batch,) = drain(acc)
     assert header(batch) == (7, 0, 0, True)
+
+
+def test_v2_takes_end_txns_epoch_restarts_sequences_and_keeps_partitions_pipelined() -> None:
+    """Transactions V2: a partition is in the transaction as soon as its data is queued (no AddPartitionsToTxn);
+    EndTxn v5's producer id/epoch are taken and sequences restart at 0; a partition that acknowledged a batch of the
+    same producer id sends the next transaction's batches without waiting for the first one's answer."""
+    acc, tm = setup("tx")
+    initialize(tm)
+    tm.update_transaction_version(1, 2, True)
+    tm.begin_transaction()
+    append_batch(acc, 0, 2, tag=0)
+    assert acc.ready(snapshot(), 10).ready_nodes == {0} and tm.is_partition_added(T, 0) and tm.transaction_started
+    (first,) = drain(acc)
+    tm.handle_completed_batch(first, 0)
+    (second,) = drain(acc)
+    tm.handle_completed_batch(second, 1)
+    tm.begin_commit()
+    tm.complete_transaction(7, 1)
+    assert (tm.state_name, tm.producer_epoch, tm.next_sequence(T, 0)) == ("READY", 1, 0)
+    assert not tm.is_partition_added(T, 0)
+    tm.begin_transaction()
+    append_batch(acc, 0, 2, tag=1)
+    acc.ready(snapshot(), 10)
+    both = drain(acc) + drain(acc)
+    assert [header(b)[1:3] for b in both] == [(1, 0), (1, 1)], "the new epoch from 0, pipelined"
+    for offset, batch in enumerate(both):
+        tm.handle_completed_batch(batch, 2 + offset)
+    tm.begin_commit()
+    tm.complete_transaction(9, 0)  # the epoch overflowed: a new producer id, whose first batch goes alone
+    tm.begin_transaction()
+    append_batch(acc, 0, 2, tag=2)
+    acc.ready(snapshot(), 10)
+    (alone,) = drain(acc)
+    assert header(alone)[:3] == (9, 0, 0) and drain(acc) == []
 
 
 def test_aborting_fails_only_unsequenced_batches() -> None:
