@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -280,9 +281,10 @@ def test_unreachable_bootstrap_fails_within_max_block_ms_naming_the_servers() ->
 
 def test_readme_usage_example_runs_against_the_embedded_broker(broker: EmbeddedBroker) -> None:
     readme = open(__file__.rsplit("/tests/", 1)[0] + "/README.md").read()
+    topic = f"events-{uuid.uuid4().hex[:8]}"  # the session's broker: other tests (the docs' examples) write "events"
     code = readme.split("```python\n", 1)[1].split("```", 1)[0].replace("127.0.0.1:9092", broker.bootstrap_servers)
-    exec(compile(code, "README.md", "exec"), {})
-    assert len(read_back(broker.bootstrap_servers, "events")) == 1001
+    exec(compile(code.replace('"events"', f'"{topic}"'), "README.md", "exec"), {})
+    assert len(read_back(broker.bootstrap_servers, topic)) == 1001
 
 
 def test_a_topic_that_does_not_exist_is_named_as_such_after_max_block_ms() -> None:
