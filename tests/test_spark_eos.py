@@ -7,6 +7,7 @@ raw Fetches decoded by kafka-python's DefaultRecordBatch with the markers applie
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import signal
@@ -281,7 +282,8 @@ def test_the_driver_ends_the_tasks_transactions_oldest_first(monkeypatch: pytest
                                  timeout_s: float) -> None:
             ended.append((transactional_id, commit))
 
-    monkeypatch.setattr(sink, "Producer", Completer)
+    # the module that makes the completer (cykafka.spark's `exactly_once` attribute is a function of that name)
+    monkeypatch.setattr(importlib.import_module("cykafka.spark.exactly_once"), "Producer", Completer)
     plan = _plan("127.0.0.1:1", "t")
     now_ms = time.time_ns() // 1_000_000
     sink.complete_transactions(plan, [_message(0, now_ms - 10), _message(1, now_ms - 30), _message(2, now_ms - 20)],
