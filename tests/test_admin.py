@@ -309,6 +309,10 @@ def test_describe_and_alter_configs(admin: Admin) -> None:
     assert str(node_id + 1000) in str(described[absent].error)
     changed = admin.incremental_alter_configs({resource: [("retention.ms", "set", "123456")]})
     assert changed[resource].error is None
+    for _ in range(100):  # Kafka's brokers apply a change when its KRaft record reaches them: bounded wait
+        if admin.describe_configs([resource])[resource].result()["retention.ms"].value == "123456":
+            break
+        time.sleep(0.1)
     assert admin.describe_configs([resource])[resource].result()["retention.ms"].value == "123456"
 
 

@@ -577,6 +577,17 @@ started = time.monotonic()
 (frame.write.format("cykafka").option("kafka.bootstrap.servers", PARAMS["bootstrap"]).option("topic", PARAMS["topic"])
  .option("cykafka.delivery", "exactly-once").mode("append").save())
 written_s = time.monotonic() - started
+# the commit's markers: Kafka writes them after EndTxn answers, and those of the dead leader's partition wait for its
+# successor; a read_committed read stops at the last stable offset, so it is planned once every partition is stable
+from cykafka import Admin, TopicPartition
+with Admin({"bootstrap.servers": PARAMS["bootstrap"]}) as admin:
+    parts = [TopicPartition(PARAMS["topic"], p) for p in range(PARAMS["partitions"])]
+    for _ in range(240):
+        stable = admin.list_offsets({tp: "latest" for tp in parts}, isolation_level="read_committed")
+        end = admin.list_offsets({tp: "latest" for tp in parts})
+        if all(stable[tp].result().offset == end[tp].result().offset for tp in parts):
+            break
+        time.sleep(0.5)
 read = (spark.read.format("cykafka").option("kafka.bootstrap.servers", PARAMS["bootstrap"])
         .option("subscribe", PARAMS["topic"]).option("kafka.isolation.level", "read_committed").load())
 summary = read.agg(sf.count("*").alias("rows"), sf.countDistinct("value").alias("distinct")).first()
@@ -606,6 +617,7 @@ def test_spark_exactly_once_job_with_a_broker_killed_mid_job(cluster: _Cluster,
     def job() -> None:
         try:
             outcome["result"] = spark.run_job(DRIVER_SESSION + SPARK_DRIVER, bootstrap=cluster.bootstrap, topic=topic,
+                                              partitions=PARTITIONS,
                                               rows=SPARK_ROWS)
         except BaseException as e:  # the test reports it
             outcome["error"] = e
