@@ -450,8 +450,9 @@ def run_crosscheck(bootstrap: str, records: int, version: str) -> dict[str, Any]
     return {"records": records, "producer": produced, "consumer": consumed, "settings": settings, "version": version}
 
 
-def run_txn(rounds: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.join(HERE, "txn_bench.py"), "--rounds", str(rounds), "--json"]
+def run_txn(rounds: int, transactions: int) -> dict[str, Any]:
+    command = [sys.executable, os.path.join(HERE, "txn_bench.py"), "--rounds", str(rounds), "--transactions",
+               str(transactions), "--json"]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -852,7 +853,8 @@ def main() -> int:
     if not only or "async" in only:
         asyncio_runs.append(run_async(max(20_000, int(1_000_000 * scale)), rounds, "lz4"))
     group = run_group(max(3, rounds)) if not only or "group" in only else None
-    txn = run_txn(max(3, rounds)) if only and "txn" in only else None
+    txn = run_txn(rounds if args.quick else max(3, rounds), max(20, int(300 * scale))) if only and "txn" in only \
+        else None
     header = (f"## Results\n\nbench/run.py --broker {args.broker}{' --only ' + args.only if args.only else ''}"
               f"{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} CPUs, Python "
               f"{sys.version.split()[0]}, {time.monotonic() - started:.0f} s; {load_at_start} at the start, {load()} "

@@ -149,6 +149,19 @@ def test_the_group_bench_times_both_joins_against_the_hold(tmp_path: object) -> 
     assert "errors:" not in report and "nan" not in report
 
 
+@pytest.mark.slow
+def test_the_txn_bench_runs_both_protocols_and_the_peer(tmp_path: object) -> None:
+    """bench/run.py --only txn: cykafka on a transaction.version=2 and a =1 Kafka node, and confluent-kafka, each
+    committing every transaction (no error row), the V2/V1 ratio and the ratio to the peer reported."""
+    report = _run_only("txn", str(tmp_path))
+    raw = json.load(open(os.path.join(str(tmp_path), "runs.json")))["txn"]
+    assert set(raw["runs"]) == {"cykafka transaction.version=2", "cykafka transaction.version=1", "confluent"}
+    for key, runs in raw["runs"].items():
+        assert runs and all(r.get("transactions_per_s", 0) > 0 for r in runs), (key, runs)
+    assert "### Small transactions" in report and "cykafka V2 / V1:" in report
+    assert "cykafka V2 / confluent-kafka:" in report and "error" not in report
+
+
 def _run_only(scenario: str, out: str) -> str:
     """bench/run.py --only scenario --quick, tiny: its report."""
     args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", scenario, "--quick", "--scale", "0.1",
