@@ -172,6 +172,7 @@ def _assert_fails_at_planning(spark: Any, write: Any, message: str) -> None:
     assert tracker.getJobIdsForGroup(group) == [], "no Spark job may start before the error"
 
 
+@pytest.mark.broker_only("tansu", reason="it fails at planning, before any broker is asked")
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("kafka.key.serializer", "org.apache.kafka.common.serialization.StringSerializer",
      "option kafka.key.serializer is not supported"),
@@ -191,6 +192,7 @@ def test_invalid_option_fails_at_planning(spark: Any, broker: EmbeddedBroker, op
     _assert_fails_at_planning(spark, write, message)
 
 
+@pytest.mark.broker_only("tansu", reason="it fails at planning, before any broker is asked")
 @pytest.mark.parametrize(("name", "expression", "message"), [
     ("value", "id", "column 'value' must be binary or string, got bigint"),
     ("key", "array(id)", "column 'key' must be binary or string, got array<bigint>"),
@@ -209,6 +211,7 @@ def test_wrong_column_type_fails_at_planning(spark: Any, broker: EmbeddedBroker,
     _assert_fails_at_planning(spark, write, message)
 
 
+@pytest.mark.broker_only("tansu", reason="it fails at planning, before any broker is asked")
 def test_missing_value_and_topic_fail_at_planning(spark: Any, broker: EmbeddedBroker) -> None:
     def no_value() -> None:
         (spark.range(3).write.format("cykafka").option("kafka.bootstrap.servers", broker.bootstrap_servers)
@@ -222,6 +225,7 @@ def test_missing_value_and_topic_fail_at_planning(spark: Any, broker: EmbeddedBr
     _assert_fails_at_planning(spark, no_topic, "no topic")
 
 
+@pytest.mark.broker_only("tansu", reason="it fails at planning, before any broker is asked")
 def test_invalid_option_fails_streaming_query_at_start(spark: Any, broker: EmbeddedBroker, tmp_path: Path) -> None:
     stream = spark.readStream.format("rate").load().select(sf.col("value").alias("value"))  # bigint: wrong
     with pytest.raises(Exception, match="column 'value' must be binary or string"):

@@ -44,6 +44,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
         standalone.stop()
 
 
+@pytest.mark.broker_only("kafka", reason="a standalone cluster tests how Spark spreads the work; the brokers' "
+                          "differences are tested in local mode")
 def test_write_and_read_on_a_standalone_cluster(cluster: StandaloneCluster, broker: EmbeddedBroker,
                                                 tmp_path: Path) -> None:
     topic = f"cluster-{uuid.uuid4().hex[:8]}"

@@ -437,6 +437,8 @@ spark.stop()
 """
 
 
+@pytest.mark.broker_only("kafka", reason="a standalone cluster tests how Spark spreads the work; the brokers' "
+                          "differences are tested in local mode")
 @pytest.mark.slow
 @pytest.mark.broker
 def test_exactly_once_on_a_standalone_cluster(broker: EmbeddedBroker, tmp_path: Path) -> None:
