@@ -10,7 +10,8 @@ and the consumer's parts, as Java splits them (docs/architecture.md, "The consum
 - OffsetFetcher (cykafka/offset_fetcher.py): missing positions (committed, auto.offset.reset, ListOffsets), offset
   lookups, KIP-320 validation;
 - ConsumerCoordinator (cykafka/consumer_coordinator.py): commits, auto commit, the rebalance listener; the group
-  membership itself runs on the network thread (cykafka/consumer_group.py, cykafka/consumer_network.py).
+  membership itself runs on the network thread (cykafka/consumer_group.py, cykafka/consumer_network.py);
+- ConsumerLock (cykafka/consumer_lock.py): one thread inside at a time, and close()'s handshake with it.
 
 Everything but the Fetcher and the group membership runs on the caller's thread as requests handed to the network
 thread, waited for up to the call's deadline; a request still out when poll's timeout ends is picked up by the next
@@ -28,7 +29,6 @@ import logging
 import math
 import os
 import re
-import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
@@ -38,17 +38,16 @@ from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ConsumerConfig
-from cykafka.consumer_coordinator import LISTENER_CALLS, CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
+from cykafka.consumer_coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
 from cykafka.consumer_group import GroupDriver
+from cykafka.consumer_lock import ConsumerLock
 from cykafka.consumer_network import NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord
 from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import (
-    ConcurrentAccessError,
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
-    KafkaError,
     KafkaTimeoutError,
 )
 from cykafka.fetch_buffer import FetchBuffer
@@ -115,14 +114,7 @@ class Consumer:
         self.config = cfg
         conn = cfg.connection
         self._clock: Clock = ports.clock or SystemClock()
-        self._closed = False
-        self._closing_thread: int | None = None  # close() runs on it: other threads' calls end, new ones are refused
-        self._owner_lock = threading.Condition(threading.Lock())
-        self._owner: int | None = None  # the thread inside a call (Java's light lock), with its call and depth
-        self._owner_call = ""
-        self._owner_depth = 0
-        self._lent: int | None = None  # a thread the one inside a call lets call too while it waits for it
-        self._pid = os.getpid()
+        self._lock = ConsumerLock()  # the one thread inside, and close()'s handshake with it
         transport = ports.transport
         self._owns_transport = transport is None
         if transport is None:
@@ -146,7 +138,7 @@ class Consumer:
                                    conn.request_timeout_ms, coordinators)
         self._thread: NetworkThread | None = None
         asker = Asker(calls, self._clock, cfg.retry_backoff_ms, drive=None if ports.start_sender else
-                      self.network.run_once, closed=self._interrupted, client="consumer",
+                      self.network.run_once, closed=self._lock.interrupted, client="consumer",
                       backoff_wait=self._backoff_wait, min_call_ms=conn.request_timeout_ms)
         driver = None
         if cfg.group_id is not None:
@@ -207,37 +199,9 @@ class Consumer:
         pattern (`re.compile("orders-.*")`), sharing their partitions with the group's other members; the
         partitions arrive in a later poll(). Replaces an earlier subscription; an empty list unsubscribes.
         listener: a ConsumerRebalanceListener (or any object with some of its methods), called inside poll()."""
-        self._coordinator.group("subscribe")
-        if isinstance(topics, re.Pattern):
-            names: list[str] = []
-        elif isinstance(topics, str | bytes) or not isinstance(topics, Iterable):
-            raise InvalidArgumentError(f"subscribe: topics must be a list of topic names or a compiled re.Pattern, "
-                                       f"got {topics!r}" + (f" (for one topic: [{topics!r}])"
-                                                            if isinstance(topics, str) else ""))
-        else:
-            names = list(topics)
-            for name in names:
-                validate_topic(name)
-        if listener is not None and not any(callable(getattr(listener, name, None))
-                                            for name in LISTENER_CALLS.values()):
-            raise InvalidArgumentError(f"subscribe: listener must have on_partitions_revoked, on_partitions_assigned "
-                                       f"or on_partitions_lost (a ConsumerRebalanceListener), got "
-                                       f"{type(listener).__name__}")
-        sub = self._subscriptions
-        if sub.assigned() and not sub.subscribed:
-            raise IllegalStateError("subscribe: partitions were assigned with assign(); unassign() first (a "
-                                    "consumer either joins a group with subscribe() or picks its partitions)")
-        if not names and not isinstance(topics, re.Pattern):
-            self.unsubscribe()
+        if not self._coordinator.subscribe(topics, listener):
+            self.unsubscribe()  # an empty list
             return
-        driver = self._group_driver
-        assert driver is not None
-        with driver.lock:
-            if isinstance(topics, re.Pattern):
-                driver.member.subscribe_pattern(topics)
-            else:
-                driver.member.subscribe(names)
-        sub.listener, sub.subscribed = listener, True
         self._transport.wakeup()
 
     @_one_thread
@@ -448,11 +412,11 @@ class Consumer:
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Every record, as poll returns them, until close() (from the loop's body, or from another thread)."""
-        while not self._interrupted():
+        while not self._lock.interrupted():
             try:
                 records = self.poll(1.0)
             except IllegalStateError:
-                if self._interrupted():
+                if self._lock.interrupted():
                     return  # closed by another thread meanwhile
                 raise
             yield from records
@@ -485,7 +449,7 @@ class Consumer:
                 self._offsets.validate_positions()
                 taken = self._collector.collect(limit, sink)
                 remaining_ms = deadline_ms - self._clock.monotonic_ms()
-                if taken or remaining_ms <= 0 or self._interrupted():
+                if taken or remaining_ms <= 0 or self._lock.interrupted():
                     return taken
                 if self._thread is None:
                     self.network.run_once()
@@ -494,7 +458,7 @@ class Consumer:
                     if not self._collector.has_consumable():
                         sub.data_ready.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
         except IllegalStateError:
-            if not self._interrupted():
+            if not self._lock.interrupted():
                 raise  # close() on another thread: the poll returns what it took
             return 0
 
@@ -508,7 +472,7 @@ class Consumer:
             self._clock.sleep_ms(wait_ms)
 
     def _backoff(self, deadline_ms: int) -> None:
-        self._check_open()
+        self._lock.check_open()
         now_ms = self._clock.monotonic_ms()
         if now_ms >= deadline_ms:
             raise KafkaTimeoutError("no answer before the deadline")
@@ -532,57 +496,19 @@ class Consumer:
         acquireAndEnsureOpen, with a depth: a listener's calls inside poll are this thread's too): raises
         IllegalStateError when the consumer is closed or was made in another process (before a fork()),
         ConcurrentAccessError naming `call` when another thread is inside a call."""
-        if os.getpid() != self._pid:
-            raise IllegalStateError(
-                f"{call}: this Consumer was made in process {self._pid}, before a fork(); its threads, connections "
-                f"and group membership stayed there (and its fetched records are the parent's to hand out): make a "
-                f"new Consumer in this process")
-        me = threading.get_ident()
-        with self._owner_lock:
-            closing, lent = self._closing_thread, me == self._lent
-            if self._closed or (closing is not None and closing != me and not lent):
-                raise IllegalStateError(f"{call}: the consumer is closed")
-            if self._owner is not None and self._owner != me and not lent:
-                raise ConcurrentAccessError(
-                    f"{call}: another thread is inside this Consumer's {self._owner_call}(); a Consumer is not "
-                    f"thread-safe (as Java's KafkaConsumer): use it from one thread at a time (one Consumer per "
-                    f"thread), only close() may come from another thread")
-            if self._owner is None:
-                self._owner, self._owner_call = me, call
-            self._owner_depth += 1
-        try:
+        with self._lock.calling(call):
             yield
-        finally:
-            with self._owner_lock:
-                self._owner_depth -= 1
-                if self._owner_depth == 0:
-                    self._owner = None
-                    self._owner_lock.notify_all()
 
-    @contextlib.contextmanager
-    def lent_to(self, thread: int) -> Iterator[None]:
+    def lent_to(self, thread: int) -> contextlib.AbstractContextManager[None]:
         """The calling thread, inside a call, lets `thread` (a threading.get_ident()) make calls while the block
         runs, as it waits for that thread (cykafka.aio runs the rebalance listener on the event loop's thread while
         the polling thread waits)."""
-        lent, self._lent = self._lent, thread
-        try:
-            yield
-        finally:
-            self._lent = lent
+        return self._lock.lent_to(thread)
 
     @property
     def closed(self) -> bool:
         """close() has finished (or the consumer belongs to the process it was forked from)."""
-        return self._closed
-
-    def _interrupted(self) -> bool:
-        """close() runs on another thread: this thread's waits end (a poll returns, other calls raise)."""
-        closing, me = self._closing_thread, threading.get_ident()
-        return self._closed or (closing is not None and closing != me and me != self._lent)
-
-    def _check_open(self) -> None:
-        if self._interrupted():
-            raise IllegalStateError("the consumer is closed")
+        return self._lock.closed
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -594,39 +520,24 @@ class Consumer:
         end; one still running at the deadline is left to end alone, and the goodbyes (commit, LeaveGroup) are
         skipped. In a process forked from the one that made it: only marks it closed (all it holds is the parent's)."""
         deadline_ms = self._deadline(timeout, "timeout")
-        me = threading.get_ident()
-        with self._owner_lock:
-            if self._closed or self._closing_thread is not None:
-                return
-            self._closing_thread = me
-            other = self._owner is not None and self._owner != me
-        if os.getpid() != self._pid:
-            self._closed = True
+        other = self._lock.begin_close()
+        if other is None:
+            return
+        if self._lock.forked:
+            self._lock.closed = True
             return
         self._finalizer.detach()
         if other:  # interrupt its waits, then let it leave
             self._transport.wakeup()
             self._subscriptions.wake()
-            with self._owner_lock:
-                while self._owner is not None and (remaining_ms := deadline_ms - self._clock.monotonic_ms()) > 0:
-                    self._owner_lock.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
-                other = self._owner is not None
+            other = self._lock.wait_for_owner(lambda: deadline_ms - self._clock.monotonic_ms())
         coordinator = self._coordinator
         try:
             if other:
                 log.warning("close(): a call of another thread (%s) did not end by the deadline: closing without "
-                            "the last commit and LeaveGroup", self._owner_call)
-            elif self._subscriptions.subscribed:
-                coordinator.leave_group(deadline_ms)
-            elif self.config.enable_auto_commit:
-                try:
-                    self.commit(timeout=max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
-                except KafkaError as e:
-                    log.warning("the consumer's last auto commit failed on close: %s", e)
-            while not other and coordinator.async_commits and self._clock.monotonic_ms() < deadline_ms:
-                coordinator.run_async_commits()
-                if coordinator.async_commits:
-                    self._backoff(deadline_ms)
+                            "the last commit and LeaveGroup", self._lock.owner_call)
+            else:
+                coordinator.close(deadline_ms)
             self._fetcher.close_sessions()  # Java's close: each broker's fetch session ends (KIP-227)
             self._transport.wakeup()
             while not other and not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
@@ -634,7 +545,7 @@ class Consumer:
         except KafkaTimeoutError:
             pass
         finally:
-            self._closed = True
+            self._lock.closed = True
             self.network.running = False
             self._transport.wakeup()
             self._subscriptions.wake()

@@ -13,6 +13,7 @@ LeaveGroup). The membership itself (JoinGroup, SyncGroup, Heartbeat) is the memb
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,13 +21,14 @@ from typing import Any
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_group import GroupDriver
 from cykafka.core.group import GroupMember
-from cykafka.errors import InvalidArgumentError, KafkaError
+from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError
 from cykafka.ports import Clock, TopicPartition, checked_partitions
 from cykafka.ports.values import OffsetAndMetadata, checked_offset
 from cykafka.protocol import Request
 from cykafka.requests.ask import Asker
 from cykafka.requests.calls import Call
 from cykafka.requests.offsets import offset_fetch_request, read_offset_commit, read_offset_fetch
+from cykafka.serialization import validate_topic
 from cykafka.subscription_state import SubscriptionState
 
 log = logging.getLogger("cykafka")
@@ -95,6 +97,40 @@ class ConsumerCoordinator:
         assert driver is not None
         return self.asker.ask(None, driver.route, deadline_ms, check=check, kept=self._kept, key=key,
                               make=lambda call_deadline_ms: driver.call(build, call_deadline_ms)).body
+
+    def subscribe(self, topics: Iterable[str] | re.Pattern[str], listener: object) -> bool:
+        """Consumer.subscribe's checks and the member's new subscription; False for an empty list (unsubscribe)."""
+        self.group("subscribe")
+        if isinstance(topics, re.Pattern):
+            names: list[str] = []
+        elif isinstance(topics, str | bytes) or not isinstance(topics, Iterable):
+            raise InvalidArgumentError(f"subscribe: topics must be a list of topic names or a compiled re.Pattern, "
+                                       f"got {topics!r}" + (f" (for one topic: [{topics!r}])"
+                                                            if isinstance(topics, str) else ""))
+        else:
+            names = list(topics)
+            for name in names:
+                validate_topic(name)
+        if listener is not None and not any(callable(getattr(listener, name, None))
+                                            for name in LISTENER_CALLS.values()):
+            raise InvalidArgumentError(f"subscribe: listener must have on_partitions_revoked, on_partitions_assigned "
+                                       f"or on_partitions_lost (a ConsumerRebalanceListener), got "
+                                       f"{type(listener).__name__}")
+        sub = self.subscriptions
+        if sub.assigned() and not sub.subscribed:
+            raise IllegalStateError("subscribe: partitions were assigned with assign(); unassign() first (a "
+                                    "consumer either joins a group with subscribe() or picks its partitions)")
+        if not names and not isinstance(topics, re.Pattern):
+            return False
+        driver = self.driver
+        assert driver is not None
+        with driver.lock:
+            if isinstance(topics, re.Pattern):
+                driver.member.subscribe_pattern(topics)
+            else:
+                driver.member.subscribe(names)
+        sub.listener, sub.subscribed = listener, True
+        return True
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
@@ -223,6 +259,25 @@ class ConsumerCoordinator:
             failure.__cause__ = e
             return failure
         return None
+
+    def close(self, deadline_ms: int) -> None:
+        """Consumer.close's goodbyes until deadline_ms: LeaveGroup (revoking first) in group mode, else the last auto
+        commit; then the pending commit_async are waited for."""
+        if self.subscriptions.subscribed:
+            self.leave_group(deadline_ms)
+        elif self.config.enable_auto_commit:
+            try:
+                self.group("commit")
+                positions = self.offsets_to_commit(None, "commit")
+                self.run_async_commits()
+                if positions:
+                    self.commit_sync(positions, deadline_ms)
+            except KafkaError as e:
+                log.warning("the consumer's last auto commit failed on close: %s", e)
+        while self.async_commits and self.clock.monotonic_ms() < deadline_ms:
+            self.run_async_commits()
+            if self.async_commits:
+                self.backoff(deadline_ms)
 
     def leave_group(self, deadline_ms: int) -> None:
         """close()'s part in group mode: revoked partitions handled here (auto commit, listener), then the member's
