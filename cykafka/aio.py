@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from cykafka.completion import Completion
 from cykafka.consumer import Consumer, ConsumerRebalanceListener
-from cykafka.core import BatchResult, ConsumerRecord, PartitionFetch, RecordFuture, RecordMetadata
+from cykafka.core import BatchResult, ConsumerRecord, RecordFuture, RecordMetadata
 from cykafka.errors import KafkaError
+from cykafka.fetch_collector import RecordsByPartition
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, PartitionInfo, TopicPartition
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
@@ -432,7 +433,7 @@ class _ListenerOnLoop:
             if inspect.isawaitable(outcome):
                 await outcome
 
-        with self._consumer._lent_to(self._loop_thread):
+        with self._consumer.lent_to(self._loop_thread):
             asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
     @staticmethod
@@ -539,7 +540,7 @@ class AsyncConsumer:
     async def _records(self) -> AsyncIterator[ConsumerRecord]:
         """Every record until stop(), as `for record in consumer` (commit() commits the positions after the last
         poll, as Java's)."""
-        while not self._consumer._closed:
+        while not self._consumer.closed:
             for record in await self.poll(1.0):
                 yield record
 
@@ -615,28 +616,10 @@ class AsyncConsumer:
 
 def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
     """Consumer.poll with its own record limit (getmany's max_records, getone's 1; nothing is read ahead of what is
-    returned, so positions and commits stay what the caller has seen), by partition: one dict step per run of a
-    partition's records, none per record."""
-    by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}
-
-    def take(fetch: PartitionFetch, count: int) -> int:
-        got = fetch.records(count)
-        if got:
-            first = got[0]
-            tp = TopicPartition(first.topic, first.partition)
-            records = by_partition.get(tp)
-            if records is None:
-                by_partition[tp] = got
-            else:
-                records.extend(got)
-        return len(got)
-
-    consumer._acquire("poll")
-    try:
-        consumer._poll(timeout_s, limit, take)
-    finally:
-        consumer._release()
-    return by_partition
+    returned, so positions and commits stay what the caller has seen), by partition."""
+    sink = RecordsByPartition()
+    consumer.poll_into(sink, timeout_s, limit)
+    return sink.by_partition
 
 
 def _split(got: Any, limit: int) -> tuple[Any, Any]:

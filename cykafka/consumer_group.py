@@ -54,15 +54,20 @@ class GroupDriver:
         self._topics: frozenset[str] | None = frozenset()  # the member's last metadata topics (None: every topic)
         self._touched_ms = -(2**62)
 
-    def submit(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
-        """A caller's request at the group's coordinator, built by build(member) when it goes (under the lock); its
-        answer feeds the member (a commit's, an offset fetch's codes) before the caller sees it."""
+    def call(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
+        """A caller's request at the group's coordinator (not submitted yet), built by build(member) when it goes
+        (under the lock); its answer feeds the member (a commit's, an offset fetch's codes) before the caller sees
+        it."""
         def made() -> Request:
             with self.lock:
                 return build(self.member)
 
-        call = Call(self.route, deadline_ms, build=made, on_answer=self._caller_answered,
+        return Call(self.route, deadline_ms, build=made, on_answer=self._caller_answered,
                     what=f"group {self.member.settings.group_id!r}")
+
+    def submit(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
+        """call(build, deadline_ms), submitted."""
+        call = self.call(build, deadline_ms)
         self.calls.submit(call)
         return call
 

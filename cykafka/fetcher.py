@@ -1,14 +1,9 @@
-"""The Fetcher: the consumer's Fetch requests, a request source of the network loop (cykafka/requests/calls.py).
+"""The Fetcher (Java's AbstractFetch/Fetcher): the consumer's Fetch requests, a request source of the network loop
+(cykafka/requests/calls.py), and the filing of their answers.
 
-Shared with the caller's thread under one lock (`Subscription.lock`, with a condition the caller waits on):
-- per assigned partition a `PartitionState`: `position` (the next offset poll returns) and `offset_epoch` (the
-  leader epoch of the batch it was reached in), `fetch_offset` (the next offset to fetch: past the position while
-  fetched data waits in the buffer), `leader_epoch` (the partition leader's epoch the position was checked against,
-  sent in every Fetch as current_leader_epoch), `awaiting_validation` (KIP-320, below), `epoch` (bumped by every
-  seek or reset: fetched data and answers of an older epoch are dropped), pause flag, backoff, watermarks, pending
-  reset;
-- the buffer of fetched, not yet consumed data: one `Buffered` per partition per answer, in arrival order, each a
-  `PartitionFetch` (the compiled decoder, cykafka.core) the caller decodes lazily in poll.
+Reads the SubscriptionState (cykafka/subscription_state.py: which partitions, at which fetch offset, paused, backing
+off) and files what comes back into the FetchBuffer (cykafka/fetch_buffer.py) as CompletedFetches, decoded by the
+FetchCollector's decoder (cykafka/fetch_collector.py), all under the SubscriptionState's lock.
 
 Sending: one Fetch in flight per broker, for every fetchable partition it leads (position known, not paused, no
 backoff), asking for at most fetch.max.bytes minus what that broker's data already holds in the buffer: buffered data
@@ -27,32 +22,32 @@ INVALID_FETCH_SESSION_EPOCH) gets a full fetch at once; a lost answer makes the 
 Positions after a leader change (KIP-320, Java's SubscriptionState validation): a partition whose metadata shows a
 newer leader epoch than its `leader_epoch`, while its position carries an `offset_epoch`, awaits validation: it is not
 fetched (what was fetched for it is dropped) until the caller's poll has asked the leader with OffsetForLeaderEpoch
-where `offset_epoch` ends in its log (cykafka/consumer.py, `_validate_positions`); `divergence` decides from the
-answer. Every Fetch carries the partition's `leader_epoch`, so a leader the consumer has not validated against
-answers FENCED_LEADER_EPOCH instead of data.
+where `offset_epoch` ends in its log (cykafka/offset_fetcher.py); `divergence` (cykafka/subscription_state.py)
+decides from the answer. Every Fetch carries the partition's `leader_epoch`, so a leader the consumer has not
+validated against answers FENCED_LEADER_EPOCH instead of data.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cykafka.config import ConsumerConfig
 from cykafka.core import PartitionFetch
 from cykafka.core.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, FetchPlan, FetchSession
 from cykafka.errors import KafkaError
+from cykafka.fetch_buffer import CompletedFetch, FetchBuffer
+from cykafka.fetch_collector import grow_fetch_size
 from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transport, by_topic
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import ready_node
+from cykafka.subscription_state import PartitionState, SubscriptionState
 
-if TYPE_CHECKING:
-    from typing_extensions import Buffer
+Decoder = Callable[[TopicPartition, bytes, int, Any], PartitionFetch]  # the FetchCollector's decoder
 
 log = logging.getLogger("cykafka")
 _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
@@ -74,86 +69,15 @@ def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int, int]], *, 
         "rack_id": ""})
 
 
-def divergence(position: int, end_offset: int, end_epoch: int) -> tuple[int, int] | None:
-    """What a leader's OffsetForLeaderEpoch answer (end_offset, end_epoch: where the epoch of the position's last
-    record ends in its log) says of the position (Java's SubscriptionState.maybeCompleteValidation): None, the log
-    holds it; else the log was truncated under it and (offset, leader epoch) is the first offset known to diverge,
-    (-1, -1) when the leader knows no epoch that old (UNDEFINED: where it diverges is unknown)."""
-    if end_offset < 0 or end_epoch < 0:
-        return -1, -1
-    if end_offset < position:
-        return end_offset, end_epoch
-    return None
-
-
-@dataclass(slots=True)
-class PartitionState:
-    fetch_size_bytes: int  # max.partition.fetch.bytes, grown when a batch does not fit
-    position: int | None = None
-    offset_epoch: int = -1  # leader epoch of the batch the position was reached in (Java's offsetEpoch); -1 unknown
-    leader_epoch: int = -1  # the leader's epoch the position was checked against (Fetch current_leader_epoch)
-    awaiting_validation: bool = False  # KIP-320: not fetched until OffsetForLeaderEpoch confirms the position
-    fetch_offset: int | None = None
-    epoch: int = 0
-    reset: str | None = None  # "earliest" / "latest": the caller resolves it on its next poll
-    paused: bool = False
-    in_flight: bool = False
-    not_before_ms: int = 0
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    error: KafkaError | None = None  # raised by the caller's next poll
-
-    def seek(self, offset: int | None, reset: str | None = None, *, offset_epoch: int = -1,
-             validate: bool = False) -> None:
-        """A new position (None: unknown, `reset` says how to find it) reached in leader epoch offset_epoch (-1:
-        unknown); fetched data of the old one is dropped. validate: check it with the leader before fetching (a
-        committed offset, a seek with a leader epoch, a leader change; needs offset_epoch)."""
-        self.position = self.fetch_offset = offset
-        self.offset_epoch = offset_epoch if offset is not None else -1
-        self.awaiting_validation = validate and offset is not None and offset_epoch >= 0
-        self.reset = reset
-        self.epoch += 1
-        self.not_before_ms = 0
-
-
-@dataclass(slots=True, eq=False)
-class Buffered:
-    tp: TopicPartition
-    epoch: int
-    fetch: PartitionFetch
-    node_id: int
-    size_bytes: int
-    records: bytes  # kept to decode again with the markers found past it (read_committed look-ahead)
-    aborted_transactions: Any
-    markers_seen: int = 0  # look-ahead markers the fetch was built with
-    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out
-
-
-class Subscription:
-    """The assigned partitions' states and the fetched data, shared by the caller and the network thread."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.data_ready = threading.Condition(self.lock)
-        self.states: dict[TopicPartition, PartitionState] = {}
-        self.buffer: deque[Buffered] = deque()
-        self.buffered_bytes: dict[int, int] = defaultdict(int)  # node id -> bytes of its answers in the buffer
-
-    def release(self, item: Buffered) -> None:
-        """Called with the lock held: item leaves the buffer (consumed or stale)."""
-        self.buffer.remove(item)
-        self.buffered_bytes[item.node_id] -= item.size_bytes
-
-
 class Fetcher:
     """Sends Fetch requests for the assigned partitions and files their answers; runs on the network thread."""
 
-    def __init__(self, config: ConsumerConfig, subscription: Subscription, transport: Transport,
-                 metadata: MetadataSource, decompress: Callable[[int, memoryview], Buffer]) -> None:
+    def __init__(self, config: ConsumerConfig, subscriptions: SubscriptionState, buffer: FetchBuffer,
+                 transport: Transport, metadata: MetadataSource, decoder: Decoder) -> None:
         self.config = config
-        self.decompress = decompress  # codec id, compressed bytes -> bytes: the composition root's codecs
-        self.subscription = subscription
+        self.decoder = decoder
+        self.subscriptions = subscriptions
+        self.buffer = buffer
         self.transport = transport
         self.metadata = metadata
         self._nodes_in_flight: set[int] = set()
@@ -199,7 +123,7 @@ class Fetcher:
     def send_ready(self, now_ms: int) -> int:
         if self._closing:
             return self._send_closes(now_ms)
-        sub, snapshot = self.subscription, self.metadata.snapshot()
+        sub, snapshot = self.subscriptions, self.metadata.snapshot()
         delay_ms = 2**31
         by_node: dict[int, dict[TopicPartition, PartitionState]] = defaultdict(dict)
         with sub.lock:
@@ -218,7 +142,7 @@ class Fetcher:
                     continue
                 by_node[leader][tp] = state
             for node_id, states in by_node.items():
-                buffered_bytes = sub.buffered_bytes[node_id]
+                buffered_bytes = self.buffer.buffered_bytes[node_id]
                 # room for fetch.max.bytes per broker in the buffer; with none of its data buffered, at least 1 byte
                 # (fetch.max.bytes=0 as Java: Kafka still answers with one batch, KIP-74; Tansu answers 0 with none)
                 room_bytes = max(self.config.fetch_max_bytes - buffered_bytes, 0 if buffered_bytes else 1)
@@ -247,7 +171,7 @@ class Fetcher:
 
     def _on_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]], full: bool) -> None:
         """The answer to a Fetch of `sent` {partition: (its epoch, fetch offset) when sent}; full: a full fetch."""
-        sub, now_ms = self.subscription, response.received_ms
+        sub, now_ms = self.subscriptions, response.received_ms
         self._nodes_in_flight.discard(response.node_id)
         body = response.response if isinstance(response.response, dict) else None
         session = self.sessions[response.node_id]
@@ -288,13 +212,6 @@ class Fetcher:
                     self._file(tp, state, p, response.node_id, now_ms)
             sub.data_ready.notify_all()
 
-    def decoder(self, tp: TopicPartition, records: bytes, fetch_offset: int, aborted_transactions: Any,
-                markers_after: list[tuple[int, int, bool]] | None = None) -> PartitionFetch:
-        """The compiled decoder of one partition's records from a Fetch answer."""
-        return PartitionFetch(tp.topic, tp.partition, records, fetch_offset, check_crcs=self.config.check_crcs,
-                              decompress=self.decompress, read_committed=self.config.read_committed,
-                              aborted_transactions=aborted_transactions, markers_after=markers_after)
-
     def _file(self, tp: TopicPartition, state: PartitionState, p: dict[str, Any], node_id: int, now_ms: int) -> None:
         """One partition's answer, with the lock held."""
         code = p["error_code"]
@@ -314,14 +231,9 @@ class Fetcher:
                 state.error = e
                 return
             if end <= fetch_offset:  # no complete batch: one larger than partition_max_bytes (pre-KIP-74 brokers)
-                state.fetch_size_bytes = min(2 * state.fetch_size_bytes, 2**31 - 1)
+                grow_fetch_size(state)
                 return
-            sub = self.subscription
-            for item in sub.buffer:
-                if item.tp == tp:
-                    item.waiting = False  # a blocked answer of this partition may find its marker here
-            sub.buffer.append(Buffered(tp, state.epoch, fetch, node_id, len(records), records, aborted))
-            sub.buffered_bytes[node_id] += len(records)
+            self.buffer.add(CompletedFetch(tp, state.epoch, fetch, node_id, len(records), records, aborted))
             state.fetch_offset = end
             return
         error = error_for(code, f"fetching {tp.topic} [{tp.partition}] at offset {state.fetch_offset}")

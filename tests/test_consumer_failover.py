@@ -18,7 +18,7 @@ from fakes import fake_cluster
 
 from cykafka import Consumer, KafkaError, NetworkError, TopicPartition
 from cykafka.adapters.clock import ManualClock
-from cykafka.consumer import _log_auto_commit
+from cykafka.consumer_coordinator import log_auto_commit as _log_auto_commit
 from cykafka.consumer_group import GroupDriver
 from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.ports import ClientResponse, ClusterSnapshot, Node, PartitionInfo, Ports, TransportRequest

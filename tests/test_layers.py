@@ -100,6 +100,42 @@ def test_no_client_root_imports_another_composition_root(module: str) -> None:
     assert _cykafka_imports(ROOT / module) & roots == set()
 
 
+@pytest.mark.parametrize("module", sorted(COMPOSITION_ROOTS))
+def test_no_composition_root_imports_another_clients_root(module: str) -> None:
+    """Not even the applications' roots import each other, but for the clients they are built on (asyncio, the CLI
+    and Spark build Producers and Consumers): a root never reaches into another root's wiring."""
+    clients = {f"cykafka.{Path(root).stem}" for root in CLIENT_ROOTS}
+    others = {f"cykafka.{Path(root).stem}" for root in COMPOSITION_ROOTS if root.count("/") == 1} - clients
+    assert _cykafka_imports(ROOT / module) & (others - {f"cykafka.{Path(module).stem}"}) == set()
+
+
+# The consumer's parts (Java's SubscriptionState, FetchBuffer, FetchCollector, Fetcher, OffsetFetcher, its lock,
+# ConsumerCoordinator): the Consumer wires them; none of them imports it, nor any composition root or adapter.
+CONSUMER_PARTS = ("cykafka/subscription_state.py", "cykafka/fetch_buffer.py", "cykafka/fetch_collector.py",
+                  "cykafka/fetcher.py", "cykafka/offset_fetcher.py", "cykafka/consumer_coordinator.py",
+                  "cykafka/consumer_group.py", "cykafka/consumer_network.py", "cykafka/consumer_lock.py")
+
+
+@pytest.mark.parametrize("module", CONSUMER_PARTS)
+def test_the_consumer_parts_do_not_import_the_composition_root(module: str) -> None:
+    roots = {"cykafka.spark", *(f"cykafka.{Path(root).stem}" for root in COMPOSITION_ROOTS if root.count("/") == 1)}
+    imported = _cykafka_imports(ROOT / module)
+    assert imported & roots == set() and not {name for name in imported if name.startswith("cykafka.adapters")}
+
+
+def test_asyncio_consumer_uses_no_private_member_of_the_consumer() -> None:
+    """cykafka.aio's consumer side (AsyncConsumer, its listener wrapper, its poll) stands on the Consumer's public
+    seam (poll_into, calling, lent_to, closed): no `x._name` on anything but self."""
+    tree = ast.parse((ROOT / "cykafka/aio.py").read_text())
+    consumer_side = [node for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)
+                     and node.name in ("AsyncConsumer", "_ListenerOnLoop", "_poll_records")]
+    assert len(consumer_side) == 3
+    private = [f"{ast.unparse(node)} (line {node.lineno})" for side in consumer_side for node in ast.walk(side)
+               if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+               and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))]
+    assert private == []
+
+
 @pytest.mark.parametrize("module", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "adapters").glob("*.py")))
 def test_adapters_depend_on_ports_errors_protocol_and_core_only(module: str) -> None:
     imported = _cykafka_imports(ROOT / module)

@@ -16,10 +16,10 @@ from fakes import fake_cluster, fake_producer
 from cykafka import Consumer, LogTruncationError, OffsetAndMetadata, TopicPartition, UnsupportedVersionError
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
-from cykafka.fetcher import divergence
 from cykafka.ports import Ports, TransportRequest
 from cykafka.protocol import Request
 from cykafka.protocol.apis import FETCH, OFFSET_FOR_LEADER_EPOCH
+from cykafka.subscription_state import divergence
 
 TOPIC = "epochs"
 TP = TopicPartition(TOPIC, 0)
@@ -197,5 +197,5 @@ def test_commits_carry_the_leader_epoch_of_the_position() -> None:
     s = _Setup(**{"group.id": "g", "enable.auto.commit": False})
     s.write(3)
     assert len(s.read(3)) == 3
-    assert s.consumer._offsets_to_commit(None, "commit") == {TP: OffsetAndMetadata(3, leader_epoch=0)}
+    assert s.consumer._coordinator.offsets_to_commit(None, "commit") == {TP: OffsetAndMetadata(3, leader_epoch=0)}
     s.close()

@@ -369,3 +369,48 @@ def test_a_fanout_asks_again_only_the_items_whose_kind_of_route_moved() -> None:
     sent = len(client.transport.sent)
     assert at_controller.run(["gone"], 1_000)["gone"].error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert len(client.transport.sent) == sent + 1  # a controller's answer about a topic: final, asked once
+
+
+def test_a_kept_call_still_out_at_the_deadline_is_waited_for_by_the_same_ask_made_again() -> None:
+    """The consumer's poll(0) in a loop: a request not answered by the deadline stays out (kept), and the same ask
+    made again takes its answer instead of sending another; without `kept` each ask sends its own."""
+    answers: list[dict[str, Any]] = []
+    client = Client(lambda node, request: answers.pop(0) if answers else KafkaTimeoutError("no answer yet"))
+    client.transport.unreachable = {1}  # connecting: the call cannot go before the deadline
+    client.asker.min_call_ms = 30_000
+    kept: dict[Any, Call] = {}
+    request = list_offsets_request({TopicPartition("t", 0): -1}, read_committed=False)
+    with pytest.raises(KafkaTimeoutError):
+        client.asker.ask(request, Broker(1), client.clock.monotonic_ms(), kept=kept)
+    (call,) = kept.values()
+    assert call.deadline_ms >= 30_000 and not call.done.is_set()  # the call has its own time to be sent
+    client.transport.unreachable = set()
+    answers.append(_list_offsets(0))
+    answer = client.asker.ask(request, Broker(1), client.clock.monotonic_ms() + 1_000, kept=kept)
+    assert read_list_offsets(answer.body)[TopicPartition("t", 0)].offset == 7  # type: ignore[union-attr]
+    assert client.transport.sent == [(1, "ListOffsets")] and kept == {}  # one request for both asks
+
+
+def test_a_rerouting_fanout_sends_the_items_of_a_dead_broker_back_to_the_lookup() -> None:
+    """Routes resolved from metadata (the consumer's leaders): the whole request failing with a retriable error (its
+    broker died) sends its items back to the lookup after a metadata update, instead of asking the dead broker
+    again; without reroute the Asker asks the same broker until the deadline."""
+    tp = TopicPartition("t", 0)
+    client = Client(lambda node, request: NetworkError("the connection closed") if node == 1 else _list_offsets(0))
+    leaders = [Broker(1), Broker(2)]
+    lookups: list[Any] = []
+
+    def lookup(items: list[TopicPartition]) -> Mapping[TopicPartition, Any]:
+        lookups.append(leaders[0] if len(leaders) == 1 else leaders.pop(0))
+        return dict.fromkeys(items, lookups[-1])
+
+    def read(items: list[TopicPartition], body: Mapping[str, Any], node: int) -> Mapping[TopicPartition, Any]:
+        return read_list_offsets(body)
+
+    fanout: Any = Fanout(client.asker, lookup, lambda items: list_offsets_request(dict.fromkeys(items, -1),
+                                                                                  read_committed=False),
+                         read, moves=LEADER_MOVED, reroute=True)
+    updates = client.metadata.updates
+    assert fanout.run([tp], 10_000)[tp].result().offset == 7
+    assert lookups == [Broker(1), Broker(2)] and client.transport.sent == [(1, "ListOffsets"), (2, "ListOffsets")]
+    assert client.metadata.updates > updates  # the dead broker's partitions: a metadata update first

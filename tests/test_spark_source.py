@@ -17,8 +17,8 @@ from cykafka.spark.source_options import (
     EARLIEST,
     LATEST,
     Bound,
+    ConsumerStrategy,
     OffsetRange,
-    Subscription,
     offset_ranges,
     offsets_json,
     parse_offsets_json,
@@ -39,7 +39,7 @@ def stream(**options: Any) -> Any:
 
 def test_defaults_as_spark() -> None:
     b = batch(subscribe="a, b,")
-    assert b.subscription == Subscription("subscribe", topics=("a", "b"))
+    assert b.consumer_strategy == ConsumerStrategy("subscribe", topics=("a", "b"))
     assert (b.starting, b.ending) == (Bound("earliest"), Bound("latest"))
     assert (b.fail_on_data_loss, b.include_headers, b.min_partitions, b.max_trigger_delay_ms) == (
         True, False, None, 15 * 60_000)
@@ -56,7 +56,8 @@ def test_options_are_case_insensitive_and_parsed() -> None:
     assert (o.max_offsets_per_trigger, o.min_offsets_per_trigger, o.max_trigger_delay_ms) == (100, 10, 30_000)
     assert (o.include_headers, o.fail_on_data_loss, o.commit_group) == (True, False, "lag")
     assert o.consumer_config_dict["fetch.max.bytes"] == "1000"
-    assert batch(assign='{"x": [2, 0]}').subscription.partitions == (TopicPartition("x", 2), TopicPartition("x", 0))
+    assert batch(assign='{"x": [2, 0]}').consumer_strategy.partitions == (TopicPartition("x", 2),
+                                                                          TopicPartition("x", 0))
     assert batch(subscribe="t", startingTimestamp="1700000000000").starting == Bound(
         "timestamp", timestamp_ms=1_700_000_000_000)
     assert batch(subscribe="t", endingOffsetsByTimestamp='{"t": {"0": 7}}').ending == Bound(
@@ -106,15 +107,15 @@ def test_bootstrap_servers_is_required() -> None:
 
 
 def test_unknown_spark_side_options_are_ignored_as_spark_does() -> None:
-    assert batch(subscribe="t", path="/x", someOtherReaderSetting="1").subscription.topics == ("t",)
+    assert batch(subscribe="t", path="/x", someOtherReaderSetting="1").consumer_strategy.topics == ("t",)
 
 
 def test_subscription_selects_partitions_from_metadata() -> None:
     counts = {"ev-1": 2, "ev-2": 1, "other": 3, "__consumer_offsets": 50}
-    assert Subscription("subscribepattern", pattern="ev-.*").select(counts) == [
+    assert ConsumerStrategy("subscribepattern", pattern="ev-.*").select(counts) == [
         TopicPartition("ev-1", 0), TopicPartition("ev-1", 1), TopicPartition("ev-2", 0)]
-    assert Subscription("subscribepattern", pattern=".*").select(counts)[-1] == TopicPartition("other", 2)
-    assert Subscription("subscribe", topics=("other", "missing")).select(counts) == [
+    assert ConsumerStrategy("subscribepattern", pattern=".*").select(counts)[-1] == TopicPartition("other", 2)
+    assert ConsumerStrategy("subscribe", topics=("other", "missing")).select(counts) == [
         TopicPartition("other", p) for p in range(3)]
 
 

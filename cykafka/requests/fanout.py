@@ -10,8 +10,11 @@ uses (`moves`): a DeleteTopics answering UNKNOWN_TOPIC_OR_PARTITION (stale metad
 controller, NOT_LEADER_OR_FOLLOWER for a ListOffsets is asked again of the new leader. Asked again means after
 retry.backoff.ms, its route looked up afresh (the kinds marked what went stale), until the deadline, when the item
 keeps its last error. A whole
-request failing with a broker's error or UnsupportedVersionError fails its items; any other failure (no broker
-reached before the deadline, the client closed) fails the call.
+request failing with a broker's error or UnsupportedVersionError fails its items; with `reroute` (routes resolved
+from metadata, as the consumer's leaders) a retriable failure of the whole request (its broker died) sends its items
+back to the lookup after a metadata update; any other failure (no broker reached before the deadline, the client
+closed) fails the call. `kept`: the Asker's kept calls (a call still out at the deadline is waited for by the same
+call made again).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from cykafka.ports.values import Result
 from cykafka.protocol import Request
 from cykafka.protocol.error_codes import NO_KIND, ErrorKind, kinds_of
 from cykafka.requests.ask import Asker
+from cykafka.requests.calls import Call
 from cykafka.requests.routes import Route
 
 K = TypeVar("K", bound=Hashable)
@@ -54,9 +58,12 @@ class Fanout(Generic[K, V]):
     """lookup -> one request per route (per item unless batch) -> per-item results; see the module docstring."""
 
     def __init__(self, asker: Asker, lookup: Lookup[K], build: Build[K], read: Read[K, V], *,
-                 moves: ErrorKind = NO_KIND, batch: bool = True, name: Callable[[K], str] = str) -> None:
+                 moves: ErrorKind = NO_KIND, batch: bool = True, name: Callable[[K], str] = str,
+                 reroute: bool = False, kept: dict[Hashable, Call] | None = None) -> None:
         """moves: the kinds that say this call's routes moved (LEADER_MOVED, COORDINATOR_MOVED, CONTROLLER_MOVED);
-        name: an item as error messages name it."""
+        name: an item as error messages name it; reroute, kept: see the module docstring."""
+        self.reroute = reroute
+        self.kept = kept
         self.moves = moves
         self.asker = asker
         self.lookup = lookup
@@ -102,10 +109,18 @@ class Fanout(Generic[K, V]):
     def _ask(self, route: Route, items: list[K], deadline_ms: int, results: dict[K, Result[V]]) -> list[K]:
         """Asks for items on route, files their results; returns those to ask again."""
         try:
-            answer = self.asker.ask(self.build(items), route, deadline_ms)
+            answer = self.asker.ask(self.build(items), route, deadline_ms, once=self.reroute, kept=self.kept)
         except (BrokerResponseError, UnsupportedVersionError) as e:  # this route cannot answer: each item says so
             results.update((item, Result(error=e)) for item in items)
             return []
+        except KafkaError as e:
+            if not (self.reroute and e.retriable and self.asker.clock.monotonic_ms() < deadline_ms):
+                raise
+            results.update((item, Result(error=e)) for item in items)
+            metadata = self.asker.router.metadata
+            if metadata is not None:
+                metadata.request_update()  # its broker may be gone: its items' new route
+            return items
         outcomes = self.read(items, answer.body, answer.node_id)
         retry = []
         for item in items:

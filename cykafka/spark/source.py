@@ -79,17 +79,17 @@ class _Offsets:
         self.consumer = consumer if consumer is not None else Consumer(dict(_task_config(options)))
 
     def partitions(self) -> list[TopicPartition]:
-        subscription = self.options.subscription
-        if subscription.kind == "assign":
-            return list(subscription.partitions)
-        if subscription.kind == "subscribe":
-            topics: Iterable[str] = subscription.topics
+        strategy = self.options.consumer_strategy
+        if strategy.kind == "assign":
+            return list(strategy.partitions)
+        if strategy.kind == "subscribe":
+            topics: Iterable[str] = strategy.topics
         else:
             connection = {k: v for k, v in self.options.consumer_config if k in ADMIN_KEYS}
             with Admin(connection) as admin:
                 topics = list(admin.list_topics())
         counts = {t: len(self.consumer.partitions_for(t)) for t in topics}
-        return subscription.select({t: n for t, n in counts.items() if n})
+        return strategy.select({t: n for t, n in counts.items() if n})
 
     def resolve(self, bound: Bound, partitions: list[TopicPartition], *, ending: bool) -> dict[TopicPartition, int]:
         """Offsets of a bound for these partitions; -2/-1 in offsets JSON and timestamps with no offset resolved.

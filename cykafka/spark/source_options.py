@@ -66,8 +66,9 @@ _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600
 
 
 @dataclass(frozen=True, slots=True)
-class Subscription:
-    """What to read: topics, a pattern, or fixed partitions (exactly one of Spark's three options)."""
+class ConsumerStrategy:
+    """What to read (the Spark connector's ConsumerStrategy): topics, a pattern, or fixed partitions (exactly one
+    of Spark's three options)."""
 
     kind: Literal["subscribe", "subscribepattern", "assign"]
     topics: tuple[str, ...] = ()
@@ -102,7 +103,7 @@ class SourceOptions:
     """The validated options of a read, plain picklable data."""
 
     consumer_config: tuple[tuple[str, str], ...]  # kafka.* keys, prefix stripped
-    subscription: Subscription
+    consumer_strategy: ConsumerStrategy
     starting: Bound
     ending: Bound | None  # None: streaming
     fail_on_data_loss: bool = True
@@ -178,7 +179,7 @@ def duration_ms(key: str, text: str) -> int:
     return int(match.group(1)) * _DURATION_UNITS_MS.get(match.group(2) or "ms", 1)
 
 
-def _subscription(options: Mapping[str, str]) -> Subscription:
+def _consumer_strategy(options: Mapping[str, str]) -> ConsumerStrategy:
     given = [key for key in STRATEGIES if key in options]
     if len(given) != 1:
         raise ConfigError(f"exactly one of the options subscribe, subscribePattern, assign must be given, got "
@@ -189,7 +190,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
         topics = tuple(t.strip() for t in value.split(",") if t.strip())
         if not topics:
             raise ConfigError(f"option subscribe names no topic: {value!r}; give 'topicA,topicB'")
-        return Subscription("subscribe", topics=topics)
+        return ConsumerStrategy("subscribe", topics=topics)
     if kind == "subscribepattern":
         if not value:
             raise ConfigError("option subscribePattern is empty; give a regex such as 'events-.*'")
@@ -197,8 +198,8 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
             re.compile(value)
         except re.error as e:
             raise ConfigError(f"option subscribePattern is not a valid regex ({e}): {value!r}") from None
-        return Subscription("subscribepattern", pattern=value)
-    return Subscription("assign", partitions=tuple(parse_partitions_json("assign", value)))
+        return ConsumerStrategy("subscribepattern", pattern=value)
+    return ConsumerStrategy("assign", partitions=tuple(parse_partitions_json("assign", value)))
 
 
 def _bound(options: Mapping[str, str], *, timestamp_key: str, by_timestamp_key: str, offsets_key: str,
@@ -240,7 +241,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if "group.id" in consumer_config:
         log.warning("cykafka source: kafka.group.id is set; the source reads by assignment and never joins it "
                     "(use cykafka.commit.group to commit a streaming query's offsets to a group)")
-    subscription = _subscription(lowered)
+    consumer_strategy = _consumer_strategy(lowered)
     starting = _bound(lowered, timestamp_key="startingtimestamp", by_timestamp_key="startingoffsetsbytimestamp",
                       offsets_key="startingoffsets", default="latest" if streaming else "earliest")
     ending: Bound | None = None
@@ -270,7 +271,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         raise ConfigError(f"option startingOffsetsByTimestampStrategy must be error or latest, got {strategy!r}")
     return SourceOptions(
         consumer_config=tuple(sorted(consumer_config.items())),
-        subscription=subscription,
+        consumer_strategy=consumer_strategy,
         starting=starting,
         ending=ending,
         fail_on_data_loss=_boolean(lowered, "failondataloss", True),
