@@ -529,7 +529,9 @@ class AsyncConsumer:
         return [record for records in by_partition.values() for record in records]
 
     async def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
-        """Consumer.poll_batch: one pyarrow.RecordBatch (Spark's Kafka source schema), built in C."""
+        """Consumer.poll_batch: one pyarrow.RecordBatch (Spark's Kafka source schema), built in C; ConfigError with
+        key.deserializer or value.deserializer set, as Consumer.poll_batch."""
+        self._consumer._refuse_deserializers("poll_batch")
         return await self._poll("arrow", self._consumer.poll_batch, timeout,
                                 max_records or self._consumer.config.max_poll_records)
 
@@ -634,8 +636,18 @@ def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[Topi
     consumer._acquire("poll")
     try:
         consumer._poll(timeout_s, limit, take)
+        if consumer._deserializers is not None and by_partition:  # as Consumer.poll hands them out
+            by_partition = _by_partition(consumer._deserialized(
+                [record for records in by_partition.values() for record in records]))
     finally:
         consumer._release()
+    return by_partition
+
+
+def _by_partition(records: list[ConsumerRecord]) -> dict[TopicPartition, list[ConsumerRecord]]:
+    by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}
+    for record in records:
+        by_partition.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
     return by_partition
 
 

@@ -189,6 +189,13 @@ def _serializer(key: str, value: object) -> Any:
     raise ConfigError(f"{key} must be a callable or one of bytes, str, int, json; got {value!r}")
 
 
+def _deserializer(key: str, value: object) -> Any:
+    if value is None or callable(value) or (isinstance(value, str) and value in ("bytes", "str", "int", "json")):
+        return value
+    raise ConfigError(f"{key} must be a callable (data) or (data, ctx) -> object, e.g. a confluent-kafka "
+                      f"Deserializer, or one of bytes, str, int, json; got {value!r}")
+
+
 def _interceptors(key: str, value: object) -> tuple[Any, ...]:
     items = () if value is None else tuple(value) if isinstance(value, list | tuple) else (value,)
     for item in items:
@@ -412,6 +419,8 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "max.poll.interval.ms": _int32(1),
     "partition.assignment.strategy": _assignors,
     "check.crcs": _bool,
+    "key.deserializer": _deserializer,
+    "value.deserializer": _deserializer,
 }
 
 # keys only the consumer takes; PRODUCER_KEYS: the others but Admin's and the consumer's default.api.timeout.ms
@@ -419,7 +428,7 @@ CONSUMER_ONLY_KEYS = frozenset({
     "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms",
     "isolation.level", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes",
     "max.poll.records", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
-    "partition.assignment.strategy", "check.crcs",
+    "partition.assignment.strategy", "check.crcs", "key.deserializer", "value.deserializer",
 })
 PRODUCER_KEYS = frozenset(VALIDATORS) - CONSUMER_ONLY_KEYS - {"default.api.timeout.ms"}
 
@@ -683,6 +692,8 @@ class ConsumerConfig:
     partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
     check_crcs: bool = True
     default_api_timeout_ms: int = 60000
+    key_deserializer: Any = None  # None or "bytes": the bytes as fetched (cykafka/serialization.py)
+    value_deserializer: Any = None
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:

@@ -74,7 +74,7 @@ from cykafka.requests.offsets import (
     read_offset_fetch,
 )
 from cykafka.requests.routes import ANY_BROKER, Broker, Router
-from cykafka.serialization import validate_topic
+from cykafka.serialization import Deserializers, validate_topic
 
 if TYPE_CHECKING:
     import pyarrow
@@ -196,6 +196,7 @@ class Consumer:
             self._group_driver = GroupDriver(member, self._calls, coordinators, metadata, self._clock,
                                              conn.request_timeout_ms, _caller_waker(self._subscription))
             self.network.sources.insert(1, self._group_driver)
+        self._deserializers = Deserializers.of(cfg.key_deserializer, cfg.value_deserializer)
         self._subscribed = False
         self._listener: object = None
         self._outstanding: dict[tuple[int, int | None, str], Call] = {}
@@ -568,12 +569,38 @@ class Consumer:
             return len(got)
 
         self._poll(timeout, self.config.max_poll_records, take)
-        return records
+        return records if self._deserializers is None else self._deserialized(records)
+
+    def _deserialized(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        """records through key.deserializer / value.deserializer, as poll hands them out. When one fails, the
+        records before it are returned and every partition from that record on is sought back to where it was
+        (Java's: the position stays at the failed record, poll raises RecordDeserializationError when it meets it
+        first; the caller may seek past it)."""
+        assert self._deserializers is not None
+        out, error = self._deserializers.records(records)
+        if error is None:
+            return out
+        rewind: dict[TopicPartition, ConsumerRecord] = {}
+        for record in records[len(out):]:
+            rewind.setdefault(TopicPartition(record.topic, record.partition), record)
+        with self._subscription.lock:
+            for tp, record in rewind.items():
+                state = self._subscription.states.get(tp)
+                if state is not None and state.position is not None and state.position > record.offset:
+                    epoch = record.leader_epoch
+                    state.seek(record.offset, offset_epoch=-1 if epoch is None else epoch)
+        self._transport.wakeup()
+        if out:
+            return out
+        raise error
 
     @_one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
-        timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time."""
+        timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time. Keys and
+        values are the bytes as fetched: with key.deserializer or value.deserializer set it raises ConfigError
+        (docs/serialization.md)."""
+        self._refuse_deserializers("poll_batch")
         if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
                                         or max_records < 1):
             raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
@@ -582,6 +609,14 @@ class Consumer:
         self._poll(timeout, max_records or self.config.max_poll_records,
                    lambda fetch, limit: fetch.arrow_into(builder, limit))
         return builder.finish()
+
+    def _refuse_deserializers(self, call: str) -> None:
+        for key, spec in (("key.deserializer", self.config.key_deserializer),
+                          ("value.deserializer", self.config.value_deserializer)):
+            if spec not in (None, "bytes"):
+                raise ConfigError(f"{call} returns the keys and values as fetched, in Arrow binary columns, and "
+                                  f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
+                                  f"unset and decode the column")
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Every record, as poll returns them, until close() (from the loop's body, or from another thread)."""

@@ -66,7 +66,14 @@ from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, Trans
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
-from cykafka.serialization import make_serializer, validate_topic
+from cykafka.serialization import (
+    MessageField,
+    SerializationContext,
+    context_headers,
+    make_serializer,
+    takes_context,
+    validate_topic,
+)
 from cykafka.transactions import TransactionalResult, TransactionRequests
 
 log = logging.getLogger("cykafka")
@@ -139,6 +146,9 @@ class Producer(SendPath):
         self._metrics = ProducerMetrics()
         self._key_serializer = make_serializer(cfg.key_serializer, "key")
         self._value_serializer = make_serializer(cfg.value_serializer, "value")
+        # a serializer taking a context may append headers (a schema id): it is given a list of the record's own
+        self._serializer_headers = any(callable(spec) and takes_context(spec, f"{name}.serializer") for name, spec
+                                       in (("key", cfg.key_serializer), ("value", cfg.value_serializer)))
         self._interceptors = cfg.interceptor_classes
         level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
                  "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
@@ -239,8 +249,10 @@ class Producer(SendPath):
             topic, value, key, partition, timestamp_ms, headers = (
                 record.topic, record.value, record.key, record.partition, record.timestamp_ms, record.headers)
         validate_topic(topic)
-        key_bytes = self._key_serializer(key)
-        value_bytes = self._value_serializer(value)
+        if self._serializer_headers:
+            headers = context_headers(headers)
+        key_bytes = self._key_serializer(key, SerializationContext(topic, MessageField.KEY, headers))
+        value_bytes = self._value_serializer(value, SerializationContext(topic, MessageField.VALUE, headers))
         header_tuple = checked_headers(headers)
         if timestamp_ms is None:
             timestamp_ms = self._clock.wall_ms()
