@@ -251,8 +251,10 @@ class Producer(SendPath):
         validate_topic(topic)
         if self._serializer_headers:
             headers = context_headers(headers)
-        key_bytes = self._key_serializer(key, SerializationContext(topic, MessageField.KEY, headers))
-        value_bytes = self._value_serializer(value, SerializationContext(topic, MessageField.VALUE, headers))
+            key_bytes = self._key_serializer(key, SerializationContext(topic, MessageField.KEY, headers))
+            value_bytes = self._value_serializer(value, SerializationContext(topic, MessageField.VALUE, headers))
+        else:  # no serializer takes a context: none is made
+            key_bytes, value_bytes = self._key_serializer(key, None), self._value_serializer(value, None)
         header_tuple = checked_headers(headers)
         if timestamp_ms is None:
             timestamp_ms = self._clock.wall_ms()

@@ -128,16 +128,17 @@ def takes_context(fn: Any, key: str) -> bool:
     return positional[1].default is inspect.Parameter.empty or positional[1].name in ("ctx", "context")
 
 
-def make_serializer(spec: Any, field: str) -> Callable[[Any, SerializationContext], Serialized]:
+def make_serializer(spec: Any, field: str) -> Callable[[Any, SerializationContext | None], Serialized]:
     """None/'bytes' -> bytes-like or str passes through; 'str', 'int', 'json' built-ins; or the user's callable,
-    called as user(value, ctx) or user(value) (takes_context). The result is called with (value, ctx)."""
+    called as user(value, ctx) or user(value) (takes_context). The result is called with (value, ctx); ctx may be
+    None only when takes_context(spec) is False (the producer then makes none)."""
     if spec is None or isinstance(spec, str):
         plain = (BUILTIN[spec] if isinstance(spec, str) else None) or _bytes_like(field)
         return lambda value, ctx: plain(value)
     user: Callable[..., Any] = spec
     with_context = takes_context(user, f"{field}.serializer")
 
-    def serialize(value: Any, ctx: SerializationContext) -> Serialized:
+    def serialize(value: Any, ctx: SerializationContext | None) -> Serialized:
         result = user(value, ctx) if with_context else user(value)
         if result is not None and not isinstance(result, bytes | bytearray | memoryview):
             raise SerializationError(f"{field}.serializer returned {type(result).__name__}, expected bytes or None")
