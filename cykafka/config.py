@@ -279,6 +279,7 @@ class ProducerConfig:
     sasl_password: str | None = None
     sasl_oauthbearer_config: str = ""  # passed to oauth_cb
     oauth_cb: Any = None  # oauth_cb(sasl.oauthbearer.config) -> (token, expiry_time_s), like confluent-kafka
+    enable_metrics_push: bool = True  # KIP-714: push metrics to a broker whose subscriptions ask for them (Java's)
     # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
     user_keys: frozenset[str] = field(default_factory=frozenset)
 
@@ -401,6 +402,7 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "sasl.password": _secret,
     "sasl.oauthbearer.config": lambda k, v: "" if v is None else str(v),
     "oauth_cb": _callable_or_none,
+    "enable.metrics.push": _bool,
     # the consumer's (Java's ConsumerConfig) and Admin's own keys
     "default.api.timeout.ms": _int32(0),
     "group.id": _protocol_str(nullable=True),
