@@ -11,6 +11,8 @@ answered an error that asking again cannot fix). Decisions, with time passed in:
 - An answer with no requested metrics: nothing is pushed, the subscriptions are asked again after push_interval_ms.
 - Pushes go every push_interval_ms; `wants(name)` says which metric names the subscriptions' prefixes match ("" is
   all of them).
+- `terminate()` as the client closes: with a subscription that wants metrics, one last push goes at once with
+  terminating=true; whatever its answer, telemetry then ends (TERMINATED).
 - Answers, as Java's: a push's UNKNOWN_SUBSCRIPTION_ID or UNSUPPORTED_COMPRESSION_TYPE -> ask the subscriptions again
   now; TELEMETRY_TOO_LARGE or THROTTLING_QUOTA_EXCEEDED -> the next push as planned; a lost connection or timeout ->
   ask again after the interval; INVALID_REQUEST, INVALID_RECORD, UNSUPPORTED_VERSION (or any other) -> disabled.
@@ -29,6 +31,9 @@ SUBSCRIPTION_IN_PROGRESS = "subscription_in_progress"
 PUSH_NEEDED = "push_needed"
 PUSH_IN_PROGRESS = "push_in_progress"
 DISABLED = "disabled"
+TERMINATING_PUSH_NEEDED = "terminating_push_needed"
+TERMINATING_PUSH_IN_PROGRESS = "terminating_push_in_progress"
+TERMINATED = "terminated"
 DEFAULT_PUSH_INTERVAL_MS = 5 * 60 * 1000  # Java's, until a broker says otherwise
 COMPRESSION_NONE = 0
 _ASK_AGAIN_NOW = frozenset({ErrorCode.UNKNOWN_SUBSCRIPTION_ID, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE})
@@ -53,14 +58,27 @@ class ClientTelemetry:
 
     @property
     def enabled(self) -> bool:
-        return self.state != DISABLED
+        return self.state not in (DISABLED, TERMINATED)
+
+    @property
+    def terminating(self) -> bool:
+        return self.state in (TERMINATING_PUSH_NEEDED, TERMINATING_PUSH_IN_PROGRESS)
+
+    def terminate(self) -> bool:
+        """The client is closing: True when a last push (terminating=true) is to go, else telemetry just ends."""
+        if self.state == PUSH_NEEDED:
+            self.state, self.due_ms = TERMINATING_PUSH_NEEDED, 0
+            return True
+        if self.state != DISABLED:
+            self.state = TERMINATED
+        return False
 
     def disable(self) -> None:
         self.state = DISABLED
 
     def delay_ms(self, now_ms: int) -> int | None:
         """Ms until request() has something (0: now); None while an answer is awaited or telemetry is disabled."""
-        if self.state in (SUBSCRIPTION_NEEDED, PUSH_NEEDED):
+        if self.state in (SUBSCRIPTION_NEEDED, PUSH_NEEDED, TERMINATING_PUSH_NEEDED):
             return max(0, self.due_ms - now_ms)
         return None
 
@@ -70,10 +88,11 @@ class ClientTelemetry:
         if self.state == SUBSCRIPTION_NEEDED and now_ms >= self.due_ms:
             self.state = SUBSCRIPTION_IN_PROGRESS
             return "subscriptions", {"client_instance_id": self.client_instance_id}
-        if self.state == PUSH_NEEDED and now_ms >= self.due_ms:
-            self.state = PUSH_IN_PROGRESS
+        if self.state in (PUSH_NEEDED, TERMINATING_PUSH_NEEDED) and now_ms >= self.due_ms:
+            terminating = self.state == TERMINATING_PUSH_NEEDED
+            self.state = TERMINATING_PUSH_IN_PROGRESS if terminating else PUSH_IN_PROGRESS
             return "push", {"client_instance_id": self.client_instance_id, "subscription_id": self.subscription_id,
-                            "terminating": False, "compression_type": COMPRESSION_NONE}
+                            "terminating": terminating, "compression_type": COMPRESSION_NONE}
         return None
 
     def wants(self, name: str) -> bool:
@@ -81,6 +100,8 @@ class ClientTelemetry:
         return any(name.startswith(prefix) for prefix in self.requested_metrics)
 
     def on_subscriptions(self, answer: Mapping[str, Any], now_ms: int) -> None:
+        if not self.enabled:
+            return  # answered after the client closed
         code = answer["error_code"]
         if code != ErrorCode.NONE:
             self._failed(code, now_ms)
@@ -98,8 +119,13 @@ class ClientTelemetry:
         self.due_ms = now_ms + self.push_interval_ms
 
     def on_push(self, answer: Mapping[str, Any], now_ms: int) -> None:
+        if not self.enabled:
+            return
         code = answer["error_code"]
-        if code == ErrorCode.NONE:
+        if self.state == TERMINATING_PUSH_IN_PROGRESS:
+            self.state = TERMINATED
+            self.pushes += code == ErrorCode.NONE
+        elif code == ErrorCode.NONE:
             self.pushes += 1
             self.state, self.due_ms = PUSH_NEEDED, now_ms + self.push_interval_ms
         elif code in _ASK_AGAIN_NOW:
@@ -112,7 +138,9 @@ class ClientTelemetry:
     def on_failure(self, now_ms: int) -> None:
         """The request was not answered (a lost connection, a timeout, not sent): ask the subscriptions again after
         the interval (at least retry.backoff.ms)."""
-        if self.state != DISABLED:
+        if self.state == TERMINATING_PUSH_IN_PROGRESS:
+            self.state = TERMINATED
+        elif self.state not in (DISABLED, TERMINATED):
             self.state = SUBSCRIPTION_NEEDED
             self.due_ms = now_ms + max(self.retry_backoff_ms, self.push_interval_ms
                                        if self.push_interval_ms != DEFAULT_PUSH_INTERVAL_MS else 0)

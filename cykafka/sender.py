@@ -617,6 +617,13 @@ class SenderThread(threading.Thread):
             self._run_once_logged()
         while not self._out_of_time() and sender.begin_shutdown_abort():
             self._run_once_logged()
+        telemetry = sender.telemetry
+        if telemetry is not None and not sender.force_close and telemetry.state.terminate():
+            # KIP-714's last push, terminating=true: bounded by request.timeout.ms (and close's deadline)
+            until_ms = sender.clock.monotonic_ms() + sender.config.request_timeout_ms
+            while (not self._out_of_time() and telemetry.state.terminating
+                   and sender.clock.monotonic_ms() < until_ms):
+                self._run_once_logged()
         if sender.force_close:
             if sender.txn_requests is not None:
                 with sender.lock:

@@ -17,7 +17,14 @@ from uuid import UUID
 import pytest
 
 from cykafka import Admin, Producer
-from cykafka.core.telemetry import DISABLED, PUSH_NEEDED, SUBSCRIPTION_NEEDED, ClientTelemetry
+from cykafka.core.telemetry import (
+    DISABLED,
+    PUSH_NEEDED,
+    SUBSCRIPTION_NEEDED,
+    TERMINATED,
+    TERMINATING_PUSH_IN_PROGRESS,
+    ClientTelemetry,
+)
 from cykafka.protocol import Request
 from cykafka.protocol.apis import INCREMENTAL_ALTER_CONFIGS
 from cykafka.protocol.error_codes import ErrorCode
@@ -50,6 +57,24 @@ def test_the_state_machine_asks_then_pushes_every_interval() -> None:
     assert not telemetry.wants("org.apache.kafka.producer.request.latency.avg")
     telemetry.on_push({"error_code": 0}, 1020)
     assert (telemetry.state, telemetry.delay_ms(1020), telemetry.pushes) == (PUSH_NEEDED, 1000, 1)
+    # closing: one last push at once, terminating=true, then nothing more whatever comes back
+    assert telemetry.terminate() and telemetry.delay_ms(1030) == 0
+    assert telemetry.request(1030) == ("push", {**body, "terminating": True})
+    assert telemetry.state == TERMINATING_PUSH_IN_PROGRESS and telemetry.terminating
+    telemetry.on_push({"error_code": 0}, 1040)
+    assert (telemetry.state, telemetry.pushes, telemetry.request(99_999)) == (TERMINATED, 2, None)
+
+
+def test_closing_with_nothing_subscribed_or_a_push_out_just_ends() -> None:
+    telemetry = ClientTelemetry(retry_backoff_ms=100)
+    assert not telemetry.terminate() and telemetry.state == TERMINATED and telemetry.request(0) is None
+    telemetry = ClientTelemetry(retry_backoff_ms=100)
+    telemetry.request(0)
+    telemetry.on_subscriptions(_subscriptions(), 0)
+    telemetry.request(1000)  # a push is out
+    assert not telemetry.terminate()
+    telemetry.on_push({"error_code": 0}, 1010)  # its answer, after close: ignored
+    assert telemetry.state == TERMINATED and telemetry.delay_ms(2000) is None
 
 
 def test_answers_move_it_as_javas_reporter() -> None:
@@ -143,10 +168,14 @@ def test_the_broker_receives_the_producers_metrics_as_otlp(apache_kafka: Any, tm
                 if _sent_total(pushes) >= sent:
                     break
                 time.sleep(0.2)
+            during = len(pushes)
+        # closed: its last push, terminating=true, went before close() returned
+        pushes = _pushes(received)
+        assert len(pushes) > during and pushes[-1]["terminating"] == "true", pushes[-1]
         assert sent == 20.0
         assert pushes, "no push reached the broker's plugin within 30 s"
         assert {p["client_id"] for p in pushes} == {"telemetry-on"}  # the silent producer never pushed
-        last = pushes[-1]
+        last = pushes[during - 1]
         assert last["content_type"] == "OTLP" and last["terminating"] == "false"
         assert last["resource"] == {"client_id": "telemetry-on"}
         metrics = last["metrics"]
