@@ -43,7 +43,7 @@ from typing import Any, Literal
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.core import decode_batches
-from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError
+from cykafka.errors import CorruptRecordError, KafkaError, NetworkError, ProtocolError, UnsupportedVersionError
 from cykafka.ports import TRANSACTION_VERSION, ClientResponse, Clock, FinalizedFeatures, Node
 from cykafka.protocol import (
     API_NAMES,
@@ -326,6 +326,8 @@ class FakeCluster:
              timeout_ms: int | None = None) -> None:
         if node_id not in self._connected:
             raise NetworkError(f"fake node {node_id} is not connected")
+        if request.api_key not in self._HANDLERS:  # as a broker whose ApiVersions lacks it (KIP-714's, unplugged)
+            raise UnsupportedVersionError(f"the fake cluster does not speak {API_NAMES.get(request.api_key)}")
         self.requests.append((node_id, request))
         self._pending.append(_Pending(node_id, request, handler, now_ms, now_ms + self.delay_ms.get(node_id, 0),
                                       expect_response))

@@ -233,8 +233,8 @@ class ConsumerRecord:
         offset: int,
         timestamp_ms: int,
         timestamp_type: int = 0,
-        key: bytes | None = None,
-        value: bytes | None = None,
+        key: Any = None,  # bytes | None as fetched; what key.deserializer made of them
+        value: Any = None,
         headers: Iterable[tuple[str, bytes | None]] | None = None,
         leader_epoch: int | None = None,
     ) -> None: ...
@@ -253,9 +253,9 @@ class ConsumerRecord:
     @property
     def headers(self) -> list[tuple[str, bytes | None]]: ...
     @property
-    def key(self) -> bytes | None: ...
+    def key(self) -> Any: ...  # bytes | None, or what key.deserializer made of them (docs/serialization.md)
     @property
-    def value(self) -> bytes | None: ...
+    def value(self) -> Any: ...  # bytes | None, or what value.deserializer made of them
     def __eq__(self, other: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
 

@@ -619,7 +619,12 @@ def _poll_records(consumer: Consumer, timeout_s: float, limit: int) -> dict[Topi
     returned, so positions and commits stay what the caller has seen), by partition."""
     sink = RecordsByPartition()
     consumer.poll_into(sink, timeout_s, limit)
-    return sink.by_partition
+    if not consumer.deserializes or not sink.by_partition:
+        return sink.by_partition
+    by_partition: dict[TopicPartition, list[ConsumerRecord]] = {}  # as Consumer.poll hands them out
+    for record in consumer.deserialized([record for records in sink.by_partition.values() for record in records]):
+        by_partition.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+    return by_partition
 
 
 def _split(got: Any, limit: int) -> tuple[Any, Any]:

@@ -11,6 +11,7 @@ import bisect
 import codecs
 import contextlib
 import itertools
+import json
 import os
 import select
 import signal
@@ -297,19 +298,29 @@ def parse_format(text: str) -> list[bytes | str]:
     return parts
 
 
+def printable(data: Any) -> bytes:
+    """A key or value as printed: the bytes as fetched; what -X key.deserializer / value.deserializer made of them
+    (docs/serialization.md) as UTF-8 text, JSON for anything but a str; None as nothing."""
+    if data is None or isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data or b"")
+    if isinstance(data, str):
+        return data.encode(errors="backslashreplace")
+    return json.dumps(data, default=str).encode()
+
+
 def format_record(record: ConsumerRecord, parts: list[bytes | str]) -> bytes:
     out = bytearray()
     for part in parts:
         if isinstance(part, bytes):
             out += part
         elif part == "s":
-            out += record.value or b""
+            out += printable(record.value)
         elif part == "k":
-            out += record.key or b""
+            out += printable(record.key)
         elif part == "S":
-            out += str(-1 if record.value is None else len(record.value)).encode()
+            out += str(-1 if record.value is None else len(printable(record.value))).encode()
         elif part == "K":
-            out += str(-1 if record.key is None else len(record.key)).encode()
+            out += str(-1 if record.key is None else len(printable(record.key))).encode()
         elif part == "h":
             out += b",".join(name.encode() + b"=" + (value or b"") for name, value in record.headers)
         else:
@@ -441,7 +452,7 @@ def consume(consumer: Consumer, topic: str, out: IO[bytes], parts: list[bytes | 
                 for record in records:
                     tally.next_offsets[cykafka.TopicPartition(record.topic, record.partition)] = record.offset + 1
                 tally.records += len(records)
-                tally.payload_bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+                tally.payload_bytes += sum(len(printable(r.key)) + len(printable(r.value)) for r in records)
             if progress is not None and records:
                 progress.update(len(records))
             if stopped is not None:
@@ -460,6 +471,9 @@ def consume(consumer: Consumer, topic: str, out: IO[bytes], parts: list[bytes | 
 def _consume(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     config = _client_config(args)
+    for key, given in (("key.deserializer", args.key_deserializer), ("value.deserializer", args.value_deserializer)):
+        if given is not None:
+            config[key] = given
     parts = parse_format(args.format)
     if args.count is not None and args.count < 0:
         raise UsageError(f"-c/--count must be >= 0, got {args.count}")
@@ -522,7 +536,7 @@ def _consume_share(args: argparse.Namespace, config: dict[str, Any], parts: list
                 for record in extra:
                     consumer.acknowledge(record, AcknowledgeType.RELEASE)
                 records_read += len(records)
-                payload_bytes += sum(len(r.key or b"") + len(r.value or b"") for r in records)
+                payload_bytes += sum(len(printable(r.key)) + len(printable(r.value)) for r in records)
                 if progress is not None and records:
                     progress.update(len(records))
         except KeyboardInterrupt:  # records of the poll being printed stay unacknowledged: close releases them
@@ -630,6 +644,10 @@ def build_parser() -> argparse.ArgumentParser:
                              help="output format: %%k key, %%s value, %%t topic, %%p partition, %%o offset, "
                                   "%%T timestamp (ms), %%h headers (n=v,...), %%S / %%K value / key size, %%%% a %%; "
                                   "backslash escapes (default: %%s\\n)")
+    for part in ("key", "value"):
+        consume_cmd.add_argument(f"--{part}-deserializer", default=None, choices=["bytes", "str", "int", "json"],
+                                 help=f"{part}.deserializer: print {part}s decoded (int: 8 bytes big-endian, "
+                                      f"json: printed as JSON; default bytes, as written)")
     consume_cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     consume_cmd.set_defaults(func=_consume)
     topics = sub.add_parser("topics", help="create, list, describe or delete topics (cykafka.Admin)",

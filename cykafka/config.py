@@ -189,6 +189,13 @@ def _serializer(key: str, value: object) -> Any:
     raise ConfigError(f"{key} must be a callable or one of bytes, str, int, json; got {value!r}")
 
 
+def _deserializer(key: str, value: object) -> Any:
+    if value is None or callable(value) or (isinstance(value, str) and value in ("bytes", "str", "int", "json")):
+        return value
+    raise ConfigError(f"{key} must be a callable (data) or (data, ctx) -> object, e.g. a confluent-kafka "
+                      f"Deserializer, or one of bytes, str, int, json; got {value!r}")
+
+
 def _interceptors(key: str, value: object) -> tuple[Any, ...]:
     items = () if value is None else tuple(value) if isinstance(value, list | tuple) else (value,)
     for item in items:
@@ -272,6 +279,7 @@ class ProducerConfig:
     sasl_password: str | None = None
     sasl_oauthbearer_config: str = ""  # passed to oauth_cb
     oauth_cb: Any = None  # oauth_cb(sasl.oauthbearer.config) -> (token, expiry_time_s), like confluent-kafka
+    enable_metrics_push: bool = True  # KIP-714: push metrics to a broker whose subscriptions ask for them (Java's)
     # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
     user_keys: frozenset[str] = field(default_factory=frozenset)
 
@@ -394,6 +402,7 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "sasl.password": _secret,
     "sasl.oauthbearer.config": lambda k, v: "" if v is None else str(v),
     "oauth_cb": _callable_or_none,
+    "enable.metrics.push": _bool,
     # the consumer's (Java's ConsumerConfig) and Admin's own keys
     "default.api.timeout.ms": _int32(0),
     "group.id": _protocol_str(nullable=True),
@@ -412,6 +421,8 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "max.poll.interval.ms": _int32(1),
     "partition.assignment.strategy": _assignors,
     "check.crcs": _bool,
+    "key.deserializer": _deserializer,
+    "value.deserializer": _deserializer,
 }
 
 # keys only the consumer takes; PRODUCER_KEYS: the others but Admin's and the consumer's default.api.timeout.ms
@@ -419,7 +430,7 @@ CONSUMER_ONLY_KEYS = frozenset({
     "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms",
     "isolation.level", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes",
     "max.poll.records", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
-    "partition.assignment.strategy", "check.crcs",
+    "partition.assignment.strategy", "check.crcs", "key.deserializer", "value.deserializer",
 })
 PRODUCER_KEYS = frozenset(VALIDATORS) - CONSUMER_ONLY_KEYS - {"default.api.timeout.ms"}
 
@@ -683,6 +694,8 @@ class ConsumerConfig:
     partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
     check_crcs: bool = True
     default_api_timeout_ms: int = 60000
+    key_deserializer: Any = None  # None or "bytes": the bytes as fetched (cykafka/serialization.py)
+    value_deserializer: Any = None
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:

@@ -61,7 +61,7 @@ from cykafka.requests.ask import Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.routes import Router
-from cykafka.serialization import validate_topic
+from cykafka.serialization import Deserializers, validate_topic
 from cykafka.subscription_state import SubscriptionState
 
 if TYPE_CHECKING:
@@ -151,6 +151,7 @@ class Consumer:
         self._group_driver = driver
         self._coordinator = ConsumerCoordinator(cfg, sub, driver, asker, self._clock, self._set_assignment,
                                                 self._backoff, transport.wakeup)
+        self._deserializers = Deserializers.of(cfg.key_deserializer, cfg.value_deserializer)
         self._offsets = OffsetFetcher(cfg, sub, metadata, self._clock, asker,
                                       lambda tps, deadline_ms: self._coordinator.committed(tps, deadline_ms),
                                       transport.wakeup)
@@ -394,12 +395,15 @@ class Consumer:
         some, returns [] when none came. Raises a partition's error (e.g. NoOffsetForPartitionError)."""
         sink = RecordList()
         self._poll_into(sink, timeout, self.config.max_poll_records)
-        return sink.records
+        return sink.records if self._deserializers is None else self.deserialized(sink.records)
 
     @_one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
-        timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time."""
+        timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time. Keys and
+        values are the bytes as fetched: with key.deserializer or value.deserializer set it raises ConfigError
+        (docs/serialization.md)."""
+        self._refuse_deserializers("poll_batch")
         sink = ArrowSink(ArrowBatchBuilder(kafka_source_schema()))
         self._poll_into(sink, timeout, self._max_records(max_records, "poll_batch"))
         return sink.builder.finish()
@@ -407,8 +411,47 @@ class Consumer:
     @_one_thread
     def poll_into(self, sink: RecordSink, timeout: float, max_records: int | None = None) -> int:
         """As poll, into sink (a cykafka.fetch_collector.RecordSink: RecordList, RecordsByPartition, ArrowSink, or
-        your own), at most max_records (default max.poll.records); returns how many records it took."""
+        your own), at most max_records (default max.poll.records); returns how many records it took. The records
+        are as fetched: deserialized() applies key.deserializer / value.deserializer as poll does."""
         return self._poll_into(sink, timeout, self._max_records(max_records, "poll_into"))
+
+    @property
+    def deserializes(self) -> bool:
+        """Whether key.deserializer or value.deserializer is set (poll applies them; poll_into's caller calls
+        deserialized())."""
+        return self._deserializers is not None
+
+    def deserialized(self, records: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        """records (as poll_into took them) through key.deserializer / value.deserializer, as poll hands them out.
+        When one fails, the records before it are returned and every partition from that record on is sought back to
+        it (Java's: the position stays at the failed record, a poll raises RecordDeserializationError when it meets it
+        first; the caller may seek past it)."""
+        if self._deserializers is None:
+            return records
+        out, error = self._deserializers.records(records)
+        if error is None:
+            return out
+        rewind: dict[TopicPartition, ConsumerRecord] = {}
+        for record in records[len(out):]:
+            rewind.setdefault(TopicPartition(record.topic, record.partition), record)
+        with self._subscriptions.lock:
+            for tp, record in rewind.items():
+                state = self._subscriptions.states.get(tp)
+                if state is not None and state.position is not None and state.position > record.offset:
+                    epoch = record.leader_epoch
+                    state.seek(record.offset, offset_epoch=-1 if epoch is None else epoch)
+        self._transport.wakeup()
+        if out:
+            return out
+        raise error
+
+    def _refuse_deserializers(self, call: str) -> None:
+        for key, spec in (("key.deserializer", self.config.key_deserializer),
+                          ("value.deserializer", self.config.value_deserializer)):
+            if spec not in (None, "bytes"):
+                raise ConfigError(f"{call} returns the keys and values as fetched, in Arrow binary columns, and "
+                                  f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
+                                  f"unset and decode the column")
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Every record, as poll returns them, until close() (from the loop's body, or from another thread)."""

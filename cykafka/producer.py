@@ -66,7 +66,15 @@ from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, Trans
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
-from cykafka.serialization import make_serializer, validate_topic
+from cykafka.serialization import (
+    MessageField,
+    SerializationContext,
+    context_headers,
+    make_serializer,
+    takes_context,
+    validate_topic,
+)
+from cykafka.telemetry import TelemetrySource
 from cykafka.transactions import TransactionalResult, TransactionRequests
 
 log = logging.getLogger("cykafka")
@@ -139,6 +147,9 @@ class Producer(SendPath):
         self._metrics = ProducerMetrics()
         self._key_serializer = make_serializer(cfg.key_serializer, "key")
         self._value_serializer = make_serializer(cfg.value_serializer, "value")
+        # a serializer taking a context may append headers (a schema id): it is given a list of the record's own
+        self._serializer_headers = any(callable(spec) and takes_context(spec, f"{name}.serializer") for name, spec
+                                       in (("key", cfg.key_serializer), ("value", cfg.value_serializer)))
         self._interceptors = cfg.interceptor_classes
         level = {"gzip": cfg.compression_gzip_level, "lz4": cfg.compression_lz4_level,
                  "zstd": cfg.compression_zstd_level}.get(cfg.compression_type)
@@ -186,7 +197,10 @@ class Producer(SendPath):
                              memory_freed=_weakly_bound(self, "_memory_freed"),
                              loop_started=_weakly_bound(self, "_sender_loop_started"),
                              transactions=self._txn_requests,
-                             waiting_for_responses=_weakly_bound(self, "_sender_waits_for_responses"))
+                             waiting_for_responses=_weakly_bound(self, "_sender_waits_for_responses"),
+                             telemetry=TelemetrySource(
+                                 transport, "producer", _weak_metrics(self), self._clock.wall_ms, cfg.retry_backoff_ms,
+                                 {"client_id": cfg.client_id}) if cfg.enable_metrics_push else None)
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
         self._columnar_fast = fast
@@ -239,8 +253,12 @@ class Producer(SendPath):
             topic, value, key, partition, timestamp_ms, headers = (
                 record.topic, record.value, record.key, record.partition, record.timestamp_ms, record.headers)
         validate_topic(topic)
-        key_bytes = self._key_serializer(key)
-        value_bytes = self._value_serializer(value)
+        if self._serializer_headers:
+            headers = context_headers(headers)
+            key_bytes = self._key_serializer(key, SerializationContext(topic, MessageField.KEY, headers))
+            value_bytes = self._value_serializer(value, SerializationContext(topic, MessageField.VALUE, headers))
+        else:  # no serializer takes a context: none is made
+            key_bytes, value_bytes = self._key_serializer(key, None), self._value_serializer(value, None)
         header_tuple = checked_headers(headers)
         if timestamp_ms is None:
             timestamp_ms = self._clock.wall_ms()
@@ -763,6 +781,17 @@ def _weakly_bound(producer: Producer, name: str) -> Callable[..., None]:
             method(target, *args)
 
     return call
+
+
+def _weak_metrics(producer: Producer) -> Callable[[], dict[str, float]]:
+    """producer.metrics() while the producer lives (KIP-714's pushes read it on the sender thread); {} once gone."""
+    ref = weakref.ref(producer)
+
+    def read() -> dict[str, float]:
+        target = ref()
+        return {} if target is None else target.metrics()
+
+    return read
 
 
 def _finalize_unclosed(client_id: str, thread: SenderThread | None, transport: Transport | None) -> None:

@@ -33,6 +33,7 @@ from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource
 from cykafka.protocol import ProduceRequest
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import Coordinator, Router, ready_node
+from cykafka.telemetry import TelemetrySource
 from cykafka.transactions import V1_MAX_PRODUCE_VERSION, TransactionRequests, TxnHandler
 
 log = logging.getLogger("cykafka")
@@ -63,6 +64,7 @@ class Sender:
         loop_started: Callable[[ClusterSnapshot], None] | None = None,
         transactions: TransactionRequests | None = None,
         waiting_for_responses: Callable[[], None] | None = None,
+        telemetry: TelemetrySource | None = None,
     ) -> None:
         self.config = config
         self.accumulator = accumulator
@@ -75,6 +77,7 @@ class Sender:
         self._memory_freed = memory_freed
         self._loop_started = loop_started
         self._waiting_for_responses = waiting_for_responses  # appends need not wake us until a response comes
+        self.telemetry = telemetry  # KIP-714: the producer's metrics pushed to a broker that asks for them
         self._leaders_snapshot: ClusterSnapshot | None = None
         self._leaders: frozenset[int] = frozenset()
         self._disconnects_seen = 0
@@ -102,6 +105,10 @@ class Sender:
                 self._poll(txn_poll_ms)
                 return
         poll_timeout_ms = self._send_producer_data(now_ms)
+        if self.telemetry is not None:
+            telemetry_ms = self.telemetry.run(now_ms)
+            if telemetry_ms is not None:
+                poll_timeout_ms = min(poll_timeout_ms, telemetry_ms)
         if self.txn_requests is not None and self.txn is not None:
             with self.lock:
                 if self.txn.has_new_partitions:  # ready() just met them: AddPartitionsToTxn goes next loop
@@ -610,6 +617,13 @@ class SenderThread(threading.Thread):
             self._run_once_logged()
         while not self._out_of_time() and sender.begin_shutdown_abort():
             self._run_once_logged()
+        telemetry = sender.telemetry
+        if telemetry is not None and not sender.force_close and telemetry.state.terminate():
+            # KIP-714's last push, terminating=true: bounded by request.timeout.ms (and close's deadline)
+            until_ms = sender.clock.monotonic_ms() + sender.config.request_timeout_ms
+            while (not self._out_of_time() and telemetry.state.terminating
+                   and sender.clock.monotonic_ms() < until_ms):
+                self._run_once_logged()
         if sender.force_close:
             if sender.txn_requests is not None:
                 with sender.lock:

@@ -30,7 +30,14 @@ from cykafka.arrow_schema import kafka_source_schema
 from cykafka.consumer_network import NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, PartitionFetch
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
-from cykafka.errors import ConfigError, IllegalStateError, InvalidArgumentError, KafkaError, KafkaTimeoutError
+from cykafka.errors import (
+    ConfigError,
+    IllegalStateError,
+    InvalidArgumentError,
+    KafkaError,
+    KafkaTimeoutError,
+    RecordDeserializationError,
+)
 from cykafka.ports import Clock, Ports, TopicPartition
 from cykafka.protocol.apis import (
     SHARE_ACKNOWLEDGE_ACCEPT,
@@ -41,7 +48,7 @@ from cykafka.protocol.apis import (
 from cykafka.requests.calls import CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.routes import Router
-from cykafka.serialization import validate_topic
+from cykafka.serialization import Deserializers, validate_topic
 from cykafka.share_config import ShareConsumerConfig
 from cykafka.share_network import AckResults, Commit, Fetched, ShareNetwork, ShareState
 
@@ -74,8 +81,8 @@ class ShareRecord:
         self.offset: int = record.offset
         self.timestamp_ms: int = record.timestamp_ms
         self.timestamp_type: int = record.timestamp_type
-        self.key: bytes | None = record.key
-        self.value: bytes | None = record.value
+        self.key: Any = record.key  # bytes | None, or what key.deserializer made of them
+        self.value: Any = record.value
         self.headers: list[tuple[str, bytes | None]] = record.headers
         self.leader_epoch: int | None = record.leader_epoch
         self.delivery_count = delivery_count
@@ -149,6 +156,8 @@ class ShareConsumer:
         self._decoding: _Decoding | None = None
         self._delivered: dict[tuple[str, int, int], tuple[int, TopicIdPartition]] = {}  # handed out, not acked
         self._acks: dict[int, dict[TopicIdPartition, Acknowledgements]] = {}  # acknowledged, not handed over
+        self._deserializers = Deserializers.of(cfg.consumer.key_deserializer, cfg.consumer.value_deserializer)
+        self._held: list[tuple[ShareRecord, tuple[int, TopicIdPartition]]] = []  # after a record that failed
         self._closed = False
         self._thread: NetworkThread | None = None
         if ports.start_sender:
@@ -201,12 +210,39 @@ class ShareConsumer:
         out: list[ShareRecord] = []
 
         def take(limit: int) -> int:
-            got = self._take(limit)
+            got = self._take_held(limit) if self._held else self._take(limit)
             out.extend(got)
             return len(got)
 
         self._poll(timeout, take, self.config.consumer.max_poll_records)
-        return out
+        return out if self._deserializers is None else self._deserialized(out)
+
+    def _deserialized(self, records: list[ShareRecord]) -> list[ShareRecord]:
+        """records through key.deserializer / value.deserializer. When one fails it is released to the group (Java's
+        ShareConsumer: it is delivered again, to this member or another, until group.share.delivery.count.limit)
+        and the records after it are held for the next poll; the records before it are returned, or
+        RecordDeserializationError is raised when it was the first."""
+        assert self._deserializers is not None
+        for index, record in enumerate(records):
+            try:
+                record.key, record.value = self._deserializers.key_value(record)
+            except RecordDeserializationError as error:
+                node_id, tip = self._delivered.pop((record.topic, record.partition, record.offset))
+                self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(
+                    record.offset, SHARE_ACKNOWLEDGE_RELEASE)
+                self._held = [(held, self._delivered.pop((held.topic, held.partition, held.offset)))
+                              for held in records[index + 1:]] + self._held
+                if index:
+                    return records[:index]
+                raise error
+        return records
+
+    def _take_held(self, limit: int) -> list[ShareRecord]:
+        """Records held back by a deserializer's failure, handed out again first (still acquired by this member)."""
+        taken, self._held = self._held[:limit], self._held[limit:]
+        for record, where in taken:
+            self._delivered[(record.topic, record.partition, record.offset)] = where
+        return [record for record, _ in taken]
 
     def _poll(self, timeout: float, take: Callable[[int], int], limit: int) -> None:
         """poll's loop: acknowledgements settled and handed over, then take(limit) -> records handed out until some
@@ -353,8 +389,16 @@ class ShareConsumer:
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch: the Consumer's columns (Spark's Kafka source schema, built in C) and
         delivery_count (int16); empty (with the schema) when no record came in time. Acknowledge its rows with
-        acknowledge_batch (explicit mode)."""
+        acknowledge_batch (explicit mode). Keys and values are the bytes as fetched: ConfigError with
+        key.deserializer or value.deserializer set (docs/serialization.md)."""
         import pyarrow as pa
+
+        for key, spec in (("key.deserializer", self.config.consumer.key_deserializer),
+                          ("value.deserializer", self.config.consumer.value_deserializer)):
+            if spec not in (None, "bytes"):
+                raise ConfigError(f"poll_batch returns the keys and values as fetched, in Arrow binary columns, and "
+                                  f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
+                                  f"unset and decode the column")
 
         if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
                                         or max_records < 1):

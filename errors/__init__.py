@@ -165,6 +165,21 @@ class SerializationError(InvalidRecordError, TypeError):
     buffer that is not C-contiguous bytes); an InvalidRecordError and a TypeError; nothing of the call was queued."""
 
 
+class RecordDeserializationError(KafkaError):
+    """A consumer's key.deserializer or value.deserializer raised on a record (Java's
+    RecordDeserializationException): `topic`, `partition`, `offset` and `field` ("key" or "value") name it, the
+    deserializer's exception is `__cause__`. The Consumer's position stays at that record (seek past it to go on);
+    a ShareConsumer releases it to the group."""
+
+    def __init__(self, message: str = "", *, topic: str = "", partition: int = -1, offset: int = -1,
+                 field: str = "") -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.field = field
+
+
 class TransactionStateError(KafkaError):
     """A transactional method was called in a state that does not allow it (e.g. send() outside a transaction), or
     a state transition the table does not allow was attempted; `from_state`/`to_state` name both states."""

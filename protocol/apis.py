@@ -721,13 +721,44 @@ SHARE_ACKNOWLEDGE = api(79, "ShareAcknowledge", "1-2", "0+", request=(
     _NODE_ENDPOINTS,
 ))
 
+# KIP-714 client telemetry: the client asks which metrics the broker's subscriptions want and how often, then pushes
+# them OTLP-encoded; a broker advertises both only with a ClientTelemetry plugin among its metric.reporters
+_CLIENT_INSTANCE_ID = F("client_instance_id", "uuid",
+                        about="the client's instance id; zero on the first ask, then the one the broker assigned")
+GET_TELEMETRY_SUBSCRIPTIONS = api(71, "GetTelemetrySubscriptions", "0", "0+", request=(
+    _CLIENT_INSTANCE_ID,
+), response=(
+    _throttle(),
+    _ERROR,
+    F("client_instance_id", "uuid", about="the client's instance id, assigned by the broker when asked with zero"),
+    F("subscription_id", "int32", about="the id of the matching subscriptions' set, sent back with each push"),
+    F("accepted_compression_types", "[]int8",
+      about="the compression types the broker takes for pushes, preferred first (empty: none)"),
+    F("push_interval_ms", "int32", about="how often to push, in ms"),
+    F("telemetry_max_bytes", "int32", about="the largest metrics payload the broker takes, in bytes"),
+    F("delta_temporality", "bool", about="true: sums as deltas since the last push; false: cumulative"),
+    F("requested_metrics", "[]string",
+      about="metric name prefixes wanted; empty: none (do not push), one empty string: all"),
+))
+
+PUSH_TELEMETRY = api(72, "PushTelemetry", "0", "0+", request=(
+    _CLIENT_INSTANCE_ID,
+    F("subscription_id", "int32", about="the subscription id the last GetTelemetrySubscriptions answer gave"),
+    F("terminating", "bool", about="true on the client's last push, as it closes"),
+    F("compression_type", "int8", about="the codec of metrics: 0 none, or an accepted compression type"),
+    F("metrics", "bytes", about="the metrics, an OTLP MetricsData protobuf message"),
+), response=(
+    _throttle(),
+    _ERROR,
+))
+
 APIS: dict[int, Api] = {a.key: a for a in (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT,
     LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, SASL_HANDSHAKE, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
     DELETE_RECORDS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN,
     TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, SASL_AUTHENTICATE, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS,
     DESCRIBE_CLUSTER, CREATE_PARTITIONS, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, SHARE_GROUP_HEARTBEAT, SHARE_FETCH,
-    SHARE_ACKNOWLEDGE,
+    SHARE_ACKNOWLEDGE, GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY,
 )}
 API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}

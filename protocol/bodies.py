@@ -1857,6 +1857,60 @@ class DescribeClusterResponseBody(TypedDict):
     cluster_authorized_operations: int
 
 
+class GetTelemetrySubscriptionsRequestBody(TypedDict, total=False):
+    """GetTelemetrySubscriptions (key 71) request body, v0."""
+
+    # the client's instance id; zero on the first ask, then the one the broker assigned (v0+)
+    client_instance_id: UUID
+
+
+class GetTelemetrySubscriptionsResponseBody(TypedDict):
+    """GetTelemetrySubscriptions (key 71) response body, v0."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the client's instance id, assigned by the broker when asked with zero (v0+)
+    client_instance_id: UUID
+    # the id of the matching subscriptions' set, sent back with each push (v0+)
+    subscription_id: int
+    # the compression types the broker takes for pushes, preferred first (empty: none) (v0+)
+    accepted_compression_types: list[int]
+    # how often to push, in ms (v0+)
+    push_interval_ms: int
+    # the largest metrics payload the broker takes, in bytes (v0+)
+    telemetry_max_bytes: int
+    # true: sums as deltas since the last push; false: cumulative (v0+)
+    delta_temporality: bool
+    # metric name prefixes wanted; empty: none (do not push), one empty string: all (v0+)
+    requested_metrics: list[str]
+
+
+class PushTelemetryRequestBody(TypedDict, total=False):
+    """PushTelemetry (key 72) request body, v0."""
+
+    # the client's instance id; zero on the first ask, then the one the broker assigned (v0+)
+    client_instance_id: UUID
+    # the subscription id the last GetTelemetrySubscriptions answer gave (v0+)
+    subscription_id: int
+    # true on the client's last push, as it closes (v0+)
+    terminating: bool
+    # the codec of metrics: 0 none, or an accepted compression type (v0+)
+    compression_type: int
+    # the metrics, an OTLP MetricsData protobuf message (v0+)
+    metrics: bytes | bytearray | memoryview
+
+
+class PushTelemetryResponseBody(TypedDict):
+    """PushTelemetry (key 72) response body, v0."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+
+
 class ShareGroupHeartbeatRequestBody(TypedDict, total=False):
     """ShareGroupHeartbeat (key 76) request body, v1."""
 

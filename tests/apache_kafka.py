@@ -164,6 +164,7 @@ class KafkaCluster:
         directory: str | Path | None = None,
         log_level: str = "WARN",
         loggers: Mapping[str, str] | None = None,
+        classpath: Iterable[str | Path] = (),
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
@@ -176,6 +177,7 @@ class KafkaCluster:
         self.heap_mb = heap_mb if heap_mb is not None else (1024 if nodes == 1 else 768)
         self.log_level = log_level
         self.loggers = dict(loggers or {})  # logger name -> level, e.g. {"kafka.request.logger": "DEBUG"}
+        self.classpath = [str(entry) for entry in classpath]  # after Kafka's jars: a test's broker plugins
         self._own_directory = directory is None
         self.directory = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cykafka-kafka-"))
         names = ["PLAINTEXT", "CONTROLLER"] + (["SSL", "SASL_PLAINTEXT", "SASL_SSL"] if security else [])
@@ -327,7 +329,7 @@ class KafkaCluster:
         return [java_binary(), f"-Xmx{heap_mb}m", f"-Xms{min(heap_mb, 256)}m", "-XX:+UseG1GC",
                 "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
-                "-cp", str(kafka_lib(self.version) / "*"), *args]
+                "-cp", ":".join([str(kafka_lib(self.version) / "*"), *self.classpath]), *args]
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 

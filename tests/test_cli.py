@@ -219,6 +219,26 @@ def test_consume_prints_every_record_in_the_format_and_exits_at_the_end(broker: 
     assert b"10 records, 40 bytes" in out.stderr and b"Traceback" not in out.stderr
 
 
+def test_consume_prints_deserialized_keys_and_values(broker: EmbeddedBroker) -> None:
+    """--key-deserializer / --value-deserializer (key.deserializer / value.deserializer): decoded, a non-str
+    printed as JSON, %S its printed size; a record they cannot read fails the run naming it."""
+    from cykafka import Producer
+
+    topic = _topic()
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0, "value.serializer": "json",
+                   "key.serializer": "int"}) as producer:
+        producer.send(topic, {"a": 1}, key=7, partition=0)
+        producer.send(topic, "text", key=-8, partition=0)
+        assert producer.flush(30) == 0
+    out = _consume(broker, topic, "-e", "--key-deserializer", "int", "--value-deserializer", "json", "-f",
+                   "%k=%s (%S)\\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b'7={"a": 1} (8)\n-8=text (4)\n'
+    failed = _consume(broker, topic, "-e", "--key-deserializer", "str", "--value-deserializer", "int")
+    assert failed.returncode != 0 and failed.stdout == b""
+    assert f"value.deserializer raised on {topic} [0] at offset 0".encode() in failed.stderr, failed.stderr
+
+
 def test_consume_offsets_partition_and_count(broker: EmbeddedBroker) -> None:
     topic = _filled(broker)
     assert _consume(broker, topic, "-p", "1", "-o", "-2", "-e").stdout.splitlines() == [b"v8", b"v9"]

@@ -88,6 +88,15 @@ def test_the_admin_example_runs(broker: EmbeddedBroker, capsys: pytest.CaptureFi
     assert "PartitionInfo" in out or "TOPIC_ALREADY_EXISTS" in out, out
 
 
+def test_the_schema_registry_example_runs(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("confluent_kafka.schema_registry.avro")
+    (example,) = blocks(ROOT / "docs" / "serialization.md", "python")[:1]
+    topic = f"users-avro-{os.getpid()}-{id(capsys):x}"  # a topic of its own on the session broker
+    out = _run_python(_at(example, broker.bootstrap_servers).replace("users-avro", topic), {"__name__": "__main__"},
+                      capsys)
+    assert out.splitlines() == ["ada {'name': 'Ada', 'age': 36}", f"['{topic}-value']"], out
+
+
 def test_the_api_reference_documents_every_public_class() -> None:
     """ConsumerRecord, what poll() hands out, was missing from docs/api (errors are documented by the
     cykafka.errors automodule)."""

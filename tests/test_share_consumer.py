@@ -25,11 +25,13 @@ from conftest import SHARE_DELIVERY_COUNT_LIMIT, SHARE_RECORD_LOCK_DURATION_MS
 from cykafka import (
     AcknowledgeType,
     Admin,
+    ConfigError,
     IllegalStateError,
     InvalidRecordStateError,
     KafkaError,
     NewTopic,
     Producer,
+    RecordDeserializationError,
     ShareConsumer,
     ShareGroupsUnsupportedError,
     ShareRecord,
@@ -134,6 +136,38 @@ def test_released_record_comes_back_with_delivery_count_2_and_rejected_never(sha
         consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
         later = _poll_until(consumer, 1, timeout_s=SHARE_RECORD_LOCK_DURATION_MS / 1000 + 3)
         assert later == []  # the rejected (and the accepted) records never come back
+
+
+def test_a_record_that_fails_to_deserialize_is_released_and_the_others_delivered_once(share_kafka: Any,
+                                                                                      share: Any) -> None:
+    """Java's ShareConsumer: the record a value.deserializer fails on is released (delivered again until the
+    delivery count limit archives it), RecordDeserializationError names it; the records around it are delivered
+    once, deserialized. poll_batch refuses deserializers."""
+    topic, group = share(3, batch=3)
+
+    def value(data: bytes) -> int:
+        if data == b"1":
+            raise ValueError("poison")
+        return int(data)
+
+    with _consumer(share_kafka, group, topic, **{"value.deserializer": value}) as consumer:
+        got: list[ShareRecord] = []
+        errors: list[RecordDeserializationError] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (len(got) < 2 or len(errors) < SHARE_DELIVERY_COUNT_LIMIT - 1):
+            try:
+                got += consumer.poll(0.5)
+            except RecordDeserializationError as e:
+                errors.append(e)
+        quiet_until = time.monotonic() + 3  # archived at the limit: it comes no more
+        while time.monotonic() < quiet_until:
+            assert consumer.poll(0.5) == []
+        assert [(r.offset, r.value, r.delivery_count) for r in got] == [(0, 0, 1), (2, 2, 1)]
+        # its first delivery came with record 0 (returned first, nothing raised); each later one raised
+        assert [(e.topic, e.partition, e.offset, e.field) for e in errors] == [
+            (topic, 0, 1, "value")] * (SHARE_DELIVERY_COUNT_LIMIT - 1)
+        with pytest.raises(ConfigError, match=r"value\.deserializer is set"):
+            consumer.poll_batch(0.1)
 
 
 def test_a_record_delivered_delivery_count_limit_times_is_archived(share_kafka: Any, share: Any) -> None:

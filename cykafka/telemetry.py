@@ -1,0 +1,162 @@
+"""KIP-714 client telemetry on the wire: a client's metrics as an OpenTelemetry (OTLP) MetricsData protobuf message,
+encoded here (no protobuf dependency: the handful of OTLP messages a push needs), under KIP-714's names
+(`org.apache.kafka.producer.record.send.rate` for Java's producer-metrics `record-send-rate`); and `TelemetrySource`,
+what the Sender runs each loop: it sends what core/telemetry.py's ClientTelemetry decides to the least loaded broker.
+A broker that does not speak the APIs (no ClientTelemetry plugin among its metric.reporters, Tansu) disables it."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Mapping
+
+from cykafka.core.telemetry import ClientTelemetry
+from cykafka.errors import KafkaError, UnsupportedVersionError
+from cykafka.ports import ClientResponse, Transport
+from cykafka.protocol import Request
+from cykafka.protocol.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
+from cykafka.requests.routes import ready_node
+
+log = logging.getLogger("cykafka")
+
+# OTLP's AggregationTemporality
+TEMPORALITY_DELTA = 1
+TEMPORALITY_CUMULATIVE = 2
+
+
+def kip714_name(client_type: str, name: str) -> str:
+    """KIP-714's name of one of a client's metrics: org.apache.kafka.<client type>.<Java's name, '-' as '.'>."""
+    return f"org.apache.kafka.{client_type}.{name.replace('-', '.')}"
+
+
+# -- protobuf, the little OTLP needs -------------------------------------------------------------------------------
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2): a message, a string or bytes."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _fixed64(number: int, value: int) -> bytes:
+    return _varint(number << 3 | 1) + struct.pack("<Q", value)
+
+
+def _double(number: int, value: float) -> bytes:
+    return _varint(number << 3 | 1) + struct.pack("<d", value)
+
+
+def _key_value(key: str, value: str) -> bytes:
+    """KeyValue{key = 1, value = 2: AnyValue{string_value = 1}}."""
+    return _field(1, key.encode()) + _field(2, _field(1, value.encode()))
+
+
+def otlp_metrics(metrics: Mapping[str, float], *, time_unix_nano: int, start_time_unix_nano: int,
+                 resource: Mapping[str, str], scope: str, delta_temporality: bool = False,
+                 previous: Mapping[str, float] | None = None) -> bytes:
+    """MetricsData{resource_metrics = 1: ResourceMetrics{resource = 1: Resource{attributes = 1}, scope_metrics = 2:
+    ScopeMetrics{scope = 1: InstrumentationScope{name = 1}, metrics = 2}}}: one Metric{name = 1} per entry, a
+    `...total` a monotonic Sum{data_points = 1, aggregation_temporality = 2, is_monotonic = 3} (delta_temporality:
+    the change since `previous`), anything else a Gauge{data_points = 1}; a NumberDataPoint{start_time_unix_nano = 2,
+    time_unix_nano = 3, as_double = 4}."""
+    encoded = bytearray()
+    for name, value in metrics.items():
+        if name.endswith(".total"):
+            base = (previous or {}).get(name, 0.0) if delta_temporality else 0.0
+            point = (_fixed64(2, start_time_unix_nano) + _fixed64(3, time_unix_nano) + _double(4, value - base))
+            kind = _field(7, _field(1, point) + _varint(2 << 3) + _varint(
+                TEMPORALITY_DELTA if delta_temporality else TEMPORALITY_CUMULATIVE) + _varint(3 << 3) + _varint(1))
+        else:
+            point = _fixed64(3, time_unix_nano) + _double(4, value)
+            kind = _field(5, _field(1, point))
+        encoded += _field(2, _field(1, name.encode()) + kind)
+    resource_message = b"".join(_field(1, _key_value(k, v)) for k, v in resource.items())
+    scope_metrics = _field(1, _field(1, scope.encode())) + bytes(encoded)
+    return _field(1, _field(1, resource_message) + _field(2, scope_metrics))
+
+
+# -- the request source ----------------------------------------------------------------------------------------
+
+
+class TelemetrySource:
+    """KIP-714 for one client, run by its network loop each turn (`run(now_ms)` -> ms until it has more to do, or
+    None). `read_metrics()` gives the client's metrics by Java's names when a push is due; those the subscriptions
+    ask for go, under KIP-714's names for `client_type`."""
+
+    def __init__(self, transport: Transport, client_type: str, read_metrics: Callable[[], Mapping[str, float]],
+                 wall_ms: Callable[[], int], retry_backoff_ms: int, resource: Mapping[str, str]) -> None:
+        self.transport = transport
+        self.client_type = client_type
+        self.read_metrics = read_metrics
+        self.wall_ms = wall_ms
+        self.state = ClientTelemetry(retry_backoff_ms)
+        self.resource = dict(resource)
+        self.started_unix_nano = wall_ms() * 1_000_000
+        self._previous: dict[str, float] = {}
+
+    def run(self, now_ms: int) -> int | None:
+        state = self.state
+        delay_ms = state.delay_ms(now_ms)
+        if delay_ms is None or delay_ms > 0:
+            return delay_ms
+        node_id, wait_ms = ready_node(self.transport, None, now_ms, state.retry_backoff_ms)
+        if node_id is None:
+            return wait_ms
+        decided = state.request(now_ms)
+        if decided is None:
+            return state.delay_ms(now_ms)
+        kind, body = decided
+        if kind == "subscriptions":
+            request = Request(GET_TELEMETRY_SUBSCRIPTIONS.key, body)
+            handler: Callable[[ClientResponse], None] = self._on_subscriptions
+        else:
+            request = Request(PUSH_TELEMETRY.key, {**body, "metrics": self._payload()})
+            handler = self._on_push
+        try:
+            self.transport.send(node_id, request, now_ms, handler=handler)
+        except UnsupportedVersionError as e:  # the broker has no telemetry plugin (or is not Kafka 3.7+)
+            log.debug("client telemetry off: %s", e)
+            state.disable()
+        except KafkaError as e:  # not connected after all: asked again later
+            log.debug("client telemetry: %s not sent: %s", kind, e)
+            state.on_failure(now_ms)
+        return None
+
+    def _payload(self) -> bytes:
+        wanted = {}
+        for name, value in self.read_metrics().items():
+            full = kip714_name(self.client_type, name)
+            if self.state.wants(full):
+                wanted[full] = float(value)
+        payload = otlp_metrics(wanted, time_unix_nano=self.wall_ms() * 1_000_000,
+                               start_time_unix_nano=self.started_unix_nano, resource=self.resource,
+                               scope=f"org.apache.kafka.{self.client_type}",
+                               delta_temporality=self.state.delta_temporality, previous=self._previous)
+        self._previous = wanted
+        return payload
+
+    def _on_subscriptions(self, response: ClientResponse) -> None:
+        if response.response is None:
+            self.state.on_failure(response.received_ms)
+            return
+        self.state.on_subscriptions(response.response, response.received_ms)
+        log.debug("client telemetry: subscription %s, %s every %s ms", self.state.subscription_id,
+                  self.state.requested_metrics, self.state.push_interval_ms)
+
+    def _on_push(self, response: ClientResponse) -> None:
+        if response.response is None:
+            self.state.on_failure(response.received_ms)
+            return
+        self.state.on_push(response.response, response.received_ms)
+
