@@ -53,7 +53,7 @@ from cykafka.protocol.apis import (
 )
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.network")
 
 _CONNECTING, _NEGOTIATING, _READY, _DISCONNECTED = "connecting", "negotiating", "ready", "disconnected"
 _TLS_HANDSHAKING, _AUTHENTICATING = "tls handshaking", "authenticating"

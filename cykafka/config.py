@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 from cykafka import ports  # codec names, level bounds (record-format facts) and the adapters' settings values
 from cykafka.errors import DOCS_URL, ConfigError
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.config")
 Serializer = Callable[[Any], bytes | None]
 T = TypeVar("T")
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _Method = TypeVar("_Method", bound=Callable[..., Any])
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.consumer")
 _client_ids = itertools.count(1)
 _EARLIEST, _LATEST = -2, -1  # ListOffsets timestamps
 _WAIT_SLICE_S = 0.1  # a waiting call looks at positions to resolve, and at a close from another thread, this often

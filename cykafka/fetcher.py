@@ -54,7 +54,7 @@ from cykafka.requests.routes import ready_node
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.consumer")
 _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int, int]], *, max_wait_ms: int, min_bytes: int,

@@ -35,7 +35,7 @@ from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_
 from cykafka.requests.routes import Coordinator, Router, ready_node
 from cykafka.transactions import V1_MAX_PRODUCE_VERSION, TransactionRequests, TxnHandler
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.producer")
 
 
 
