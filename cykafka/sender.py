@@ -29,7 +29,7 @@ from cykafka.errors import (
     TransactionFatalError,
 )
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
+from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport, report_error
 from cykafka.protocol import ProduceRequest
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import Coordinator, Router, ready_node
@@ -78,6 +78,7 @@ class Sender:
         self._leaders_snapshot: ClusterSnapshot | None = None
         self._leaders: frozenset[int] = frozenset()
         self._disconnects_seen = 0
+        self._fatal_reported: BaseException | None = None  # the fatal error error_cb heard (once)
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.txn_requests = transactions
@@ -161,6 +162,9 @@ class Sender:
                         "failing the record: its transaction was aborted")
                 handler = requests.next_request(self.accumulator.has_incomplete(), now_ms)
         if fatal is not None:
+            if fatal is not self._fatal_reported:  # error_cb hears a fatal transaction/idempotence error once
+                self._fatal_reported = fatal
+                report_error(self.config.error_cb, self._fatal_error_for_records(fatal), log)
             self.abort_all(self._fatal_error_for_records(fatal))
             return self.config.retry_backoff_ms
         for batch in aborted:  # never sent: no sequence to settle (Java's abortUndrainedBatches)
