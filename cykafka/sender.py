@@ -127,6 +127,16 @@ class Sender:
         if auth_error is not None and auth_error is not self._auth_error_seen:
             self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
         self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
+        self._report_fatal()  # an answer may have made the producer fatal: error_cb hears it now, not after a poll
+
+    def _report_fatal(self) -> None:
+        """error_cb hears a fatal transaction/idempotence error once (read without the lock: one attribute each)."""
+        txn = self.txn
+        error = txn.last_error if txn is not None and txn.has_fatal_error else None
+        if error is None or error is self._fatal_reported:
+            return
+        self._fatal_reported = error
+        report_error(self.config.error_cb, self._fatal_error_for_records(error), log)
 
     def _update_transport_nodes(self, snapshot: ClusterSnapshot) -> None:
         """The metadata's brokers, plus coordinators metadata does not name."""
@@ -162,9 +172,7 @@ class Sender:
                         "failing the record: its transaction was aborted")
                 handler = requests.next_request(self.accumulator.has_incomplete(), now_ms)
         if fatal is not None:
-            if fatal is not self._fatal_reported:  # error_cb hears a fatal transaction/idempotence error once
-                self._fatal_reported = fatal
-                report_error(self.config.error_cb, self._fatal_error_for_records(fatal), log)
+            self._report_fatal()
             self.abort_all(self._fatal_error_for_records(fatal))
             return self.config.retry_backoff_ms
         for batch in aborted:  # never sent: no sequence to settle (Java's abortUndrainedBatches)

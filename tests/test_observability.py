@@ -1,8 +1,9 @@
 """Errors you can see (issue 30, point 1): the per-component loggers under `cykafka`, Java's connection-failure
 WARNING once per node per failure series (naming the address) with DEBUG for the rest of the series, and error_cb
 (confluent-kafka's name and call shape) hearing client-level errors: every client with a dead bootstrap (a loopback
-port nobody listens on) within 5 s, an authentication failure on Apache Kafka's SASL listener, and a callback that
-raises neither stops the client's thread nor goes unlogged."""
+port nobody listens on) within 5 s, an authentication failure on Apache Kafka's SASL listener, a producer's fatal
+error (a transactional id its user may not write), and a callback that raises neither stops the client's thread nor
+goes unlogged."""
 
 from __future__ import annotations
 
@@ -15,10 +16,29 @@ from typing import Any
 
 import pytest
 
-from cykafka import Admin, Consumer, Producer
+from cykafka import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    Admin,
+    Consumer,
+    PatternType,
+    Producer,
+    ResourcePattern,
+    ResourceType,
+)
 from cykafka.aio import AsyncConsumer, AsyncProducer
+from cykafka.aio_share import AsyncShareConsumer
 from cykafka.broker import free_port
-from cykafka.errors import AllBrokersDownError, AuthenticationError, KafkaError
+from cykafka.errors import (
+    AllBrokersDownError,
+    AuthenticationError,
+    KafkaError,
+    TransactionalIdAuthorizationError,
+    TransactionFatalError,
+)
+from cykafka.share_consumer import ShareConsumer
 
 DEADLINE_S = 5.0
 
@@ -144,6 +164,37 @@ def test_async_clients_with_a_dead_bootstrap_warn_and_call_error_cb(caplog: pyte
     _assert_seen(caplog, consumer_heard, consumer_address, took_s)
 
 
+def test_share_consumers_with_a_dead_bootstrap_warn_and_call_error_cb(caplog: pytest.LogCaptureFixture) -> None:
+    address, heard = _dead_bootstrap(), _Heard()
+    async_address, async_heard = _dead_bootstrap(), _Heard()
+    with caplog.at_level(logging.INFO, logger="cykafka"):
+        consumer = ShareConsumer(_config(address, heard, **{"group.id": "s-dead"}))
+        try:
+            consumer.subscribe(["t"])
+            started = time.monotonic()
+            while time.monotonic() - started < DEADLINE_S and not (heard.errors and _warnings_naming(caplog, address)):
+                assert consumer.poll(0.2) == []
+            took_s = time.monotonic() - started
+        finally:
+            consumer.close(1)  # nothing to acknowledge to a broker that never answered
+
+        async def run() -> float:
+            share = AsyncShareConsumer(_config(async_address, async_heard, **{"group.id": "s-dead"}))
+            try:
+                await share.subscribe(["t"])
+                started = time.monotonic()
+                while time.monotonic() - started < DEADLINE_S and not (
+                        async_heard.errors and _warnings_naming(caplog, async_address)):
+                    assert await share.poll(0.2) == []
+                return time.monotonic() - started
+            finally:
+                await share.close(1)
+
+        async_took_s = asyncio.run(run())
+    _assert_seen(caplog, heard, address, took_s)
+    _assert_seen(caplog, async_heard, async_address, async_took_s)
+
+
 def test_connection_failures_warn_once_per_series_then_debug(caplog: pytest.LogCaptureFixture) -> None:
     address = _dead_bootstrap()
     with caplog.at_level(logging.DEBUG, logger="cykafka"):
@@ -209,3 +260,26 @@ def test_an_authentication_failure_reaches_error_cb(kafka_broker: Any) -> None:
             producer.send("auth-nope", b"x").result(15)
     assert [type(e) for e in heard.errors] == [AuthenticationError], heard.errors
     assert "SASL_AUTHENTICATION_FAILED" in str(heard.errors[0])
+
+
+@pytest.mark.slow  # Apache Kafka's authorizer (the kafka_broker fixture)
+def test_a_fatal_producer_error_reaches_error_cb_once(kafka_broker: Any) -> None:
+    heard, transactional_id = _Heard(), f"tx-denied-{time.monotonic_ns()}"
+    only_admin = AclBinding(ResourcePattern(ResourceType.TRANSACTIONAL_ID, transactional_id, PatternType.LITERAL),
+                            AccessControlEntry("User:admin", "*", AclOperation.WRITE, AclPermissionType.ALLOW))
+    with Admin(kafka_broker.security_config("SASL_PLAINTEXT", user="admin")) as admin:
+        admin.create_acls([only_admin], timeout_ms=30000)[only_admin].result()
+    time.sleep(0.5)  # the authorizer applies the ACLs from the metadata log
+    producer = Producer({**kafka_broker.security_config("SASL_PLAINTEXT", user="alice"),
+                         "transactional.id": transactional_id, "error_cb": heard})
+    try:
+        with pytest.raises(TransactionalIdAuthorizationError):  # alice may not WRITE that transactional id
+            producer.init_transactions(20)
+        deadline = time.monotonic() + DEADLINE_S
+        while not heard.errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the sender loops on: still heard once
+    finally:
+        producer.close(5)
+    assert len(heard.errors) == 1, heard.errors
+    assert isinstance(heard.errors[0], TransactionalIdAuthorizationError | TransactionFatalError), heard.errors
