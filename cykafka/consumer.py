@@ -51,6 +51,7 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, divergence, fetch_request
+from cykafka.partition_eof import EndOfPartition
 from cykafka.ports import (
     Clock,
     ClusterSnapshot,
@@ -204,6 +205,8 @@ class Consumer:
         self._next_auto_commit_ms = self._clock.monotonic_ms() + cfg.auto_commit_interval_ms
         self._thread: NetworkThread | None = None
         if ports.start_sender:
+        self._end_of_partition = EndOfPartition(cfg.partition_eof_cb, cfg.read_committed) \
+            if cfg.enable_partition_eof else None
             self._thread = NetworkThread(self.network, name=f"cykafka-consumer-{conn.client_id}")
             self._thread.start()
         # the thread holds no reference to this Consumer: dropped unclosed, it is finalized and its thread stopped
@@ -608,6 +611,10 @@ class Consumer:
             if not self._interrupted():
                 raise  # close() on another thread: the poll returns what it took
 
+        if self._end_of_partition is not None:  # enable.partition.eof
+            with self._subscription.lock:
+                due = self._end_of_partition.due(self._subscription.states)
+            self._end_of_partition.report(due)
     def _poll_until(self, deadline_ms: int, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         sub = self._subscription
         while True:
