@@ -193,7 +193,8 @@ class Consumer:
         if cfg.group_id is not None:
             member = GroupMember(GroupSettings(
                 cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
-                cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms))
+                cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms,
+                cfg.client_rack or None))
             self._group_driver = GroupDriver(member, self._calls, coordinators, metadata, self._clock,
                                              conn.request_timeout_ms, _caller_waker(self._subscription))
             self.network.sources.insert(1, self._group_driver)
@@ -204,9 +205,9 @@ class Consumer:
         self._async_commits: list[_AsyncCommit] = []
         self._next_auto_commit_ms = self._clock.monotonic_ms() + cfg.auto_commit_interval_ms
         self._thread: NetworkThread | None = None
-        if ports.start_sender:
         self._end_of_partition = EndOfPartition(cfg.partition_eof_cb, cfg.read_committed) \
             if cfg.enable_partition_eof else None
+        if ports.start_sender:
             self._thread = NetworkThread(self.network, name=f"cykafka-consumer-{conn.client_id}")
             self._thread.start()
         # the thread holds no reference to this Consumer: dropped unclosed, it is finalized and its thread stopped
@@ -610,11 +611,11 @@ class Consumer:
         except IllegalStateError:
             if not self._interrupted():
                 raise  # close() on another thread: the poll returns what it took
-
         if self._end_of_partition is not None:  # enable.partition.eof
             with self._subscription.lock:
                 due = self._end_of_partition.due(self._subscription.states)
             self._end_of_partition.report(due)
+
     def _poll_until(self, deadline_ms: int, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         sub = self._subscription
         while True:
