@@ -104,6 +104,7 @@ class _Connection:
     sasl: security.SaslSession | None = None
     reauthenticate_at_ms: int | None = None  # SASL session lifetime (KIP-368): reconnect before it ends
     not_kafka_warned: bool = False  # logged that the peer is no Kafka broker (again only after it was ready once)
+    failure_warned: bool = False  # this series of failed attempts was logged at WARNING (until a ready connection)
     address_index: int = 0  # client.dns.lookup=use_all_dns_ips: the next attempt after a failure takes the next address
 
 
@@ -360,9 +361,10 @@ class SocketTransport:
         if isinstance(error, AuthenticationError):  # the broker is up: error_cb hears the failure itself
             return
         if warn:
-            log.log(logging.WARNING if conn.failures <= 1 else logging.DEBUG,
+            log.log(logging.DEBUG if conn.failure_warned else logging.WARNING,
                     "Connection to node %s (%s:%s) could not be established: %s. Node may not be available.",
                     conn.node_id, conn.host, conn.port, error)
+            conn.failure_warned = True
         if self._all_down_reported or any(c.state != _DISCONNECTED for c in self._connections.values()):
             return
         self._all_down_reported = True
@@ -464,6 +466,7 @@ class SocketTransport:
         conn.failures = 0
         conn.backoff_ms = 0
         conn.not_kafka_warned = False
+        conn.failure_warned = False
         self._authentication_error = None
         self._connection_problem = None
         self._all_down_reported = False

@@ -283,3 +283,56 @@ def test_a_fatal_producer_error_reaches_error_cb_once(kafka_broker: Any) -> None
         producer.close(5)
     assert len(heard.errors) == 1, heard.errors
     assert isinstance(heard.errors[0], TransactionalIdAuthorizationError | TransactionFatalError), heard.errors
+
+
+@pytest.mark.broker
+def test_a_connection_that_got_ready_starts_a_new_series(broker: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """WARNING on the first failure, DEBUG on the next ones; once the node's connection was ready, its next failure
+    is a WARNING again (node 1 reached through a proxy that is closed, then a new one, then that one closed)."""
+    from kafka_proxy import KafkaProxy
+
+    from cykafka.adapters.socket_transport import SocketTransport
+    from cykafka.ports import ConnectionSettings, Node
+
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    heard = _Heard()
+    transport = SocketTransport(ConnectionSettings((broker.bootstrap_servers,), reconnect_backoff_ms=10,
+                                                   reconnect_backoff_max_ms=50, error_cb=heard))
+
+    def drive(until: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        while not until() and time.monotonic() < deadline:
+            now_ms = int(time.monotonic() * 1000)
+            transport.ready(1, now_ms)
+            transport.poll(20, now_ms)
+
+    def failures(proxy_port: int) -> list[str]:
+        return [r.levelname for r in caplog.records if f"(127.0.0.1:{proxy_port}) could not be established"
+                in r.getMessage()]
+
+    first = KafkaProxy(host, int(port))
+    second: KafkaProxy | None = None
+    try:
+        with caplog.at_level(logging.DEBUG, logger="cykafka"):
+            transport.update_nodes({1: Node(1, "127.0.0.1", first.port)})
+            drive(lambda: transport.ready(1, int(time.monotonic() * 1000)))
+            assert transport.ready(1, int(time.monotonic() * 1000)), "node 1 never got ready through the proxy"
+            first.close()
+            drive(lambda: len(failures(first.port)) >= 3)
+            assert failures(first.port)[:3] == ["WARNING", "DEBUG", "DEBUG"]
+            # nothing ready or connecting any more: error_cb hears it once for the series
+            assert [type(e) for e in heard.errors] == [AllBrokersDownError], heard.errors
+            second = KafkaProxy(host, int(port))
+            transport.update_nodes({1: Node(1, "127.0.0.1", second.port)})  # disconnected: the address moves
+            drive(lambda: transport.ready(1, int(time.monotonic() * 1000)))
+            assert transport.ready(1, int(time.monotonic() * 1000))
+            second.close()
+            drive(lambda: len(failures(second.port)) >= 2)
+            assert failures(second.port)[:2] == ["WARNING", "DEBUG"]  # a new series: WARNING again
+            assert [type(e) for e in heard.errors] == [AllBrokersDownError] * 2, heard.errors  # and error_cb again
+            assert f"127.0.0.1:{second.port}" in str(heard.errors[1])
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+        transport.close(0)
