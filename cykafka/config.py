@@ -600,6 +600,8 @@ ALIASES = {
     "fetch.wait.max.ms": "fetch.max.wait.ms",  # librdkafka
     "fetch.message.max.bytes": "max.partition.fetch.bytes",  # librdkafka
     "partition.eof.cb": "partition_eof_cb",  # partition_eof_cb=... as a keyword argument
+    "socket.send.buffer.bytes": "send.buffer.bytes",  # librdkafka; its 0 (the OS default) is cykafka's too
+    "socket.receive.buffer.bytes": "receive.buffer.bytes",
     "max.partition.fetch.bytes.config": "max.partition.fetch.bytes",
 }
 
@@ -679,6 +681,20 @@ NOT_ALIASES = {
     "nothing to set",
     "offset.store.method": "offsets are stored in Kafka (OffsetCommit), as Java's; nothing to set",
     "check.crcs.enable": "use check.crcs",
+    "offset.commit.cb": "pass the callback to consumer.commit_async(offsets, callback=...): it is called with "
+    "(error, offsets) from a later poll() or commit() (Java's OffsetCommitCallback)",
+    "on.assign": "pass a listener to consumer.subscribe(topics, listener=...) with on_partitions_assigned / "
+    "on_partitions_revoked / on_partitions_lost methods (Java's ConsumerRebalanceListener)",
+    "on.revoke": "pass a listener to consumer.subscribe(topics, listener=...) with on_partitions_revoked (Java's "
+    "ConsumerRebalanceListener)",
+    "rebalance.cb": "pass a listener to consumer.subscribe(topics, listener=...) with on_partitions_assigned / "
+    "on_partitions_revoked / on_partitions_lost methods (Java's ConsumerRebalanceListener)",
+    "enable.gapless.guarantee": "no such mode: with enable.idempotence (the default) records of a partition are "
+    "written in order without duplicates, and a record that fails is reported by its future and on_delivery; for "
+    "all-or-nothing writes use transactions (transactional.id)",
+    "ssl.ca.pem": "give a file: ssl.ca.location (a PEM file or directory)",
+    "ssl.certificate.pem": "give a file: ssl.certificate.location",
+    "ssl.key.pem": "give a file: ssl.key.location",
 }
 
 

@@ -240,3 +240,20 @@ def test_enable_partition_eof_needs_its_callback() -> None:
     assert cfg.enable_partition_eof and cfg.partition_eof_cb is print
     assert not ConsumerConfig.parse({**BASE, "enable.partition.eof": False, "partition_eof_cb": print}) \
         .enable_partition_eof
+
+
+@pytest.mark.parametrize("key", sorted(NOT_ALIASES))
+def test_every_refused_key_says_what_to_use_instead_to_every_client(key: str) -> None:
+    """The one table (NOT_ALIASES): the producer, the consumer and Admin refuse each key with its explanation."""
+    for parse in (ProducerConfig.parse, ConsumerConfig.parse, AdminConfig.parse):
+        with pytest.raises(ConfigError) as info:
+            parse({**BASE, key: 1})
+        assert str(info.value).startswith(f"unknown config key {key!r} (another client's): {NOT_ALIASES[key]}.")
+
+
+@pytest.mark.parametrize(("alias", "value", "field", "expected"), [
+    ("socket.send.buffer.bytes", 0, "send_buffer_bytes", 0),
+    ("socket.receive.buffer.bytes", 65536, "receive_buffer_bytes", 65536),
+])
+def test_librdkafka_socket_buffer_aliases(alias: str, value: int, field: str, expected: int) -> None:
+    assert getattr(ProducerConfig.parse({**BASE, alias: value}), field) == expected
