@@ -257,3 +257,45 @@ def test_every_refused_key_says_what_to_use_instead_to_every_client(key: str) ->
 ])
 def test_librdkafka_socket_buffer_aliases(alias: str, value: int, field: str, expected: int) -> None:
     assert getattr(ProducerConfig.parse({**BASE, alias: value}), field) == expected
+
+
+def test_use_all_dns_ips_tries_the_next_address_after_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name resolving to a dead address and then a live one (client.dns.lookup=use_all_dns_ips, Java's default):
+    the attempt after the failure connects to the second address."""
+    import socket
+    import time
+
+    from cykafka.adapters.socket_transport import SocketTransport
+    from cykafka.broker import free_port
+
+    live = socket.create_server(("127.0.0.1", 0))
+    live.setblocking(False)
+    addresses = [("127.0.0.1", free_port()), live.getsockname()]
+    real = socket.getaddrinfo
+
+    def resolve(host: object, port: object, *args: Any, **kwargs: Any) -> Any:
+        if host == "kafka.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", address) for address in addresses]
+        return real(host, port, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    transport = SocketTransport(ProducerConfig.parse({"bootstrap.servers": "kafka.test:9092",
+                                                      "reconnect.backoff.max.ms": 50}).connection_settings())
+    accepted = None
+    try:
+        deadline = time.monotonic() + 5
+        while accepted is None and time.monotonic() < deadline:
+            now_ms = int(time.monotonic() * 1000)
+            transport.ready(-1, now_ms)
+            transport.poll(20, now_ms)
+            try:
+                accepted, _ = live.accept()
+            except BlockingIOError:
+                pass
+        assert accepted is not None, "never connected to the name's second address"
+        assert transport._connections[-1].failures >= 1  # the first address was tried and failed
+    finally:
+        if accepted is not None:
+            accepted.close()
+        transport.close(0)
+        live.close()
