@@ -241,6 +241,29 @@ def test_an_error_cb_that_raises_is_logged_and_the_client_goes_on(caplog: pytest
             consumer.close()
 
 
+def test_an_error_cb_that_raises_does_not_stop_the_sender_thread(caplog: pytest.LogCaptureFixture) -> None:
+    address = _dead_bootstrap()
+
+    def broken(error: KafkaError) -> None:
+        raise RuntimeError("a bug in the user's error_cb")
+
+    with caplog.at_level(logging.DEBUG, logger="cykafka"):
+        producer = Producer({"bootstrap.servers": address, "error_cb": broken, "max.block.ms": 1500,
+                             "reconnect.backoff.max.ms": 200})
+        try:
+            with pytest.raises(KafkaError):  # no metadata within max.block.ms: the send fails, typed
+                producer.send("t", b"x")
+            assert [r for r in caplog.records if r.levelno == logging.ERROR and "error_cb raised" in r.getMessage()]
+            thread = producer._thread
+            attempts = len([r for r in caplog.records if "could not be established" in r.getMessage()])
+            with pytest.raises(KafkaError):  # the sender still runs: it keeps connecting for the next send
+                producer.send("t", b"y")
+            assert len([r for r in caplog.records if "could not be established" in r.getMessage()]) > attempts
+            assert thread is not None and thread.is_alive()
+        finally:
+            producer.close(1)
+
+
 def test_a_child_logger_is_covered_by_the_cykafka_logger(caplog: pytest.LogCaptureFixture) -> None:
     names = {"cykafka.producer", "cykafka.consumer", "cykafka.network", "cykafka.group", "cykafka.transactions",
              "cykafka.share", "cykafka.spark", "cykafka.admin", "cykafka.security", "cykafka.config"}

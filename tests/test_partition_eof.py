@@ -55,3 +55,34 @@ def test_partition_eof_is_reported_once_per_end_reached(broker: Any) -> None:
         assert events[2][:2] == (p0, 4)
     finally:
         consumer.close()
+
+
+def test_the_async_consumer_reports_the_end_too(broker: Any) -> None:
+    import asyncio
+
+    from cykafka.aio import AsyncConsumer
+
+    topic = f"eof-async-{uuid.uuid4().hex[:8]}"
+    with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for i in range(2):
+            producer.send(topic, b"v-%d" % i, partition=0)
+        producer.flush(30)
+    events: list[tuple[TopicPartition, int]] = []
+
+    async def run() -> list[Any]:
+        consumer = AsyncConsumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest",
+                                  "partition_eof_cb": lambda tp, offset: events.append((tp, offset))})
+        await consumer.start()
+        try:
+            await consumer.assign([TopicPartition(topic, 0)])
+            records: list[Any] = []
+            deadline = time.monotonic() + 20
+            while not events and time.monotonic() < deadline:
+                records.extend(await consumer.poll(0.3))
+            return records
+        finally:
+            await consumer.stop()
+
+    records = asyncio.run(run())
+    assert [r.value for r in records] == [b"v-0", b"v-1"]
+    assert events == [(TopicPartition(topic, 0), 2)]
