@@ -355,8 +355,9 @@ class SocketTransport:
 
     def _connect_failed(self, conn: _Connection, error: Exception, warn: bool = True) -> None:
         """A connection did not get ready. Java's words at WARNING on the first failure of a series (a ready connection
-        ends it), DEBUG after; every address of the name is tried in turn; and when no connection is ready or setting
-        up any more, error_cb hears AllBrokersDownError once (again only after one was ready)."""
+        ends it), DEBUG after; every address of the name is tried in turn; and when every known broker (the metadata's,
+        else the bootstrap servers) has failed and no connection is ready or setting up, error_cb hears
+        AllBrokersDownError once (again only after one was ready)."""
         conn.address_index += 1
         if isinstance(error, AuthenticationError):  # the broker is up: error_cb hears the failure itself
             return
@@ -365,13 +366,16 @@ class SocketTransport:
                     "Connection to node %s (%s:%s) could not be established: %s. Node may not be available.",
                     conn.node_id, conn.host, conn.port, error)
             conn.failure_warned = True
-        if self._all_down_reported or any(c.state != _DISCONNECTED for c in self._connections.values()):
+        # the brokers: the metadata's (librdkafka counts every known broker), the bootstrap servers before any
+        brokers = [self._connections[i] for i in self._nodes if i in self._connections] or \
+            [c for i, c in self._connections.items() if i < 0]
+        if self._all_down_reported or any(c.state != _DISCONNECTED for c in self._connections.values()) or \
+                any(c.failures == 0 for c in brokers):
             return
         self._all_down_reported = True
-        tried = [c for c in self._connections.values() if c.failures > 0]
         report_error(self.settings.error_cb, AllBrokersDownError(
-            f"all brokers are down: {len(tried)}/{len(self._connections)} connection(s) failed "
-            f"({', '.join(f'{c.host}:{c.port}' for c in tried)}); the last: node {conn.node_id} ({conn.host}:"
+            f"all brokers are down: {len(brokers)}/{len(brokers)} failed to connect "
+            f"({', '.join(f'{c.host}:{c.port}' for c in brokers)}); the last: node {conn.node_id} ({conn.host}:"
             f"{conn.port}): {error}"), log)
 
     def _finish_connect(self, conn: _Connection, now_ms: int) -> None:

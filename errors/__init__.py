@@ -129,8 +129,9 @@ class NetworkError(KafkaError):
 
 
 class AllBrokersDownError(NetworkError):
-    """No broker answers: every connection the client tried failed to set up (librdkafka's _ALL_BROKERS_DOWN), the
-    first time since one was last ready. Handed to error_cb, never raised: the client keeps trying (Java's)."""
+    """No broker answers: every known broker (the metadata's, else the bootstrap servers) failed to connect and no
+    connection is ready (librdkafka's _ALL_BROKERS_DOWN), the first time since one was last ready. Handed to
+    error_cb, never raised: the client keeps trying (Java's)."""
 
 
 class AuthenticationError(KafkaError):

@@ -67,6 +67,7 @@ def test_the_consumer_fetches_from_the_follower_in_its_rack(apache_kafka: Any) -
                 consumer.poll(0.3)
         finally:
             consumer.close()
+        print(f"leader {leader}, follower {follower} (client.rack=r{follower}): Fetches per node {dict(fetches)}")
         assert values == [b"v-%d" % i for i in range(RECORDS)]
         assert racks == {f"r{follower}"}
         assert fetches[leader] >= 1  # the first Fetch asks the leader, which names the follower
