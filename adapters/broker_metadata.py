@@ -12,7 +12,7 @@ from cykafka.ports import ClientResponse, ClusterSnapshot, MetadataSettings, Tra
 from cykafka.protocol import Request
 from cykafka.protocol.apis import METADATA
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.network")
 
 
 class BrokerMetadata:

@@ -29,7 +29,7 @@ from cykafka.protocol import Request
 from cykafka.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from cykafka.protocol.error_codes import ErrorCode, error_info
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.security")
 
 _MAX_SASL_ROUNDS = 8  # every supported mechanism completes in 3 or fewer
 

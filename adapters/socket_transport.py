@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import itertools
 import logging
+import os
 import random
 import select
 import selectors
@@ -23,10 +24,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from cykafka.adapters import security
 from cykafka.errors import (
+    AllBrokersDownError,
     AuthenticationError,
     KafkaError,
     KafkaTimeoutError,
@@ -34,7 +36,7 @@ from cykafka.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
-from cykafka.ports import ClientResponse, ConnectionSettings, FinalizedFeatures, Node
+from cykafka.ports import ClientResponse, ConnectionSettings, FinalizedFeatures, Node, report_error
 from cykafka.protocol import (
     Request,
     TransportRequest,
@@ -53,7 +55,7 @@ from cykafka.protocol.apis import (
 )
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.network")
 
 _CONNECTING, _NEGOTIATING, _READY, _DISCONNECTED = "connecting", "negotiating", "ready", "disconnected"
 _TLS_HANDSHAKING, _AUTHENTICATING = "tls handshaking", "authenticating"
@@ -102,6 +104,8 @@ class _Connection:
     sasl: security.SaslSession | None = None
     reauthenticate_at_ms: int | None = None  # SASL session lifetime (KIP-368): reconnect before it ends
     not_kafka_warned: bool = False  # logged that the peer is no Kafka broker (again only after it was ready once)
+    failure_warned: bool = False  # this series of failed attempts was logged at WARNING (until a ready connection)
+    address_index: int = 0  # client.dns.lookup=use_all_dns_ips: the next attempt after a failure takes the next address
 
 
 class SocketTransport:
@@ -116,9 +120,8 @@ class SocketTransport:
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._connections: dict[int, _Connection] = {}
-        for index, server in enumerate(settings.bootstrap_servers):
-            host, _, port = server.rpartition(":")
-            self._connections[-(index + 1)] = _Connection(-(index + 1), host.strip("[]"), int(port))
+        for index, (host, port) in enumerate(_bootstrap_addresses(settings)):
+            self._connections[-(index + 1)] = _Connection(-(index + 1), host, port)
         self._nodes: Mapping[int, Node] = {}
         self._correlation_id = 0
         self._completed: list[ClientResponse] = []
@@ -128,6 +131,7 @@ class SocketTransport:
         self._authentication_error: AuthenticationError | None = None
         self._disconnect_count = 0
         self._connection_problem: str | None = None  # why no connection gets ready, until one does
+        self._all_down_reported = False  # error_cb heard AllBrokersDownError since a connection was last ready
         self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
         self._features = FinalizedFeatures()
 
@@ -314,7 +318,7 @@ class SocketTransport:
     def _connect(self, conn: _Connection, now_ms: int) -> None:
         try:
             infos = socket.getaddrinfo(conn.host, conn.port, type=socket.SOCK_STREAM)
-            family, _, _, _, address = infos[0]
+            family, _, _, _, address = infos[conn.address_index % len(infos)]  # use_all_dns_ips: each in turn
             sock = socket.socket(family, socket.SOCK_STREAM)
         except (OSError, ValueError) as e:  # ValueError: a host name getaddrinfo refuses (UnicodeError)
             self._fail_connect(conn, now_ms, e)
@@ -322,6 +326,8 @@ class SocketTransport:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.settings.socket_keepalive_enable:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             if self.settings.send_buffer_bytes > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.settings.send_buffer_bytes)
             if self.settings.receive_buffer_bytes > 0:
@@ -343,16 +349,40 @@ class SocketTransport:
         self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
 
     def _fail_connect(self, conn: _Connection, now_ms: int, error: Exception) -> None:
-        log.warning("cannot connect to node %s at %s:%s: %s", conn.node_id, conn.host, conn.port, error)
         self._connection_problem = f"cannot connect to {conn.host}:{conn.port}: {error}"
         self._set_backoff(conn, now_ms)
+        self._connect_failed(conn, error)
+
+    def _connect_failed(self, conn: _Connection, error: Exception, warn: bool = True) -> None:
+        """A connection did not get ready. Java's words at WARNING on the first failure of a series (a ready connection
+        ends it), DEBUG after; every address of the name is tried in turn; and when every known broker (the metadata's,
+        else the bootstrap servers) has failed and no connection is ready or setting up, error_cb hears
+        AllBrokersDownError once (again only after one was ready)."""
+        conn.address_index += 1
+        if isinstance(error, AuthenticationError):  # the broker is up: error_cb hears the failure itself
+            return
+        if warn:
+            log.log(logging.DEBUG if conn.failure_warned else logging.WARNING,
+                    "Connection to node %s (%s:%s) could not be established: %s. Node may not be available.",
+                    conn.node_id, conn.host, conn.port, error)
+            conn.failure_warned = True
+        # the brokers: the metadata's (librdkafka counts every known broker), the bootstrap servers before any
+        brokers = [self._connections[i] for i in self._nodes if i in self._connections] or \
+            [c for i, c in self._connections.items() if i < 0]
+        if self._all_down_reported or any(c.state != _DISCONNECTED for c in self._connections.values()) or \
+                any(c.failures == 0 for c in brokers):
+            return
+        self._all_down_reported = True
+        report_error(self.settings.error_cb, AllBrokersDownError(
+            f"all brokers are down: {len(brokers)}/{len(brokers)} failed to connect "
+            f"({', '.join(f'{c.host}:{c.port}' for c in brokers)}); the last: node {conn.node_id} ({conn.host}:"
+            f"{conn.port}): {error}"), log)
 
     def _finish_connect(self, conn: _Connection, now_ms: int) -> None:
         assert conn.sock is not None
         err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err != 0:
-            self._disconnect(conn, now_ms, NetworkError(
-                f"connection to node {conn.node_id} ({conn.host}:{conn.port}) failed: {errno.errorcode.get(err, err)}"))
+            self._disconnect(conn, now_ms, NetworkError(f"{errno.errorcode.get(err, err)} ({os.strerror(err)})"))
             return
         if self._security.ssl_context is not None:
             self._start_tls(conn, now_ms)
@@ -440,8 +470,10 @@ class SocketTransport:
         conn.failures = 0
         conn.backoff_ms = 0
         conn.not_kafka_warned = False
+        conn.failure_warned = False
         self._authentication_error = None
         self._connection_problem = None
+        self._all_down_reported = False
         log.debug("connected to node %s at %s:%s (produce v%s)", conn.node_id, conn.host, conn.port,
                   conn.api_versions.get(PRODUCE.key))
 
@@ -479,8 +511,11 @@ class SocketTransport:
 
     def _fail_authentication(self, conn: _Connection, now_ms: int, error: AuthenticationError) -> None:
         log.error("authentication with node %s (%s:%s) failed: %s", conn.node_id, conn.host, conn.port, error)
+        first = self._authentication_error is None  # error_cb hears it once until a connection authenticates
         self._authentication_error = error
         self._disconnect(conn, now_ms, error)
+        if first:
+            report_error(self.settings.error_cb, error, log)
 
     def _set_backoff(self, conn: _Connection, now_ms: int) -> None:
         conn.last_failure_ms = now_ms
@@ -500,17 +535,20 @@ class SocketTransport:
         conn.tls_retry = None
         conn.sasl = None
         conn.reauthenticate_at_ms = None
-        if conn.state != _DISCONNECTED:
+        setting_up = conn.state in _SETTING_UP and not self._closed
+        if conn.state == _READY:  # Java logs a lost connection at INFO; one that never got ready: _connect_failed
             log.info("disconnected from node %s (%s:%s): %s", conn.node_id, conn.host, conn.port, error)
-        if conn.state in _SETTING_UP and not self._closed:
-            if conn.state == _NEGOTIATING and isinstance(error, ProtocolError):  # the first answer is not Kafka's
-                self._not_kafka(conn, error)
-            else:
-                self._connection_problem = f"connecting to {conn.host}:{conn.port} failed: {error}"
+        not_kafka = setting_up and conn.state == _NEGOTIATING and isinstance(error, ProtocolError)
+        if not_kafka:  # the first answer is not Kafka's
+            self._not_kafka(conn, cast(ProtocolError, error))
+        elif setting_up:
+            self._connection_problem = f"connecting to {conn.host}:{conn.port} failed: {error}"
         self._disconnect_count += 1
         conn.state = _DISCONNECTED
         if backoff:
             self._set_backoff(conn, now_ms)
+        if setting_up:  # authentication failures and non-Kafka peers have their own words
+            self._connect_failed(conn, error, warn=not not_kafka)
         failed = list(conn.in_flight) + [r for r, _ in conn.unwritten_requests]
         conn.in_flight.clear()
         conn.unwritten_requests.clear()
@@ -754,3 +792,31 @@ class SocketTransport:
         # cleared after draining: a wakeup racing with this sees the flag set and skips its byte, but its append
         # happened before our next ready(), so nothing is missed
         self._wakeup_pending = False
+
+
+def _bootstrap_addresses(settings: ConnectionSettings) -> list[tuple[str, int]]:
+    """bootstrap.servers as (host, port); client.dns.lookup=resolve_canonical_bootstrap_servers_only (Java's
+    ClientUtils): each name is resolved and replaced by the canonical (reverse-DNS) names of its addresses, which is
+    what a Kerberos or TLS setup behind a DNS alias needs. A name that does not resolve is kept (tried, and its
+    failure logged, like any other)."""
+    addresses = []
+    for server in settings.bootstrap_servers:
+        host, _, port = server.rpartition(":")
+        host = host.strip("[]")
+        if settings.client_dns_lookup != "resolve_canonical_bootstrap_servers_only":
+            addresses.append((host, int(port)))
+            continue
+        try:
+            infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        except (OSError, ValueError):
+            addresses.append((host, int(port)))
+            continue
+        for info in infos:
+            ip = str(info[4][0])
+            try:
+                canonical = socket.getnameinfo((ip, int(port)), socket.NI_NAMEREQD)[0]
+            except OSError:
+                canonical = ip  # no reverse name: Java's getCanonicalHostName gives the address back too
+            if (canonical, int(port)) not in addresses:
+                addresses.append((canonical, int(port)))
+    return addresses

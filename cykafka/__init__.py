@@ -2,6 +2,7 @@
 and adapters (composition root here)."""
 
 from cykafka.errors import (
+    AllBrokersDownError,
     AuthenticationError,
     AuthorizationError,
     BatchDeliveryError,
@@ -88,6 +89,7 @@ __all__ = [
     "AclOperation",
     "AclPermissionType",
     "Admin",
+    "AllBrokersDownError",
     "AuthenticationError",
     "AuthorizationError",
     "BatchDeliveryError",

@@ -488,6 +488,8 @@ def _consume(args: argparse.Namespace) -> int:
 
     # the records on the terminal are the progress: a bar there would be written on the records' line
     show_progress = not args.quiet and sys.stderr.isatty() and not sys.stdout.isatty()
+    if not args.quiet and not show_progress:  # kcat's end-of-partition line (enable.partition.eof=false: none)
+        config.setdefault("partition_eof_cb", _print_partition_eof)
     out = sys.stdout.buffer
     with Consumer(config) as consumer:
         tally = consume(consumer, args.topic, out, parts, partition=args.partition, offset=offset,
@@ -502,6 +504,10 @@ def _consume(args: argparse.Namespace) -> int:
     print(f"cykafka consume: {tally.records} records, {tally.payload_bytes} bytes, {elapsed_s:.2f} s "
           f"({tally.records / max(elapsed_s, 1e-9):,.0f} records/s) <- {args.topic}", file=sys.stderr)
     return 0
+
+
+def _print_partition_eof(tp: cykafka.TopicPartition, offset: int) -> None:
+    print(f"% Reached end of topic {tp.topic} [{tp.partition}] at offset {offset}", file=sys.stderr, flush=True)
 
 
 def _consume_share(args: argparse.Namespace, config: dict[str, Any], parts: list[bytes | str],
@@ -648,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
         consume_cmd.add_argument(f"--{part}-deserializer", default=None, choices=["bytes", "str", "int", "json"],
                                  help=f"{part}.deserializer: print {part}s decoded (int: 8 bytes big-endian, "
                                       f"json: printed as JSON; default bytes, as written)")
-    consume_cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    consume_cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no end-of-partition lines")
     consume_cmd.set_defaults(func=_consume)
     topics = sub.add_parser("topics", help="create, list, describe or delete topics (cykafka.Admin)",
                             description="Topic administration through cykafka.Admin. Per-topic failures are "

@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 from cykafka import ports  # codec names, level bounds (record-format facts) and the adapters' settings values
 from cykafka.errors import DOCS_URL, ConfigError
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.config")
 Serializer = Callable[[Any], bytes | None]
 T = TypeVar("T")
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
@@ -204,6 +204,54 @@ def _interceptors(key: str, value: object) -> tuple[Any, ...]:
     return items
 
 
+# librdkafka's `debug` contexts -> the loggers they set to DEBUG (cykafka's logger names: docs/observability.md)
+DEBUG_CONTEXTS = {
+    "generic": ("cykafka",), "all": ("cykafka",),
+    "broker": ("cykafka.network",), "protocol": ("cykafka.network",), "metadata": ("cykafka.network",),
+    "topic": ("cykafka.network",), "conf": ("cykafka.config",), "security": ("cykafka.security",),
+    "msg": ("cykafka.producer",), "queue": ("cykafka.producer",), "partition": ("cykafka.producer",),
+    "eos": ("cykafka.transactions", "cykafka.producer"), "idempotence": ("cykafka.transactions",),
+    "cgrp": ("cykafka.group",), "assignor": ("cykafka.group",), "consumer": ("cykafka.consumer", "cykafka.group"),
+    "fetch": ("cykafka.consumer",), "admin": ("cykafka.admin",), "mock": (), "interceptor": (), "plugin": (),
+    "sasl": ("cykafka.security",), "telemetry": (),
+}
+
+
+def _debug(key: str, value: object) -> tuple[str, ...]:
+    """librdkafka's `debug`: a comma-separated list of its contexts; the loggers they name (DEBUG_CONTEXTS)."""
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, list | tuple) else None
+    if items is None:
+        raise ConfigError(f"{key} must be a comma-separated list of librdkafka debug contexts "
+                          f"({', '.join(DEBUG_CONTEXTS)}), got {value!r}")
+    loggers: list[str] = []
+    for item in (str(i).strip().lower() for i in items):
+        if item and item not in DEBUG_CONTEXTS:
+            raise ConfigError(f"{key}: {item!r} is not a librdkafka debug context; accepted: "
+                              f"{', '.join(DEBUG_CONTEXTS)}")
+        loggers.extend(DEBUG_CONTEXTS.get(item, ()))
+    return tuple(dict.fromkeys(loggers))
+
+
+def apply_debug(loggers: Sequence[str]) -> None:
+    """`debug` takes effect: its loggers at DEBUG (Python's logging is process-wide: every client in the process
+    then logs those components at DEBUG; give them a handler to see it, e.g. logging.basicConfig())."""
+    for name in loggers:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+
+
+# auto.offset.reset: librdkafka's and kafka-python's words for Java's three
+_OFFSET_RESET = {"earliest": "earliest", "smallest": "earliest", "beginning": "earliest",
+                 "latest": "latest", "largest": "latest", "end": "latest", "none": "none", "error": "none"}
+
+
+def _offset_reset(key: str, value: object) -> str:
+    text = value.lower() if isinstance(value, str) else None
+    if text not in _OFFSET_RESET:
+        raise ConfigError(f"{key} must be one of earliest, latest, none (librdkafka's smallest/beginning, "
+                          f"largest/end and error are taken as those); got {value!r}")
+    return _OFFSET_RESET[text]
+
+
 ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 _JAVA_ASSIGNORS = {"RangeAssignor": "range", "RoundRobinAssignor": "roundrobin",
                    "CooperativeStickyAssignor": "cooperative-sticky"}  # Java's class names (simple or qualified)
@@ -280,17 +328,40 @@ class ProducerConfig:
     sasl_oauthbearer_config: str = ""  # passed to oauth_cb
     oauth_cb: Any = None  # oauth_cb(sasl.oauthbearer.config) -> (token, expiry_time_s), like confluent-kafka
     enable_metrics_push: bool = True  # KIP-714: push metrics to a broker whose subscriptions ask for them (Java's)
+    error_cb: Any = None  # error_cb(KafkaError): all brokers down, authentication failed, fatal producer errors
+    socket_keepalive_enable: bool = False
+    client_dns_lookup: str = "use_all_dns_ips"
+    debug: tuple[str, ...] = ()  # the loggers librdkafka's debug contexts name (set to DEBUG at construction)
     # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
     user_keys: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ProducerConfig:
         merged, spelled = _given(config, kwargs, PRODUCER_KEYS, "producer")
+        librdkafka_timeout = spelled.get("delivery.timeout.ms") == "message.timeout.ms"
+        if librdkafka_timeout and str(merged["delivery.timeout.ms"]) == "0":
+            merged["delivery.timeout.ms"] = INT32_MAX  # librdkafka's 0: no limit
         values = _validated(merged, spelled)
         _check_connection(values)
         cfg = cls(**values, user_keys=frozenset(merged))  # type: ignore[arg-type]
+        if librdkafka_timeout:
+            cfg = cfg._librdkafka_message_timeout()
         cfg._check_relations()
         return cfg._resolve_idempotence()
+
+    def _librdkafka_message_timeout(self) -> ProducerConfig:
+        """message.timeout.ms (librdkafka) bounds a record's whole delivery, and librdkafka lets it be shorter than a
+        request's timeout; Java's delivery.timeout.ms must cover linger.ms + request.timeout.ms. Given as
+        message.timeout.ms with request.timeout.ms unset, request.timeout.ms shrinks to fit (a request never
+        outlives its records, as in librdkafka); set explicitly, the rule stands and names both keys."""
+        fit_ms = self.delivery_timeout_ms - self.linger_ms
+        if "request.timeout.ms" in self.user_keys or fit_ms >= self.request_timeout_ms:
+            return self
+        if fit_ms < 1:
+            raise ConfigError(f"message.timeout.ms (cykafka's delivery.timeout.ms, {self.delivery_timeout_ms}) must "
+                              f"be greater than linger.ms ({self.linger_ms}): a record must be able to wait for its "
+                              f"batch and still be sent")
+        return self.replace(request_timeout_ms=fit_ms)
 
     def _check_relations(self) -> None:
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
@@ -403,11 +474,15 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "sasl.oauthbearer.config": lambda k, v: "" if v is None else str(v),
     "oauth_cb": _callable_or_none,
     "enable.metrics.push": _bool,
+    "error_cb": _callable_or_none,
+    "socket.keepalive.enable": _bool,
+    "client.dns.lookup": _choice("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
+    "debug": _debug,
     # the consumer's (Java's ConsumerConfig) and Admin's own keys
     "default.api.timeout.ms": _int32(0),
     "group.id": _protocol_str(nullable=True),
     "group.instance.id": _protocol_str(nullable=True),
-    "auto.offset.reset": _choice("earliest", "latest", "none"),
+    "auto.offset.reset": _offset_reset,
     "enable.auto.commit": _bool,
     "auto.commit.interval.ms": _int32(0),
     "isolation.level": _choice("read_uncommitted", "read_committed"),
@@ -423,6 +498,9 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "check.crcs": _bool,
     "key.deserializer": _deserializer,
     "value.deserializer": _deserializer,
+    "enable.partition.eof": _bool,
+    "partition_eof_cb": _callable_or_none,
+    "client.rack": _protocol_str(nullable=False),
 }
 
 # keys only the consumer takes; PRODUCER_KEYS: the others but Admin's and the consumer's default.api.timeout.ms
@@ -430,7 +508,8 @@ CONSUMER_ONLY_KEYS = frozenset({
     "group.id", "group.instance.id", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms",
     "isolation.level", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes",
     "max.poll.records", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
-    "partition.assignment.strategy", "check.crcs", "key.deserializer", "value.deserializer",
+    "partition.assignment.strategy", "check.crcs", "key.deserializer", "value.deserializer", "enable.partition.eof",
+    "partition_eof_cb", "client.rack",
 })
 PRODUCER_KEYS = frozenset(VALIDATORS) - CONSUMER_ONLY_KEYS - {"default.api.timeout.ms"}
 
@@ -458,6 +537,7 @@ def _check_connection(values: Mapping[str, object]) -> None:
     retry.backoff.max.ms >= retry.backoff.ms, and the security keys consistent with security.protocol."""
     if "bootstrap_servers" not in values:
         raise ConfigError("bootstrap.servers is required: a 'host:port,host:port' list of brokers")
+    apply_debug(cast(Sequence[str], values.get("debug", ())))  # every client's config passes here once
     if cast(int, values.get("retry_backoff_max_ms", 1000)) < cast(int, values.get("retry_backoff_ms", 100)):
         raise ConfigError("retry.backoff.max.ms must be >= retry.backoff.ms")
     security = _settings(ports.SecuritySettings, values)
@@ -528,6 +608,13 @@ ALIASES = {
     "sasl.plain.password": "sasl.password",
     "max.batch.size": "batch.size",  # aiokafka
     "oauth.cb": "oauth_cb",  # oauth_cb=... as a keyword argument
+    "error.cb": "error_cb",  # error_cb=... as a keyword argument
+    "fetch.wait.max.ms": "fetch.max.wait.ms",  # librdkafka
+    "fetch.message.max.bytes": "max.partition.fetch.bytes",  # librdkafka
+    "partition.eof.cb": "partition_eof_cb",  # partition_eof_cb=... as a keyword argument
+    "socket.send.buffer.bytes": "send.buffer.bytes",  # librdkafka; its 0 (the OS default) is cykafka's too
+    "socket.receive.buffer.bytes": "receive.buffer.bytes",
+    "max.partition.fetch.bytes.config": "max.partition.fetch.bytes",
 }
 
 _METRICS_INSTEAD = ("no periodic statistics callback: call producer.metrics() when you want them (Java's "
@@ -563,9 +650,8 @@ NOT_ALIASES = {
     "dr.msg.cb": _ON_DELIVERY_INSTEAD,
     "on.delivery": _ON_DELIVERY_INSTEAD,
     "delivery.report.only.error": _ON_DELIVERY_INSTEAD,
-    "error.cb": "no error callback: errors are raised by send(), flush() and a record's future and passed to its "
-    "on_delivery; connection failures are retried and logged on the 'cykafka' logger",
-    "logger": "cykafka logs through the logging module, on the logger named 'cykafka'",
+    "logger": "cykafka logs through the logging module, on the logger named 'cykafka' and its children "
+    "(cykafka.network, cykafka.producer, ...: docs/observability.md); client-level errors go to error_cb",
     "api.version.request": "cykafka asks each broker for its API versions (ApiVersions) and uses the highest both "
     "support; there is nothing to set",
     "api.version": "cykafka asks each broker for its API versions (ApiVersions) and uses the highest both support; "
@@ -581,6 +667,46 @@ NOT_ALIASES = {
     "sasl.jaas.config": "no JAAS: set sasl.mechanism, sasl.username and sasl.password (oauth_cb for OAUTHBEARER)",
     "sasl.kerberos.service.name": "GSSAPI (Kerberos) is not supported; sasl.mechanism accepts "
     + ", ".join(SASL_MECHANISMS),
+    # the consumer's, from librdkafka and kafka-python
+    "enable.auto.offset.store": "no offset store: with enable.auto.commit=true the consumer commits the positions "
+    "of what poll() returned; to commit only what you processed, set enable.auto.commit=false and call "
+    "consumer.commit(offsets)",
+    "queued.min.messages": "the consumer prefetches one Fetch per broker while the caller works (Java's); size it "
+    "with fetch.max.bytes and max.partition.fetch.bytes, and hand out at most max.poll.records per poll()",
+    "queued.max.messages.kbytes": "the consumer's prefetch is one Fetch per broker, bounded by fetch.max.bytes "
+    "(bytes) and max.partition.fetch.bytes",
+    "fetch.error.backoff.ms": "use retry.backoff.ms (Java's backoff after a failed fetch)",
+    "fetch.queue.backoff.ms": "nothing to set: the next Fetch goes out as soon as a broker's buffered data is "
+    "handed out (Java's prefetch)",
+    "consumer.timeout.ms": "give the time to poll(timeout) instead (kafka-python's iterator stops after "
+    "consumer_timeout_ms; cykafka's poll returns [] after its timeout)",
+    "socket.nagle.disable": "nothing to set: cykafka always disables Nagle (TCP_NODELAY), as Java does",
+    "broker.address.family": "use client.dns.lookup (use_all_dns_ips tries every address a name resolves to, IPv4 "
+    "and IPv6, in turn)",
+    "log.connection.close": "connection losses are logged at INFO on the cykafka.network logger; failures to connect "
+    "at WARNING once per series (docs/observability.md)",
+    "log.level": "use Python's logging: logging.getLogger('cykafka').setLevel(...), or debug=<librdkafka contexts> "
+    "for DEBUG on those components",
+    "log.queue": "cykafka logs through Python's logging module on the thread that has something to say; there is no "
+    "log queue to serve",
+    "group.protocol.type": "cykafka's consumer uses the classic group protocol with consumer-style assignments; "
+    "nothing to set",
+    "offset.store.method": "offsets are stored in Kafka (OffsetCommit), as Java's; nothing to set",
+    "check.crcs.enable": "use check.crcs",
+    "offset.commit.cb": "pass the callback to consumer.commit_async(offsets, callback=...): it is called with "
+    "(error, offsets) from a later poll() or commit() (Java's OffsetCommitCallback)",
+    "on.assign": "pass a listener to consumer.subscribe(topics, listener=...) with on_partitions_assigned / "
+    "on_partitions_revoked / on_partitions_lost methods (Java's ConsumerRebalanceListener)",
+    "on.revoke": "pass a listener to consumer.subscribe(topics, listener=...) with on_partitions_revoked (Java's "
+    "ConsumerRebalanceListener)",
+    "rebalance.cb": "pass a listener to consumer.subscribe(topics, listener=...) with on_partitions_assigned / "
+    "on_partitions_revoked / on_partitions_lost methods (Java's ConsumerRebalanceListener)",
+    "enable.gapless.guarantee": "no such mode: with enable.idempotence (the default) records of a partition are "
+    "written in order without duplicates, and a record that fails is reported by its future and on_delivery; for "
+    "all-or-nothing writes use transactions (transactional.id)",
+    "ssl.ca.pem": "give a file: ssl.ca.location (a PEM file or directory)",
+    "ssl.certificate.pem": "give a file: ssl.certificate.location",
+    "ssl.key.pem": "give a file: ssl.key.location",
 }
 
 
@@ -630,6 +756,7 @@ ADMIN_KEYS = frozenset({
     "bootstrap.servers", "client.id", "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
     "security.protocol", *(key for key in VALIDATORS if key.startswith(("ssl.", "sasl."))), "oauth_cb",
+    "error_cb", "socket.keepalive.enable", "client.dns.lookup", "debug",
 })
 
 
@@ -696,6 +823,9 @@ class ConsumerConfig:
     default_api_timeout_ms: int = 60000
     key_deserializer: Any = None  # None or "bytes": the bytes as fetched (cykafka/serialization.py)
     value_deserializer: Any = None
+    enable_partition_eof: bool = False
+    partition_eof_cb: Any = None  # partition_eof_cb(TopicPartition, offset), from poll (cykafka/partition_eof.py)
+    client_rack: str = ""
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:
@@ -713,6 +843,12 @@ class ConsumerConfig:
                 raise ConfigError("group.instance.id needs a group.id")
         else:
             own.setdefault("enable_auto_commit", True)
+        if own.get("partition_eof_cb") is not None:
+            own.setdefault("enable_partition_eof", True)
+        if own.get("enable_partition_eof") and own.get("partition_eof_cb") is None:
+            raise ConfigError("enable.partition.eof=true needs partition_eof_cb: a callable (TopicPartition, offset) "
+                              "that poll() calls when a partition's end is reached (poll returns records only: "
+                              "docs/consumer.md)")
         cfg = cls(connection, metadata, cast(int, values.get("retry_backoff_ms", 100)),
                   **own)  # type: ignore[arg-type]
         # a Fetch answer holds up to fetch.max.bytes of records plus one batch past it (KIP-74) and its own fields:

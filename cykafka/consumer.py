@@ -54,6 +54,7 @@ from cykafka.fetch_buffer import FetchBuffer
 from cykafka.fetch_collector import ArrowSink, FetchCollector, RecordList, RecordSink
 from cykafka.fetcher import Fetcher
 from cykafka.offset_fetcher import EARLIEST_TIMESTAMP, OffsetFetcher
+from cykafka.partition_eof import EndOfPartition
 from cykafka.ports import Clock, PartitionInfo, Ports, TopicPartition, checked_partitions
 from cykafka.ports.values import ConsumerGroupMetadata, ListOffsetsResultInfo, OffsetAndMetadata, checked_offset
 from cykafka.protocol.error_codes import ErrorCode
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CommitCallback", "Consumer", "ConsumerRebalanceListener", "RecordSink"]
 _Method = TypeVar("_Method", bound=Callable[..., Any])
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.consumer")
 _client_ids = itertools.count(1)
 _WAIT_SLICE_S = 0.1  # a waiting call looks at positions to resolve, and at a close from another thread, this often
 _FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
@@ -144,7 +145,8 @@ class Consumer:
         if cfg.group_id is not None:
             member = GroupMember(GroupSettings(
                 cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
-                cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms))
+                cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms,
+                cfg.client_rack or None))
             driver = GroupDriver(member, calls, coordinators, metadata, self._clock, conn.request_timeout_ms,
                                  sub.wake)  # the subscription state's: the network thread holds no Consumer
             self.network.sources.insert(1, driver)
@@ -155,6 +157,8 @@ class Consumer:
         self._offsets = OffsetFetcher(cfg, sub, metadata, self._clock, asker,
                                       lambda tps, deadline_ms: self._coordinator.committed(tps, deadline_ms),
                                       transport.wakeup)
+        self._end_of_partition = EndOfPartition(cfg.partition_eof_cb, cfg.read_committed) \
+            if cfg.enable_partition_eof else None
         if ports.start_sender:
             self._thread = NetworkThread(self.network, name=f"cykafka-consumer-{conn.client_id}")
             self._thread.start()
@@ -473,6 +477,14 @@ class Consumer:
         return max_records
 
     def _poll_into(self, sink: RecordSink, timeout: float, max_records: int | None) -> int:
+        taken = self._collect(sink, timeout, max_records)
+        if self._end_of_partition is not None:  # enable.partition.eof
+            with self._subscriptions.lock:
+                due = self._end_of_partition.due(self._subscriptions.states)
+            self._end_of_partition.report(due)
+        return taken
+
+    def _collect(self, sink: RecordSink, timeout: float, max_records: int | None) -> int:
         deadline_ms = self._deadline(timeout, "timeout", default=None)
         limit = max_records or self.config.max_poll_records
         driver = self._group_driver

@@ -31,7 +31,7 @@ from cykafka.requests.offsets import offset_fetch_request, read_offset_commit, r
 from cykafka.serialization import validate_topic
 from cykafka.subscription_state import SubscriptionState
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.group")
 CommitCallback = Callable[[KafkaError | None, dict[TopicPartition, OffsetAndMetadata]], None]
 
 

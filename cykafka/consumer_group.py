@@ -26,7 +26,7 @@ from cykafka.requests.calls import Call, CallQueue
 from cykafka.requests.coordinators import Coordinators, group_coordinator
 from cykafka.requests.offsets import offset_commit_codes, offset_fetch_error
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.group")
 _METADATA_TOUCH_MS = 10_000  # re-adds the member's topics this often, so metadata.max.idle.ms never drops them
 _JOIN_TIMEOUT_LAPSE_MS = 5_000  # a JoinGroup may take the rebalance timeout plus this (Java's JOIN_GROUP_TIMEOUT_LAPSE)
 

@@ -14,7 +14,7 @@ import warnings
 from cykafka.ports import Transport
 from cykafka.requests.calls import NetworkLoop
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.consumer")
 
 
 class NetworkThread(threading.Thread):

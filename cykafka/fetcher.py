@@ -49,15 +49,16 @@ from cykafka.subscription_state import PartitionState, SubscriptionState
 
 Decoder = Callable[[TopicPartition, bytes, int, Any], PartitionFetch]  # the FetchCollector's decoder
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.consumer")
 _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int, int]], *, max_wait_ms: int, min_bytes: int,
                   max_bytes: int, read_committed: bool, session_id: int = INVALID_SESSION_ID,
-                  session_epoch: int = FINAL_EPOCH, forgotten: Iterable[TopicPartition] = ()) -> Request:
+                  session_epoch: int = FINAL_EPOCH, forgotten: Iterable[TopicPartition] = (),
+                  rack_id: str = "") -> Request:
     """A Fetch for {partition: (fetch offset, partition_max_bytes, current leader epoch or -1)}; by default outside
     any fetch session (KIP-227), else in the session and epoch given, forgetting `forgotten` (core/fetch_session.py
-    plans them)."""
+    plans them). rack_id: client.rack (KIP-392: the broker may name a preferred read replica in its rack)."""
     return Request(api.FETCH.key, {
         "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
         "isolation_level": int(read_committed), "session_id": session_id, "session_epoch": session_epoch,
@@ -66,7 +67,7 @@ def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int, int]], *, 
             "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": partitions[tp][1]},
             topic="topic"),
         "forgotten_topics_data": by_topic(forgotten, lambda tp: tp.partition, topic="topic"),
-        "rack_id": ""})
+        "rack_id": rack_id})
 
 
 class Fetcher:
@@ -82,6 +83,7 @@ class Fetcher:
         self.metadata = metadata
         self._nodes_in_flight: set[int] = set()
         self._retry_backoff_ms = config.retry_backoff_ms
+        self.metadata_max_age_ms = config.metadata.metadata_max_age_ms  # how long a preferred read replica holds
         self.sessions: dict[int, FetchSession[TopicPartition, tuple[int, int, int]]] = defaultdict(FetchSession)
         self._closing = False
         self._closes_in_flight: set[int] = set()
@@ -118,7 +120,22 @@ class Fetcher:
                  max_bytes: int) -> Request:
         return fetch_request(plan.to_send, max_wait_ms=max_wait_ms, min_bytes=self.config.fetch_min_bytes,
                              max_bytes=max_bytes, read_committed=self.config.read_committed,
-                             session_id=plan.session_id, session_epoch=plan.epoch, forgotten=plan.to_forget)
+                             session_id=plan.session_id, session_epoch=plan.epoch, forgotten=plan.to_forget,
+                             rack_id=self.config.client_rack)
+
+    def _read_replica(self, tp: TopicPartition, state: PartitionState, leader: int, nodes: Mapping[int, Any],
+                      now_ms: int) -> int:
+        """Where tp is fetched from: its preferred read replica while that holds (Java's selectReadReplica), else
+        the leader."""
+        replica = state.read_replica
+        if replica is None:
+            return leader
+        if now_ms < state.read_replica_until_ms and replica in nodes and not self.transport.connection_failed(replica):
+            return replica
+        log.debug("%s [%s]: back to the leader (node %s) from read replica %s", tp.topic, tp.partition, leader,
+                  replica)
+        state.read_replica = None
+        return leader
 
     def send_ready(self, now_ms: int) -> int:
         if self._closing:
@@ -140,7 +157,7 @@ class Fetcher:
                     self.metadata.request_update()
                     state.not_before_ms = now_ms + self._retry_backoff_ms
                     continue
-                by_node[leader][tp] = state
+                by_node[self._read_replica(tp, state, leader, snapshot.nodes, now_ms)][tp] = state
             for node_id, states in by_node.items():
                 buffered_bytes = self.buffer.buffered_bytes[node_id]
                 # room for fetch.max.bytes per broker in the buffer; with none of its data buffered, at least 1 byte
@@ -201,6 +218,7 @@ class Fetcher:
                     state = sub.states.get(tp)
                     if state is not None:
                         state.not_before_ms = now_ms + self._retry_backoff_ms
+                        state.read_replica = None  # a failed fetch goes back to the leader (Java's)
                 return
             assert body is not None
             for topic in body["responses"]:
@@ -215,6 +233,19 @@ class Fetcher:
     def _file(self, tp: TopicPartition, state: PartitionState, p: dict[str, Any], node_id: int, now_ms: int) -> None:
         """One partition's answer, with the lock held."""
         code = p["error_code"]
+        replica = p.get("preferred_read_replica", -1)
+        if code == ErrorCode.NONE and replica >= 0 and replica != node_id:  # KIP-392: the leader names a replica
+            log.debug("%s [%s]: fetching from read replica %s (client.rack=%s), as node %s says", tp.topic,
+                      tp.partition, replica, self.config.client_rack, node_id)
+            state.read_replica = replica
+            state.read_replica_until_ms = now_ms + self.metadata_max_age_ms
+            return
+        if code != ErrorCode.NONE and state.read_replica is not None:
+            state.read_replica = None  # any error from a read replica: back to the leader (Java's)
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the replica lags the leader: ask the leader, do not reset
+                log.debug("%s [%s]: offset %s out of range on read replica %s; asking the leader", tp.topic,
+                          tp.partition, state.fetch_offset, node_id)
+                return
         if code == ErrorCode.NONE:
             state.high_watermark, state.log_start_offset = p["high_watermark"], p["log_start_offset"]
             state.last_stable_offset = p["last_stable_offset"]

@@ -45,7 +45,7 @@ from cykafka.requests.routes import Broker, Route
 from cykafka.subscription_state import SubscriptionState, divergence
 
 T = TypeVar("T")
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.consumer")
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1  # ListOffsets timestamps
 Committed = Callable[[list[TopicPartition], int], Mapping[TopicPartition, OffsetAndMetadata | None]]
 

@@ -77,7 +77,7 @@ from cykafka.serialization import (
 from cykafka.telemetry import TelemetrySource
 from cykafka.transactions import TransactionalResult, TransactionRequests
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.producer")
 # what an unclosed producer gets to deliver its queued records when it is garbage-collected or alive at interpreter
 # exit (one budget shared by all producers at exit); what is left then fails, and the count is logged (WARNING)
 UNCLOSED_TIMEOUT_S = 10.0

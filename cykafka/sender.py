@@ -29,14 +29,14 @@ from cykafka.errors import (
     TransactionFatalError,
 )
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport
+from cykafka.ports import ClientResponse, Clock, ClusterSnapshot, MetadataSource, Transport, report_error
 from cykafka.protocol import ProduceRequest
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import Coordinator, Router, ready_node
 from cykafka.telemetry import TelemetrySource
 from cykafka.transactions import V1_MAX_PRODUCE_VERSION, TransactionRequests, TxnHandler
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.producer")
 
 
 
@@ -81,6 +81,7 @@ class Sender:
         self._leaders_snapshot: ClusterSnapshot | None = None
         self._leaders: frozenset[int] = frozenset()
         self._disconnects_seen = 0
+        self._fatal_reported: BaseException | None = None  # the fatal error error_cb heard (once)
         self._in_flight: dict[tuple[str, int], list[ProducerBatch]] = {}
         self._guarantee_order = config.max_in_flight_requests_per_connection == 1
         self.txn_requests = transactions
@@ -133,6 +134,16 @@ class Sender:
         if auth_error is not None and auth_error is not self._auth_error_seen:
             self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
         self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
+        self._report_fatal()  # an answer may have made the producer fatal: error_cb hears it now, not after a poll
+
+    def _report_fatal(self) -> None:
+        """error_cb hears a fatal transaction/idempotence error once (read without the lock: one attribute each)."""
+        txn = self.txn
+        error = txn.last_error if txn is not None and txn.has_fatal_error else None
+        if error is None or error is self._fatal_reported:
+            return
+        self._fatal_reported = error
+        report_error(self.config.error_cb, self._fatal_error_for_records(error), log)
 
     def _update_transport_nodes(self, snapshot: ClusterSnapshot) -> None:
         """The metadata's brokers, plus coordinators metadata does not name."""
@@ -168,6 +179,7 @@ class Sender:
                         "failing the record: its transaction was aborted")
                 handler = requests.next_request(self.accumulator.has_incomplete(), now_ms)
         if fatal is not None:
+            self._report_fatal()
             self.abort_all(self._fatal_error_for_records(fatal))
             return self.config.retry_backoff_ms
         for batch in aborted:  # never sent: no sequence to settle (Java's abortUndrainedBatches)

@@ -29,6 +29,10 @@ REFUSED = {
     "session.timeout.ms": f"the member's session timeout is {_GROUP_CONFIG}",
     "heartbeat.interval.ms": f"the heartbeat interval is {_GROUP_CONFIG}",
     "max.poll.interval.ms": "a share consumer holds records under acquisition locks, not a poll interval",
+    "enable.partition.eof": "a share consumer has no positions of its own: records of a partition are shared among "
+    "the group's members, so no member reaches its end",
+    "partition_eof_cb": "a share consumer has no positions of its own: records of a partition are shared among the "
+    "group's members, so no member reaches its end",
 }
 SHARE_KEYS = frozenset({"share.acknowledgement.mode", "client.rack"})
 

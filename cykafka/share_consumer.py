@@ -55,7 +55,7 @@ from cykafka.share_network import AckResults, Commit, Fetched, ShareNetwork, Sha
 if TYPE_CHECKING:
     import pyarrow
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.share")
 AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], None]
 
 

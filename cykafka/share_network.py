@@ -35,7 +35,7 @@ from cykafka.requests.routes import Broker
 if TYPE_CHECKING:
     from cykafka.config import ConsumerConfig
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.share")
 _METADATA_TOUCH_MS = 10_000  # re-adds the subscribed topics this often, so metadata.max.idle.ms never drops them
 AckResults = dict[TopicPartition, KafkaError | None]
 

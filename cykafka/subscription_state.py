@@ -60,6 +60,10 @@ class PartitionState:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     error: KafkaError | None = None  # raised by the caller's next poll
+    # KIP-392: the replica the leader told us to fetch from (client.rack), until the ms given (metadata.max.age.ms
+    # after the answer, Java's) or until it errs, or metadata no longer lists it, or its connection fails
+    read_replica: int | None = None
+    read_replica_until_ms: int = 0
 
     def seek(self, offset: int | None, reset: str | None = None, *, offset_epoch: int = -1,
              validate: bool = False) -> None:

@@ -17,7 +17,7 @@ from cykafka.protocol import Request
 from cykafka.protocol.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
 from cykafka.requests.routes import ready_node
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.producer")
 
 # OTLP's AggregationTemporality
 TEMPORALITY_DELTA = 1

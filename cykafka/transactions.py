@@ -54,7 +54,7 @@ from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, error_
 from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.routes import ANY_BROKER, Coordinator, Route
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.transactions")
 
 # priorities: the producer id first, then partitions/offsets, EndTxn, an epoch bump last (a coordinator lookup, Java's
 # priority 0, goes before all of them: the Sender sends it in the transactional slot when a request waits for it)

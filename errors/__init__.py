@@ -128,6 +128,12 @@ class NetworkError(KafkaError):
     retriable = True
 
 
+class AllBrokersDownError(NetworkError):
+    """No broker answers: every known broker (the metadata's, else the bootstrap servers) failed to connect and no
+    connection is ready (librdkafka's _ALL_BROKERS_DOWN), the first time since one was last ready. Handed to
+    error_cb, never raised: the client keeps trying (Java's)."""
+
+
 class AuthenticationError(KafkaError):
     """SASL authentication failed (bad credentials, mechanism not enabled, token rejected) or the TLS handshake did;
     not retriable: pending sends and metadata waits fail with it. The message carries the broker's, never a secret."""

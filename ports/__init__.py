@@ -7,6 +7,7 @@ snapshot per sender loop). Times are integers in milliseconds and their names sa
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -297,6 +298,24 @@ class ConnectionSettings:
     # a response's size prefix above this is a protocol error, never an allocation (a consumer raises it to fit its
     # fetch.max.bytes: ConsumerConfig)
     max_response_bytes: int = MAX_RESPONSE_BYTES
+    error_cb: ErrorCallback | None = None  # told of all brokers down and of authentication failures
+    socket_keepalive_enable: bool = False  # SO_KEEPALIVE (librdkafka's socket.keepalive.enable)
+    client_dns_lookup: str = "use_all_dns_ips"  # Java's: try each address of a name in turn
+
+
+ErrorCallback = Callable[["KafkaError"], object]  # error_cb: confluent-kafka's name and call shape
+
+
+def report_error(error_cb: ErrorCallback | None, error: KafkaError, logger: logging.Logger) -> None:
+    """Hands a client-level error (all brokers down, authentication failed, a fatal producer error) to the user's
+    error_cb, from whichever thread found it; a callback that raises is logged at ERROR with its traceback on
+    `logger` and the thread goes on (a user's bug must not stop a client's network thread)."""
+    if error_cb is None:
+        return
+    try:
+        error_cb(error)
+    except Exception:
+        logger.exception("error_cb raised while handed %s: %r (the client goes on)", type(error).__name__, error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,6 +160,7 @@ class KafkaCluster:
         security: bool = False,
         features: Mapping[str, int] | None = None,
         broker_config: Mapping[str, str] | None = None,
+        node_config: Mapping[int, Mapping[str, str]] | None = None,
         heap_mb: int | None = None,
         directory: str | Path | None = None,
         log_level: str = "WARN",
@@ -174,6 +175,8 @@ class KafkaCluster:
         self.security = security
         self.features = dict(features or {})
         self.broker_config = dict(broker_config or {})
+        # node id -> keys for that node only (over broker_config), e.g. {1: {"broker.rack": "a"}, 2: {...}}
+        self.node_config = {node_id: dict(keys) for node_id, keys in (node_config or {}).items()}
         self.heap_mb = heap_mb if heap_mb is not None else (1024 if nodes == 1 else 768)
         self.log_level = log_level
         self.loggers = dict(loggers or {})  # logger name -> level, e.g. {"kafka.request.logger": "DEBUG"}
@@ -272,6 +275,7 @@ class KafkaCluster:
         if self.security:
             props.update(self._security_properties(node))
         props.update(self.broker_config)
+        props.update(self.node_config.get(node.node_id, {}))
         return props
 
     def _security_properties(self, node: KafkaNode) -> dict[str, str]:

@@ -44,7 +44,7 @@ def test_keys_as_kwargs_and_connection_keys() -> None:
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"auto.offset.reset": "smallest"}, "auto.offset.reset must be one of earliest, latest, none"),
+    ({"auto.offset.reset": "oldest"}, "auto.offset.reset must be one of earliest, latest, none"),
     ({"isolation.level": "committed"}, "isolation.level must be one of read_uncommitted, read_committed"),
     ({"max.poll.records": 0}, r"max.poll.records must be in \[1, "),
     ({"fetch.max.bytes": "lots"}, "fetch.max.bytes must be an integer"),

@@ -149,12 +149,12 @@ def test_a_repeating_sender_loop_error_is_logged_once_then_counted(caplog: pytes
     with caplog.at_level(logging.DEBUG, logger="cykafka"):
         for _ in range(1000):  # 10 ms apart: 10 s
             thread._run_once_logged()
-    logged = [r for r in caplog.records if r.name == "cykafka"]
+    logged = [r for r in caplog.records if r.name == "cykafka.producer"]
     assert len(logged) == 1 and logged[0].exc_info is not None and "a bug in the loop" in str(logged[0].exc_info[1])
     clock.advance(SenderThread.REPEAT_LOG_INTERVAL_MS)
     with caplog.at_level(logging.DEBUG, logger="cykafka"):
         thread._run_once_logged()
-    summary = [r.getMessage() for r in caplog.records if r.name == "cykafka"][1:]
+    summary = [r.getMessage() for r in caplog.records if r.name == "cykafka.producer"][1:]
     assert summary == ["unexpected error in the sender loop repeated 1000 more time(s): TypeError: a bug in the loop"]
     assert isinstance(thread.last_error, TypeError)
 

@@ -302,6 +302,9 @@ def test_config_refuses_consumer_keys_a_share_group_has_no_use_for() -> None:
         ShareConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "share.acknowledgement.mode": "x"})
     with pytest.raises(ConfigError, match=r"group\.id is required"):
         ShareConsumer({"bootstrap.servers": "127.0.0.1:1"})
+    with pytest.raises(ConfigError, match=r"enable\.partition\.eof is not a share consumer key: a share consumer has "
+                                          r"no positions"):
+        ShareConsumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "enable.partition.eof": True})
 
 
 

@@ -49,7 +49,7 @@ def _task_reports(directory: Path) -> list[dict[str, Any]]:
 
 
 def _worker_log_messages(spark: Any, needle: str) -> list[str]:
-    logs = spark.tvf.python_worker_logs().where(sf.col("logger") == "cykafka")
+    logs = spark.tvf.python_worker_logs().where(sf.col("logger").startswith("cykafka"))
     return [row.msg for row in logs.where(sf.col("msg").contains(needle)).select("msg").collect()]
 
 

@@ -31,7 +31,7 @@ from cykafka.protocol.bodies import FindCoordinatorRequestBody
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import Coordinator, ready_node
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.network")
 
 COORDINATOR_NODE_BASE = 2**31 - 1  # a group coordinator's own connection id is this minus its broker id (Java)
 

@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 from cykafka.consumer import Consumer
 from cykafka.producer import Producer
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 
 # -- the per-process client caches (executors) ---------------------------------------------------------------------

@@ -25,7 +25,7 @@ from cykafka.spark.source_options import (
     wants_headers,
 )
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 
 class CykafkaDataSource(ds.DataSource):

@@ -27,7 +27,7 @@ from cykafka.spark.plan import (
     SinkPlan,
 )
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 
 @dataclass(frozen=True, slots=True)

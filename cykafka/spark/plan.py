@@ -31,7 +31,7 @@ from cykafka.errors import (
 )
 from cykafka.serialization import validate_topic
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 
 SOURCE_NAME = "cykafka"

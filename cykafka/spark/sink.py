@@ -38,7 +38,7 @@ from cykafka.spark.exactly_once import (
 )
 from cykafka.spark.plan import CykafkaCommitMessage, DeliveryError, PreparedTransaction, SinkPlan, SinkSchemaError
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 
 HAS_STREAM_ARROW_WRITER = hasattr(ds, "DataSourceStreamArrowWriter")  # pyspark >= 4.1
@@ -244,11 +244,12 @@ class _StderrUnlessHandled(logging.StreamHandler):  # type: ignore[type-arg]
 def _apply_log_level(plan: SinkPlan) -> None:
     if plan.log_level is None:
         return
-    log.setLevel(plan.log_level)
-    if not any(isinstance(h, _StderrUnlessHandled) for h in log.handlers):
+    root = logging.getLogger("cykafka")  # every component's logger (cykafka.producer, cykafka.network, ...)
+    root.setLevel(plan.log_level)
+    if not any(isinstance(h, _StderrUnlessHandled) for h in root.handlers):
         handler = _StderrUnlessHandled(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        log.addHandler(handler)
+        root.addHandler(handler)
 
 
 

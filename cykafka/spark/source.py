@@ -43,7 +43,7 @@ from cykafka.spark.source_options import (
     trigger_end,
 )
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 
 # -- reads: offsets resolved on the driver, ranges read on the executors ------------------------------------------

@@ -21,7 +21,7 @@ from typing import Literal
 from cykafka.errors import ConfigError
 from cykafka.ports import TopicPartition
 
-log = logging.getLogger("cykafka")
+log = logging.getLogger("cykafka.spark")
 
 EARLIEST = -2  # in offsets JSON: the partition's earliest offset (Spark's value)
 LATEST = -1  # in offsets JSON: the partition's latest offset
