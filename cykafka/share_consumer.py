@@ -316,7 +316,8 @@ class ShareConsumer:
         the broker's answer: {TopicPartition: None, or the error of its acknowledgements}. KafkaTimeoutError after
         timeout seconds (default.api.timeout.ms)."""
         self._check_open()
-        self._settle_delivered()
+        if not self.config.explicit:  # explicit mode: what was acknowledged so far (the rest stays held, as Java's)
+            self._settle_delivered()
         commit = self._hand_over(Commit(set(self._acks)))
         budget_s = self.config.consumer.default_api_timeout_ms / 1000 if timeout is None else timeout
         if commit is not None and not commit.done.wait(max(0.0, budget_s)):
@@ -328,7 +329,8 @@ class ShareConsumer:
     def commit_async(self) -> None:
         """Sends the acknowledgements made so far without waiting; their results go to the callback."""
         self._check_open()
-        self._settle_delivered()
+        if not self.config.explicit:
+            self._settle_delivered()
         self._hand_over(Commit(set(self._acks)))
         self._run_callbacks()
 

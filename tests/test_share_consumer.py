@@ -27,6 +27,7 @@ from cykafka import (
     AcknowledgeType,
     Admin,
     ConcurrentAccessError,
+    ConfigResource,
     IllegalStateError,
     InvalidArgumentError,
     InvalidRecordStateError,
@@ -39,12 +40,8 @@ from cykafka import (
     TopicPartition,
 )
 from cykafka.ports import Ports
-from cykafka.protocol import Request
-from cykafka.protocol.apis import INCREMENTAL_ALTER_CONFIGS
-from cykafka.requests.routes import ANY_BROKER
 
 pytestmark = pytest.mark.slow
-GROUP_RESOURCE = 32  # ConfigResource.Type GROUP (Admin's "group" resource type is another issue's)
 HERE = Path(__file__).resolve().parent
 
 
@@ -63,12 +60,9 @@ def share(share_kafka: Any) -> Iterator[Callable[..., tuple[str, str]]]:
     def make(records: int, batch: int = 1) -> tuple[str, str]:
         topic, group = _name("share"), _name("workers")
         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
-        body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
-            {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
-            "validate_only": False}
-        answer = admin._call(lambda: admin._ask(Request(INCREMENTAL_ALTER_CONFIGS.key, body), ANY_BROKER,
-                                                admin._deadline(None)))
-        assert [r["error_code"] for r in answer.body["responses"]] == [0], answer.body
+        resource = ConfigResource("group", group)
+        admin.incremental_alter_configs({resource: [("share.auto.offset.reset", "set", "earliest")]})[
+            resource].result()
         with Producer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
             for start in range(0, records, batch):
                 for i in range(start, min(records, start + batch)):
