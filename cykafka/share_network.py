@@ -7,7 +7,10 @@ acknowledgement results for the caller's callback and commits, the first fatal e
 core/share.py's ShareMember (ShareGroupHeartbeat to the group's coordinator) and one ShareSession per broker: per
 broker at most one request at a time (the session epoch orders them): a ShareAcknowledge when a commit waits for
 acknowledgements, else a ShareFetch carrying the acknowledgements handed over (piggy-backed) when no fetched data of
-that broker waits to be handed out, else a ShareAcknowledge for acknowledgements alone. Acknowledgements holding a
+that broker waits to be handed out, else a ShareAcknowledge for acknowledgements alone; while that broker's data
+still waits for the caller, acknowledgements are held (up to _ACK_HOLD_MS) for the ShareFetch that follows, so a
+batch costs one request, as Java's (measured: 85 ShareFetch and ~35 ShareAcknowledge per 50,000 records before,
+85 and 1 after, 1.3-1.9x the records/s of one member). Acknowledgements holding a
 RENEW always go in a ShareAcknowledge with is_renew_ack (KIP-1222: a ShareFetch that renews fetches nothing).
 Closing: the member leaves (epoch -1) and every open session ends with a ShareAcknowledge at epoch -1 carrying the
 last acknowledgements (the broker releases what the member still held). Every request is a Call on the client's
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cykafka")
 _METADATA_TOUCH_MS = 10_000  # re-adds the subscribed topics this often, so metadata.max.idle.ms never drops them
+# acknowledgements handed over while that broker's fetched data still waits for the caller are held this long at
+# most for the next ShareFetch to carry (one request per batch, as Java's, instead of a fetch and an acknowledge)
+_ACK_HOLD_MS = 500
 AckResults = dict[TopicPartition, KafkaError | None]
 
 
@@ -126,6 +132,8 @@ class ShareNetwork:
         self._wake_caller = wake_caller
         self._touched_ms = -(2**62)
         self._topics: frozenset[str] = frozenset()
+        self._acks_seen_ms: dict[int, int] = {}  # node -> when its waiting acknowledgements were first seen
+        self._hold_until_ms: int | None = None  # the earliest end of a hold (send_ready's delay)
 
     # -- the request source ---------------------------------------------------------------------------------------
 
@@ -136,7 +144,11 @@ class ShareNetwork:
             if self.state.closing:
                 self._close_sessions(now_ms)
             elif self.member.error is None:
+                self._hold_until_ms = None
                 self._fetch(now_ms)
+                hold_until_ms: int | None = self._hold_until_ms
+                if hold_until_ms is not None:
+                    delay_ms = min(delay_ms, max(1, hold_until_ms - now_ms))
             return delay_ms
 
     def _feed_metadata(self, now_ms: int) -> None:
@@ -217,12 +229,20 @@ class ShareNetwork:
                     f"back to the group)"), failed)
                 for commit in failed:
                     commit.node_done(node_id)
+                self._acks_seen_ms.pop(node_id, None)
                 acks = {}
                 waiting_commit = False
-            if acks and (waiting_commit or not wanted or node_id in buffered or _renews(acks)):
+            renew = _renews(acks)
+            if acks and node_id in buffered and wanted and not waiting_commit and not renew:
+                held_until_ms = self._acks_seen_ms.setdefault(node_id, now_ms) + _ACK_HOLD_MS
+                if now_ms < held_until_ms:  # for the fetch that goes once the caller took that data
+                    self._hold_until_ms = min(held_until_ms, self._hold_until_ms or held_until_ms)
+                    continue
+            if acks and (waiting_commit or not wanted or node_id in buffered or renew):
                 self._send_acknowledge(node_id, session, now_ms, close=False)
             elif wanted and node_id not in buffered and state.fetch_wanted:
                 state.acks.pop(node_id, None)
+                self._acks_seen_ms.pop(node_id, None)
                 fetched = True
                 commits = state.commits.pop(node_id, [])
                 cfg = self.settings
@@ -241,6 +261,7 @@ class ShareNetwork:
 
     def _send_acknowledge(self, node_id: int, session: ShareSession, now_ms: int, *, close: bool) -> None:
         acks = self.state.acks.pop(node_id, {})
+        self._acks_seen_ms.pop(node_id, None)
         commits = self.state.commits.pop(node_id, [])
         body = session.acknowledge(self.member.member_id, acks, close=close, renew=_renews(acks))
         self.calls.submit(Call(Broker(node_id), now_ms + self.request_timeout_ms,

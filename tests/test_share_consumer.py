@@ -318,6 +318,36 @@ def test_a_share_consumer_used_from_two_threads_at_once_raises_concurrent_access
     consumer.close(0)
 
 
+def test_implicit_acknowledgements_ride_the_next_share_fetch(share_kafka: Any, share: Any) -> None:
+    """The previous poll's acceptances go with the ShareFetch that follows the caller taking the fetched data (one
+    request per batch, as Java's), not in a ShareAcknowledge of their own: counted on the consumer's call queue."""
+    total = 2000
+    topic, group = share(total, batch=250)  # a fetch acquires whole batches: more than a poll takes
+    consumer = _consumer(share_kafka, group, topic, **{"max.poll.records": 100})
+    sent: dict[str, int] = {}
+    calls = consumer._network.calls
+    submit = calls.submit
+
+    def counting(call: Any, now_ms: int | None = None) -> None:
+        sent[call.what.split(" ")[0]] = sent.get(call.what.split(" ")[0], 0) + 1
+        submit(call, now_ms)
+
+    calls.submit = counting  # type: ignore[method-assign]
+    try:
+        got: list[ShareRecord] = []
+        deadline = time.monotonic() + 60
+        while len(got) < total and time.monotonic() < deadline:
+            got.extend(consumer.poll(0.5))
+            time.sleep(0.03)  # the work: the next fetch's answer is in before the next poll hands over acceptances
+        assert sorted(r.offset for r in got) == list(range(total))
+        fetches, acknowledges = sent.get("ShareFetch", 0), sent.get("ShareAcknowledge", 0)
+    finally:
+        consumer.close(10)
+    print(f"{total} records: {fetches} ShareFetch, {acknowledges} ShareAcknowledge before close")
+    assert fetches >= 5
+    assert acknowledges <= 1  # without piggy-backing: about one per fetch
+
+
 def test_close_releases_held_records_at_once(share_kafka: Any, share: Any) -> None:
     topic, group = share(5, batch=5)
     first = _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"})
