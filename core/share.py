@@ -20,7 +20,8 @@ broker lost (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH) starts again 
 go at epoch 0 (the broker refuses them there): what was pending fails, and the records come back to the group.
 
 `Acknowledgements`: one partition's acknowledgements as the wire wants them: ranges of consecutive offsets of one
-type (0 gap, 1 accept, 2 release, 3 reject).
+type (0 gap, 1 accept, 2 release, 3 reject, 4 renew: the lock of a record still being processed starts again,
+KIP-1222; a ShareAcknowledge carrying one says so with is_renew_ack, which needs v2).
 """
 
 from __future__ import annotations
@@ -202,6 +203,7 @@ class ShareSession:
         self.in_flight: dict[TopicIdPartition, Acknowledgements] | None = None  # the acks of the request out
         self._sent_partitions: set[TopicIdPartition] = set()
         self.closed = False
+        self._closing = False  # the request in flight closes the session
 
     def _topics(self, partitions: Iterable[TopicIdPartition],
                 acks: Mapping[TopicIdPartition, Acknowledgements]) -> list[dict[str, Any]]:
@@ -217,6 +219,7 @@ class ShareSession:
         """The ShareFetch body for the partitions wanted from this broker, carrying acks (none at epoch 0: the caller
         fails them first, see `acks_allowed`)."""
         wanted = set(wanted)
+        self._closing = False
         if self.epoch == 0:
             added, forgotten = wanted, set()
         else:
@@ -232,18 +235,30 @@ class ShareSession:
                 "forgotten_topics_data": [{"topic_id": t, "partitions": ps} for t, ps in forgotten_topics.items()]}
 
     def acknowledge(self, member_id: str, acks: dict[TopicIdPartition, Acknowledgements], *,
-                    close: bool = False) -> dict[str, Any]:
-        """The ShareAcknowledge body carrying acks; close: with epoch -1, which ends the session."""
+                    close: bool = False, renew: bool = False) -> dict[str, Any]:
+        """The ShareAcknowledge body carrying acks; close: with epoch -1, which ends the session; renew: acks holds
+        RENEW acknowledgements (is_renew_ack, v2+)."""
         self.in_flight, self._sent_partitions = acks, set(self.partitions)
+        self._closing = close
         if close:
             self.closed = True
-        return {"group_id": self.group_id, "member_id": member_id,
+        body = {"group_id": self.group_id, "member_id": member_id,
                 "share_session_epoch": -1 if close else self.epoch, "topics": self._topics((), acks)}
+        if renew:
+            body["is_renew_ack"] = True
+        return body
 
     @property
     def acks_allowed(self) -> bool:
         """Whether a request now may carry acknowledgements (not at epoch 0)."""
         return self.epoch > 0
+
+    def on_unsent(self) -> None:
+        """The request in flight could not be written (RequestEncodeError): the broker never saw it, the epoch
+        stays."""
+        self.in_flight = None
+        if self._closing:
+            self.closed, self._closing = False, False
 
     def on_answer(self, error_code: int | None) -> None:
         """The top-level error code of the answer to the request in flight (None: no answer at all, after which the

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, TypeVar
 
+from cykafka import admin_share
 from cykafka.acl import (
     AccessControlEntry,
     AclBinding,
@@ -77,7 +78,7 @@ from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
 from cykafka.serialization import validate_topic
 
 T = TypeVar("T")
-_RESOURCE_TYPES = {"topic": 2, "broker": 4}  # ConfigResource.Type codes
+_RESOURCE_TYPES = {"topic": 2, "broker": 4, "group": 32}  # ConfigResource.Type codes
 _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
                    6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
@@ -125,7 +126,8 @@ class ClusterDescription:
 
 
 class ConfigResource(NamedTuple):
-    """A config owner: type "topic" (name: the topic) or "broker" (name: the broker's node id as a string)."""
+    """A config owner: type "topic" (name: the topic), "broker" (name: the broker's node id as a string) or "group"
+    (name: the group; e.g. a share group's share.auto.offset.reset, share.record.lock.duration.ms)."""
 
     type: str
     name: str
@@ -857,6 +859,39 @@ class Admin:
         fanout: Fanout[AclBindingFilter, list[FilterResult]] = Fanout(
             self._asker, lambda items: dict.fromkeys(items, ANY_BROKER), build, read, name=lambda f: f"ACL filter {f}")
         return self._call(lambda: fanout.run(wanted, deadline_ms))
+
+    # -- share groups (cykafka/admin_share.py) -----------------------------------------------------------------------
+
+    def list_share_groups(self, *, states: Iterable[str] | None = None,
+                          timeout_ms: int | None = None) -> list[admin_share.ShareGroupListing]:
+        """Every share group (ListGroups v5, type share), optionally only those in states ("Empty", "Stable")."""
+        return admin_share.list_share_groups(self, states, timeout_ms)
+
+    def describe_share_groups(self, group_ids: Iterable[str], *, timeout_ms: int | None = None,
+                              ) -> dict[str, Result[admin_share.ShareGroupDescription]]:
+        """Share groups' state and members (ShareGroupDescribe): {group id: Result}."""
+        return admin_share.describe_share_groups(self, group_ids, timeout_ms)
+
+    def list_share_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *,
+                                 timeout_ms: int | None = None,
+                                 ) -> dict[TopicPartition, Result[admin_share.SharePartitionOffsetInfo]]:
+        """A share group's start offsets and lag (DescribeShareGroupOffsets): {TopicPartition: Result}."""
+        return admin_share.list_share_group_offsets(self, group_id, partitions, timeout_ms)
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], *,
+                                  timeout_ms: int | None = None) -> dict[TopicPartition, Result[None]]:
+        """Sets a share group's start offsets (the group must have no members): {TopicPartition: Result}."""
+        return admin_share.alter_share_group_offsets(self, group_id, offsets, timeout_ms)
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], *,
+                                   timeout_ms: int | None = None) -> dict[str, Result[None]]:
+        """Deletes a share group's state for topics (the group must have no members): {topic: Result}."""
+        return admin_share.delete_share_group_offsets(self, group_id, topics, timeout_ms)
+
+    def delete_share_groups(self, group_ids: Iterable[str], *,
+                            timeout_ms: int | None = None) -> dict[str, Result[None]]:
+        """Deletes share groups with no members (DeleteGroups): {group id: Result}."""
+        return admin_share.delete_share_groups(self, group_ids, timeout_ms)
 
     # -- lifecycle --------------------------------------------------------------------------------------------------
 

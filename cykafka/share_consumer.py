@@ -10,6 +10,8 @@ thread, in poll, commit_sync, commit_async and close.
 Acknowledgement modes (`share.acknowledgement.mode`, Java's): implicit (default): the records of a poll are accepted
 by the next poll, commit or close; explicit: every record of a poll must be acknowledged (`acknowledge(record,
 AcknowledgeType.X)`) before the next poll, which otherwise raises IllegalStateError, as Java's does.
+RENEW (explicit mode) restarts a record's lock; the broker's answer puts the record back in the next poll (Java's).
+One thread at a time: a call while another thread is inside one raises ConcurrentAccessError (Java's).
 docs/share-groups.md says when to use a share group and what it guarantees.
 """
 
@@ -17,12 +19,14 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import logging
+import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
@@ -31,6 +35,7 @@ from cykafka.consumer_network import NetworkThread, stop_unclosed
 from cykafka.core import ArrowBatchBuilder, PartitionFetch
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
 from cykafka.errors import (
+    ConcurrentAccessError,
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
@@ -44,6 +49,7 @@ from cykafka.protocol.apis import (
     SHARE_ACKNOWLEDGE_GAP,
     SHARE_ACKNOWLEDGE_REJECT,
     SHARE_ACKNOWLEDGE_RELEASE,
+    SHARE_ACKNOWLEDGE_RENEW,
 )
 from cykafka.requests.calls import CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators
@@ -57,15 +63,35 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cykafka.share")
 AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], None]
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+RecordKey = tuple[str, int, int]  # topic, partition, offset
+Where = tuple[int, TopicIdPartition]  # the broker that delivered a record, its partition's topic id
+
+
+def _one_thread(method: _Method) -> _Method:
+    """A public ShareConsumer call (Java's KafkaShareConsumer acquire): ConcurrentAccessError when another thread is
+    inside a call of this ShareConsumer (the same thread may nest: the acknowledgement commit callback's calls)."""
+    @functools.wraps(method)
+    def call(self: ShareConsumer, *args: Any, **kwargs: Any) -> Any:
+        self._acquire(method.__name__)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._release()
+
+    return call  # type: ignore[return-value]
 
 
 class AcknowledgeType(enum.IntEnum):
     """How a share consumer acknowledges a record (Java's AcknowledgeType): ACCEPT (processed: done), RELEASE (not
-    processed: deliver it again, to any member), REJECT (unprocessable: never deliver it again)."""
+    processed: deliver it again, to any member), REJECT (unprocessable: never deliver it again), RENEW (still being
+    processed: its acquisition lock starts again, KIP-1222; once the broker took it, a later poll hands the record
+    out again, to be acknowledged for good; explicit mode, a broker with ShareAcknowledge v2: Apache Kafka 4.2+)."""
 
     ACCEPT = SHARE_ACKNOWLEDGE_ACCEPT
     RELEASE = SHARE_ACKNOWLEDGE_RELEASE
     REJECT = SHARE_ACKNOWLEDGE_REJECT
+    RENEW = SHARE_ACKNOWLEDGE_RENEW
 
 
 class ShareRecord:
@@ -154,7 +180,13 @@ class ShareConsumer:
                                    conn.request_timeout_ms, coordinators)
         self._callback: AcknowledgementCommitCallback | None = None
         self._decoding: _Decoding | None = None
-        self._delivered: dict[tuple[str, int, int], tuple[int, TopicIdPartition]] = {}  # handed out, not acked
+        self._delivered: dict[RecordKey, Where] = {}  # handed out, not acked
+        self._renewing: dict[RecordKey, tuple[ShareRecord, Where]] = {}  # acknowledged RENEW, not answered yet
+        self._renewed: list[tuple[ShareRecord, Where]] = []  # renewed: the next poll hands them out again
+        self._owner_lock = threading.Lock()
+        self._owner: int | None = None  # the thread inside a call, and how deep
+        self._owner_call = ""
+        self._owner_depth = 0
         self._acks: dict[int, dict[TopicIdPartition, Acknowledgements]] = {}  # acknowledged, not handed over
         self._deserializers = Deserializers.of(cfg.consumer.key_deserializer, cfg.consumer.value_deserializer)
         self._held: list[tuple[ShareRecord, tuple[int, TopicIdPartition]]] = []  # after a record that failed
@@ -170,6 +202,7 @@ class ShareConsumer:
 
     # -- subscription -------------------------------------------------------------------------------------------
 
+    @_one_thread
     def subscribe(self, topics: Iterable[str]) -> None:
         """Joins the share group reading these topics (replacing the subscription; empty: unsubscribe)."""
         self._check_open()
@@ -182,9 +215,11 @@ class ShareConsumer:
             self._member.subscribe(names)
         self._transport.wakeup()
 
+    @_one_thread
     def unsubscribe(self) -> None:
         self.subscribe([])
 
+    @_one_thread
     def subscription(self) -> set[str]:
         return set(self._member.topics)
 
@@ -192,6 +227,7 @@ class ShareConsumer:
     def member_id(self) -> str:
         return self._member.member_id
 
+    @_one_thread
     def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
         """callback(offsets: {TopicPartition: {offset, ...}}, error: KafkaError | None), called on this thread (in
         poll, commit_sync, commit_async and close) once per partition's acknowledgements answered: error None when
@@ -203,6 +239,7 @@ class ShareConsumer:
 
     # -- records and acknowledgements -----------------------------------------------------------------------------
 
+    @_one_thread
     def poll(self, timeout: float) -> list[ShareRecord]:
         """The next records acquired for this member, at most max.poll.records; waits up to timeout seconds for some.
         Implicit mode: the records of the previous poll are accepted first. Explicit mode: raises IllegalStateError
@@ -273,8 +310,9 @@ class ShareConsumer:
                 if not state.buffer and not state.results and state.error is None and self._member.error is None:
                     state.lock.wait(remaining_ms / 1000)
 
+    @_one_thread
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
-        """Acknowledges a record of the last poll (explicit mode only): ACCEPT, RELEASE or REJECT. It goes to the
+        """Acknowledges a record of the last poll (explicit mode only): ACCEPT, RELEASE, REJECT or RENEW. It goes to the
         broker with the next poll, commit_sync or commit_async."""
         self._check_open()
         if not self.config.explicit:
@@ -283,11 +321,13 @@ class ShareConsumer:
         try:
             kind = AcknowledgeType(type)
         except ValueError:
-            raise InvalidArgumentError(f"acknowledge: type must be an AcknowledgeType (ACCEPT, RELEASE, REJECT), "
-                                       f"got {type!r}") from None
-        self._acknowledge(record.topic, record.partition, record.offset, kind)
+            raise InvalidArgumentError(f"acknowledge: type must be an AcknowledgeType (ACCEPT, RELEASE, REJECT, "
+                                       f"RENEW), got {type!r}") from None
+        where = self._acknowledge(record.topic, record.partition, record.offset, kind)
+        if kind == AcknowledgeType.RENEW:
+            self._renewing[(record.topic, record.partition, record.offset)] = (record, where)
 
-    def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType) -> None:
+    def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType) -> Where:
         self._check_open()
         if not self.config.explicit:
             raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
@@ -298,13 +338,16 @@ class ShareConsumer:
                                     f"poll still unacknowledged")
         node_id, tip = where
         self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset, int(AcknowledgeType(kind)))
+        return where
 
+    @_one_thread
     def commit_sync(self, timeout: float | None = None) -> AckResults:
         """Sends the acknowledgements made so far (implicit mode: the last poll's records, accepted) and waits for
         the broker's answer: {TopicPartition: None, or the error of its acknowledgements}. KafkaTimeoutError after
         timeout seconds (default.api.timeout.ms)."""
         self._check_open()
-        self._settle_delivered()
+        if not self.config.explicit:  # explicit mode: what was acknowledged so far (the rest stays held, as Java's)
+            self._settle_delivered()
         commit = self._hand_over(Commit(set(self._acks)))
         budget_s = self.config.consumer.default_api_timeout_ms / 1000 if timeout is None else timeout
         if commit is not None and not commit.done.wait(max(0.0, budget_s)):
@@ -312,10 +355,12 @@ class ShareConsumer:
         self._run_callbacks()
         return dict(commit.results) if commit is not None else {}
 
+    @_one_thread
     def commit_async(self) -> None:
         """Sends the acknowledgements made so far without waiting; their results go to the callback."""
         self._check_open()
-        self._settle_delivered()
+        if not self.config.explicit:
+            self._settle_delivered()
         self._hand_over(Commit(set(self._acks)))
         self._run_callbacks()
 
@@ -343,6 +388,10 @@ class ShareConsumer:
     def _take(self, limit: int) -> list[ShareRecord]:
         """Up to limit records of the fetched data, decoded here (ShareRecords)."""
         out: list[ShareRecord] = []
+        while self._renewed and len(out) < limit:  # renewed records first: they are this member's still
+            record, where = self._renewed.pop(0)
+            self._delivered[(record.topic, record.partition, record.offset)] = where
+            out.append(record)
 
         def take(decoding: _Decoding, room: int) -> int:
             fetched, taken = decoding.fetched, 0
@@ -356,7 +405,7 @@ class ShareConsumer:
                 taken += 1
             return taken
 
-        self._drain(limit, take)
+        self._drain(limit - len(out), take)
         return out
 
     def _drain(self, limit: int, take: Callable[[_Decoding, int], int]) -> int:
@@ -386,6 +435,7 @@ class ShareConsumer:
                 self._transport.wakeup()  # its broker may be fetched from again
         return handed
 
+    @_one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch: the Consumer's columns (Spark's Kafka source schema, built in C) and
         delivery_count (int16); empty (with the schema) when no record came in time. Acknowledge its rows with
@@ -432,10 +482,15 @@ class ShareConsumer:
             return pa.RecordBatch.from_pylist([], schema=schema)
         return pa.Table.from_batches(segments, schema).combine_chunks().to_batches()[0]
 
+    @_one_thread
     def acknowledge_batch(self, batch: pyarrow.RecordBatch, type: AcknowledgeType = AcknowledgeType.ACCEPT,
                           rows: range | None = None) -> None:
         """Acknowledges the rows of a poll_batch batch (all of them, or those of rows: a range of row indexes) as
         one type (explicit mode)."""
+        if type == AcknowledgeType.RENEW:
+            raise InvalidArgumentError("acknowledge_batch: type RENEW is per record (acknowledge(record, "
+                                       "AcknowledgeType.RENEW) on a record of poll()); a batch takes ACCEPT, RELEASE "
+                                       "or REJECT")
         picked = batch if rows is None else batch.slice(rows.start, len(rows)) if rows.step == 1 else None
         if picked is None:
             raise InvalidArgumentError("acknowledge_batch: rows must be a range with step 1")
@@ -448,6 +503,12 @@ class ShareConsumer:
             results, self._state.results = self._state.results, []
         callback = self._callback
         for offsets, error in results:
+            if self._renewing:  # a renewed record goes out again (Java's); one whose renewal failed is the group's
+                for tp, tp_offsets in offsets.items():
+                    for offset in tp_offsets:
+                        renewed = self._renewing.pop((tp.topic, tp.partition, offset), None)
+                        if renewed is not None and error is None:
+                            self._renewed.append(renewed)
             if callback is not None:
                 callback(offsets, error)
             elif error is not None:
@@ -463,8 +524,28 @@ class ShareConsumer:
         if self._closed:
             raise IllegalStateError("this share consumer is closed")
 
+    def _acquire(self, call: str) -> None:
+        """Enters a call on this thread; _release() leaves it (Java's KafkaShareConsumer: one thread at a time)."""
+        me = threading.get_ident()
+        with self._owner_lock:
+            if self._owner is not None and self._owner != me:
+                raise ConcurrentAccessError(
+                    f"{call}: another thread is inside this ShareConsumer's {self._owner_call}(); a ShareConsumer is "
+                    f"not thread-safe (as Java's KafkaShareConsumer): use it from one thread (one ShareConsumer per "
+                    f"worker thread)")
+            if self._owner is None:
+                self._owner, self._owner_call = me, call
+            self._owner_depth += 1
+
+    def _release(self) -> None:
+        with self._owner_lock:
+            self._owner_depth -= 1
+            if self._owner_depth == 0:
+                self._owner = None
+
     # -- closing --------------------------------------------------------------------------------------------------
 
+    @_one_thread
     def close(self, timeout: float = 30.0) -> None:
         """Leaves the group and ends its share sessions within timeout seconds: implicit mode accepts the last
         poll's records, acknowledgements made go with the sessions' last requests, and the broker releases the

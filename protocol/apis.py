@@ -449,13 +449,17 @@ DESCRIBE_GROUPS = api(15, "DescribeGroups", "0-5", "5+", request=(
       about="per group"),
 ))
 
-LIST_GROUPS = api(16, "ListGroups", "0-4", "3+", request=(  # 5: types filter (KIP-848)
+LIST_GROUPS = api(16, "ListGroups", "0-5", "3+", request=(
     F("states_filter", "[]string", "4+", about="only groups in these states; empty for all"),
+    F("types_filter", "[]string", "5+", about="only groups of these types (classic, consumer, share, streams); "
+                                             "empty for all"),
 ), response=(
     _throttle("1+"),
     _ERROR,
     F("groups", "[]", ALL, _GROUP_ID, F("protocol_type", "string", about="the kind of group"),
-      F("group_state", "string", "4+", about="its state"), about="the broker's groups"),
+      F("group_state", "string", "4+", about="its state"),
+      F("group_type", "string", "5+", about="its type: classic, consumer, share or streams"),
+      about="the broker's groups"),
 ))
 
 DELETE_TOPICS = api(20, "DeleteTopics", "0-6", "4+", request=(
@@ -752,13 +756,81 @@ PUSH_TELEMETRY = api(72, "PushTelemetry", "0", "0+", request=(
     _ERROR,
 ))
 
+SHARE_GROUP_DESCRIBE = api(77, "ShareGroupDescribe", "1", "0+", request=(
+    F("group_ids", "[]string", about="the share groups to describe"),
+    F("include_authorized_operations", "bool", about="whether to include the group's ACL rights"),
+), response=(
+    _throttle(),
+    F("groups", "[]", ALL, _ERROR, _ERROR_MESSAGE, _GROUP_ID,
+      F("group_state", "string", about="its state: Empty, Stable, Dead"),
+      F("group_epoch", "int32", about="the group's epoch"),
+      F("assignment_epoch", "int32", about="the assignment's epoch"),
+      F("assignor_name", "string", about="the server-side assignor"),
+      F("members", "[]", ALL, _MEMBER_ID,
+        F("rack_id", "string", **NULL, about="its rack, if any"),
+        F("member_epoch", "int32", about="its epoch"),
+        F("client_id", "string", about="its client.id"), F("client_host", "string", about="its host"),
+        F("subscribed_topic_names", "[]string", about="the topics it subscribed to"),
+        F("assignment", "{}", ALL,
+          F("topic_partitions", "[]", ALL, F("topic_id", "uuid", about="the topic's id"),
+            F("topic_name", "string", about="the topic's name"), F("partitions", "[]int32", about="the partitions"),
+            about="the partitions assigned, per topic"), about="its assignment"),
+        about="the group's members"),
+      F("authorized_operations", "int32", default=INT32_MIN, about="the group's ACL rights (bits)"),
+      about="per group"),
+))
+
+DESCRIBE_SHARE_GROUP_OFFSETS = api(90, "DescribeShareGroupOffsets", "0-1", "0+", request=(
+    F("groups", "[]", ALL, _GROUP_ID,
+      F("topics", "[]", ALL, F("topic_name", "string", about="the topic"),
+        F("partitions", "[]int32", about="the partitions"), **NULL, about="the partitions to describe; null for all"),
+      about="the share groups"),
+), response=(
+    _throttle(),
+    F("groups", "[]", ALL, _GROUP_ID,
+      F("topics", "[]", ALL, F("topic_name", "string", about="the topic"), F("topic_id", "uuid", about="its id"),
+        F("partitions", "[]", ALL, _PARTITION_INDEX,
+          F("start_offset", "int64", about="the share-partition start offset (-1: not initialized)"),
+          F("leader_epoch", "int32", about="the leader epoch of the start offset"),
+          F("lag", "int64", "1+", default=-1, about="the records not yet delivered and acknowledged (-1: unknown)"),
+          _ERROR, _ERROR_MESSAGE, about="per partition"),
+        about="per topic"),
+      _ERROR, _ERROR_MESSAGE, about="per group"),
+))
+
+ALTER_SHARE_GROUP_OFFSETS = api(91, "AlterShareGroupOffsets", "0", "0+", request=(
+    _GROUP_ID,
+    F("topics", "[]", ALL, F("topic_name", "string", about="the topic"),
+      F("partitions", "[]", ALL, _PARTITION_INDEX, F("start_offset", "int64", about="the new start offset"),
+        about="the partitions"), about="the start offsets to set, per topic"),
+), response=(
+    _throttle(),
+    _ERROR,
+    _ERROR_MESSAGE,
+    F("responses", "[]", ALL, F("topic_name", "string", about="the topic"), F("topic_id", "uuid", about="its id"),
+      F("partitions", "[]", ALL, _PARTITION_INDEX, _ERROR, _ERROR_MESSAGE, about="per partition"),
+      about="per topic"),
+))
+
+DELETE_SHARE_GROUP_OFFSETS = api(92, "DeleteShareGroupOffsets", "0", "0+", request=(
+    _GROUP_ID,
+    F("topics", "[]", ALL, F("topic_name", "string", about="the topic"), about="the topics whose state to delete"),
+), response=(
+    _throttle(),
+    _ERROR,
+    _ERROR_MESSAGE,
+    F("responses", "[]", ALL, F("topic_name", "string", about="the topic"), F("topic_id", "uuid", about="its id"),
+      _ERROR, _ERROR_MESSAGE, about="per topic"),
+))
+
 APIS: dict[int, Api] = {a.key: a for a in (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT,
     LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, SASL_HANDSHAKE, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
     DELETE_RECORDS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN,
     TXN_OFFSET_COMMIT, DESCRIBE_CONFIGS, SASL_AUTHENTICATE, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS,
     DESCRIBE_CLUSTER, CREATE_PARTITIONS, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, SHARE_GROUP_HEARTBEAT, SHARE_FETCH,
-    SHARE_ACKNOWLEDGE, GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY,
+    SHARE_ACKNOWLEDGE, GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS,
+    ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS,
 )}
 API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}

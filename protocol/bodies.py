@@ -871,10 +871,12 @@ class DescribeGroupsResponseBody(TypedDict):
 
 
 class ListGroupsRequestBody(TypedDict, total=False):
-    """ListGroups (key 16) request body, v0-4."""
+    """ListGroups (key 16) request body, v0-5."""
 
     # only groups in these states; empty for all (v4+)
     states_filter: Sequence[str]
+    # only groups of these types (classic, consumer, share, streams); empty for all (v5+)
+    types_filter: Sequence[str]
 
 
 class ListGroupsResponseGroups(TypedDict):
@@ -886,10 +888,12 @@ class ListGroupsResponseGroups(TypedDict):
     protocol_type: str
     # its state (v4+)
     group_state: str
+    # its type: classic, consumer, share or streams (v5+)
+    group_type: str
 
 
 class ListGroupsResponseBody(TypedDict):
-    """ListGroups (key 16) response body, v0-4."""
+    """ListGroups (key 16) response body, v0-5."""
 
     # how long the request was throttled by a quota, in ms (v1+)
     throttle_time_ms: int
@@ -1961,6 +1965,84 @@ class ShareGroupHeartbeatResponseBody(TypedDict):
     assignment: ShareGroupHeartbeatResponseAssignment | None
 
 
+class ShareGroupDescribeRequestBody(TypedDict, total=False):
+    """ShareGroupDescribe (key 77) request body, v1."""
+
+    # the share groups to describe (v0+)
+    group_ids: Sequence[str]
+    # whether to include the group's ACL rights (v0+)
+    include_authorized_operations: bool
+
+
+class ShareGroupDescribeResponseGroupsMembersAssignmentTopicPartitions(TypedDict):
+    """The partitions assigned, per topic."""
+
+    # the topic's id (v0+)
+    topic_id: UUID
+    # the topic's name (v0+)
+    topic_name: str
+    # the partitions (v0+)
+    partitions: list[int]
+
+
+class ShareGroupDescribeResponseGroupsMembersAssignment(TypedDict):
+    """Its assignment."""
+
+    # the partitions assigned, per topic (v0+)
+    topic_partitions: list[ShareGroupDescribeResponseGroupsMembersAssignmentTopicPartitions]
+
+
+class ShareGroupDescribeResponseGroupsMembers(TypedDict):
+    """The group's members."""
+
+    # the member's id (v0+)
+    member_id: str
+    # its rack, if any (v0+)
+    rack_id: str | None
+    # its epoch (v0+)
+    member_epoch: int
+    # its client.id (v0+)
+    client_id: str
+    # its host (v0+)
+    client_host: str
+    # the topics it subscribed to (v0+)
+    subscribed_topic_names: list[str]
+    # its assignment (v0+)
+    assignment: ShareGroupDescribeResponseGroupsMembersAssignment
+
+
+class ShareGroupDescribeResponseGroups(TypedDict):
+    """Per group."""
+
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # the group (v0+)
+    group_id: str
+    # its state: Empty, Stable, Dead (v0+)
+    group_state: str
+    # the group's epoch (v0+)
+    group_epoch: int
+    # the assignment's epoch (v0+)
+    assignment_epoch: int
+    # the server-side assignor (v0+)
+    assignor_name: str
+    # the group's members (v0+)
+    members: list[ShareGroupDescribeResponseGroupsMembers]
+    # the group's ACL rights (bits) (v0+)
+    authorized_operations: int
+
+
+class ShareGroupDescribeResponseBody(TypedDict):
+    """ShareGroupDescribe (key 77) response body, v1."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # per group (v0+)
+    groups: list[ShareGroupDescribeResponseGroups]
+
+
 class ShareFetchRequestTopicsPartitionsAcknowledgementBatches(TypedDict, total=False):
     """The ranges of records acknowledged."""
 
@@ -2211,3 +2293,182 @@ class ShareAcknowledgeResponseBody(TypedDict):
     responses: list[ShareAcknowledgeResponseResponses]
     # the brokers named as current leaders (with NOT_LEADER_OR_FOLLOWER) (v0+)
     node_endpoints: list[ShareAcknowledgeResponseNodeEndpoints]
+
+
+class DescribeShareGroupOffsetsRequestGroupsTopics(TypedDict, total=False):
+    """The partitions to describe; null for all."""
+
+    # the topic (v0+)
+    topic_name: str
+    # the partitions (v0+)
+    partitions: Sequence[int]
+
+
+class DescribeShareGroupOffsetsRequestGroups(TypedDict, total=False):
+    """The share groups."""
+
+    # the group (v0+)
+    group_id: str
+    # the partitions to describe; null for all (v0+)
+    topics: Sequence[DescribeShareGroupOffsetsRequestGroupsTopics] | None
+
+
+class DescribeShareGroupOffsetsRequestBody(TypedDict, total=False):
+    """DescribeShareGroupOffsets (key 90) request body, v0-1."""
+
+    # the share groups (v0+)
+    groups: Sequence[DescribeShareGroupOffsetsRequestGroups]
+
+
+class DescribeShareGroupOffsetsResponseGroupsTopicsPartitions(TypedDict):
+    """Per partition."""
+
+    # the partition (v0+)
+    partition_index: int
+    # the share-partition start offset (-1: not initialized) (v0+)
+    start_offset: int
+    # the leader epoch of the start offset (v0+)
+    leader_epoch: int
+    # the records not yet delivered and acknowledged (-1: unknown) (v1+)
+    lag: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class DescribeShareGroupOffsetsResponseGroupsTopics(TypedDict):
+    """Per topic."""
+
+    # the topic (v0+)
+    topic_name: str
+    # its id (v0+)
+    topic_id: UUID
+    # per partition (v0+)
+    partitions: list[DescribeShareGroupOffsetsResponseGroupsTopicsPartitions]
+
+
+class DescribeShareGroupOffsetsResponseGroups(TypedDict):
+    """Per group."""
+
+    # the group (v0+)
+    group_id: str
+    # per topic (v0+)
+    topics: list[DescribeShareGroupOffsetsResponseGroupsTopics]
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class DescribeShareGroupOffsetsResponseBody(TypedDict):
+    """DescribeShareGroupOffsets (key 90) response body, v0-1."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # per group (v0+)
+    groups: list[DescribeShareGroupOffsetsResponseGroups]
+
+
+class AlterShareGroupOffsetsRequestTopicsPartitions(TypedDict, total=False):
+    """The partitions."""
+
+    # the partition (v0+)
+    partition_index: int
+    # the new start offset (v0+)
+    start_offset: int
+
+
+class AlterShareGroupOffsetsRequestTopics(TypedDict, total=False):
+    """The start offsets to set, per topic."""
+
+    # the topic (v0+)
+    topic_name: str
+    # the partitions (v0+)
+    partitions: Sequence[AlterShareGroupOffsetsRequestTopicsPartitions]
+
+
+class AlterShareGroupOffsetsRequestBody(TypedDict, total=False):
+    """AlterShareGroupOffsets (key 91) request body, v0."""
+
+    # the group (v0+)
+    group_id: str
+    # the start offsets to set, per topic (v0+)
+    topics: Sequence[AlterShareGroupOffsetsRequestTopics]
+
+
+class AlterShareGroupOffsetsResponseResponsesPartitions(TypedDict):
+    """Per partition."""
+
+    # the partition (v0+)
+    partition_index: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class AlterShareGroupOffsetsResponseResponses(TypedDict):
+    """Per topic."""
+
+    # the topic (v0+)
+    topic_name: str
+    # its id (v0+)
+    topic_id: UUID
+    # per partition (v0+)
+    partitions: list[AlterShareGroupOffsetsResponseResponsesPartitions]
+
+
+class AlterShareGroupOffsetsResponseBody(TypedDict):
+    """AlterShareGroupOffsets (key 91) response body, v0."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # per topic (v0+)
+    responses: list[AlterShareGroupOffsetsResponseResponses]
+
+
+class DeleteShareGroupOffsetsRequestTopics(TypedDict, total=False):
+    """The topics whose state to delete."""
+
+    # the topic (v0+)
+    topic_name: str
+
+
+class DeleteShareGroupOffsetsRequestBody(TypedDict, total=False):
+    """DeleteShareGroupOffsets (key 92) request body, v0."""
+
+    # the group (v0+)
+    group_id: str
+    # the topics whose state to delete (v0+)
+    topics: Sequence[DeleteShareGroupOffsetsRequestTopics]
+
+
+class DeleteShareGroupOffsetsResponseResponses(TypedDict):
+    """Per topic."""
+
+    # the topic (v0+)
+    topic_name: str
+    # its id (v0+)
+    topic_id: UUID
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class DeleteShareGroupOffsetsResponseBody(TypedDict):
+    """DeleteShareGroupOffsets (key 92) response body, v0."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # per topic (v0+)
+    responses: list[DeleteShareGroupOffsetsResponseResponses]

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,8 +26,11 @@ from conftest import SHARE_DELIVERY_COUNT_LIMIT, SHARE_RECORD_LOCK_DURATION_MS
 from cykafka import (
     AcknowledgeType,
     Admin,
+    ConcurrentAccessError,
     ConfigError,
+    ConfigResource,
     IllegalStateError,
+    InvalidArgumentError,
     InvalidRecordStateError,
     KafkaError,
     NewTopic,
@@ -37,12 +41,9 @@ from cykafka import (
     ShareRecord,
     TopicPartition,
 )
-from cykafka.protocol import Request
-from cykafka.protocol.apis import INCREMENTAL_ALTER_CONFIGS
-from cykafka.requests.routes import ANY_BROKER
+from cykafka.ports import Ports
 
 pytestmark = pytest.mark.slow
-GROUP_RESOURCE = 32  # ConfigResource.Type GROUP (Admin's "group" resource type is another issue's)
 HERE = Path(__file__).resolve().parent
 
 
@@ -61,12 +62,9 @@ def share(share_kafka: Any) -> Iterator[Callable[..., tuple[str, str]]]:
     def make(records: int, batch: int = 1) -> tuple[str, str]:
         topic, group = _name("share"), _name("workers")
         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
-        body = {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
-            {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
-            "validate_only": False}
-        answer = admin._call(lambda: admin._ask(Request(INCREMENTAL_ALTER_CONFIGS.key, body), ANY_BROKER,
-                                                admin._deadline(None)))
-        assert [r["error_code"] for r in answer.body["responses"]] == [0], answer.body
+        resource = ConfigResource("group", group)
+        admin.incremental_alter_configs({resource: [("share.auto.offset.reset", "set", "earliest")]})[
+            resource].result()
         with Producer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
             for start in range(0, records, batch):
                 for i in range(start, min(records, start + batch)):
@@ -268,6 +266,120 @@ def test_acknowledging_after_the_lock_expired_reports_invalid_record_state(share
         [again] = _poll_until(consumer, 1)
         assert (again.offset, again.delivery_count) == (0, 2)
         consumer.acknowledge(again)
+
+
+def test_a_renewed_record_keeps_its_lock_past_the_lock_duration_then_goes_to_the_other_member(
+        share_kafka: Any, share: Any) -> None:
+    """RENEW (KIP-1222, ShareAcknowledge v2 with is_renew_ack): while member a renews its record every half lock
+    duration, member b (polling all along) never receives it, for 2.5 lock durations; the renewed record comes back
+    to a from its next poll, as Java's does. Once a stops renewing, the lock runs out and b gets it, delivery 2."""
+    topic, group = share(1)
+    lock_s = SHARE_RECORD_LOCK_DURATION_MS / 1000
+    results: list[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = []
+    a = _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    b = _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    try:
+        a.set_acknowledgement_commit_callback(lambda offsets, error: results.append((offsets, error)))
+        [record] = _poll_until(a, 1)
+        assert (record.offset, record.delivery_count) == (0, 1)
+        start = time.monotonic()
+        renewals, b_got = 0, []
+        while time.monotonic() - start < 2.5 * lock_s:
+            until = time.monotonic() + lock_s / 2
+            while time.monotonic() < until:
+                b_got.extend(b.poll(0.2))
+            a.acknowledge(record, AcknowledgeType.RENEW)
+            assert a.commit_sync(10) == {TopicPartition(topic, 0): None}
+            renewals += 1
+            [again] = a.poll(5)  # the renewed record, handed out again
+            assert (again.offset, again.delivery_count, again.value) == (0, 1, b"0")
+            record = again
+        print(f"a renewed its record {renewals} times over {time.monotonic() - start:.1f} s "
+              f"(lock {lock_s} s); b received {len(b_got)}")
+        assert b_got == []  # never redelivered while renewed, well past the lock duration
+        assert results == [({TopicPartition(topic, 0): {0}}, None)] * renewals
+        # a stops renewing (it holds the record unacknowledged): the lock runs out, b gets it
+        moved = _poll_until(b, 1, timeout_s=lock_s + 5)
+        assert [(r.offset, r.delivery_count) for r in moved] == [(0, 2)]
+        b.acknowledge(moved[0])
+        b.commit_sync(10)
+    finally:
+        a.close(10)
+        b.close(10)
+
+
+def test_renew_is_per_record_and_explicit_mode_only(share_kafka: Any, share: Any) -> None:
+    topic, group = share(2, batch=2)
+    with _consumer(share_kafka, group, topic) as implicit:
+        [first, *_] = _poll_until(implicit, 1)
+        with pytest.raises(IllegalStateError, match="implicit acknowledgement"):
+            implicit.acknowledge(first, AcknowledgeType.RENEW)
+    topic, group = share(2, batch=2)
+    with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
+        batch = consumer.poll_batch(10)
+        assert batch.num_rows >= 1
+        with pytest.raises(InvalidArgumentError, match="RENEW is per record"):
+            consumer.acknowledge_batch(batch, AcknowledgeType.RENEW)
+        consumer.acknowledge_batch(batch, AcknowledgeType.RELEASE)
+
+
+def test_a_share_consumer_used_from_two_threads_at_once_raises_concurrent_access() -> None:
+    """Java's KafkaShareConsumer is for one thread: a call while another thread is inside one (here a waiting poll)
+    raises ConcurrentAccessError naming that call; once it returned, another thread may call (no broker: the
+    network thread is not started)."""
+    consumer = ShareConsumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"}, ports=Ports(start_sender=False))
+    consumer.subscribe(["t"])
+    inside = threading.Event()
+    polled: list[object] = []
+
+    def waiting_poll() -> None:
+        inside.set()
+        polled.append(consumer.poll(1.5))
+
+    thread = threading.Thread(target=waiting_poll)
+    thread.start()
+    try:
+        assert inside.wait(5)
+        time.sleep(0.2)  # the other thread is inside poll, waiting for records
+        with pytest.raises(ConcurrentAccessError, match=r"another thread is inside this ShareConsumer's poll\(\)"):
+            consumer.poll(0.1)
+        with pytest.raises(ConcurrentAccessError):
+            consumer.commit_sync(0.1)
+    finally:
+        thread.join(10)
+    assert polled == [[]]
+    assert consumer.poll(0) == []  # the first thread left: this one may call
+    consumer.close(0)
+
+
+def test_implicit_acknowledgements_ride_the_next_share_fetch(share_kafka: Any, share: Any) -> None:
+    """The previous poll's acceptances go with the ShareFetch that follows the caller taking the fetched data (one
+    request per batch, as Java's), not in a ShareAcknowledge of their own: counted on the consumer's call queue."""
+    total = 2000
+    topic, group = share(total, batch=250)  # a fetch acquires whole batches: more than a poll takes
+    consumer = _consumer(share_kafka, group, topic, **{"max.poll.records": 100})
+    sent: dict[str, int] = {}
+    calls = consumer._network.calls
+    submit = calls.submit
+
+    def counting(call: Any, now_ms: int | None = None) -> None:
+        sent[call.what.split(" ")[0]] = sent.get(call.what.split(" ")[0], 0) + 1
+        submit(call, now_ms)
+
+    calls.submit = counting  # type: ignore[method-assign]
+    try:
+        got: list[ShareRecord] = []
+        deadline = time.monotonic() + 60
+        while len(got) < total and time.monotonic() < deadline:
+            got.extend(consumer.poll(0.5))
+            time.sleep(0.03)  # the work: the next fetch's answer is in before the next poll hands over acceptances
+        assert sorted(r.offset for r in got) == list(range(total))
+        fetches, acknowledges = sent.get("ShareFetch", 0), sent.get("ShareAcknowledge", 0)
+    finally:
+        consumer.close(10)
+    print(f"{total} records: {fetches} ShareFetch, {acknowledges} ShareAcknowledge before close")
+    assert fetches >= 5
+    assert acknowledges <= 1  # without piggy-backing: about one per fetch
 
 
 def test_close_releases_held_records_at_once(share_kafka: Any, share: Any) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from cykafka.core.share import (
     FATAL,
     JOINING,
@@ -16,8 +18,11 @@ from cykafka.core.share import (
     ShareSession,
     next_epoch,
 )
-from cykafka.errors import GroupAuthorizationError, NetworkError, UnsupportedVersionError
+from cykafka.errors import GroupAuthorizationError, NetworkError, RequestEncodeError, UnsupportedVersionError
+from cykafka.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_ACKNOWLEDGE_ACCEPT, SHARE_ACKNOWLEDGE_RENEW
 from cykafka.protocol.error_codes import ErrorCode
+from cykafka.protocol.frames import encode_request
+from cykafka.share_network import ShareNetwork
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -143,3 +148,25 @@ def test_a_session_opens_at_epoch_0_then_sends_only_changes_and_starts_over_when
 
 def test_the_session_epoch_wraps_to_1() -> None:
     assert [next_epoch(e) for e in (0, 1, 2**31 - 1, -1)] == [1, 2, 1, -1]
+
+
+def test_renew_goes_with_is_renew_ack_and_a_broker_without_v2_gets_a_typed_error_naming_it() -> None:
+    """RENEW acknowledgements go in a ShareAcknowledge with is_renew_ack (v2, KIP-1222); written for a broker that
+    speaks v1 only, the request cannot be encoded, the session keeps its epoch (the broker never saw it) and the
+    acknowledgements fail with UnsupportedVersionError naming AcknowledgeType.RENEW."""
+    session = ShareSession(1, "g")
+    session.fetch("m", {(T1, 0)}, {}, max_wait_ms=1, min_bytes=1, max_bytes=1, max_records=1)
+    session.on_answer(ErrorCode.NONE)
+    acks = {(T1, 0): Acknowledgements({5: SHARE_ACKNOWLEDGE_RENEW, 6: SHARE_ACKNOWLEDGE_ACCEPT})}
+    body = session.acknowledge("m", acks, renew=True)
+    assert body["is_renew_ack"] is True and body["share_session_epoch"] == 1
+    encode_request(SHARE_ACKNOWLEDGE.key, 2, 1, "c", body)  # v2 carries it
+    with pytest.raises(RequestEncodeError, match="is_renew_ack"):
+        encode_request(SHARE_ACKNOWLEDGE.key, 1, 1, "c", body)
+    session.on_unsent()
+    assert (session.epoch, session.in_flight, session.acks_allowed) == (1, None, True)
+    error = ShareNetwork._unsendable(1, acks, RequestEncodeError("field is_renew_ack is set"))
+    assert isinstance(error, UnsupportedVersionError)
+    assert "AcknowledgeType.RENEW" in str(error) and "ShareAcknowledge v2" in str(error)
+    plain = {(T1, 0): Acknowledgements({5: SHARE_ACKNOWLEDGE_ACCEPT})}
+    assert "is_renew_ack" not in session.acknowledge("m", plain)
