@@ -19,6 +19,7 @@ PACKAGES = {
     "cykafka": "cykafka",
     "cykafka.requests": "cykafka/requests",
     "cykafka.spark": "cykafka/spark",
+    "cykafka.metrics": "cykafka/metrics",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",

@@ -272,6 +272,8 @@ class ProducerConfig:
     sasl_password: str | None = None
     sasl_oauthbearer_config: str = ""  # passed to oauth_cb
     oauth_cb: Any = None  # oauth_cb(sasl.oauthbearer.config) -> (token, expiry_time_s), like confluent-kafka
+    statistics_interval_ms: int = 0  # stats_cb(metrics as JSON) every this many ms; 0: never (docs/observability.md)
+    stats_cb: Any = None
     # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
     user_keys: frozenset[str] = field(default_factory=frozenset)
 
@@ -394,6 +396,8 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "sasl.password": _secret,
     "sasl.oauthbearer.config": lambda k, v: "" if v is None else str(v),
     "oauth_cb": _callable_or_none,
+    "statistics.interval.ms": _int32(0),  # confluent-kafka's: stats_cb(json) every interval; 0: never
+    "stats_cb": _callable_or_none,
     # the consumer's (Java's ConsumerConfig) and Admin's own keys
     "default.api.timeout.ms": _int32(0),
     "group.id": _protocol_str(nullable=True),
@@ -517,10 +521,9 @@ ALIASES = {
     "sasl.plain.password": "sasl.password",
     "max.batch.size": "batch.size",  # aiokafka
     "oauth.cb": "oauth_cb",  # oauth_cb=... as a keyword argument
+    "stats.cb": "stats_cb",  # stats_cb=... as a keyword argument
 }
 
-_METRICS_INSTEAD = ("no periodic statistics callback: call producer.metrics() when you want them (Java's "
-                    "producer-metrics names: record-send-rate, request-latency-avg, buffer-available-bytes, ...)")
 _ON_DELIVERY_INSTEAD = ("no producer-wide delivery callback: pass on_delivery=callback to send(); it is called "
                         "with (err, metadata) for every record, delivered or failed")
 # Other clients' keys with no same-semantics key here: what does the job instead, or why nothing does.
@@ -534,8 +537,6 @@ NOT_ALIASES = {
     "batch.num.messages": "cykafka has no per-batch record count limit (Java's producer has none either): a batch is "
     "bounded by its size in bytes, batch.size, which is what the broker's limits and buffer.memory are about; "
     "batch.size counts bytes, so it is no substitute for a count",
-    "statistics.interval.ms": _METRICS_INSTEAD,
-    "stats.cb": _METRICS_INSTEAD,
     "enable.ssl.certificate.verification": "cykafka always verifies the broker's certificate (against "
     "ssl.ca.location, by default the system's CAs) and this cannot be turned off; for a broker with a self-signed "
     "certificate give its CA in ssl.ca.location; the hostname check is ssl.endpoint.identification.algorithm",
@@ -619,6 +620,7 @@ ADMIN_KEYS = frozenset({
     "bootstrap.servers", "client.id", "request.timeout.ms", "retry.backoff.ms", "reconnect.backoff.ms",
     "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
     "security.protocol", *(key for key in VALIDATORS if key.startswith(("ssl.", "sasl."))), "oauth_cb",
+    "statistics.interval.ms", "stats_cb",
 })
 
 
@@ -630,6 +632,8 @@ class AdminConfig:
     default_api_timeout_ms: int
     retry_backoff_ms: int
     connection: ports.ConnectionSettings
+    statistics_interval_ms: int = 0
+    stats_cb: Any = None
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> AdminConfig:
@@ -646,7 +650,8 @@ class AdminConfig:
         values = _validated(merged, spelled)
         connection, _ = _connection(values)
         return cls(cast(int, values.get("default_api_timeout_ms", 60000)), cast(int, values.get("retry_backoff_ms",
-                                                                                              100)), connection)
+                                                                                              100)), connection,
+                   cast(int, values.get("statistics_interval_ms", 0)), values.get("stats_cb"))
 
 
 # The consumer's keys: its own, Admin's (the connection's and default.api.timeout.ms), and the producer's connection
@@ -683,6 +688,8 @@ class ConsumerConfig:
     partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
     check_crcs: bool = True
     default_api_timeout_ms: int = 60000
+    statistics_interval_ms: int = 0
+    stats_cb: Any = None
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:
@@ -691,7 +698,7 @@ class ConsumerConfig:
         values.setdefault("receive_buffer_bytes", CONSUMER_RECEIVE_BUFFER_BYTES)
         connection, metadata = _connection(values)
         own = {key.replace(".", "_"): values[key.replace(".", "_")] for key in merged
-               if key in CONSUMER_ONLY_KEYS or key == "default.api.timeout.ms"}
+               if key in CONSUMER_ONLY_KEYS or key in ("default.api.timeout.ms", "statistics.interval.ms", "stats_cb")}
         if own.get("group_id") is None:
             if own.get("enable_auto_commit") is True:
                 raise ConfigError("enable.auto.commit=true needs a group.id (the offsets are the group's); set "

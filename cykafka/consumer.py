@@ -51,6 +51,7 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 from cykafka.fetcher import Buffered, Fetcher, PartitionState, Subscription, divergence, fetch_request
+from cykafka.metrics import ConsumerMetrics, MetricsSnapshot, StatsReporter
 from cykafka.ports import (
     Clock,
     ClusterSnapshot,
@@ -210,6 +211,9 @@ class Consumer:
         self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
                                            transport if self._owns_transport else None)
         _live_consumers.add(self)
+        self._metrics = ConsumerMetrics.wired(cfg.read_committed, self.network, self._fetcher, self._group_driver)
+        self._stats = StatsReporter.start_if_configured(cfg.statistics_interval_ms, cfg.stats_cb, self,
+                                                        f"cykafka-stats-{conn.client_id}")
 
     # -- assignment ---------------------------------------------------------------------------------------------
 
@@ -486,7 +490,9 @@ class Consumer:
         deadline_ms = self._deadline(timeout, "timeout")
         self._run_async_commits()
         if positions:
+            started_ms = self._clock.monotonic_ms()
             self._commit_sync(positions, deadline_ms)
+            self._metrics.record_commit(self._clock.monotonic_ms() - started_ms)
 
     def _commit_sync(self, positions: dict[TopicPartition, OffsetAndMetadata], deadline_ms: int) -> None:
         key = ("commit", tuple(sorted(positions.items())))
@@ -596,6 +602,7 @@ class Consumer:
 
     def _poll(self, timeout: float, limit: int, take: Callable[[PartitionFetch, int], int]) -> None:
         deadline_ms = self._deadline(timeout, "timeout", default=None)
+        self._metrics.record_poll()
         driver = self._group_driver
         if driver is not None and self._subscribed:
             with driver.lock:
@@ -617,7 +624,8 @@ class Consumer:
             except KafkaTimeoutError:
                 pass  # the requests stay out: a later poll picks up their answers
             self._validate_positions()
-            if self._drain(limit, take):
+            if taken := self._drain(limit, take):
+                self._metrics.record_consumed(taken)
                 return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
             if remaining_ms <= 0 or self._interrupted():
@@ -1217,6 +1225,8 @@ class Consumer:
             pass
         finally:
             self._closed = True
+            if self._stats is not None:
+                self._stats.stop()
             self.network.running = False
             self._transport.wakeup()
             with self._subscription.lock:
@@ -1244,6 +1254,16 @@ class Consumer:
                 if driver.member.left:
                     return
             self._backoff(deadline_ms)
+
+    def metrics(self) -> MetricsSnapshot:
+        """The consumer's metrics now: a dict under Java's names (fetch-latency-avg, records-lag-max,
+        commit-latency-avg, time-between-poll-avg, ...), and in its `all` every metric by MetricName, per partition
+        (records-lag, records-lag-max, records-lead-min: tags topic, partition) and per node (request-latency-avg)
+        ones included (docs/observability.md). Cheap enough to poll."""
+        with self._subscription.lock:
+            assigned = [(tp.topic, tp.partition, s.position, s.high_watermark, s.last_stable_offset,
+                         s.log_start_offset) for tp, s in self._subscription.states.items()]
+        return self._metrics.snapshot(self.config.connection.client_id, self._transport.connection_count(), assigned)
 
     def __enter__(self) -> Consumer:
         return self
