@@ -20,6 +20,7 @@ PACKAGES = {
     "cykafka.requests": "cykafka/requests",
     "cykafka.spark": "cykafka/spark",
     "cykafka.metrics": "cykafka/metrics",
+    "cykafka.instrumentation": "cykafka/instrumentation",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",
