@@ -28,7 +28,7 @@ from typing import Any
 from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.propagators import textmap
-from opentelemetry.trace import Link, SpanKind
+from opentelemetry.trace import Link, NoOpTracerProvider, ProxyTracerProvider, SpanKind
 
 import cykafka
 from cykafka import aio
@@ -107,10 +107,26 @@ def _with_context(headers: Any, carrier: list[tuple[str, bytes]]) -> list[Any]:
     return items + carrier
 
 
+_provider: trace.TracerProvider | None = None  # the one instrument() was given (None: the global one)
+
+
+def _no_sdk() -> bool:
+    """True while no SDK records spans (OpenTelemetry's API alone): checked once per call, it spares the spans
+    nobody records; the caller's own trace context, if any, still goes into the headers."""
+    return isinstance(_provider or trace.get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
+
+
 def _wrap_send(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def send(self: Producer, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
              timestamp_ms: int | None = None, headers: object = None, on_delivery: Any = None) -> Any:
+        if _no_sdk():
+            if trace.get_current_span().get_span_context().is_valid:
+                carrier: list[tuple[str, bytes]] = []
+                propagate.inject(carrier, setter=_setter)
+                headers = _with_context(headers, carrier)
+            return original(self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                            headers=headers, on_delivery=on_delivery)
         with tracer.start_as_current_span(f"{topic} send", kind=SpanKind.PRODUCER) as span:
             if span.is_recording():
                 _base(span, self.config.bootstrap_servers, self.config.client_id, topic)
@@ -120,7 +136,7 @@ def _wrap_send(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[.
                     span.set_attribute(PARTITION, str(partition))
                 if (text := _key_text(key)) is not None:
                     span.set_attribute(KEY, text)
-            carrier: list[tuple[str, bytes]] = []
+            carrier = []
             propagate.inject(carrier, setter=_setter)
             return original(self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
                             headers=_with_context(headers, carrier), on_delivery=on_delivery)
@@ -132,6 +148,9 @@ def _wrap_send_batch(tracer: trace.Tracer, original: Callable[..., Any]) -> Call
     @functools.wraps(original)
     def send_batch(self: Producer, topic: str, values: Any, keys: Any = None, *, partitions: Any = None,
                    timestamps_ms: Any = None, headers: Any = None) -> Any:
+        if _no_sdk() and not trace.get_current_span().get_span_context().is_valid:
+            return original(self, topic, values, keys, partitions=partitions, timestamps_ms=timestamps_ms,
+                            headers=headers)
         if not hasattr(values, "__len__"):
             values = list(values)
         count = len(values)
@@ -178,7 +197,7 @@ def _wrap_poll(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[.
     @functools.wraps(original)
     def poll(self: Consumer, timeout: float) -> Any:
         records = original(self, timeout)
-        if records:
+        if records and not _no_sdk():
             _receive_spans(tracer, self, records)
         return records
 
@@ -189,6 +208,8 @@ def _wrap_poll_records(tracer: trace.Tracer, original: Callable[..., Any]) -> Ca
     @functools.wraps(original)
     def poll_records(consumer: Consumer, timeout_s: float, limit: int) -> Any:
         by_partition = original(consumer, timeout_s, limit)
+        if _no_sdk():
+            return by_partition
         for records in by_partition.values():
             _receive_spans(tracer, consumer, records)
         return by_partition
@@ -200,12 +221,8 @@ def _wrap_poll_batch(tracer: trace.Tracer, original: Callable[..., Any]) -> Call
     @functools.wraps(original)
     def poll_batch(self: Consumer, timeout: float, max_records: int | None = None) -> Any:
         batch = original(self, timeout, max_records)
-        if batch.num_rows:
-            links = []
-            for cell in batch.column("headers").to_pylist():
-                span_context = trace.get_current_span(propagate.extract(cell, getter=_getter)).get_span_context()
-                if span_context.is_valid:
-                    links.append(Link(span_context))
+        if batch.num_rows and not _no_sdk():
+            links = [Link(c) for c in _batch_contexts(batch)]
             topics = batch.column("topic").unique().to_pylist()
             topic = topics[0] if len(topics) == 1 else "multiple"
             connection = self.config.connection
@@ -220,6 +237,24 @@ def _wrap_poll_batch(tracer: trace.Tracer, original: Callable[..., Any]) -> Call
         return batch
 
     return poll_batch
+
+
+def _batch_contexts(batch: Any) -> list[trace.SpanContext]:
+    """The distinct trace contexts in a poll_batch's headers column, found with Arrow's kernels (no Python object
+    per record): a send_batch's records share one."""
+    import pyarrow.compute as pc
+
+    pairs = pc.list_flatten(batch.column("headers"))
+    if len(pairs) == 0:
+        return []
+    parents = pairs.filter(pc.equal(pc.struct_field(pairs, "key"), "traceparent"))
+    contexts = []
+    for value in pc.unique(pc.struct_field(parents, "value")).to_pylist():
+        carrier = [("traceparent", value)]
+        span_context = trace.get_current_span(propagate.extract(carrier, getter=_getter)).get_span_context()
+        if span_context.is_valid:
+            contexts.append(span_context)
+    return contexts
 
 
 _tracer: trace.Tracer | None = None
@@ -263,8 +298,9 @@ class CykafkaInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return _INSTRUMENTS
 
     def _instrument(self, **kwargs: Any) -> None:
-        global _tracer
-        tracer = trace.get_tracer(__name__, cykafka.__version__, kwargs.get("tracer_provider"))
+        global _tracer, _provider
+        _provider = kwargs.get("tracer_provider")
+        tracer = trace.get_tracer(__name__, cykafka.__version__, _provider)
         _tracer = tracer
         self._saved = {}
         for owner, name, wrap in _TARGETS:
@@ -275,8 +311,8 @@ class CykafkaInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             setattr(owner, name, wrap(tracer, original_function))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        global _tracer
-        _tracer = None
+        global _tracer, _provider
+        _tracer, _provider = None, None
         for owner, name, _ in _TARGETS:
             own, value = self._saved.pop((id(owner), name))
             if own:
