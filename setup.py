@@ -19,6 +19,8 @@ PACKAGES = {
     "cykafka": "cykafka",
     "cykafka.requests": "cykafka/requests",
     "cykafka.spark": "cykafka/spark",
+    "cykafka.metrics": "cykafka/metrics",
+    "cykafka.instrumentation": "cykafka/instrumentation",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",

@@ -355,6 +355,9 @@ class FakeCluster:
         self._pending = keep
         return out
 
+    def connection_count(self) -> int:
+        return len(self._connected)
+
     def in_flight_count(self, node_id: int | None = None) -> int:
         return sum(1 for p in self._pending if node_id is None or p.node_id == node_id)
 

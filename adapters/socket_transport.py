@@ -229,6 +229,9 @@ class SocketTransport:
         conns = self._connections.values() if node_id is None else [self._connections.get(node_id)]
         return sum(len(c.in_flight) + len(c.unwritten_requests) for c in conns if c is not None)
 
+    def connection_count(self) -> int:
+        return sum(1 for c in list(self._connections.values()) if c.state != _DISCONNECTED)
+
     def finalized_features(self) -> FinalizedFeatures:
         return self._features
 

@@ -23,6 +23,9 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     aiokafka's, lz4, and the event-loop lag while producing.
   group                             bench/group_bench.py: group join time (subscribe to first assignment) of cykafka
                                     and confluent-kafka against Tansu's join hold (session.timeout.ms / 2);
+  observability                     bench/observability_bench.py: cykafka's send(), send_batch(), poll() and
+                                    poll_batch() plain against tracing installed (API only; SDK without exporter)
+                                    and every metrics export on (issue 30's overhead goal: <= 5% slower);
   txn                               bench/txn_bench.py (only when asked: --only txn; it starts two Kafka nodes):
                                     small transactions (10 records) per second, cykafka on Transactions V2 and V1
                                     and confluent-kafka, on Apache Kafka at transaction.version 2 and 1;
@@ -64,6 +67,7 @@ import consume_bench
 import e2e_bench as e2e
 import group_bench
 import java_peer
+import observability_bench
 import txn_bench
 from throttle import ThrottleProxy
 
@@ -458,6 +462,11 @@ def run_txn(rounds: int, transactions: int) -> dict[str, Any]:
     return result
 
 
+def run_observability(records: int, rounds: int) -> dict[str, Any]:
+    result: dict[str, Any] = _run_json("observability_bench.py", records, records, rounds, "none", 3600)
+    return result
+
+
 def run_group(rounds: int) -> dict[str, Any]:
     command = [sys.executable, os.path.join(HERE, "group_bench.py"), "--rounds", str(rounds), "--json"]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
@@ -786,7 +795,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the records, one round (a smoke run)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
     parser.add_argument("--only", default="",
-                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async', 'group', 'java')")
+                        help="comma-separated scenario names (and/or 'encode', 'consume', 'async', 'group', 'java', "
+                             "'observability', 'txn')")
     parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -855,6 +865,8 @@ def main() -> int:
     group = run_group(max(3, rounds)) if not only or "group" in only else None
     txn = run_txn(rounds if args.quick else max(3, rounds), max(20, int(300 * scale))) if only and "txn" in only \
         else None
+    observability = (run_observability(max(2_000, int(200_000 * scale)), rounds)
+                     if not only or "observability" in only else None)
     header = (f"## Results\n\nbench/run.py --broker {args.broker}{' --only ' + args.only if args.only else ''}"
               f"{' --quick' if args.quick else ''}, {rounds} round(s), {os.cpu_count()} CPUs, Python "
               f"{sys.version.split()[0]}, {time.monotonic() - started:.0f} s; {load_at_start} at the start, {load()} "
@@ -862,14 +874,16 @@ def main() -> int:
     neighbours = ((("\n" + targets([], encode)) if encode else "") + tables([], encode, rounds)
                   + "".join("\n" + async_bench.table(r) for r in asyncio_runs)
                   + ("\n" + group_bench.table(group) if group is not None else "")
-                  + ("\n" + txn_bench.table(txn) if txn is not None else ""))
+                  + ("\n" + txn_bench.table(txn) if txn is not None else "")
+                  + ("\n" + observability_bench.table(observability) if observability is not None else ""))
     if neighbours.strip():
-        neighbours = "## On Tansu (embedded): encode, asyncio, group join\n" + neighbours
+        neighbours = "## On Tansu (embedded): encode, asyncio, group join, observability\n" + neighbours
     report = header + settings_table(all_clients) + "\n" + "\n".join(sections) + neighbours
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
-        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group, "txn": txn}, f, indent=1)
+        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group, "txn": txn,
+                   "observability": observability}, f, indent=1)
     print(report)
     return 0
 

@@ -13,6 +13,7 @@ reached before the deadline, a broken connection setup) raise. Reference and Tan
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from cykafka.errors import (
     KafkaError,
     UnsupportedVersionError,
 )
+from cykafka.metrics import AdminMetrics, MetricsSnapshot, StatsReporter
 from cykafka.ports import Clock, ClusterSnapshot, by_topic
 from cykafka.ports.values import (
     ListOffsetsResultInfo,
@@ -78,6 +80,7 @@ from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
 from cykafka.serialization import validate_topic
 
 T = TypeVar("T")
+_client_ids = itertools.count(1)  # an Admin without client.id reports its metrics as cykafka-admin-N
 _RESOURCE_TYPES = {"topic": 2, "broker": 4, "group": 32}  # ConfigResource.Type codes
 _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                    3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
@@ -348,6 +351,16 @@ class Admin:
         self._asker = Asker(calls, self._clock, cfg.retry_backoff_ms, drive=self._loop.run_once,
                             closed=lambda: self._closed, client="Admin client",
                             timeout_note=lambda: getattr(self._local, "timeout", ""))
+        self._metrics = AdminMetrics()
+        self._client_id = cfg.connection.client_id or f"cykafka-admin-{next(_client_ids)}"
+        self._loop.on_response = self._metrics.nodes.record_response
+        self._stats = StatsReporter.start_if_configured(cfg.statistics_interval_ms, cfg.stats_cb, self,
+                                                        f"cykafka-stats-{self._client_id}")
+
+    def metrics(self) -> MetricsSnapshot:
+        """Admin's metrics now: connection-count (admin-client-metrics) and, in its `all`, request-latency-avg/-max
+        and request-total per node (admin-client-node-metrics); docs/observability.md."""
+        return self._metrics.snapshot(self._client_id, self._transport.connection_count())
 
     # -- the loop ---------------------------------------------------------------------------------------------------
 
@@ -899,6 +912,8 @@ class Admin:
         """Closes the connections; returns within timeout seconds (a call running in another thread ends with an
         error at its next step and closes them)."""
         self._closed = True
+        if self._stats is not None:
+            self._stats.stop()
         self._transport.wakeup()
         if self._lock.acquire(timeout=max(0.0, timeout)):
             try:

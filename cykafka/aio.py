@@ -33,6 +33,7 @@ from cykafka.consumer import Consumer, ConsumerRebalanceListener
 from cykafka.core import BatchResult, ConsumerRecord, RecordFuture, RecordMetadata
 from cykafka.errors import KafkaError
 from cykafka.fetch_collector import RecordsByPartition
+from cykafka.metrics import MetricsSnapshot
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, PartitionInfo, TopicPartition
 from cykafka.producer import Producer
 from cykafka.serialization import validate_topic
@@ -335,8 +336,8 @@ class AsyncProducer:
         await self._metadata(topic, None, producer._clock.monotonic_ms() + producer.config.max_block_ms)
         return list(producer._metadata.snapshot().partitions[topic])
 
-    def metrics(self) -> dict[str, float]:
-        """Producer.metrics()."""
+    def metrics(self) -> MetricsSnapshot:
+        """Producer.metrics() (no await: it reads counters)."""
         return self._producer.metrics()
 
     # -- transactions: the sync calls on the producer's thread -------------------------------------------------
@@ -466,6 +467,10 @@ class AsyncConsumer:
     def consumer(self) -> Consumer:
         """The sync Consumer underneath (not thread-safe: leave it to this AsyncConsumer's thread)."""
         return self._consumer
+
+    def metrics(self) -> MetricsSnapshot:
+        """Consumer.metrics() (no await: it reads counters)."""
+        return self._consumer.metrics()
 
     async def start(self) -> None:
         """Optional (aiokafka's shape): the consumer runs from construction."""

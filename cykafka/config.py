@@ -332,6 +332,8 @@ class ProducerConfig:
     socket_keepalive_enable: bool = False
     client_dns_lookup: str = "use_all_dns_ips"
     debug: tuple[str, ...] = ()  # the loggers librdkafka's debug contexts name (set to DEBUG at construction)
+    statistics_interval_ms: int = 0  # stats_cb(metrics as JSON) every this many ms; 0: never (docs/observability.md)
+    stats_cb: Any = None
     # which keys the user set explicitly (Java changes some defaults only when a key was left unset)
     user_keys: frozenset[str] = field(default_factory=frozenset)
 
@@ -478,6 +480,8 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "socket.keepalive.enable": _bool,
     "client.dns.lookup": _choice("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
     "debug": _debug,
+    "statistics.interval.ms": _int32(0),  # confluent-kafka's: stats_cb(json) every interval; 0: never
+    "stats_cb": _callable_or_none,
     # the consumer's (Java's ConsumerConfig) and Admin's own keys
     "default.api.timeout.ms": _int32(0),
     "group.id": _protocol_str(nullable=True),
@@ -615,10 +619,9 @@ ALIASES = {
     "socket.send.buffer.bytes": "send.buffer.bytes",  # librdkafka; its 0 (the OS default) is cykafka's too
     "socket.receive.buffer.bytes": "receive.buffer.bytes",
     "max.partition.fetch.bytes.config": "max.partition.fetch.bytes",
+    "stats.cb": "stats_cb",  # stats_cb=... as a keyword argument
 }
 
-_METRICS_INSTEAD = ("no periodic statistics callback: call producer.metrics() when you want them (Java's "
-                    "producer-metrics names: record-send-rate, request-latency-avg, buffer-available-bytes, ...)")
 _ON_DELIVERY_INSTEAD = ("no producer-wide delivery callback: pass on_delivery=callback to send(); it is called "
                         "with (err, metadata) for every record, delivered or failed")
 # Other clients' keys with no same-semantics key here: what does the job instead, or why nothing does.
@@ -632,8 +635,6 @@ NOT_ALIASES = {
     "batch.num.messages": "cykafka has no per-batch record count limit (Java's producer has none either): a batch is "
     "bounded by its size in bytes, batch.size, which is what the broker's limits and buffer.memory are about; "
     "batch.size counts bytes, so it is no substitute for a count",
-    "statistics.interval.ms": _METRICS_INSTEAD,
-    "stats.cb": _METRICS_INSTEAD,
     "enable.ssl.certificate.verification": "cykafka always verifies the broker's certificate (against "
     "ssl.ca.location, by default the system's CAs) and this cannot be turned off; for a broker with a self-signed "
     "certificate give its CA in ssl.ca.location; the hostname check is ssl.endpoint.identification.algorithm",
@@ -757,6 +758,7 @@ ADMIN_KEYS = frozenset({
     "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
     "security.protocol", *(key for key in VALIDATORS if key.startswith(("ssl.", "sasl."))), "oauth_cb",
     "error_cb", "socket.keepalive.enable", "client.dns.lookup", "debug",
+    "statistics.interval.ms", "stats_cb",
 })
 
 
@@ -768,6 +770,8 @@ class AdminConfig:
     default_api_timeout_ms: int
     retry_backoff_ms: int
     connection: ports.ConnectionSettings
+    statistics_interval_ms: int = 0
+    stats_cb: Any = None
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> AdminConfig:
@@ -784,7 +788,8 @@ class AdminConfig:
         values = _validated(merged, spelled)
         connection, _ = _connection(values)
         return cls(cast(int, values.get("default_api_timeout_ms", 60000)), cast(int, values.get("retry_backoff_ms",
-                                                                                              100)), connection)
+                                                                                              100)), connection,
+                   cast(int, values.get("statistics_interval_ms", 0)), values.get("stats_cb"))
 
 
 # The consumer's keys: its own, Admin's (the connection's and default.api.timeout.ms), and the producer's connection
@@ -826,6 +831,8 @@ class ConsumerConfig:
     enable_partition_eof: bool = False
     partition_eof_cb: Any = None  # partition_eof_cb(TopicPartition, offset), from poll (cykafka/partition_eof.py)
     client_rack: str = ""
+    statistics_interval_ms: int = 0
+    stats_cb: Any = None
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:
@@ -834,7 +841,7 @@ class ConsumerConfig:
         values.setdefault("receive_buffer_bytes", CONSUMER_RECEIVE_BUFFER_BYTES)
         connection, metadata = _connection(values)
         own = {key.replace(".", "_"): values[key.replace(".", "_")] for key in merged
-               if key in CONSUMER_ONLY_KEYS or key == "default.api.timeout.ms"}
+               if key in CONSUMER_ONLY_KEYS or key in ("default.api.timeout.ms", "statistics.interval.ms", "stats_cb")}
         if own.get("group_id") is None:
             if own.get("enable_auto_commit") is True:
                 raise ConfigError("enable.auto.commit=true needs a group.id (the offsets are the group's); set "

@@ -53,6 +53,7 @@ from cykafka.errors import (
 from cykafka.fetch_buffer import FetchBuffer
 from cykafka.fetch_collector import ArrowSink, FetchCollector, RecordList, RecordSink
 from cykafka.fetcher import Fetcher
+from cykafka.metrics import ConsumerMetrics, MetricsSnapshot, StatsReporter
 from cykafka.offset_fetcher import EARLIEST_TIMESTAMP, OffsetFetcher
 from cykafka.partition_eof import EndOfPartition
 from cykafka.ports import Clock, PartitionInfo, Ports, TopicPartition, checked_partitions
@@ -166,6 +167,9 @@ class Consumer:
         self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
                                            transport if self._owns_transport else None)
         _live_consumers.add(self)
+        self._metrics = ConsumerMetrics.wired(cfg.read_committed, self.network, self._fetcher, self._group_driver)
+        self._stats = StatsReporter.start_if_configured(cfg.statistics_interval_ms, cfg.stats_cb, self,
+                                                        f"cykafka-stats-{conn.client_id}")
 
     # -- assignment ---------------------------------------------------------------------------------------------
 
@@ -377,7 +381,9 @@ class Consumer:
         deadline_ms = self._deadline(timeout, "timeout")
         self._coordinator.run_async_commits()
         if positions:
+            started_ms = self._clock.monotonic_ms()
             self._coordinator.commit_sync(positions, deadline_ms)
+            self._metrics.record_commit(self._clock.monotonic_ms() - started_ms)
 
     @_one_thread
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
@@ -477,7 +483,10 @@ class Consumer:
         return max_records
 
     def _poll_into(self, sink: RecordSink, timeout: float, max_records: int | None) -> int:
+        self._metrics.record_poll()
         taken = self._collect(sink, timeout, max_records)
+        if taken:
+            self._metrics.record_consumed(taken)
         if self._end_of_partition is not None:  # enable.partition.eof
             with self._subscriptions.lock:
                 due = self._end_of_partition.due(self._subscriptions.states)
@@ -601,6 +610,8 @@ class Consumer:
             pass
         finally:
             self._lock.closed = True
+            if self._stats is not None:
+                self._stats.stop()
             self.network.running = False
             self._transport.wakeup()
             self._subscriptions.wake()
@@ -609,6 +620,16 @@ class Consumer:
                 thread.join(max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
             if self._owns_transport and (thread is None or not thread.is_alive()):
                 self._transport.close(0.0)
+
+    def metrics(self) -> MetricsSnapshot:
+        """The consumer's metrics now: a dict under Java's names (fetch-latency-avg, records-lag-max,
+        commit-latency-avg, time-between-poll-avg, ...), and in its `all` every metric by MetricName, per partition
+        (records-lag, records-lag-max, records-lead-min: tags topic, partition) and per node (request-latency-avg)
+        ones included (docs/observability.md). Cheap enough to poll."""
+        with self._subscriptions.lock:
+            assigned = [(tp.topic, tp.partition, s.position, s.high_watermark, s.last_stable_offset,
+                         s.log_start_offset) for tp, s in self._subscriptions.states.items()]
+        return self._metrics.snapshot(self.config.connection.client_id, self._transport.connection_count(), assigned)
 
     def __enter__(self) -> Consumer:
         return self

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from cykafka.core.group import GroupMember
+from cykafka.core.group import GroupMember, MemberState
 from cykafka.errors import KafkaError
 from cykafka.ports import Clock, MetadataSource
 from cykafka.protocol import API_NAMES, Request
@@ -53,6 +53,8 @@ class GroupDriver:
         self._snapshot: object = None
         self._topics: frozenset[str] | None = frozenset()  # the member's last metadata topics (None: every topic)
         self._touched_ms = -(2**62)
+        self.on_rebalanced: Callable[[int], None] | None = None  # the consumer's metrics: a rebalance's ms, JoinGroup
+        self._rebalance_started_ms: int | None = None  # to SyncGroup answered (rebalance-latency)
 
     def call(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
         """A caller's request at the group's coordinator (not submitted yet), built by build(member) when it goes
@@ -87,6 +89,8 @@ class GroupDriver:
             delay_ms = member.poll_timeout_ms(now_ms, events_elsewhere=True)
         for request in requests:  # outside the lock: a send that fails at once completes its call here
             timeout_ms = self._join_timeout_ms if request.api_key == JOIN_GROUP.key else self._request_timeout_ms
+            if request.api_key == JOIN_GROUP.key and self._rebalance_started_ms is None:
+                self._rebalance_started_ms = now_ms
             # unsent within its own timeout (or its coordinator's connection failed), it fails and the member looks
             # its coordinator up again (Java's ConsumerNetworkClient)
             self.calls.submit(Call(self.route, now_ms + timeout_ms, request, on_answer=self._member_answered,
@@ -124,6 +128,11 @@ class GroupDriver:
                 log.debug("group %s: %s got no answer: %s", self.member.settings.group_id, API_NAMES[api_key],
                           call.error)
                 self.member.on_failure(api_key, now_ms)
+            started_ms = self._rebalance_started_ms
+            if started_ms is not None and self.member.state is MemberState.STABLE:
+                self._rebalance_started_ms = None
+                if self.on_rebalanced is not None:
+                    self.on_rebalanced(now_ms - started_ms)
         self._on_change()
 
     def _caller_answered(self, call: Call) -> None:

@@ -87,6 +87,8 @@ class Fetcher:
         self.sessions: dict[int, FetchSession[TopicPartition, tuple[int, int, int]]] = defaultdict(FetchSession)
         self._closing = False
         self._closes_in_flight: set[int] = set()
+        self.on_fetch: Callable[[ClientResponse, dict[str, Any] | None, dict[TopicPartition, PartitionState]], None] \
+            | None = None  # the consumer's metrics: each answer once, the lock held
 
     def close_sessions(self) -> None:
         """Stops fetching: the next send_ready sends every broker holding a session of ours the Fetch that closes it
@@ -228,6 +230,8 @@ class Fetcher:
                     if state is None or tp not in sent or sent[tp] != (state.epoch, state.fetch_offset):
                         continue  # unassigned, sought or reset since it was sent
                     self._file(tp, state, p, response.node_id, now_ms)
+            if self.on_fetch is not None:
+                self.on_fetch(response, body, sub.states)
             sub.data_ready.notify_all()
 
     def _file(self, tp: TopicPartition, state: PartitionState, p: dict[str, Any], node_id: int, now_ms: int) -> None:

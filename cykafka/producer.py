@@ -60,7 +60,7 @@ from cykafka.errors import (
     RecordTooLargeError,
     TransactionStateError,
 )
-from cykafka.metrics import ProducerMetrics
+from cykafka.metrics import MetricsSnapshot, ProducerMetrics, StatsReporter
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offset
 from cykafka.protocol.error_codes import ErrorCode, error_for
@@ -160,6 +160,8 @@ class Producer(SendPath):
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._build_runtime(ports.transport, ports.metadata)
         _live_producers.add(self)
+        self._stats = StatsReporter.start_if_configured(cfg.statistics_interval_ms, cfg.stats_cb, self,
+                                                        f"cykafka-stats-{cfg.client_id}")
 
     def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
         """Pool, accumulator, transport, metadata, Sender and its thread: at construction and again after a fork."""
@@ -586,6 +588,8 @@ class Producer(SendPath):
         if self._closed:
             return
         self._closed = True
+        if self._stats is not None:
+            self._stats.stop()
         if self._finalizer is not None:
             self._finalizer.detach()
         with self._lock:
@@ -633,15 +637,18 @@ class Producer(SendPath):
         self._wait_on_metadata(topic, None, self._clock.monotonic_ms() + self.config.max_block_ms)
         return list(self._metadata.snapshot().partitions[topic])
 
-    def metrics(self) -> dict[str, float]:
-        """The producer's metrics now, under Java's producer-metrics names (record-send-rate, request-latency-avg,
-        buffer-available-bytes, ...; the API reference lists them all). Rates are per second over the last 30 s;
-        averages and maxima cover the producer's life. Cheap enough to poll."""
+    def metrics(self) -> MetricsSnapshot:
+        """The producer's metrics now: a dict under Java's producer-metrics names (record-send-rate,
+        request-latency-avg, buffer-available-bytes, ...; docs/observability.md lists them all), and in its `all`
+        every metric by MetricName (name, group, tags), per node ones included (producer-node-metrics). Rates are
+        per second over the last 30 s; averages and maxima cover the producer's life. Cheap enough to poll."""
         return self._metrics.snapshot(
             buffer_available_bytes=self._pool.available_memory_bytes,
             buffer_total_bytes=self._pool.total_memory_bytes,
             waiting_threads=self._pool.queued_waiters,
             requests_in_flight=self._transport.in_flight_count(),
+            client_id=self.config.client_id,
+            connection_count=self._transport.connection_count(),
         )
 
     def __enter__(self) -> Producer:

@@ -127,7 +127,9 @@ class Sender:
         if self.close_deadline_ms is not None:
             timeout_ms = max(0, min(timeout_ms, self.close_deadline_ms - now_ms))
         responses = self.transport.poll(timeout_ms, now_ms)
+        record_response = self.metrics.nodes.record_response
         for response in responses:
+            record_response(response)
             if response.handler is not None:
                 response.handler(response)
         auth_error = self.transport.authentication_error()

@@ -233,6 +233,10 @@ class Transport(Protocol):
 
     def least_loaded_node(self, now_ms: int) -> int | None: ...
 
+    def connection_count(self) -> int:
+        """Connections open now (Java's connection-count metric)."""
+        ...
+
     @property
     def disconnect_count(self) -> int:
         """Connections lost or failed to open so far. A disconnect may come from stale metadata (a broker that lost

@@ -224,3 +224,22 @@ def test_the_spark_jvm_connector_comparison(tmp_path: object) -> None:
     assert all(c == [2000] for c in result["stream_counted"].values())
     assert all(a[0][0] == 2000 for a in result["read_answers"].values())
     assert '| kafka | local | batch read | format("kafka") |' in done.stdout
+
+
+@pytest.mark.broker
+def test_observability_overhead_scenario_runs(tmp_path: object) -> None:
+    """bench/run.py --only observability at the smallest size: every variant (plain, instrumented then
+    uninstrumented, tracing with the API only and with the SDK, every metrics export on) in every mode (send,
+    send_batch, poll, poll_batch) measured, its table in the report (issue 30's overhead goal)."""
+    out = str(tmp_path)
+    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "observability", "--quick", "--scale", "0.001",
+            "--out", out]
+    printed = subprocess.run(args, capture_output=True, text=True, timeout=600, check=True).stdout
+    assert "### Observability overhead" in printed
+    result = json.load(open(os.path.join(out, "runs.json")))["observability"]
+    assert set(result["runs"]) == {"send", "send_batch", "poll", "poll_batch"}
+    for mode, by_variant in result["runs"].items():
+        assert set(by_variant) == {"plain", "uninstr", "tracing-api", "tracing-sdk", "metrics"}
+        for variant, [measured] in by_variant.items():
+            assert measured.get("records") == result["records"] and measured["rate"] > 0, (mode, variant, measured)
+        assert result["ratios"][mode]["plain"] == 1.0

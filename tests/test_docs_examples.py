@@ -107,3 +107,16 @@ def test_the_api_reference_documents_every_public_class() -> None:
                and not issubclass(getattr(cykafka, name), BaseException)]
     assert missing == []
     assert "errors" in documented  # .. automodule:: cykafka.errors
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_the_observability_examples_run(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str],
+                                        index: int) -> None:
+    """docs/observability.md's examples: stats_cb and metrics(), the Prometheus collector, OpenTelemetry metrics,
+    tracing; each prints what it shows."""
+    pytest.importorskip("prometheus_client")
+    pytest.importorskip("opentelemetry.sdk")
+    example = blocks(ROOT / "docs" / "observability.md", "python")[index]
+    out = _run_python(_at(example, broker.bootstrap_servers), {"__name__": "__main__"}, capsys)
+    expected = ["1.0", "org_apache_kafka_producer_record_send_total", "'client_id'", "traced receive"][index]
+    assert expected in out, out

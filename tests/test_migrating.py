@@ -77,8 +77,6 @@ def test_a_bad_value_under_an_alias_names_both_keys(config: dict[str, Any], mess
     ("queue.buffering.max.messages", ["no limit on the number of queued records", "buffer.memory"], []),
     ("batch.num.messages", ["no per-batch record count limit", "Java's producer has none either"],
      ["did you mean"]),
-    ("statistics.interval.ms", ["producer.metrics()", "record-send-rate"], []),
-    ("stats_cb", ["producer.metrics()"], []),
     ("enable.ssl.certificate.verification", ["always verifies the broker's certificate", "ssl.ca.location"],
      ["enable.idempotence"]),
     ("compression.level", ["compression.gzip.level", "compression.zstd.level"], []),

@@ -156,6 +156,7 @@ class NetworkLoop:
         self._nodes_source: tuple[object, object] | None = None
         self._nodes: Mapping[int, Node] = {}
         self.running = True
+        self.on_response: Callable[[ClientResponse], None] | None = None  # a client's metrics: each answer once
 
     def run_once(self, max_wait_ms: int | None = None) -> None:
         """One turn; max_wait_ms caps the poll (a caller driving the loop while it waits for its deadline)."""
@@ -168,7 +169,10 @@ class NetworkLoop:
         for source in self.sources:
             delay_ms = min(delay_ms, source.send_ready(now_ms))
         timeout_ms = max(0, min(delay_ms, self.request_timeout_ms, 2**31 if max_wait_ms is None else max_wait_ms))
+        on_response = self.on_response
         for response in self.transport.poll(timeout_ms, self.clock.monotonic_ms()):
+            if on_response is not None:
+                on_response(response)
             if response.handler is not None:
                 response.handler(response)
 
