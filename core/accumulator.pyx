@@ -151,7 +151,7 @@ cdef class RecordFuture:
         self._wait(timeout)
         return self._error
 
-    def _waitable(self):
+    def waitable(self):
         """The completion set once the record is final and its callback ran (its first batch's: it covers split
         pieces; cykafka.aio resolves an asyncio future from it), made on first use; None once the record is final
         (or when its producer gives no completion)."""

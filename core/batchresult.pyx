@@ -151,7 +151,7 @@ cdef class BatchResult:
 
     # -- the caller's side ---------------------------------------------------------------------------------------
 
-    cpdef object _waitable(self):
+    cpdef object waitable(self):
         """The completion to wait on (cykafka.completion.Completion; cykafka.aio resolves an asyncio future from it),
         made on first use; already set when the records were released; None without a completion factory."""
         return _completion_of(self)
@@ -160,7 +160,7 @@ cdef class BatchResult:
         """`await result` in a coroutine: result() without blocking the event loop (the completion wakes the loop
         from the sender thread). Cancelling the awaiting task only stops the wait; the records are sent."""
         if not self._released:
-            completion = self._waitable()
+            completion = self.waitable()
             if completion is None or not hasattr(completion, "__await__"):
                 raise KafkaError("this BatchResult cannot be awaited: it was made without an awaitable completion")
             yield from completion.__await__()
@@ -179,7 +179,7 @@ cdef class BatchResult:
         are still pending: call again to keep waiting).
         """
         if not self._released:
-            completion = self._waitable()
+            completion = self.waitable()
             if completion is not None:
                 completion.wait(timeout)
             if not self._released:
