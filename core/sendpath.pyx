@@ -29,22 +29,6 @@ cdef extern from "Python.h":
 
 
 cdef class SendPath:
-    cdef RecordAccumulator _accumulator
-    cdef ProducerLock _lock             # taken from C; another lock type is called through acquire/release
-    cdef object _acquire
-    cdef object _release
-    cdef CoreClock _clock
-    cdef object _wakeup
-    cdef bint _wakeup_sent
-    cdef bint _fast
-    cdef bint _ignore_keys
-    cdef int64_t _max_record_bytes
-    cdef TransactionManager _transaction  # a transactional producer's: send() checks its state first; else None
-    cdef object _snapshot
-    cdef dict _partitions
-    cdef str _last_topic                # send()'s last topic and its partitions in _snapshot
-    cdef object _last_infos
-    cdef public bint _closed
 
     def _init_send_path(self, RecordAccumulator accumulator, object lock, CoreClock clock not None, object wakeup,
                         bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
@@ -392,20 +376,6 @@ cdef class SendPath:
                 self._wakeup_sent = True
                 self._wakeup()
         return stop, buffer, 0
-
-
-cdef struct _OpenRun:
-    PyObject** builders         # per partition: the RecordBatchBuilder of the call's open batch there, or NULL
-    PyObject** segments         # and the call's _Segment in it
-    int open_count
-    PyObject* values            # _Column
-    PyObject* keys              # _Column
-    bint keyed
-    int fixed_partition
-    int num_partitions
-    int64_t timestamp_ms
-    int64_t max_record_bytes
-    bint wake                   # a batch filled up
 
 
 cdef Py_ssize_t _append_run(_OpenRun* run, Py_ssize_t i, Py_ssize_t stop) except -1 nogil:
