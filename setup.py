@@ -2,9 +2,10 @@
 
 The folders are the layers, innermost first: errors/ -> cykafka.errors (a leaf), protocol/ -> cykafka.protocol (on
 the errors), core/ -> cykafka.core (one extension, core/_core.pyx, which `include`s the other .pyx files: the
-asyncpg/uvloop idiom that keeps cdef classes in one module, so no cross-module cimport and no .pxd lookup through
-package_dir), ports/ -> cykafka.ports, adapters/ -> cykafka.adapters, and cykafka/ itself (the public API and the
-composition roots). Only the one import name `cykafka` lands in site-packages. Generated C goes to build/, never into
+asyncpg/uvloop idiom that keeps cdef classes in one module, so no cross-module cimport; each included .pyx has its
+.pxd beside it, included by the module's own, core/pxd/cykafka/core/_core.pxd, on the Cython include path),
+ports/ -> cykafka.ports, adapters/ -> cykafka.adapters, and cykafka/ itself (the public API and the composition
+roots). Only the one import name `cykafka` lands in site-packages. Generated C goes to build/, never into
 the wheel.
 cythonize() hands setuptools that generated C as the extension's source, so the .pyx/.h files the sdist must carry to
 build anywhere are listed in MANIFEST.in (without them: "'core/_core.pyx' doesn't match any files").
@@ -39,10 +40,13 @@ setup(
     packages=list(PACKAGES),
     package_dir=PACKAGES,
     package_data={"cykafka": ["py.typed"], "cykafka.core": ["py.typed", "*.pyi"]},
-    exclude_package_data={"": ["*.c", "*.h", "*.pyx", "*.pxi", "*.html"]},
+    exclude_package_data={"": ["*.c", "*.h", "*.pyx", "*.pxd", "*.pxi", "*.html"]},
     ext_modules=cythonize(
         [extension],
         build_dir="build/cython",
+        # the module's declarations, core/pxd/cykafka/core/_core.pxd (found by its qualified name in this package
+        # layout), and the .pxd of each included .pyx it includes from core/
+        include_path=[".", "core", "core/pxd"],
         annotate=bool(os.environ.get("CYKAFKA_ANNOTATE")),
         compiler_directives={
             "language_level": "3",

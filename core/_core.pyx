@@ -30,6 +30,8 @@ from cykafka.errors import (
 #   lock (the producer lock), columns (send_batch's inputs), clock (SystemCoreClock reads clock_gettime, PortClock
 #   calls the Clock port).
 # The shell calls the core; the core reaches the shell only through the CoreClock (clock.pyx) an append is handed.
+# Declarations: each included <name>.pyx has <name>.pxd beside it (its cdef classes' fields and C methods, the structs
+# and constants they pass), included in this order by this module's own .pxd, core/pxd/cykafka/core/_core.pxd.
 include "checksum.pyx"
 include "clock.pyx"
 include "partitioner.pyx"

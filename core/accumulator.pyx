@@ -14,11 +14,6 @@ from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
 
-cdef enum:
-    STATE_INCOMPLETE = 0
-    STATE_SUCCEEDED = 1
-    STATE_FAILED = 2
-    STATE_SPLIT = 3
 
 cdef object _as_kafka_error(object error):
     """Callbacks, futures and BatchResults only ever see KafkaErrors: anything else (from a Transport that broke the
@@ -45,12 +40,6 @@ cdef class RecordMetadata:
     serialized_key_size and serialized_value_size (int): bytes after serialization, -1 for a null key or value.
     Two are equal when topic, partition, offset and timestamp_ms are; hashable.
     """
-    cdef readonly str topic
-    cdef readonly int partition
-    cdef readonly int64_t offset
-    cdef readonly int64_t timestamp_ms
-    cdef readonly int serialized_key_size
-    cdef readonly int serialized_value_size
 
     def __init__(self, str topic, int partition, int64_t offset, int64_t timestamp_ms,
                  int serialized_key_size=-1, int serialized_value_size=-1):
@@ -89,19 +78,6 @@ cdef class RecordFuture:
     # Not tracked by the GC (millions are alive at once): every reference cycle through it is broken by hand: the
     # batch links are dropped at completion, the callback after it ran, and result() raises a copy of the error (a
     # raised exception's traceback would reach back to the frame holding the future).
-    cdef ProducerBatch _batch          # the batch currently holding the record (changes on split)
-    cdef ProducerBatch _wait_batch     # the batch it was first appended to: its completion covers split children
-    cdef int _relative_offset
-    cdef int64_t _timestamp_ms
-    cdef int _key_size
-    cdef int _value_size
-    cdef public object _callback
-    cdef bint _done
-    cdef str _topic                    # RecordMetadata is made from these on first ask (most never are)
-    cdef int _partition
-    cdef int64_t _offset
-    cdef object _metadata
-    cdef object _error
 
     def done(self) -> bool:
         """True once the record is acknowledged or failed (never blocks)."""
@@ -151,7 +127,7 @@ cdef class RecordFuture:
         self._wait(timeout)
         return self._error
 
-    def _waitable(self):
+    def waitable(self):
         """The completion set once the record is final and its callback ran (its first batch's: it covers split
         pieces; cykafka.aio resolves an asyncio future from it), made on first use; None once the record is final
         (or when its producer gives no completion)."""
@@ -180,37 +156,6 @@ cdef class RecordFuture:
 @cython.final
 cdef class ProducerBatch:
     """An open or closed record batch for one partition, its futures and its retry state."""
-    cdef readonly str topic
-    cdef readonly int partition
-    cdef readonly RecordBatchBuilder builder
-    cdef readonly int64_t created_ms
-    cdef readonly int64_t last_attempt_ms
-    cdef readonly int64_t drained_ms
-    cdef readonly int attempts
-    cdef readonly bint in_retry
-    cdef readonly int64_t retry_backoff_ms      # backoff chosen (with jitter) at the last re-enqueue
-    cdef PyObject** _futures                   # owned refs, in append order; a C array, not a list: the GC has
-    cdef Py_ssize_t _future_count              # no reason to walk a batch's (untracked) futures
-    cdef Py_ssize_t _future_capacity
-    cdef object _completion_factory
-    cdef object _completion                     # the caller's Event-like object, made on first wait
-    cdef bint _released                         # final, callbacks run: waiters may go
-    cdef readonly int buffer_size_bytes         # bytes charged to the pool (0 for split batches)
-    cdef bytearray _pooled_buffer
-    cdef object _records
-    cdef public int64_t producer_id
-    cdef public int16_t producer_epoch
-    cdef public int32_t base_sequence
-    cdef public bint is_transactional
-    cdef readonly bint sequence_has_been_reset  # its sequence was rewritten (epoch bump, failed batch before it)
-    cdef bint _reopened                         # closed bytes whose producer state is rewritten at the next drain
-    cdef public int32_t leader_epoch            # leader epoch seen at drain (a newer one skips retry backoff)
-    cdef readonly int final_state
-    cdef readonly object error
-    cdef readonly int64_t base_offset
-    cdef ProducerBatch _parent
-    cdef int _pending_children
-    cdef list _segments                         # _Segment per send_batch call with records here, or None
 
     def __init__(self, str topic, int partition, RecordBatchBuilder builder, int64_t created_ms,
                  object completion_factory, bytearray pooled_buffer=None, int buffer_size_bytes=0):
@@ -417,62 +362,19 @@ cdef class ProducerBatch:
 
 cdef class _TopicPartitioning:
     """The built-in partitioner of one topic and the snapshot facts it last chose from."""
-    cdef BuiltInPartitioner partitioner
-    cdef object snapshot
-    cdef list available
-    cdef int num_partitions
 
 
 @cython.final
 cdef class ReadyResult:
     """What ready() decided: nodes with sendable data, when to check again, topics whose leader is unknown."""
-    cdef readonly set ready_nodes
-    cdef readonly int64_t next_ready_check_delay_ms
-    cdef readonly set unknown_leader_topics
 
     def __iter__(self):
         return iter((self.ready_nodes, self.next_ready_check_delay_ms, self.unknown_leader_topics))
 
 
-cdef struct AppendResult:
-    # What one append did. The objects are borrowed (the partition's deque holds the batch, the batch its futures):
-    # valid while the caller holds the producer lock.
-    PyObject* batch             # the batch that took the record; NULL: a new one was needed and the pool had no buffer
-    PyObject* future            # the record's RecordFuture (_append: send()'s records), else NULL
-    int partition               # the record's partition (the built-in partitioner's choice for partition < 0)
-    bint new_batch              # the record started a batch (taking the buffer given, if any)
-    bint batch_full             # the partition has a full batch now: the sender has something to send
-
-
 @cython.final
 cdef class RecordAccumulator:
     """Per-partition deques of batches; ready/drain policy; expiry; retry re-enqueue; split; flush/close state."""
-    cdef readonly int batch_size_bytes
-    cdef readonly int codec
-    cdef readonly int64_t linger_ms
-    cdef readonly int64_t retry_backoff_ms
-    cdef readonly int64_t retry_backoff_max_ms
-    cdef readonly int64_t delivery_timeout_ms
-    cdef readonly BufferPool pool
-    cdef object compressor
-    cdef object completion_factory
-    cdef dict _batches            # topic -> {partition: deque[ProducerBatch]}
-    cdef dict _ratios             # topic -> compression ratio estimate
-    cdef set _muted               # {(topic, partition)}
-    cdef dict _drain_index        # node id -> int
-    cdef readonly set incomplete
-    cdef int _flushes_in_progress
-    cdef readonly bint closed
-    cdef object _by_node_snapshot
-    cdef dict _by_node            # node id -> [(topic, partition)] for _by_node_snapshot
-    cdef uint64_t _rng
-    cdef dict _partitioners       # topic -> _TopicPartitioning (records without a key, or partitioner.ignore.keys)
-    cdef bint _adaptive
-    cdef int64_t _availability_timeout_ms
-    cdef dict _node_stats         # node id -> NodeLatencyStats (partitioner.availability.timeout.ms)
-    cdef TransactionManager _txn  # idempotence/transactions: sequences at drain, drain gating, retry order
-    cdef str _cached_topic        # _deque's last topic and its {partition: deque}
-    cdef dict _cached_parts
 
     def __init__(self, int batch_size_bytes, object pool, *, int codec=0, object compressor=None,
                  int64_t linger_ms=5, int64_t retry_backoff_ms=100, int64_t retry_backoff_max_ms=1000,

@@ -20,12 +20,6 @@ cdef extern from "Python.h":
                           int flags) except -1
 
 
-cdef struct _Buf:
-    unsigned char* data
-    Py_ssize_t size
-    Py_ssize_t capacity
-
-
 cdef int _buf_grow(_Buf* b, Py_ssize_t needed_bytes) noexcept nogil:
     """0, or -1 when out of memory (b unchanged)."""
     cdef Py_ssize_t capacity = b.capacity * 2
@@ -109,36 +103,6 @@ cdef bint _utf8_valid(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     return True
 
 
-cdef enum:  # the buffers of _Columns.b
-    _KEY_VALID, _KEY_OFFSETS, _KEY_DATA
-    _VALUE_VALID, _VALUE_OFFSETS, _VALUE_DATA
-    _TOPIC_OFFSETS, _TOPIC_DATA
-    _PARTITION, _OFFSET, _TIMESTAMP, _TIMESTAMP_TYPE
-    _HEADERS_VALID, _HEADERS_OFFSETS
-    _HEADER_KEY_OFFSETS, _HEADER_KEY_DATA
-    _HEADER_VALUE_VALID, _HEADER_VALUE_OFFSETS, _HEADER_VALUE_DATA
-    _BUFFERS
-
-
-cdef struct _Columns:
-    Py_ssize_t rows
-    Py_ssize_t key_nulls
-    Py_ssize_t value_nulls
-    Py_ssize_t headers_nulls
-    Py_ssize_t header_entries
-    Py_ssize_t header_value_nulls
-    _Buf b[_BUFFERS]
-
-
-cdef enum:  # _append_row outcomes
-    _ROW_OK = 0
-    _ROW_NO_MEMORY = -1
-    _ROW_FULL = -2  # an int32 offset would overflow: finish() this builder and go on with another
-    _ROW_BAD_HEADER_KEY = -3
-    _ROW_BAD_HEADERS = -4
-    _ROW_TIMESTAMP_RANGE = -5  # the record's timestamp in microseconds would overflow int64
-
-
 # the widest timestamp (ms) Arrow's timestamp[us] column holds: INT64_MAX // 1000 (a year beyond 292,000)
 cdef int64_t _ARROW_MAX_TIMESTAMP_MS = 9223372036854775
 
@@ -217,8 +181,6 @@ cdef void _columns_free(_Columns* c) noexcept nogil:
 cdef class _ArrowMemory:
     """A malloc'd buffer handed to pyarrow (pa.py_buffer keeps this alive; freed with it)."""
 
-    cdef unsigned char* data
-    cdef Py_ssize_t size_bytes
 
     def __getbuffer__(self, Py_buffer* view, int flags):
         PyBuffer_FillInfo(view, self, self.data, self.size_bytes, 1, flags)
@@ -240,10 +202,6 @@ cdef class ArrowBatchBuilder:
     column last or none (then header keys are not even read); cykafka.arrow_schema.kafka_source_schema() is Spark's
     Kafka source schema."""
 
-    cdef _Columns c
-    cdef readonly bint include_headers
-    cdef readonly object schema
-    cdef bint _busy  # an arrow_into is filling it, maybe without the GIL
 
     def __cinit__(self, *args, **kwargs):
         if _columns_start(&self.c) < 0:

@@ -12,12 +12,6 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from libc.stdint cimport int32_t, uint32_t
 
 
-cdef class BatchResult
-
-
-cdef class ProducerBatch
-
-
 ctypedef fused _Waitable:
     ProducerBatch
     BatchResult
@@ -41,12 +35,6 @@ cdef object _completion_of(_Waitable owner):
 
 @cython.final
 cdef class _Segment:
-    cdef BatchResult result
-    cdef int32_t first_offset   # relative offset of its first record in its batch
-    cdef int32_t count
-    cdef Py_ssize_t first_index  # call index of its first record
-    cdef uint32_t* indices       # NULL while the call indices are first_index + j
-    cdef Py_ssize_t capacity
 
     def __dealloc__(self):
         if self.indices != NULL:
@@ -96,15 +84,6 @@ cdef class BatchResult:
     record_count (int): records in the call; errors, succeeded_count, failed_count and delivered_by_partition read
     the outcome so far. Every error is a KafkaError.
     """
-    cdef readonly Py_ssize_t record_count
-    cdef Py_ssize_t _pending       # records not final yet
-    cdef Py_ssize_t _unreleased    # records whose batch has not released its waiters yet
-    cdef Py_ssize_t _failed
-    cdef list _failures            # (_Segment, error) or (index, error)
-    cdef dict _delivered           # (topic, partition) -> records acknowledged there
-    cdef object _completion_factory
-    cdef object _completion
-    cdef bint _released
 
     def __cinit__(self):
         self._failures = []
@@ -151,7 +130,7 @@ cdef class BatchResult:
 
     # -- the caller's side ---------------------------------------------------------------------------------------
 
-    cpdef object _waitable(self):
+    cpdef object waitable(self):
         """The completion to wait on (cykafka.completion.Completion; cykafka.aio resolves an asyncio future from it),
         made on first use; already set when the records were released; None without a completion factory."""
         return _completion_of(self)
@@ -160,7 +139,7 @@ cdef class BatchResult:
         """`await result` in a coroutine: result() without blocking the event loop (the completion wakes the loop
         from the sender thread). Cancelling the awaiting task only stops the wait; the records are sent."""
         if not self._released:
-            completion = self._waitable()
+            completion = self.waitable()
             if completion is None or not hasattr(completion, "__await__"):
                 raise KafkaError("this BatchResult cannot be awaited: it was made without an awaitable completion")
             yield from completion.__await__()
@@ -179,7 +158,7 @@ cdef class BatchResult:
         are still pending: call again to keep waiting).
         """
         if not self._released:
-            completion = self._waitable()
+            completion = self.waitable()
             if completion is not None:
                 completion.wait(timeout)
             if not self._released:

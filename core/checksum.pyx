@@ -3,11 +3,6 @@
 from libc.stdint cimport uint32_t
 
 
-cdef extern from "crc32c.h":
-    uint32_t cyk_crc32c(uint32_t crc, const unsigned char *p, size_t n, int force) nogil
-    int cyk_crc32c_hardware() nogil
-
-
 def crc32c(const unsigned char[::1] data not None, uint32_t crc=0, int force=-1):
     """CRC32C of `data` continuing from `crc`; `force` 0 = software, 1 = hardware if present, -1 = best."""
     if data.shape[0] == 0:

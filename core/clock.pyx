@@ -51,7 +51,6 @@ cdef class SystemCoreClock(CoreClock):
 cdef class PortClock(CoreClock):
     """PortClock(clock)\n--\n
     Any ports.Clock, its monotonic_ms() and wall_ms() called from C."""
-    cdef readonly object clock
 
     def __init__(self, clock):
         self.clock = clock
@@ -66,7 +65,6 @@ cdef class PortClock(CoreClock):
 @cython.final
 cdef class _FixedClock(CoreClock):
     """now_ms as a clock (both readings)."""
-    cdef int64_t now_ms
 
     cdef int64_t monotonic_ms(self) except? -1:
         return self.now_ms

@@ -12,13 +12,6 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SI
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport int32_t, int64_t
 
-cdef enum:
-    _COL_NULL = 0        # no column: every record's field is null
-    _COL_LIST = 1        # list of bytes / bytearray / memoryview / str / None
-    _COL_OFFSETS32 = 2   # Arrow binary, string
-    _COL_OFFSETS64 = 3   # Arrow large_binary, large_string
-    _COL_FIXED = 4       # Arrow fixed_size_binary[width]
-
 
 cdef bint _is_arrow(object obj):
     module = type(obj).__module__
@@ -27,18 +20,6 @@ cdef bint _is_arrow(object obj):
 
 @cython.final
 cdef class _Column:
-    cdef int kind
-    cdef list items
-    cdef object array
-    cdef readonly Py_ssize_t length
-    cdef Py_ssize_t offset      # Arrow slice offset, in elements
-    cdef Py_ssize_t width
-    cdef const unsigned char* validity
-    cdef const int32_t* off32
-    cdef const int64_t* off64
-    cdef const unsigned char* data
-    cdef Py_buffer views[3]
-    cdef int nviews
 
     def __dealloc__(self):
         cdef int i

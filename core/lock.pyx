@@ -29,9 +29,6 @@ cdef extern from "pythread.h":
 
 @cython.final
 cdef class ProducerLock:
-    cdef PyThread_type_lock _lock
-    cdef bint _held
-    cdef int _waiters  # threads blocked acquiring it (changed with the GIL held; read without it as a hint)
 
     def __cinit__(self):
         self._lock = PyThread_allocate_lock()

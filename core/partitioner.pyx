@@ -74,8 +74,6 @@ cdef class NodeLatencyStats:
     Per-node times the Sender records (Java NodeLatencyStats): ready_time_ms = last ready() that found the node
     with data to send, drain_time_ms = last time it could also drain (its connection was ready)."""
 
-    cdef public int64_t ready_time_ms
-    cdef public int64_t drain_time_ms
 
     def __cinit__(self, int64_t now_ms):
         self.ready_time_ms = now_ms
@@ -101,8 +99,6 @@ cdef class StickyPartitionInfo:
     The current sticky partition and the bytes produced to it since it was chosen (Java StickyPartitionInfo).
     Identity matters: a new object is made on every switch, even to the same partition number."""
 
-    cdef readonly int32_t partition
-    cdef readonly int64_t produced_bytes
 
     def __cinit__(self, int32_t partition):
         self.partition = partition
@@ -128,14 +124,6 @@ cdef class BuiltInPartitioner:
     Switches after sticky_batch_size_bytes (up to 2x while the last batch is not full). The next partition is drawn
     from the load stats (inverted queue sizes) when present, else uniformly among available partitions."""
 
-    cdef readonly str topic
-    cdef readonly int64_t sticky_batch_size_bytes
-    cdef StickyPartitionInfo _sticky
-    cdef uint64_t _rng_state
-    cdef int64_t* _cft  # cumulative frequency table, _stats_length entries; 0 entries = no stats (uniform)
-    cdef int32_t* _stats_partition_ids
-    cdef Py_ssize_t _stats_length
-    cdef Py_ssize_t _stats_capacity
 
     def __cinit__(self, str topic not None, int64_t sticky_batch_size_bytes, uint64_t seed=0):
         if sticky_batch_size_bytes < 1:

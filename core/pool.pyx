@@ -27,12 +27,6 @@ cdef class BufferPool:
         if (w := pool.waiter_to_wake()) is not None: w.notify()
     and on batch completion: if (w := pool.release(buf, size)) is not None: w.notify()."""
 
-    cdef readonly int64_t total_memory_bytes
-    cdef readonly int64_t poolable_size_bytes
-    cdef int64_t _non_pooled_available_bytes
-    cdef int64_t _allocated_bytes
-    cdef object _free  # deque[bytearray], each exactly poolable_size_bytes long
-    cdef object _waiters  # deque[object], FIFO
 
     __class_getitem__ = classmethod(GenericAlias)  # BufferPool[threading.Condition] in annotations
 

@@ -37,18 +37,6 @@ cdef extern from "Python.h":
     bint PyUnicode_Check(object obj)
 
 
-cdef enum:
-    _HEADER_BYTES = 61
-    _LOG_OVERHEAD_BYTES = 12  # baseOffset + batchLength: the part batchLength does not count
-    _CRC_START = 21  # attributes
-    _MAX_RECORD_OVERHEAD_BYTES = 21  # Java DefaultRecord.MAX_RECORD_OVERHEAD: length 5 + attrs 1 + ts 10 + offset 5
-    _INLINE_HEADERS = 8
-    _ATTR_CODEC_MASK = 0x07
-    _ATTR_LOG_APPEND_TIME = 0x08
-    _ATTR_TRANSACTIONAL = 0x10
-    _ATTR_CONTROL = 0x20
-    _MAX_CODEC = 4
-
 RECORD_BATCH_OVERHEAD_BYTES = _HEADER_BYTES
 
 
@@ -129,24 +117,6 @@ cdef inline Py_ssize_t _get_zigzag(const unsigned char* p, Py_ssize_t pos, Py_ss
 
 
 # ---- borrowing a record's bytes without copying -------------------------------------------------------------------
-
-cdef struct _Span:
-    const unsigned char* ptr
-    Py_ssize_t size_bytes  # -1: null
-    int owned  # view must be released
-    Py_buffer view
-
-
-cdef struct _Parts:
-    _Span key
-    _Span value
-    Py_ssize_t header_count
-    Py_ssize_t headers_acquired
-    _Span* header_keys
-    _Span* header_values
-    _Span* heap  # 2 * header_count spans when more than _INLINE_HEADERS
-    Py_ssize_t fields_size_bytes  # Java DefaultRecord.sizeOf(key, value, headers)
-    _Span inline_spans[2 * _INLINE_HEADERS]
 
 
 cdef inline void _parts_init(_Parts* parts) noexcept nogil:
@@ -317,22 +287,6 @@ cdef class RecordBatchBuilder:
     write_limit_bytes >= estimated_size_bytes + the record's uncompressed size.
     """
 
-    cdef bytearray _buffer
-    cdef unsigned char* _data  # _buffer's bytes and size (appends without the GIL write through these)
-    cdef Py_ssize_t _capacity
-    cdef Py_ssize_t _pos  # write position = 61 + uncompressed records bytes
-    cdef Py_ssize_t _size_bytes  # finished batch size, after close
-    cdef float _ratio_estimate
-    cdef double _actual_ratio
-    cdef object _view
-    cdef readonly int write_limit_bytes
-    cdef readonly int codec
-    cdef readonly int32_t record_count
-    cdef readonly int64_t base_timestamp_ms
-    cdef readonly int64_t max_timestamp_ms
-    cdef readonly bint is_closed
-    cdef readonly bint buffer_is_original
-    cdef readonly bint log_append_time
 
     def __cinit__(self, *args, **kwargs):
         # safe defaults even if __init__ never runs (RecordBatchBuilder.__new__)
@@ -577,14 +531,6 @@ def estimate_size_upper_bound(object key, object value, object headers):
         _parts_release(&parts)
 
 
-cdef enum:  # what _batch_size found wrong
-    _BATCH_SHORT = -1
-    _BATCH_LENGTH_SMALL = -2
-    _BATCH_LENGTH_OVERRUN = -3
-    _BATCH_MAGIC = -4
-    _BATCH_CRC = -5
-
-
 cdef inline Py_ssize_t _batch_size(const unsigned char* p, Py_ssize_t available_bytes, bint check_crc) noexcept nogil:
     """Validates the batch header at p (and its CRC32C when check_crc); the batch's total size or a _BATCH_* code."""
     cdef int32_t batch_length
@@ -660,11 +606,6 @@ def rewrite_producer_state(object batch, int64_t producer_id, int16_t producer_e
 cdef class DecodedRecord:
     """One record of a decoded batch; offset and timestamp_ms are absolute."""
 
-    cdef readonly int64_t offset
-    cdef readonly int64_t timestamp_ms
-    cdef readonly object key
-    cdef readonly object value
-    cdef readonly list headers
 
     def __repr__(self):
         return (f"DecodedRecord(offset={self.offset}, timestamp_ms={self.timestamp_ms}, key={self.key!r}, "
@@ -675,23 +616,6 @@ cdef class DecodedRecord:
 cdef class DecodedBatch:
     """One decoded RecordBatch v2: every header field, and its records."""
 
-    cdef readonly int64_t base_offset
-    cdef readonly int32_t batch_length
-    cdef readonly int32_t partition_leader_epoch
-    cdef readonly int magic
-    cdef readonly uint32_t crc
-    cdef readonly int attributes
-    cdef readonly int codec
-    cdef readonly int timestamp_type
-    cdef readonly bint is_transactional
-    cdef readonly bint is_control
-    cdef readonly int32_t last_offset_delta
-    cdef readonly int64_t base_timestamp_ms
-    cdef readonly int64_t max_timestamp_ms
-    cdef readonly int64_t producer_id
-    cdef readonly int16_t producer_epoch
-    cdef readonly int32_t base_sequence
-    cdef readonly list records
 
     def __repr__(self):
         return (f"DecodedBatch(base_offset={self.base_offset}, codec={self.codec}, records={len(self.records)}, "
@@ -704,21 +628,6 @@ cdef inline object _corrupt(str what, int64_t offset):
 
 
 # ---- shared readers (decode_batches here, PartitionFetch in fetch.pyx): no objects, no GIL -------------------------
-
-cdef struct _BatchHeader:
-    int64_t base_offset
-    int32_t batch_length
-    int32_t partition_leader_epoch
-    int magic
-    uint32_t crc
-    int attributes  # int16 on the wire, sign-extended
-    int32_t last_offset_delta
-    int64_t base_timestamp_ms
-    int64_t max_timestamp_ms
-    int64_t producer_id
-    int16_t producer_epoch
-    int32_t base_sequence
-    int32_t record_count
 
 
 cdef inline void _read_batch_header(const unsigned char* p, _BatchHeader* h) noexcept nogil:
@@ -736,24 +645,6 @@ cdef inline void _read_batch_header(const unsigned char* p, _BatchHeader* h) noe
     h.producer_epoch = <int16_t>_get_be16(p + 51)
     h.base_sequence = <int32_t>_get_be32(p + 53)
     h.record_count = <int32_t>_get_be32(p + 57)
-
-
-cdef enum:  # what _read_record_head / _read_bytes_field found wrong
-    _BAD_LENGTH_VARINT = -1
-    _BAD_LENGTH = -2
-    _BAD_TIMESTAMP_DELTA = -3
-    _BAD_OFFSET_DELTA = -4
-    _BAD_FIELD_VARINT = -1
-    _BAD_FIELD_NEGATIVE = -2
-    _BAD_FIELD_OVERRUN = -3
-
-
-cdef struct _RecordHead:
-    Py_ssize_t end  # end of the record
-    int64_t length
-    Py_ssize_t left_bytes  # bytes after the length varint (for messages)
-    int64_t timestamp_delta
-    int64_t offset_delta
 
 
 cdef inline Py_ssize_t _read_record_head(const unsigned char* p, Py_ssize_t pos, Py_ssize_t size_bytes,

@@ -1,7 +1,8 @@
 # SendPath: Producer.send's per-record work in C (the Producer's base class): argument checks, partition choice
 # (explicit, murmur2 of the key, or the built-in partitioner), the size check and the accumulator append, with no
 # Python-level call on the default path. Anything unusual (serializers, interceptors, a topic not in the metadata
-# snapshot yet, a full buffer pool, every error) goes to the subclass's Python `_send_slow`, which has the messages.
+# snapshot yet, a full buffer pool, every error) goes to the subclass's Python `_send_slow` (and `_append_slow`),
+# which has the messages and the waits. try_send() is send() that returns what it would wait for instead.
 # Time: from the CoreClock the composition root hands in (clock.pyx): SystemCoreClock reads clock_gettime in C, a
 # PortClock calls the Producer's Clock port.
 # send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
@@ -28,22 +29,6 @@ cdef extern from "Python.h":
 
 
 cdef class SendPath:
-    cdef RecordAccumulator _accumulator
-    cdef ProducerLock _lock             # taken from C; another lock type is called through acquire/release
-    cdef object _acquire
-    cdef object _release
-    cdef CoreClock _clock
-    cdef object _wakeup
-    cdef bint _wakeup_sent
-    cdef bint _fast
-    cdef bint _ignore_keys
-    cdef int64_t _max_record_bytes
-    cdef TransactionManager _transaction  # a transactional producer's: send() checks its state first; else None
-    cdef object _snapshot
-    cdef dict _partitions
-    cdef str _last_topic                # send()'s last topic and its partitions in _snapshot
-    cdef object _last_infos
-    cdef public bint _closed
 
     def _init_send_path(self, RecordAccumulator accumulator, object lock, CoreClock clock not None, object wakeup,
                         bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
@@ -115,18 +100,34 @@ cdef class SendPath:
         transactional producer, TransactionStateError outside a transaction and the transaction's error
         (TransactionAbortableError, ...) once it failed. Thread-safe.
         """
+        return self._send(topic, value, key, partition, timestamp_ms, headers, on_delivery, True)
+
+    def try_send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
+                 timestamp_ms: int | None = None, headers: object = None,
+                 on_delivery: Callable[[KafkaError | None, RecordMetadata | None], object] | None = None) -> object:
+        """send() that never waits: the record's RecordFuture when it was queued, else what it needs first, with
+        nothing queued: a NeedsMetadata (the topic's metadata: look with poll_metadata(), then call again) or a
+        NeedsMemory (buffer.memory is full: memory_wait() appends it once a buffer is free); both carry the
+        max.block.ms deadline of this call (cykafka.producer_seam). Raises what send() raises."""
+        return self._send(topic, value, key, partition, timestamp_ms, headers, on_delivery, False)
+
+    @cython.final  # a direct C call the compiler inlines into send() and try_send(): no vtable on the hot path
+    cdef inline object _send(self, object topic, object value, object key, object partition, object timestamp_ms,
+                             object headers, object on_delivery, bint block):
+        """send() (block) and try_send() (not block): the common case in C; the rest in the subclass's _send_slow
+        and, when the pool is empty, _append_slow."""
         cdef int64_t ts, size_bytes
         cdef int chosen, n, overflow
         if self._transaction is not None:
             self._transaction.fail_if_not_ready_for_send()
         if self._closed or not self._fast or type(topic) is not str:
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if topic is self._last_topic:
             infos = self._last_infos
         else:
             infos = self._partitions.get(topic)
             if infos is None:
-                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
             self._last_topic = topic
             self._last_infos = infos
         n = len(infos)
@@ -135,20 +136,20 @@ cdef class SendPath:
                 try:
                     key = (<str>key).encode()
                 except UnicodeEncodeError:  # the slow path says what is wrong
-                    return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                    return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
             elif type(key) is not bytearray and type(key) is not memoryview:
-                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if value is not None and type(value) is not bytes:
             if type(value) is str:
                 try:
                     value = (<str>value).encode()
                 except UnicodeEncodeError:
-                    return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                    return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
             elif type(value) is not bytearray and type(value) is not memoryview:
-                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if (headers is not None and type(headers) is not list) or (on_delivery is not None
                                                                      and not callable(on_delivery)):
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if timestamp_ms is None:
             ts = self._clock.wall_ms()
         else:
@@ -157,7 +158,7 @@ cdef class SendPath:
             if type(timestamp_ms) is int:
                 ts = PyLong_AsLongLongAndOverflow(timestamp_ms, &overflow)
             if ts < 0 or overflow:  # below 0, 2**63 and up, or not an int
-                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if partition is None:
             if key is None or self._ignore_keys:
                 chosen = -1
@@ -169,7 +170,7 @@ cdef class SendPath:
         elif type(partition) is int and 0 <= partition < n:
             chosen = partition
         else:
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if headers is None and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
             size_bytes = (_HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + 1
                           + _bytes_field_size(-1 if key is None else PyBytes_GET_SIZE(key))
@@ -178,9 +179,9 @@ cdef class SendPath:
             try:
                 size_bytes = estimate_size_upper_bound(key, value, headers)
             except (TypeError, ValueError):  # a header not in the core's form: the slow path says what is wrong
-                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+                return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         if size_bytes > self._max_record_bytes:
-            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery)
+            return self._send_slow(topic, value, key, partition, timestamp_ms, headers, on_delivery, block)
         cdef AppendResult appended
         cdef RecordFuture future = None
         self._take_lock()
@@ -192,7 +193,7 @@ cdef class SendPath:
         finally:
             self._give_lock()
         if future is None:  # the pool is empty: wait for memory up to max.block.ms
-            return self._append_blocking(topic, chosen, ts, key, value, headers, on_delivery)
+            return self._append_slow(topic, chosen, ts, key, value, headers, on_delivery, None, block)
         if (appended.batch_full or appended.new_batch) and not self._wakeup_sent:
             self._wakeup_sent = True
             self._wakeup()
@@ -375,20 +376,6 @@ cdef class SendPath:
                 self._wakeup_sent = True
                 self._wakeup()
         return stop, buffer, 0
-
-
-cdef struct _OpenRun:
-    PyObject** builders         # per partition: the RecordBatchBuilder of the call's open batch there, or NULL
-    PyObject** segments         # and the call's _Segment in it
-    int open_count
-    PyObject* values            # _Column
-    PyObject* keys              # _Column
-    bint keyed
-    int fixed_partition
-    int num_partitions
-    int64_t timestamp_ms
-    int64_t max_record_bytes
-    bint wake                   # a batch filled up
 
 
 cdef Py_ssize_t _append_run(_OpenRun* run, Py_ssize_t i, Py_ssize_t stop) except -1 nogil:

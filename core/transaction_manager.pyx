@@ -22,16 +22,6 @@ from enum import IntEnum
 
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, kinds_of
 
-cdef enum:
-    S_UNINITIALIZED = 0
-    S_INITIALIZING = 1
-    S_READY = 2
-    S_IN_TRANSACTION = 3
-    S_COMMITTING_TRANSACTION = 4
-    S_ABORTING_TRANSACTION = 5
-    S_ABORTABLE_ERROR = 6
-    S_FATAL_ERROR = 7
-
 
 class TransactionState(IntEnum):
     UNINITIALIZED = S_UNINITIALIZED
@@ -78,13 +68,6 @@ cdef inline int32_t _increment_sequence(int32_t sequence, int32_t increment):
 
 cdef class _PartitionSequences:
     """One partition's sequence bookkeeping (Java's TopicPartitionEntry)."""
-    cdef int64_t producer_id
-    cdef int16_t producer_epoch
-    cdef int32_t next_sequence
-    cdef int32_t last_acked_sequence
-    cdef int64_t last_acked_offset
-    cdef int64_t acked_producer_id   # the last producer id the partition acknowledged a batch of (-1: none)
-    cdef list in_flight              # ProducerBatch with a sequence, not final, in base_sequence order
 
     def __cinit__(self):
         self.producer_id = -1
@@ -112,24 +95,6 @@ cdef class _PartitionSequences:
 cdef class TransactionManager:
     """Producer id/epoch, the transaction state machine, per-partition sequences and the partitions/offsets of the
     ongoing transaction. transactional_id None: the idempotent producer (no transactions, same sequencing)."""
-    cdef readonly str transactional_id
-    cdef readonly int transaction_timeout_ms
-    cdef readonly int state
-    cdef readonly object last_error
-    cdef readonly int64_t producer_id
-    cdef readonly int16_t producer_epoch
-    cdef readonly bint epoch_bump_required
-    cdef readonly bint transaction_started
-    cdef readonly bint transaction_v2                  # Transactions V2 (KIP-890): see the rules above
-    cdef readonly int64_t features_epoch               # of the finalized features transaction_v2 was read from
-    cdef public bint coordinator_supports_epoch_bump   # InitProducerId v3+ (KIP-360) at the coordinator
-    cdef bint _transactional
-    cdef dict _partitions           # (topic, partition) -> _PartitionSequences
-    cdef dict _unresolved           # (topic, partition) -> sequence after the expired batch
-    cdef set _to_rewrite            # partitions whose in-flight sequences restart at the next producer id/epoch
-    cdef set _new_partitions        # in the transaction's batches, not yet in an AddPartitionsToTxn request
-    cdef set _pending_partitions    # in an AddPartitionsToTxn request in flight
-    cdef set _partitions_in_txn     # added to the transaction by the coordinator
 
     def __init__(self, str transactional_id=None, int transaction_timeout_ms=60000):
         self.transactional_id = transactional_id

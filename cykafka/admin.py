@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from cykafka import admin_share
 from cykafka.acl import (
@@ -34,6 +33,22 @@ from cykafka.acl import (
 )
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
+from cykafka.admin_types import (  # the types are cykafka.admin's too (its public API)
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    DeletedRecords,
+    MemberDescription,
+    NewPartitions,
+    NewTopic,
+    TopicDescription,
+    check_configs,
+    check_new_partitions,
+    check_new_topic,
+    checked_names,
+)
 from cykafka.config import AdminConfig
 from cykafka.errors import (
     BrokerNotFoundError,
@@ -59,7 +74,6 @@ from cykafka.protocol.bodies import (
     CreateAclsRequestCreations,
     CreatePartitionsRequestBody,
     CreatePartitionsRequestTopics,
-    CreatePartitionsRequestTopicsAssignments,
     DeleteAclsRequestBody,
     DeleteAclsRequestFilters,
     DescribeAclsRequestBody,
@@ -88,93 +102,6 @@ _CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_C
 _ALTER_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 _OFFSET_SPECS = {"earliest": api.EARLIEST_TIMESTAMP, "latest": api.LATEST_TIMESTAMP,
                  "max_timestamp": api.MAX_TIMESTAMP}
-
-
-@dataclass(frozen=True, slots=True)
-class NewTopic:
-    """A topic to create. num_partitions / replication_factor -1: the broker's defaults (CreateTopics v4+)."""
-
-    name: str
-    num_partitions: int = -1
-    replication_factor: int = 1
-    config: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NewPartitions:
-    """A topic's new partition count (Java's NewPartitions.increaseTo): total_count, more than it has now;
-    new_assignments: None (the broker places the replicas) or, per new partition, its replicas' broker ids (the
-    first is the preferred leader)."""
-
-    total_count: int
-    new_assignments: Sequence[Sequence[int]] | None = None
-
-    @classmethod
-    def increase_to(cls, total_count: int, new_assignments: Sequence[Sequence[int]] | None = None) -> NewPartitions:
-        return cls(total_count, new_assignments)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicDescription:
-    name: str
-    partitions: tuple[PartitionInfo, ...]
-    internal: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterDescription:
-    cluster_id: str | None
-    controller_id: int  # -1: none known
-    nodes: tuple[Node, ...]
-
-
-class ConfigResource(NamedTuple):
-    """A config owner: type "topic" (name: the topic), "broker" (name: the broker's node id as a string) or "group"
-    (name: the group; e.g. a share group's share.auto.offset.reset, share.record.lock.duration.ms)."""
-
-    type: str
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: str  # Java's ConfigEntry.ConfigSource name, e.g. DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG
-    is_default: bool
-    read_only: bool
-    is_sensitive: bool
-
-
-@dataclass(frozen=True, slots=True)
-class DeletedRecords:
-    low_watermark: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupListing:
-    group_id: str
-    protocol_type: str  # "consumer" for consumer groups; "" for simple (offsets-only) groups
-    state: str | None  # None from brokers before ListGroups v4
-
-
-@dataclass(frozen=True, slots=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    assignment: bytes  # the raw ConsumerProtocol assignment
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupDescription:
-    group_id: str
-    state: str
-    protocol_type: str
-    partition_assignor: str
-    members: tuple[MemberDescription, ...]
-    coordinator: int
 
 
 class _AskedMetadata:
@@ -259,76 +186,6 @@ def _acl_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
     if not (code := wire["error_code"]):
         return None
     return error_for(code, f"{what}: {wire['error_message'] or ''}".rstrip(": "))
-
-
-MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)
-
-
-def _check_new_topic(topic: object) -> None:
-    """A NewTopic whose fields a CreateTopics request can carry and a broker should take, else the error naming the
-    field: a valid topic name (the producer's rule: InvalidTopicError), num_partitions -1 (the broker's default) or
-    1..MAX_PARTITIONS_PER_TOPIC, replication_factor -1 or 1..32767, config {str: str or None}."""
-    if not isinstance(topic, NewTopic):
-        raise InvalidArgumentError(f"create_topics takes NewTopic values, got {type(topic).__name__}")
-    validate_topic(topic.name)
-    for field, value, high in (("num_partitions", topic.num_partitions, MAX_PARTITIONS_PER_TOPIC),
-                               ("replication_factor", topic.replication_factor, 2**15 - 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= high):
-            raise InvalidArgumentError(f"NewTopic({topic.name!r}).{field} must be an int, -1 (the broker's default) "
-                                       f"or 1 to {high}, got {value!r}")
-    _check_configs(topic.config or {}, f"NewTopic({topic.name!r}).config")
-
-
-def _check_new_partitions(topic: object, new: object) -> list[CreatePartitionsRequestTopicsAssignments] | None:
-    """NewPartitions a CreatePartitions request can carry: total_count 1 to 2**31-1, new_assignments None or one
-    non-empty list of distinct broker ids (ints >= 0) per new partition; its assignments' request form."""
-    if not isinstance(new, NewPartitions):
-        raise InvalidArgumentError(f"create_partitions takes {{topic: NewPartitions}}, got {topic!r}: "
-                                   f"{type(new).__name__}")
-    count = new.total_count
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count < 2**31:
-        raise InvalidArgumentError(f"NewPartitions of {topic!r}: total_count must be an int from 1 to 2**31-1 (the "
-                                   f"partition count wanted, more than the topic has), got {count!r}")
-    if new.new_assignments is None:
-        return None
-    what = f"NewPartitions of {topic!r}: new_assignments"
-    given: object = new.new_assignments
-    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
-        raise InvalidArgumentError(f"{what} must be None or a list of broker id lists, one per new partition, got "
-                                   f"{given!r}")
-    assignments = [list(replicas) if isinstance(replicas, Iterable) else replicas for replicas in given]
-    for replicas in assignments:
-        if (not isinstance(replicas, list) or not replicas or len(set(replicas)) != len(replicas)
-                or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in replicas)):
-            raise InvalidArgumentError(f"{what}: each new partition's replicas must be a non-empty list of distinct "
-                                       f"broker ids (ints >= 0), got {replicas!r}")
-    if not assignments or len(assignments) > count:
-        raise InvalidArgumentError(f"{what} must name 1 to total_count ({count}) new partitions, one list each, got "
-                                   f"{len(assignments)}")
-    return [{"broker_ids": replicas} for replicas in assignments]
-
-
-def _check_configs(configs: object, what: str) -> None:
-    """{name: value} as a request carries it: str names, str (or None) values; else InvalidArgumentError naming it."""
-    if not isinstance(configs, Mapping):
-        raise InvalidArgumentError(f"{what} must be a mapping of config names to str values, got "
-                                   f"{type(configs).__name__}")
-    for name, value in configs.items():
-        if not isinstance(name, str) or not (value is None or isinstance(value, str)):
-            raise InvalidArgumentError(f"{what}: {name!r} must map to a str value (e.g. '{value}'), got {value!r}")
-
-
-def _checked_names(names: object, what: str) -> list[str]:
-    if isinstance(names, str) or not isinstance(names, Iterable):
-        raise InvalidArgumentError(f"{what} must be a list of str, got {type(names).__name__}")
-    out = list(names)
-    bad = [n for n in out if not isinstance(n, str) or not n]
-    if bad:
-        raise InvalidArgumentError(f"{what} must be non-empty str, got {bad[0]!r}")
-    if len(set(out)) != len(out):
-        twice = sorted(n for n in set(out) if out.count(n) > 1)
-        raise InvalidArgumentError(f"{what} name the same item twice: {twice}")
-    return out
 
 
 class Admin:
@@ -474,9 +331,9 @@ class Admin:
         TOPIC_ALREADY_EXISTS error. validate_only: the broker checks, creates nothing."""
         topics = list(new_topics)
         for t in topics:
-            _check_new_topic(t)
+            check_new_topic(t)
         by_name = {t.name: t for t in topics}
-        names = _checked_names([t.name for t in topics], "create_topics' topics")
+        names = checked_names([t.name for t in topics], "create_topics' topics")
         deadline_ms = self._deadline(timeout_ms)
 
         def body(pending: list[str], broker_timeout_ms: int) -> dict[str, Any]:
@@ -492,7 +349,7 @@ class Admin:
     def delete_topics(self, topics: Iterable[str], *, timeout_ms: int | None = None) -> dict[str, Result[None]]:
         """Deletes topics (DeleteTopics, at the controller): {name: Result}; an unknown topic's Result holds an
         UNKNOWN_TOPIC_OR_PARTITION error."""
-        names = _checked_names(topics, "delete_topics' topics")
+        names = checked_names(topics, "delete_topics' topics")
         deadline_ms = self._deadline(timeout_ms)
 
         def body(pending: list[str], broker_timeout_ms: int) -> dict[str, Any]:
@@ -511,10 +368,10 @@ class Admin:
         if not isinstance(new_partitions, Mapping):
             raise InvalidArgumentError(f"create_partitions takes {{topic: NewPartitions}}, got "
                                        f"{type(new_partitions).__name__}")
-        names = _checked_names(list(new_partitions), "create_partitions' topics")
+        names = checked_names(list(new_partitions), "create_partitions' topics")
         for name in names:
             validate_topic(name)
-        assignments = {name: _check_new_partitions(name, new_partitions[name]) for name in names}
+        assignments = {name: check_new_partitions(name, new_partitions[name]) for name in names}
         deadline_ms = self._deadline(timeout_ms)
 
         def body(pending: list[str], broker_timeout_ms: int) -> dict[str, Any]:
@@ -550,7 +407,7 @@ class Admin:
                         timeout_ms: int | None = None) -> dict[str, Result[TopicDescription]]:
         """Named topics (Metadata, never auto-creating): {name: Result}; an unknown topic's Result holds an
         UNKNOWN_TOPIC_OR_PARTITION error."""
-        names = _checked_names(topics, "describe_topics' topics")
+        names = checked_names(topics, "describe_topics' topics")
         deadline_ms = self._deadline(timeout_ms)
         answer = self._call(lambda: self._metadata(names, deadline_ms))
         found = {t["name"]: t for t in answer["topics"]}
@@ -616,7 +473,7 @@ class Admin:
                 if not (isinstance(entry, tuple) and len(entry) == 3 and entry[1] in _ALTER_OPS):
                     raise InvalidArgumentError(f"incremental_alter_configs: {resource} takes (name, op, value) "
                                                f"tuples with op one of {', '.join(_ALTER_OPS)}, got {entry!r}")
-                _check_configs({entry[0]: entry[2]}, f"incremental_alter_configs: {resource}")
+                check_configs({entry[0]: entry[2]}, f"incremental_alter_configs: {resource}")
                 ops[resource].append({"name": entry[0], "config_operation": _ALTER_OPS[entry[1]], "value": entry[2]})
         deadline_ms = self._deadline(timeout_ms)
 
@@ -726,7 +583,7 @@ class Admin:
                              timeout_ms: int | None = None) -> list[ConsumerGroupListing]:
         """Every group on every broker (ListGroups, Java's listConsumerGroups), optionally only those in states
         (e.g. "Stable", "Empty"; ListGroups v4+). A broker's error raises."""
-        wanted = None if states is None else _checked_names(states, "list_consumer_groups' states")
+        wanted = None if states is None else checked_names(states, "list_consumer_groups' states")
         deadline_ms = self._deadline(timeout_ms)
 
         def list_groups() -> list[ConsumerGroupListing]:
@@ -747,7 +604,7 @@ class Admin:
                                  timeout_ms: int | None = None) -> dict[str, Result[ConsumerGroupDescription]]:
         """Groups' state and members (DescribeGroups at each coordinator): {group id: Result}; a group that does not
         exist gets GROUP_ID_NOT_FOUND (as Java's admin client, from the broker's state "Dead")."""
-        names = _checked_names(group_ids, "describe_consumer_groups' group ids")
+        names = checked_names(group_ids, "describe_consumer_groups' group ids")
         deadline_ms = self._deadline(timeout_ms)
 
         def read(group_id: str, a: Mapping[str, Any], node: int) -> ConsumerGroupDescription | KafkaError:
@@ -768,7 +625,7 @@ class Admin:
     def delete_consumer_groups(self, group_ids: Iterable[str], *,
                                timeout_ms: int | None = None) -> dict[str, Result[None]]:
         """Deletes groups with no members (DeleteGroups at each coordinator): {group id: Result}."""
-        names = _checked_names(group_ids, "delete_consumer_groups' group ids")
+        names = checked_names(group_ids, "delete_consumer_groups' group ids")
         deadline_ms = self._deadline(timeout_ms)
 
         def read(group_id: str, a: Mapping[str, Any], node: int) -> KafkaError | None:
@@ -785,7 +642,7 @@ class Admin:
                                     ) -> dict[TopicPartition, Result[OffsetAndMetadata]]:
         """A group's committed offsets (OffsetFetch at its coordinator): every partition it committed, or the
         given ones (offset -1: none committed). {TopicPartition: Result}; a group-level error raises."""
-        (group,) = _checked_names([group_id], "list_consumer_group_offsets' group_id")
+        (group,) = checked_names([group_id], "list_consumer_group_offsets' group_id")
         tps = None if partitions is None else checked_partitions(partitions, "list_consumer_group_offsets")
         deadline_ms = self._deadline(timeout_ms)
 

@@ -1,11 +1,12 @@
 """cykafka.aio: AsyncProducer and AsyncConsumer for asyncio, over the sync Producer and Consumer (the same core,
 sender and network threads; no second protocol implementation). Nothing here blocks the event loop:
 
-- AsyncProducer.send appends on the loop thread (the compiled send path) when it can. When the sync send would
-  block (the topic's metadata missing, buffer.memory full) its Producer raises instead (_LoopProducer, only on the
-  loop's thread) and the coroutine awaits: metadata is looked for every 5 ms (as the sync wait does), memory through
-  a waiter in the pool's FIFO queue that the sender thread wakes with loop.call_soon_threadsafe. Both share one
-  max.block.ms deadline and raise what the sync send raises (KafkaTimeoutError, BufferExhaustedError).
+- AsyncProducer.send appends on the loop thread through the Producer's non-blocking append (`try_send`, the
+  compiled send path; cykafka.producer_seam). When it answers what the record needs first, the coroutine awaits:
+  metadata looked for every METADATA_POLL_MS (`poll_metadata`, as the sync wait), memory through the Producer's one
+  memory wait (`memory_wait`: a waiter in the pool's FIFO queue that the sender thread wakes with
+  loop.call_soon_threadsafe). Both share one max.block.ms deadline and raise what the sync send raises
+  (KafkaTimeoutError, BufferExhaustedError). The Producer's public members only: no subclass, no private hook.
 - Acknowledgements: send() returns an asyncio future of the running loop (send_batch one per call), so gather,
   wait, as_completed and shield take it as it is (no Task each). The sender thread completes a batch; its Completion
   (cykafka.completion) hands the loop one call_soon_threadsafe, which resolves the futures of every record of that
@@ -22,7 +23,6 @@ import concurrent.futures
 import functools
 import inspect
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -36,6 +36,7 @@ from cykafka.fetch_collector import RecordsByPartition
 from cykafka.metrics import MetricsSnapshot
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, PartitionInfo, TopicPartition
 from cykafka.producer import Producer
+from cykafka.producer_seam import METADATA_POLL_MS, NeedsMemory, NeedsMetadata
 from cykafka.serialization import validate_topic
 
 if TYPE_CHECKING:
@@ -46,62 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["AsyncConsumer", "AsyncProducer", "AsyncRebalanceListener", "AsyncShareConsumer", "SendBatchFuture"]
 
 T = TypeVar("T")
-_METADATA_POLL_MS = 5  # as Producer._wait_on_metadata
-_MEMORY_RECHECK_MS = 100  # as Producer._wait_for_buffer: a waiter looks again at least this often
-
-
-class _WouldBlock(KafkaError):
-    """Raised by _LoopProducer on the loop's thread where the sync Producer would wait: AsyncProducer awaits instead.
-    Reaches the user only from the sync calls of `AsyncProducer.producer` made on the loop's thread."""
-
-    def __init__(self, waits_for: str) -> None:
-        super().__init__(f"the call would block the event loop waiting for {waits_for}: use AsyncProducer's "
-                         f"coroutines on the loop, or call the sync Producer from another thread")
-
-
-class _NeedsMetadata(_WouldBlock):
-    def __init__(self, topic: str, partition: int | None) -> None:
-        super().__init__(f"the metadata of topic {topic!r}")
-        self.topic, self.partition = topic, partition
-
-
-class _NeedsMemory(_WouldBlock):
-    def __init__(self, args: tuple[Any, ...]) -> None:
-        super().__init__("buffer memory (buffer.memory)")
-        self.args_to_append = args  # Producer._append's arguments: the record, prepared
-
-
-class _LoopProducer(Producer):
-    """The Producer an AsyncProducer drives: on `loop_thread` its two waits raise instead of blocking; on any other
-    thread (send_batch, transactions) it is the sync Producer."""
-
-    loop_thread: int | None = None
-
-    def _wait_on_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
-        if threading.get_ident() != self.loop_thread:
-            return super()._wait_on_metadata(topic, partition, deadline_ms)
-        count = self._metadata_or_request(topic, partition, deadline_ms)
-        if count is None:
-            raise _NeedsMetadata(topic, partition)
-        return count
-
-    def _append_blocking(self, topic: str, partition: int, timestamp_ms: int, key_bytes: Any, value_bytes: Any,
-                         header_list: Any, on_delivery: Any, deadline_ms: int | None = None) -> RecordFuture:
-        if threading.get_ident() != self.loop_thread:
-            return super()._append_blocking(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
-                                            on_delivery, deadline_ms)
-        args = (topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
-        with self._lock:
-            result = self._append(args, None, self._metadata.snapshot())
-        if result is None:
-            raise _NeedsMemory(args)
-        return self._appended(result)
-
-    def _appended(self, result: tuple[RecordFuture, bool, bool, int]) -> RecordFuture:
-        future, batch_is_full, new_batch, _ = result
-        if batch_is_full or new_batch:
-            self._transport.wakeup()
-        return future
 
 
 class _LoopWaiter:
@@ -155,7 +100,8 @@ class AsyncProducer:
     Config keys and record arguments as Producer's (docs/config.md). Bound to one event loop; docs/asyncio.md."""
 
     def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
-        self._producer = _LoopProducer(config, **kwargs)
+        self._producer = Producer(config, **kwargs)
+        self._loop_thread: int | None = None  # the thread its Producer must never block (refuse_blocking_on)
         self._thread = _ClientThread(f"cykafka-aio-{self._producer.config.client_id}")
         self._loop: asyncio.AbstractEventLoop | None = None
         # the records handed out on self._loop whose batch is not final yet, by the batch's completion:
@@ -169,7 +115,14 @@ class AsyncProducer:
 
     async def start(self) -> None:
         """Optional (aiokafka's shape): the producer runs from construction."""
-        self._producer.loop_thread = threading.get_ident()
+        self._on_loop_thread()
+
+    def _on_loop_thread(self) -> None:
+        """The sync Producer's calls that would wait raise WouldBlockError on the loop's thread."""
+        thread = threading.get_ident()
+        if thread != self._loop_thread:
+            self._loop_thread = thread
+            self._producer.refuse_blocking_on(thread)
 
     async def stop(self, timeout: float | None = None) -> None:
         """Flushes (up to `timeout` s), then closes: records still pending then fail with ProducerClosedError."""
@@ -192,19 +145,12 @@ class AsyncProducer:
         record's KafkaError (aiokafka's two awaits; one: send_and_wait); gather, wait, as_completed and shield take
         it as it is. Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued.
         Cancelling the returned future only stops waiting for it: the record is sent."""
-        producer = self._producer
-        producer.loop_thread = threading.get_ident()
-        if not producer._interceptors:
-            try:
-                record = producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                       headers=headers)
-            except _WouldBlock as blocked:
-                record = await self._send_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
-        else:
-            # interceptors see each record once: wait for the topic first, so that the send cannot stop half-way
-            validate_topic(topic)
-            record = await self._send_blocked(_NeedsMetadata(topic, None), topic, value, key, partition,
-                                              timestamp_ms, headers)
+        if threading.get_ident() != self._loop_thread:
+            self._on_loop_thread()
+        record = self._producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                         headers=headers)
+        if type(record) is not RecordFuture:
+            record = await self._send_blocked(record, topic, value, key, partition, timestamp_ms, headers)
         return self._loop_future(record)
 
     def _loop_future(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
@@ -215,7 +161,7 @@ class AsyncProducer:
         if loop is not self._loop:  # a new loop: the old one's records are resolved there still (their callbacks)
             self._loop, self._settling = loop, {}
         future = loop.create_future()
-        completion: Any = record._waitable()  # the producer's Completion
+        completion: Any = record.waitable()  # the producer's Completion
         if completion is None:  # final already
             _settle(future, record)
             return future
@@ -226,63 +172,46 @@ class AsyncProducer:
         settling += (future, record)
         return future
 
-    async def _send_blocked(self, blocked: _WouldBlock, topic: str, value: object, key: object,
+    async def _send_blocked(self, blocked: NeedsMetadata | NeedsMemory, topic: str, value: object, key: object,
                             partition: int | None, timestamp_ms: int | None, headers: object) -> RecordFuture:
-        producer = self._producer
-        deadline_ms = producer._clock.monotonic_ms() + producer.config.max_block_ms
-        while isinstance(blocked, _NeedsMetadata):
+        """try_send's answer awaited: the metadata, then the call again; memory through the Producer's memory wait.
+        One deadline, the first answer's (max.block.ms from the send)."""
+        deadline_ms = blocked.deadline_ms
+        while isinstance(blocked, NeedsMetadata):
             await self._metadata(blocked.topic, blocked.partition, deadline_ms)
-            try:
-                return producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                     headers=headers)
-            except _WouldBlock as again:
-                blocked = again
-        assert isinstance(blocked, _NeedsMemory)
-        return await self._append_when_room(blocked.args_to_append, deadline_ms)
+            again = self._producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                            headers=headers)
+            if isinstance(again, RecordFuture):
+                return again
+            blocked = again
+        return await self._append_when_room(blocked, deadline_ms)
 
     async def _metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
         """The topic's partition count, awaited until deadline_ms (then KafkaTimeoutError, as the sync send)."""
         producer = self._producer
-        while (count := producer._metadata_or_request(topic, partition, deadline_ms)) is None:
-            await asyncio.sleep(min(_METADATA_POLL_MS, max(0, deadline_ms - producer._clock.monotonic_ms())) / 1000)
+        while (count := producer.poll_metadata(topic, partition, deadline_ms)) is None:
+            await asyncio.sleep(min(METADATA_POLL_MS, max(0, deadline_ms - producer.clock.monotonic_ms())) / 1000)
         return count
 
-    async def _append_when_room(self, args: tuple[Any, ...], deadline_ms: int) -> RecordFuture:
-        """Producer._wait_for_buffer for a coroutine: queued in the pool's FIFO with the sync senders, woken by the
-        sender thread (call_soon_threadsafe) when memory is freed; appends once a buffer is ours. Cancelled while
-        waiting: leaves the queue, nothing appended."""
-        producer, pool = self._producer, self._producer._pool
+    async def _append_when_room(self, needs: NeedsMemory, deadline_ms: int) -> RecordFuture:
+        """The Producer's memory wait driven by a coroutine: queued in the pool's FIFO with the sync senders, woken
+        by the sender thread (call_soon_threadsafe) when memory is freed; appended once a buffer is ours. Cancelled
+        while waiting: leaves the queue, nothing appended."""
         waiter = _LoopWaiter(asyncio.get_running_loop())
-        size_bytes = producer._accumulator.allocation_size(args[3], args[4], args[5])
-        started_ns = time.monotonic_ns()
-        with producer._lock:
-            pool.enqueue_waiter(waiter)
+        wait = self._producer.memory_wait(needs, waiter, deadline_ms)
         try:
             while True:
                 waiter.event.clear()
-                with producer._lock:
-                    buffer = pool.try_allocate(size_bytes, waiter)
-                    if buffer is not None:
-                        result = producer._append(args, buffer, producer._metadata.snapshot())
-                        assert result is not None  # a buffer was given
-                        if not result[2]:  # another batch took the record: give the buffer back
-                            producer._give_back(buffer)
-                        return producer._appended(result)
-                remaining_ms = deadline_ms - producer._clock.monotonic_ms()
-                if remaining_ms <= 0:
-                    raise producer._buffer_exhausted(size_bytes)
-                producer._wake_sender()
+                outcome = wait.step()
+                if isinstance(outcome, RecordFuture):
+                    return outcome
                 try:
-                    async with asyncio.timeout(min(remaining_ms, _MEMORY_RECHECK_MS) / 1000):
+                    async with asyncio.timeout(outcome / 1000):
                         await waiter.event.wait()
                 except TimeoutError:
                     pass
         finally:
-            with producer._lock:
-                next_waiter = pool.remove_waiter(waiter)
-                if next_waiter is not None:
-                    next_waiter.notify()
-            producer._metrics.record_buffer_wait(time.monotonic_ns() - started_ns)
+            wait.close()
 
     async def send_and_wait(self, topic: str, value: object = None, key: object = None, *,
                             partition: int | None = None, timestamp_ms: int | None = None,
@@ -301,7 +230,7 @@ class AsyncProducer:
                                         timestamps_ms=timestamps_ms, headers=headers)
         loop = asyncio.get_running_loop()
         future = SendBatchFuture(result, loop=loop)
-        completion = result._waitable()
+        completion = result.waitable()
         if completion is None or result.done():
             _settle(future, result)
         else:
@@ -314,7 +243,7 @@ class AsyncProducer:
         `timeout` seconds pass first. The futures send() returned before are resolved when it returns 0.
         Cancelled: stops waiting, the records are still sent."""
         producer = self._producer
-        batches = producer._begin_flush()
+        batches = producer.begin_flush()
         settled = [settling[0] for settling in self._settling.values()]
         try:
             async with asyncio.timeout(timeout):
@@ -327,14 +256,15 @@ class AsyncProducer:
         except TimeoutError:
             pass
         finally:
-            pending = producer._end_flush(batches)
+            pending = producer.end_flush(batches)
         return pending
 
     async def partitions_for(self, topic: str) -> list[PartitionInfo]:
         """Producer.partitions_for, the metadata wait awaited."""
         producer = self._producer
-        await self._metadata(topic, None, producer._clock.monotonic_ms() + producer.config.max_block_ms)
-        return list(producer._metadata.snapshot().partitions[topic])
+        validate_topic(topic)
+        await self._metadata(topic, None, producer.clock.monotonic_ms() + producer.config.max_block_ms)
+        return producer.partitions_for(topic)  # the metadata is there: no wait
 
     def metrics(self) -> MetricsSnapshot:
         """Producer.metrics() (no await: it reads counters)."""

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from cykafka.adapters.clock import SystemClock, core_clock
 from cykafka.adapters.compression import compressor_for
@@ -63,7 +63,7 @@ from cykafka.errors import (
 from cykafka.metrics import MetricsSnapshot, ProducerMetrics, StatsReporter
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offset
-from cykafka.protocol.error_codes import ErrorCode, error_for
+from cykafka.producer_seam import AppendSeam, NeedsMemory, NeedsMetadata, ThreadWaiter
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import (
@@ -82,10 +82,9 @@ log = logging.getLogger("cykafka.producer")
 # exit (one budget shared by all producers at exit); what is left then fails, and the count is logged (WARNING)
 UNCLOSED_TIMEOUT_S = 10.0
 _AppendResult = tuple[RecordFuture, bool, bool, int]
-_Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_blocking's arguments
+_Prepared = tuple[str, int, int, Any, Any, Any, Any]  # _append_slow's arguments
+T = TypeVar("T")
 _TIMESTAMP_END_MS = 1 << 63  # timestamps are int64 on the wire
-# a Metadata answer naming one of these for a topic fails its send at once (Java's maybeThrowExceptionForTopic)
-_TOPIC_METADATA_ERRORS = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_TOPIC_EXCEPTION)
 _client_ids = itertools.count(1)
 _PORT_NAMES = frozenset(f.name for f in dataclasses.fields(Ports))  # Producer(transport=...) names Ports
 _BATCH_CHUNK_RECORDS = 1024  # send_batch appends this many per lock hold, then lets the sender thread run
@@ -103,7 +102,7 @@ class ProducerRecord:
     headers: Any = None
 
 
-class Producer(SendPath):
+class Producer(SendPath, AppendSeam):
     """A thread-safe Kafka producer with Java's semantics; config keys: docs/config.md.
 
     send() queues a record and returns a RecordFuture whose result(timeout) is its RecordMetadata or raises its
@@ -144,6 +143,7 @@ class Producer(SendPath):
         self._clock: Clock = ports.clock or SystemClock()
         self._lock = ProducerLock()
         self._closed = False
+        self._never_block_thread: int | None = None  # refuse_blocking_on
         self._metrics = ProducerMetrics()
         self._key_serializer = make_serializer(cfg.key_serializer, "key")
         self._value_serializer = make_serializer(cfg.value_serializer, "value")
@@ -236,20 +236,33 @@ class Producer(SendPath):
 
     # -- sending: SendPath.send (compiled) handles the common case and calls these for everything else -------------
 
+    if TYPE_CHECKING:  # SendPath.try_send (compiled), typed with the seam's answers
+        def try_send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
+                     timestamp_ms: int | None = None, headers: object = None,
+                     on_delivery: Callable[[KafkaError | None, Any], object] | None = None,
+                     ) -> RecordFuture | NeedsMetadata | NeedsMemory: ...
+
     def _send_slow(self, topic: Any, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any,
-                   on_delivery: Any) -> RecordFuture:
-        """send() with interceptors, serializers, metadata waits and every argument check and error message."""
+                   on_delivery: Any, block: bool = True) -> RecordFuture | NeedsMetadata | NeedsMemory:
+        """send() (block) and try_send() with interceptors, serializers, metadata waits and every argument check and
+        error message."""
         if self._closed:
             raise ProducerClosedError("send() after close(): the producer is closed")
         deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms  # the metadata and memory waits share it
-        return self._append_blocking(*self._prepare(topic, value, key, partition, timestamp_ms, headers, on_delivery,
-                                                    deadline_ms), deadline_ms)
+        if not block and self._interceptors:  # interceptors see a record once: its metadata before they run
+            validate_topic(topic)
+            if self.poll_metadata(topic, None, deadline_ms) is None:
+                return NeedsMetadata(topic, None, deadline_ms)
+        prepared = self._prepare(topic, value, key, partition, timestamp_ms, headers, on_delivery, deadline_ms, block)
+        if isinstance(prepared, NeedsMetadata):
+            return prepared
+        return self._append_slow(*prepared, deadline_ms, block)
 
     def _prepare(self, topic: Any, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any,
-                 on_delivery: Any, deadline_ms: int | None = None) -> _Prepared:
+                 on_delivery: Any, deadline_ms: int | None = None, block: bool = True) -> _Prepared | NeedsMetadata:
         """send()'s work before the append, nothing queued: interceptors, argument checks, serializers, the metadata
-        wait (until deadline_ms, default max.block.ms from now) and the partition choice. Returns _append_blocking's
-        arguments."""
+        wait (until deadline_ms, default max.block.ms from now; not block: NeedsMetadata instead) and the partition
+        choice. Returns _append_slow's arguments."""
         if self._interceptors:
             record = self._intercept(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
             topic, value, key, partition, timestamp_ms, headers = (
@@ -280,7 +293,12 @@ class Producer(SendPath):
                                       f"buffer.memory ({self.config.buffer_memory})")
         if deadline_ms is None:
             deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
-        num_partitions = self._wait_on_metadata(topic, partition, deadline_ms)
+        if block:
+            num_partitions = self._wait_on_metadata(topic, partition, deadline_ms)
+        elif (count := self.poll_metadata(topic, partition, deadline_ms)) is None:
+            return NeedsMetadata(topic, partition, deadline_ms)
+        else:
+            num_partitions = count
         if partition is None:
             partition = self._partition(topic, key, key_bytes, value, value_bytes, num_partitions)
         return topic, partition, timestamp_ms, key_bytes, value_bytes, header_tuple, on_delivery
@@ -351,10 +369,11 @@ class Producer(SendPath):
                     self._give_back(buffer)
                 buffer = None
             if start < stop:  # the pool is empty: wait for memory as send() does, then go on from `start`
+                waiter = ThreadWaiter()
                 try:
-                    with self._lock:
-                        buffer = self._wait_for_buffer(needed_bytes, self._clock.monotonic_ms()
-                                                       + self.config.max_block_ms)
+                    buffer = self._wait_for_memory(self._memory_wait(
+                        needed_bytes, self._clock.monotonic_ms() + self.config.max_block_ms, waiter, _own_buffer),
+                        waiter)
                 except BufferExhaustedError as e:
                     self._fail_rest(result, start, count, e)
                     return
@@ -374,7 +393,7 @@ class Producer(SendPath):
                 result._record_done(index, error, None if error else (metadata.topic, metadata.partition))
 
             try:
-                prepared.append((index, self._prepare(
+                prepared.append((index, self._prepare(  # type: ignore[arg-type]  # blocking: never NeedsMetadata
                     topic, value, None if keys is None else keys[index],
                     partitions if partitions is None or type(partitions) is int else partitions[index],
                     timestamps_ms if timestamps_ms is None or type(timestamps_ms) is int else timestamps_ms[index],
@@ -383,7 +402,7 @@ class Producer(SendPath):
                 result._record_done(index, e)
         for index, args in prepared:
             try:
-                self._append_blocking(*args)
+                self._append_slow(*args)
             except KafkaError as e:
                 result._record_done(index, e)
 
@@ -399,128 +418,6 @@ class Producer(SendPath):
         if key_bytes is not None and not self.config.partitioner_ignore_keys:
             return int(partition_for_key(key_bytes, num_partitions))
         return -1  # the accumulator's built-in sticky partitioner chooses
-
-    def _append_blocking(self, topic: str, partition: int, timestamp_ms: int, key_bytes: Any, value_bytes: Any,
-                         header_list: Any, on_delivery: Any, deadline_ms: int | None = None) -> RecordFuture:
-        """Appends; when the pool has no buffer, waits (FIFO) for one until deadline_ms (default: max.block.ms from
-        now; send() passes the deadline its metadata wait already used part of)."""
-        if deadline_ms is None:
-            deadline_ms = self._clock.monotonic_ms() + self.config.max_block_ms
-        snapshot = self._metadata.snapshot()
-        args = (topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery)
-        with self._lock:
-            result = self._append(args, None, snapshot)
-            if result is None:
-                result = self._append_waiting_for_memory(args, deadline_ms, snapshot)
-        future, batch_is_full, new_batch, _ = result
-        if batch_is_full or new_batch:
-            self._transport.wakeup()
-        return future
-
-    def _append(self, args: tuple[Any, ...], buffer: bytearray | None, snapshot: Any) -> _AppendResult | None:
-        topic, partition, timestamp_ms, key_bytes, value_bytes, header_list, on_delivery = args
-        return self._accumulator.append(topic, partition, timestamp_ms, key_bytes, value_bytes, header_list,
-                                        on_delivery, self._clock.monotonic_ms(), buffer, snapshot)
-
-    def _append_waiting_for_memory(self, args: tuple[Any, ...], deadline_ms: int, snapshot: Any) -> _AppendResult:
-        """Called with the lock held when the pool had no buffer."""
-        size_bytes = self._accumulator.allocation_size(args[3], args[4], args[5])
-        buffer = self._wait_for_buffer(size_bytes, deadline_ms)
-        result = self._append(args, buffer, snapshot)
-        assert result is not None  # a buffer was given
-        if not result[2]:  # another batch took the record: give the buffer back
-            self._give_back(buffer)
-        return result
-
-    def _give_back(self, buffer: bytearray) -> None:
-        """Called with the lock held: a buffer from _wait_for_buffer that no batch took."""
-        next_waiter = self._pool.release(buffer, len(buffer))
-        if next_waiter is not None:
-            next_waiter.notify()
-
-    def _wait_for_buffer(self, size_bytes: int, deadline_ms: int) -> bytearray:
-        """Called with the lock held when the pool had no buffer: waits (FIFO) until deadline_ms for one, else
-        raises BufferExhaustedError."""
-        waiter = threading.Condition(self._lock)  # type: ignore[arg-type]  # ProducerLock is threading.Lock-like
-        self._pool.enqueue_waiter(waiter)
-        started_ns = time.monotonic_ns()  # measures the wait for the metric (ns); the Clock port decides the deadline
-        try:
-            while True:
-                buffer = self._pool.try_allocate(size_bytes, waiter)
-                if buffer is not None:
-                    break
-                remaining_ms = deadline_ms - self._clock.monotonic_ms()
-                if remaining_ms <= 0:
-                    raise self._buffer_exhausted(size_bytes)
-                self._wake_sender()  # once per sender loop: its ready() then sends everything queued
-                self._clock.wait_ms(waiter.wait, min(remaining_ms, 100))
-        finally:
-            self._pool.remove_waiter(waiter)
-            self._metrics.record_buffer_wait(time.monotonic_ns() - started_ns)
-        next_waiter = self._pool.waiter_to_wake()
-        if next_waiter is not None:
-            next_waiter.notify()
-        return buffer
-
-    def _buffer_exhausted(self, size_bytes: int) -> BufferExhaustedError:
-        return BufferExhaustedError(
-            f"failed to allocate {size_bytes} bytes within max.block.ms ({self.config.max_block_ms} ms): "
-            f"buffer.memory {self._pool.total_memory_bytes} bytes, available {self._pool.available_memory_bytes} "
-            f"bytes; the record was not queued")
-
-    def _memory_freed(self, waiter: Any) -> None:
-        with self._lock:
-            waiter.notify()
-
-    def _wait_on_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
-        """Partition count of `topic`, waiting for metadata up to max.block.ms (Java's waitOnMetadata)."""
-        while True:
-            count = self._metadata_or_request(topic, partition, deadline_ms)
-            if count is not None:
-                return count
-            if self._thread is None:  # driven by hand (tests): nothing will fetch it
-                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata and no sender thread runs")
-            self._clock.sleep_ms(min(5, deadline_ms - self._clock.monotonic_ms()))
-
-    def _metadata_or_request(self, topic: str, partition: int | None, deadline_ms: int) -> int | None:
-        """One look of _wait_on_metadata: the partition count, or None after asking the sender for the topic;
-        raises what the wait would (KafkaTimeoutError at deadline_ms)."""
-        snapshot = self._metadata.snapshot()
-        count = snapshot.partition_count(topic)
-        if count is not None:
-            self._sender_loop_started(snapshot)  # the compiled send path sees the topic from now on
-        if count is not None and (partition is None or partition < count):
-            if partition is not None and partition < 0:
-                raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}]")
-            return count
-        if partition is not None and count is not None and not isinstance(partition, bool):
-            raise InvalidRecordError(f"partition {partition} is not in the range [0...{count - 1}] of "
-                                     f"topic {topic!r}")
-        if self._closed:
-            raise ProducerClosedError("the producer was closed while waiting for metadata")
-        auth_error = self._transport.authentication_error()
-        if auth_error is not None:
-            raise auth_error
-        code = snapshot.topic_errors.get(topic)
-        if code in _TOPIC_METADATA_ERRORS:  # e.g. no DESCRIBE on the topic: retrying cannot help
-            raise error_for(code, f"topic {topic!r}: the broker's Metadata answer refused it")
-        now_ms = self._clock.monotonic_ms()
-        if now_ms >= deadline_ms:
-            servers = ",".join(self.config.bootstrap_servers)
-            problem = getattr(self._transport, "connection_problem", lambda: None)()
-            if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # waited out as Java does: see docs/delivery.md
-                raise KafkaTimeoutError(
-                    f"topic {topic!r} does not exist: the broker still answered UNKNOWN_TOPIC_OR_PARTITION after "
-                    f"{self.config.max_block_ms} ms (max.block.ms); create it (cykafka.Admin.create_topics, "
-                    f"`cykafka topics create`) or turn on the broker's auto.create.topics.enable; "
-                    f"bootstrap.servers={servers}") from error_for(code, f"topic {topic!r}")
-            raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self.config.max_block_ms} "
-                                    f"ms (max.block.ms); bootstrap.servers={servers}"
-                                    + (f"; {problem}" if problem else ""))
-        self._metadata.add_topic(topic, now_ms)
-        self._metadata.request_update()
-        self._transport.wakeup()
-        return None
 
     def _intercept(self, record: ProducerRecord) -> ProducerRecord:
         for interceptor in self._interceptors:
@@ -552,7 +449,7 @@ class Producer(SendPath):
         when `timeout` seconds pass first."""
         if self._thread is not None and threading.current_thread() is self._thread:
             raise KafkaError("flush() from a delivery callback or interceptor would deadlock the sender thread")
-        batches = self._begin_flush()
+        batches = self.begin_flush()
         deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
         try:
             for batch in batches:
@@ -564,19 +461,22 @@ class Producer(SendPath):
                 else:
                     self._clock.wait_ms(completion.wait, deadline_ms - self._clock.monotonic_ms())
         finally:
-            pending = self._end_flush(batches)
+            pending = self.end_flush(batches)
         return pending
 
-    def _begin_flush(self) -> list[Any]:
-        """flush()'s start: the batches to wait for, sent now (linger ends for them)."""
+    def begin_flush(self) -> list[Any]:
+        """flush()'s first half, never blocking (flush() is both halves; an event loop awaits in between): the
+        batches queued now (each batch.waitable() a completion to wait on), sent at once (linger ends for them).
+        Always follow it with end_flush(batches)."""
         with self._lock:
             self._accumulator.begin_flush()
             batches = list(self._accumulator.incomplete)
         self._transport.wakeup()
         return batches
 
-    def _end_flush(self, batches: list[Any]) -> int:
-        """flush()'s end, also after an error or a cancelled wait: linger applies again; records still pending."""
+    def end_flush(self, batches: list[Any]) -> int:
+        """flush()'s second half, also after an error or a cancelled wait: linger applies again; returns the records
+        of `batches` still pending."""
         with self._lock:
             self._accumulator.end_flush()
         return sum(b.record_count for b in batches if not b.is_done)
@@ -763,6 +663,11 @@ class Producer(SendPath):
         with self._lock:
             result = self._txn_requests.complete_external(transactional_id, producer_id, producer_epoch, commit)
         self._await(result, timeout)
+
+def _own_buffer(buffer: bytearray) -> bytearray:
+    """send_batch's memory wait takes the buffer itself (its next chunk appends with it)."""
+    return buffer
+
 
 def _timeout_ms(timeout_s: float) -> int:
     """A timeout argument in seconds as ms on the Clock port (a negative one is 0)."""

@@ -191,7 +191,7 @@ def test_a_completion_made_while_the_owner_is_released_on_another_thread_is_set(
         return Completion()
 
     result = BatchResult(1, releasing_factory)
-    completion = result._waitable()
+    completion = result.waitable()
     assert completion is not None and completion.wait(0)
 
     made: list[Completion] = []
@@ -200,11 +200,11 @@ def test_a_completion_made_while_the_owner_is_released_on_another_thread_is_set(
         completion = Completion()
         made.append(completion)
         if len(made) == 1:
-            other._waitable()  # another waiter makes and stores one meanwhile
+            other.waitable()  # another waiter makes and stores one meanwhile
         return completion
 
     other = BatchResult(1, racing_factory)
-    assert other._waitable() is made[1] and other._waitable() is made[1] and len(made) == 2
+    assert other.waitable() is made[1] and other.waitable() is made[1] and len(made) == 2
     other._record_done(0, None)
     assert made[1].wait(0)
 

@@ -118,7 +118,8 @@ def test_sdist_holds_every_build_source_docs_and_license(dist: Dist) -> None:
         root = tar.getnames()[0].split("/")[0]
         names = {name.removeprefix(root + "/") for name in tar.getnames()}
         pkg_info = email.message_from_bytes(tar.extractfile(f"{root}/PKG-INFO").read())  # type: ignore[union-attr]
-    needed = {f"core/{p.name}" for pattern in ("*.pyx", "*.h", "*.pyi") for p in (ROOT / "core").glob(pattern)}
+    needed = {f"core/{p.name}" for pattern in ("*.pyx", "*.pxd", "*.h", "*.pyi") for p in (ROOT / "core").glob(pattern)}
+    needed.add("core/pxd/cykafka/core/_core.pxd")
     needed |= {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
     needed |= {"LICENSE", "README.md", "MANIFEST.in", "setup.py", "pyproject.toml", "cykafka/py.typed"}
     assert "core/_core.pyx" in needed and "core/crc32c.h" in needed
@@ -141,7 +142,7 @@ def test_wheel_is_manylinux_without_sources(dist: Dist) -> None:
     assert "manylinux" in dist.wheel.name and "linux_x86_64.whl" not in dist.wheel.name.replace("manylinux", "")
     with zipfile.ZipFile(dist.wheel) as wheel:
         names = wheel.namelist()
-    assert not [n for n in names if n.endswith((".c", ".pyx", ".h"))]
+    assert not [n for n in names if n.endswith((".c", ".pyx", ".pxd", ".h"))]
     assert f"cykafka-{cykafka.__version__}.dist-info/licenses/LICENSE" in names
     assert "cykafka/core/_core.pyi" in names and "cykafka/py.typed" in names
 
