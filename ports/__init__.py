@@ -34,6 +34,7 @@ CODEC_LZ4 = 3
 CODEC_ZSTD = 4
 CODEC_NAMES = {"none": CODEC_NONE, "gzip": CODEC_GZIP, "snappy": CODEC_SNAPPY, "lz4": CODEC_LZ4, "zstd": CODEC_ZSTD}
 COMPRESSION_TYPES = tuple(CODEC_NAMES)  # compression.type's values
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")  # what the security adapter speaks
 # compression.<codec>.level: default and bounds (the config validates them, the compressors apply them)
 GZIP_LEVEL_DEFAULT = -1  # zlib's default
 GZIP_LEVEL_MIN = 1

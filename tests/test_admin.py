@@ -117,7 +117,7 @@ def test_arguments_are_checked_before_anything_is_sent(admin: Admin) -> None:
     with pytest.raises(InvalidArgumentError, match="earliest"):
         admin.list_offsets({TopicPartition("x", 0): "newest"})
     with pytest.raises(InvalidArgumentError, match="type one of"):
-        admin.describe_configs([ConfigResource("group", "g")])
+        admin.describe_configs([ConfigResource("client", "c")])
 
 
 # -- topics ---------------------------------------------------------------------------------------------------------
