@@ -7,6 +7,7 @@ block runs in bash as pasted into a terminal, in order. Also: the API reference 
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import re
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 import cykafka
 from cykafka.broker import EmbeddedBroker, free_port
+from cykafka.config_spellings import DEBUG_CONTEXTS
 
 ROOT = Path(__file__).resolve().parents[1]
 ADDRESSES = ("127.0.0.1:9092", "localhost:9092")
@@ -109,14 +111,22 @@ def test_the_api_reference_documents_every_public_class() -> None:
     assert "errors" in documented  # .. automodule:: cykafka.errors
 
 
-@pytest.mark.parametrize("index", range(4))
+DEBUG_LOGGERS = sorted({name for names in DEBUG_CONTEXTS.values() for name in names})
+
+
+@pytest.mark.parametrize("index", range(6))
 def test_the_observability_examples_run(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str],
                                         index: int) -> None:
-    """docs/observability.md's examples: stats_cb and metrics(), the Prometheus collector, OpenTelemetry metrics,
-    tracing; each prints what it shows."""
+    """docs/observability.md's examples: debug, error_cb (each runs), stats_cb and metrics(), the Prometheus
+    collector, OpenTelemetry metrics, tracing (each prints what it shows)."""
     pytest.importorskip("prometheus_client")
     pytest.importorskip("opentelemetry.sdk")
     example = blocks(ROOT / "docs" / "observability.md", "python")[index]
-    out = _run_python(_at(example, broker.bootstrap_servers), {"__name__": "__main__"}, capsys)
-    expected = ["1.0", "org_apache_kafka_producer_record_send_total", "'client_id'", "traced receive"][index]
+    levels = {name: logging.getLogger(name).level for name in DEBUG_LOGGERS}
+    try:
+        out = _run_python(_at(example, broker.bootstrap_servers), {"__name__": "__main__"}, capsys)
+    finally:
+        for name, level in levels.items():  # `debug` sets loggers process-wide: the other tests keep theirs
+            logging.getLogger(name).setLevel(level)
+    expected = ["", "", "1.0", "org_apache_kafka_producer_record_send_total", "'client_id'", "traced receive"][index]
     assert expected in out, out
