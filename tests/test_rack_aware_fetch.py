@@ -100,14 +100,18 @@ def test_the_read_replica_holds_until_java_would_leave_it(ends: str) -> None:
     """The fetcher's decisions (no broker): the leader's answer names replica 2; fetches go there until `ends`, then
     back to the leader 1; OFFSET_OUT_OF_RANGE from the replica does not reset the position (the replica may lag)."""
     from cykafka.config import ConsumerConfig
-    from cykafka.fetcher import Fetcher, PartitionState, Subscription
+    from cykafka.fetch_buffer import FetchBuffer
+    from cykafka.fetcher import Fetcher
     from cykafka.ports import Node
     from cykafka.protocol.error_codes import ErrorCode
+    from cykafka.subscription_state import PartitionState, SubscriptionState
 
     config = ConsumerConfig.parse({"bootstrap.servers": "127.0.0.1:9", "client.rack": "r2",
                                    "metadata.max.age.ms": 60_000})
     transport = _Transport()
-    fetcher = Fetcher(config, Subscription(), transport, _Metadata(), lambda codec, data: data)  # type: ignore[arg-type]
+    subscriptions = SubscriptionState(config.max_partition_fetch_bytes)
+    fetcher = Fetcher(config, subscriptions, FetchBuffer(subscriptions), transport, _Metadata(),  # type: ignore[arg-type]
+                      lambda *args: None)  # type: ignore[arg-type,return-value]
     tp, state = TopicPartition("t", 0), PartitionState(fetch_size_bytes=1024, position=5, fetch_offset=5)
     nodes = {1: Node(1, "h", 1), 2: Node(2, "h", 2)}
     fetcher._file(tp, state, _answer(replica=2), 1, 1000)
