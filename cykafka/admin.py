@@ -299,11 +299,14 @@ class Admin:
 
     def _by_leader(self, tps: list[TopicPartition], deadline_ms: int, build: Callable[[list[TopicPartition]], Request],
                    read: Callable[[Mapping[str, Any]], Mapping[TopicPartition, T | KafkaError]],
-                   ) -> dict[TopicPartition, Result[T]]:
-        """Per-partition requests at each partition's leader; see cykafka/requests/fanout.py for the retries."""
+                   reroute: bool = False) -> dict[TopicPartition, Result[T]]:
+        """Per-partition requests at each partition's leader; see cykafka/requests/fanout.py for the retries.
+        reroute: a leader that cannot be reached sends its items back to the lookup (Java's
+        PartitionLeaderStrategy: a dead leader's partitions go to its successor once metadata names it); the items
+        then end with the last failure, not a KafkaTimeoutError of the call."""
         fanout: Fanout[TopicPartition, T] = Fanout(
             self._asker, self._leaders(deadline_ms), build, lambda items, body, node: read(body), moves=LEADER_MOVED,
-            name=lambda tp: f"{tp.topic} [{tp.partition}]")
+            name=lambda tp: f"{tp.topic} [{tp.partition}]", reroute=reroute)
         return fanout.run(tps, deadline_ms)
 
     def _per_topic(self, api_key: int, topics: list[str], body: Callable[[list[str], int], dict[str, Any]],
@@ -541,7 +544,7 @@ class Admin:
         return self._call(lambda: self._by_leader(
             tps, deadline_ms, lambda group: list_offsets_request({tp: timestamps[tp] for tp in group},
                                                                  read_committed=read_committed),
-            read_list_offsets))
+            read_list_offsets, reroute=True))
 
     def delete_records(self, before: Mapping[TopicPartition, int], *,
                        timeout_ms: int | None = None) -> dict[TopicPartition, Result[DeletedRecords]]:

@@ -726,8 +726,8 @@ class ConsumerConfig:
             own.setdefault("enable_partition_eof", True)
         if own.get("enable_partition_eof") and own.get("partition_eof_cb") is None:
             raise ConfigError("enable.partition.eof=true needs partition_eof_cb: a callable (TopicPartition, offset) "
-                              "that poll() calls when a partition's end is reached (poll returns records only: "
-                              "docs/consumer.md)")
+                              f"that poll() calls when a partition's end is reached (poll returns records only: "
+                              f"{DOCS_URL}consumer.md)")
         cfg = cls(connection, metadata, cast(int, values.get("retry_backoff_ms", 100)),
                   **own)  # type: ignore[arg-type]
         # a Fetch answer holds up to fetch.max.bytes of records plus one batch past it (KIP-74) and its own fields:

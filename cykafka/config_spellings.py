@@ -7,6 +7,7 @@ cykafka/config.py applies them; docs/migrating.md and docs/config.md explain the
 from __future__ import annotations
 
 from cykafka import ports
+from cykafka.errors import DOCS_URL
 
 # librdkafka's `debug` contexts -> the loggers they set to DEBUG (cykafka's logger names: docs/observability.md)
 DEBUG_CONTEXTS = {
@@ -81,7 +82,7 @@ NOT_ALIASES = {
     "on.delivery": _ON_DELIVERY_INSTEAD,
     "delivery.report.only.error": _ON_DELIVERY_INSTEAD,
     "logger": "cykafka logs through the logging module, on the logger named 'cykafka' and its children "
-    "(cykafka.network, cykafka.producer, ...: docs/observability.md); client-level errors go to error_cb",
+    f"(cykafka.network, cykafka.producer, ...: {DOCS_URL}observability.md); client-level errors go to error_cb",
     "api.version.request": "cykafka asks each broker for its API versions (ApiVersions) and uses the highest both "
     "support; there is nothing to set",
     "api.version": "cykafka asks each broker for its API versions (ApiVersions) and uses the highest both support; "
@@ -114,7 +115,7 @@ NOT_ALIASES = {
     "broker.address.family": "use client.dns.lookup (use_all_dns_ips tries every address a name resolves to, IPv4 "
     "and IPv6, in turn)",
     "log.connection.close": "connection losses are logged at INFO on the cykafka.network logger; failures to connect "
-    "at WARNING once per series (docs/observability.md)",
+    f"at WARNING once per series ({DOCS_URL}observability.md)",
     "log.level": "use Python's logging: logging.getLogger('cykafka').setLevel(...), or debug=<librdkafka contexts> "
     "for DEBUG on those components",
     "log.queue": "cykafka logs through Python's logging module on the thread that has something to say; there is no "

@@ -369,7 +369,13 @@ def test_a_ctrl_c_produce_sends_what_it_read_and_prints_its_summary(broker: Embe
     proc.stdin.flush()
     time.sleep(3)  # read and handed to send_batch; the next read waits for more input
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        proc.wait(timeout=60)  # stdin kept open: the input's end must not race the Ctrl-C (communicate closes it)
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
     assert proc.returncode == 130, err
     summary = err.decode().strip().splitlines()[-1]
     assert "cykafka produce: 3 records, 3 bytes" in summary and " 0 errors" in summary, summary

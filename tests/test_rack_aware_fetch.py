@@ -30,10 +30,12 @@ def test_the_consumer_fetches_from_the_follower_in_its_rack(apache_kafka: Any) -
         with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
             admin.create_topics([NewTopic(topic, 1, 3)])[topic].result()
             deadline = time.monotonic() + 30
-            while True:
-                partition = admin.describe_topics([topic])[topic].result().partitions[0]
-                if (partition.leader >= 0 and len(partition.isr) == 3) or time.monotonic() > deadline:
+            while True:  # the other nodes learn of the topic a moment after the controller answered
+                described = admin.describe_topics([topic])[topic]
+                partition = None if described.error is not None else described.result().partitions[0]
+                if partition is not None and partition.leader >= 0 and len(partition.isr) == 3:
                     break
+                assert time.monotonic() < deadline, f"{topic}: no leader with 3 in-sync replicas: {described!r}"
                 time.sleep(0.2)
         leader = partition.leader
         follower = next(n for n in (1, 2, 3) if n != leader)
