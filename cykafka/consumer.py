@@ -48,6 +48,7 @@ from cykafka.errors import (
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
+    KafkaError,
     KafkaTimeoutError,
 )
 from cykafka.fetch_buffer import FetchBuffer
@@ -305,7 +306,13 @@ class Consumer:
             state = self._subscriptions.state(partition, "position")
         deadline_ms = self._deadline(timeout, "timeout")
         while True:
-            self._offsets.resolve_positions(deadline_ms)
+            try:
+                self._offsets.resolve_positions(deadline_ms)
+            except KafkaError as e:  # a leader moved under the lookup: again until the deadline (Java's)
+                if isinstance(e, KafkaTimeoutError) or not e.retriable or self._clock.monotonic_ms() >= deadline_ms:
+                    raise
+                self._backoff(deadline_ms)
+                continue
             self._offsets.validate_positions()
             with self._subscriptions.lock:
                 position = None if state.awaiting_validation else state.position
@@ -508,8 +515,9 @@ class Consumer:
                 self._coordinator.handle_group_events()
                 try:
                     self._offsets.resolve_positions(deadline_ms)
-                except KafkaTimeoutError:
-                    pass  # the requests stay out: a later poll picks up their answers
+                except KafkaError as e:  # the requests stay out, or a leader moved: a later poll tries again
+                    if not (isinstance(e, KafkaTimeoutError) or e.retriable):
+                        raise
                 self._offsets.validate_positions()
                 taken = self._collector.collect(limit, sink)
                 remaining_ms = deadline_ms - self._clock.monotonic_ms()
