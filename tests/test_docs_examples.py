@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,14 @@ def test_the_asyncio_example_runs_and_ends(broker: EmbeddedBroker, capsys: pytes
 
 def test_the_admin_example_runs(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]) -> None:
     (example,) = blocks(ROOT / "docs" / "admin.md", "python")[:1]
+    # "orders" made first and waited for: a broker lists a topic a moment after CreateTopics answered (Kafka), and
+    # the example's list_topics() right after its create_topics would race that; "audit" is created by the example
+    with cykafka.Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        admin.create_topics([cykafka.NewTopic("orders", 7)])
+        deadline = time.monotonic() + 30
+        while "orders" not in admin.list_topics():
+            assert time.monotonic() < deadline, "the broker never listed 'orders'"
+            time.sleep(0.1)
     out = _run_python(_at(example, broker.bootstrap_servers), {"__name__": "__main__"}, capsys)
     assert "PartitionInfo" in out or "TOPIC_ALREADY_EXISTS" in out, out
 
