@@ -12,7 +12,7 @@ of its partitions') Result. The group configs a share group takes (`share.auto.o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,18 @@ def _retriable(code: int, message: str | None, what: str) -> KafkaError | None:
     return error if error.retriable else None
 
 
+def _ask_group(admin: Admin, request: Request, group: str, deadline_ms: int,
+               level: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda body: body,
+               ) -> tuple[Mapping[str, Any], KafkaError | None]:
+    """request at group's coordinator, asked again while its group-level error (`level` of the answer) is retriable;
+    that group-level part of the answer and its error (None when none)."""
+    answer = admin._asker.ask(request, group_coordinator(group), deadline_ms, check=lambda body: _retriable(
+        level(body)["error_code"], level(body)["error_message"], f"group {group!r}"))
+    part = level(answer.body)
+    code = part["error_code"]
+    return part, (error_for(code, f"group {group!r}: {part['error_message'] or ''}".rstrip(": ")) if code else None)
+
+
 def list_share_groups(admin: Admin, states: Iterable[str] | None, timeout_ms: int | None) -> list[ShareGroupListing]:
     """Every share group on every broker (ListGroups v5 with types_filter ["share"]: Kafka 4.0+)."""
     wanted = None if states is None else _group_ids(states, "list_share_groups' states")
@@ -152,11 +164,9 @@ def list_share_group_offsets(admin: Admin, group_id: str, partitions: Iterable[T
         return next(g for g in body["groups"] if g["group_id"] == group)
 
     def fetch() -> dict[TopicPartition, Result[SharePartitionOffsetInfo]]:
-        answer = admin._asker.ask(request, group_coordinator(group), deadline_ms, check=lambda body: _retriable(
-            group_of(body)["error_code"], group_of(body)["error_message"], f"group {group!r}"))
-        g = group_of(answer.body)
-        if g["error_code"]:
-            raise error_for(g["error_code"], f"group {group!r}: {g['error_message'] or ''}".rstrip(": "))
+        g, error = _ask_group(admin, request, group, deadline_ms, group_of)
+        if error is not None:
+            raise error
         out: dict[TopicPartition, Result[SharePartitionOffsetInfo]] = {}
         for t in g["topics"]:
             for p in sorted(t["partitions"], key=lambda p: p["partition_index"]):
@@ -188,11 +198,8 @@ def alter_share_group_offsets(admin: Admin, group_id: str, offsets: Mapping[Topi
         {"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]})
 
     def alter() -> dict[TopicPartition, Result[None]]:
-        answer = admin._asker.ask(request, group_coordinator(group), deadline_ms, check=lambda body: _retriable(
-            body["error_code"], body["error_message"], f"group {group!r}"))
-        body = answer.body
-        if body["error_code"]:
-            error = error_for(body["error_code"], f"group {group!r}: {body['error_message'] or ''}".rstrip(": "))
+        body, error = _ask_group(admin, request, group, deadline_ms)
+        if error is not None:
             return {tp: Result(error=error) for tp in tps}
         out: dict[TopicPartition, Result[None]] = {}
         for t in body["responses"]:
@@ -223,11 +230,8 @@ def delete_share_group_offsets(admin: Admin, group_id: str, topics: Iterable[str
         {"topic_name": t} for t in names]})
 
     def delete() -> dict[str, Result[None]]:
-        answer = admin._asker.ask(request, group_coordinator(group), deadline_ms, check=lambda body: _retriable(
-            body["error_code"], body["error_message"], f"group {group!r}"))
-        body = answer.body
-        if body["error_code"]:
-            error = error_for(body["error_code"], f"group {group!r}: {body['error_message'] or ''}".rstrip(": "))
+        body, error = _ask_group(admin, request, group, deadline_ms)
+        if error is not None:
             return {t: Result(error=error) for t in names}
         out: dict[str, Result[None]] = {
             t["topic_name"]: Result(error=error_for(t["error_code"], f"topic {t['topic_name']!r}: "
