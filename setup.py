@@ -22,6 +22,7 @@ PACKAGES = {
     "cykafka.spark": "cykafka/spark",
     "cykafka.metrics": "cykafka/metrics",
     "cykafka.instrumentation": "cykafka/instrumentation",
+    "cykafka.compat": "cykafka/compat",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",
