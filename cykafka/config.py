@@ -20,7 +20,7 @@ from typing import Any, TypeVar, cast
 
 from cykafka import ports  # codec names, level bounds (record-format facts) and the adapters' settings values
 from cykafka.config_spellings import ALIASES, DEBUG_CONTEXTS, NOT_ALIASES
-from cykafka.errors import DOCS_URL, ConfigError
+from cykafka.errors import DOCS_URL, ConfigError, InvalidArgumentError
 
 log = logging.getLogger("cykafka.config")
 Serializer = Callable[[Any], bytes | None]
@@ -746,3 +746,21 @@ class ConsumerConfig:
     @property
     def read_committed(self) -> bool:
         return self.isolation_level == "read_committed"
+
+    def poll_limit(self, max_records: int | None, call: str) -> int:
+        """A poll call's max_records (an int >= 1; None: max.poll.records), else InvalidArgumentError naming call."""
+        if max_records is None:
+            return self.max_poll_records
+        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
+            raise InvalidArgumentError(f"{call}: max_records must be an int >= 1 or None (max.poll.records), got "
+                                       f"{max_records!r}")
+        return max_records
+
+    def refuse_deserializers(self, call: str) -> None:
+        """A call that hands out the keys and values as fetched (poll_batch): ConfigError when key.deserializer or
+        value.deserializer is set (docs/serialization.md)."""
+        for key, spec in (("key.deserializer", self.key_deserializer), ("value.deserializer", self.value_deserializer)):
+            if spec not in (None, "bytes"):
+                raise ConfigError(f"{call} returns the keys and values as fetched, in Arrow binary columns, and "
+                                  f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
+                                  f"unset and decode the column")

@@ -11,7 +11,10 @@ and the consumer's parts, as Java splits them (docs/architecture.md, "The consum
   lookups, KIP-320 validation;
 - ConsumerCoordinator (cykafka/consumer_coordinator.py): commits, auto commit, the rebalance listener; the group
   membership itself runs on the network thread (cykafka/consumer_group.py, cykafka/consumer_network.py);
-- ConsumerLock (cykafka/consumer_lock.py): one thread inside at a time, and close()'s handshake with it.
+- PollLoop (cykafka/consumer_poll.py): one poll, the order of its work and its wait;
+- TopicMetadataFetcher (cykafka/topic_metadata_fetcher.py): partitions_for;
+- ConsumerLock (cykafka/consumer_lock.py): one thread inside at a time, and close()'s handshake with it;
+  ConsumerWaits (cykafka/consumer_waits.py): deadlines and the retry backoff.
 
 Everything but the Fetcher and the group membership runs on the caller's thread as requests handed to the network
 thread, waited for up to the call's deadline; a request still out when poll's timeout ends is picked up by the next
@@ -23,16 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import itertools
 import logging
-import math
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
@@ -40,53 +41,40 @@ from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
 from cykafka.consumer_group import GroupDriver
-from cykafka.consumer_lock import ConsumerLock
-from cykafka.consumer_network import NetworkThread, stop_unclosed
+from cykafka.consumer_lock import ConsumerLock, one_thread
+from cykafka.consumer_network import NetworkThread, stop_network, stop_unclosed
+from cykafka.consumer_poll import PollLoop
+from cykafka.consumer_waits import ConsumerWaits
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord
 from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import (
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
-    KafkaError,
     KafkaTimeoutError,
 )
 from cykafka.fetch_buffer import FetchBuffer
 from cykafka.fetch_collector import ArrowSink, FetchCollector, RecordList, RecordSink
 from cykafka.fetcher import Fetcher
 from cykafka.metrics import ConsumerMetrics, MetricsSnapshot, StatsReporter
-from cykafka.offset_fetcher import EARLIEST_TIMESTAMP, OffsetFetcher
+from cykafka.offset_fetcher import OffsetFetcher
 from cykafka.partition_eof import EndOfPartition
 from cykafka.ports import Clock, PartitionInfo, Ports, TopicPartition, checked_partitions
 from cykafka.ports.values import ConsumerGroupMetadata, ListOffsetsResultInfo, OffsetAndMetadata, checked_offset
-from cykafka.protocol.error_codes import ErrorCode
 from cykafka.requests.ask import Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.routes import Router
 from cykafka.serialization import Deserializers, validate_topic
 from cykafka.subscription_state import SubscriptionState
+from cykafka.topic_metadata_fetcher import TopicMetadataFetcher
 
 if TYPE_CHECKING:
     import pyarrow
 
 __all__ = ["CommitCallback", "Consumer", "ConsumerRebalanceListener", "RecordSink"]
-_Method = TypeVar("_Method", bound=Callable[..., Any])
 log = logging.getLogger("cykafka.consumer")
 _client_ids = itertools.count(1)
-_WAIT_SLICE_S = 0.1  # a waiting call looks at positions to resolve, and at a close from another thread, this often
-_FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
-
-
-def _one_thread(method: _Method) -> _Method:
-    """A public Consumer call (Java's acquireAndEnsureOpen): raises IllegalStateError when the consumer is closed or
-    was made by another process (before a fork()), ConcurrentAccessError when another thread is inside a call."""
-    @functools.wraps(method)
-    def call(self: Consumer, *args: Any, **kwargs: Any) -> Any:
-        with self.calling(method.__name__):
-            return method(self, *args, **kwargs)
-
-    return call  # type: ignore[return-value]
 
 
 class Consumer:
@@ -140,9 +128,11 @@ class Consumer:
         self.network = NetworkLoop(transport, metadata, self._clock, [calls, coordinators, self._fetcher],
                                    conn.request_timeout_ms, coordinators)
         self._thread: NetworkThread | None = None
-        asker = Asker(calls, self._clock, cfg.retry_backoff_ms, drive=None if ports.start_sender else
-                      self.network.run_once, closed=self._lock.interrupted, client="consumer",
-                      backoff_wait=self._backoff_wait, min_call_ms=conn.request_timeout_ms)
+        turn = None if ports.start_sender else self.network.run_once
+        self._waits = waits = ConsumerWaits(self._clock, self._lock, cfg.retry_backoff_ms, cfg.default_api_timeout_ms,
+                                            turn)
+        asker = Asker(calls, self._clock, cfg.retry_backoff_ms, drive=turn, closed=self._lock.interrupted,
+                      client="consumer", backoff_wait=waits.backoff_wait, min_call_ms=conn.request_timeout_ms)
         driver = None
         if cfg.group_id is not None:
             member = GroupMember(GroupSettings(
@@ -154,11 +144,12 @@ class Consumer:
             self.network.sources.insert(1, driver)
         self._group_driver = driver
         self._coordinator = ConsumerCoordinator(cfg, sub, driver, asker, self._clock, self._set_assignment,
-                                                self._backoff, transport.wakeup)
+                                                waits.backoff, transport.wakeup)
         self._deserializers = Deserializers.of(cfg.key_deserializer, cfg.value_deserializer)
         self._offsets = OffsetFetcher(cfg, sub, metadata, self._clock, asker,
                                       lambda tps, deadline_ms: self._coordinator.committed(tps, deadline_ms),
-                                      transport.wakeup)
+                                      transport.wakeup, waits.backoff)
+        self._topics = TopicMetadataFetcher(metadata, self._clock, transport.wakeup, waits.backoff)
         self._end_of_partition = EndOfPartition(cfg.partition_eof_cb, cfg.read_committed) \
             if cfg.enable_partition_eof else None
         if ports.start_sender:
@@ -169,12 +160,14 @@ class Consumer:
                                            transport if self._owns_transport else None)
         _live_consumers.add(self)
         self._metrics = ConsumerMetrics.wired(cfg.read_committed, self.network, self._fetcher, self._group_driver)
+        self._poll = PollLoop(self._clock, sub, self._collector, self._coordinator, self._offsets, self._lock,
+                              self._metrics, self._end_of_partition, turn)
         self._stats = StatsReporter.start_if_configured(cfg.statistics_interval_ms, cfg.stats_cb, self,
                                                         f"cykafka-stats-{conn.client_id}")
 
     # -- assignment ---------------------------------------------------------------------------------------------
 
-    @_one_thread
+    @one_thread
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Reads exactly these partitions (replacing the assignment), outside any group rebalance. A partition kept
         keeps its position; a new one starts at its committed offset (with a group.id), else where
@@ -197,12 +190,12 @@ class Consumer:
             self._metadata.add_topic(topic, now_ms)
         self._transport.wakeup()
 
-    @_one_thread
+    @one_thread
     def assignment(self) -> set[TopicPartition]:
         """The partitions this consumer reads: assign()'s, or what the group gave it (empty until it joined)."""
         return self._subscriptions.assigned()
 
-    @_one_thread
+    @one_thread
     def subscribe(self, topics: Iterable[str] | re.Pattern[str],
                   listener: ConsumerRebalanceListener | object | None = None) -> None:
         """Joins the group (group.id) reading these topics, or every topic whose whole name matches a compiled
@@ -214,69 +207,36 @@ class Consumer:
             return
         self._transport.wakeup()
 
-    @_one_thread
+    @one_thread
     def subscription(self) -> set[str]:
         """The subscribed topics (for a pattern: those it matches now); empty when not subscribed."""
-        driver = self._group_driver
-        if driver is None or not self._subscriptions.subscribed:
-            return set()
-        with driver.lock:
-            return set(driver.member.subscription)
+        return self._coordinator.subscription()
 
-    @_one_thread
+    @one_thread
     def unsubscribe(self) -> None:
         """Reads nothing any more: leaves the group (its partitions are revoked first: listener, auto commit) or
         drops assign()'s partitions; fetched data is dropped."""
-        driver = self._group_driver
-        if self._subscriptions.subscribed and driver is not None:
-            with driver.lock:
-                driver.member.unsubscribe(self._clock.monotonic_ms())
-            self._subscriptions.subscribed = False
-            self._coordinator.handle_group_events()
-            self._transport.wakeup()
+        self._coordinator.unsubscribe()
         self._set_assignment([])
 
     unassign = unsubscribe
 
-    @_one_thread
+    @one_thread
     def group_metadata(self) -> ConsumerGroupMetadata:
         """The group, generation and member id, for Producer.send_offsets_to_transaction (KIP-447 fencing)."""
-        group_id = self._coordinator.group("group_metadata")
-        driver = self._group_driver
-        assert driver is not None
-        with driver.lock:
-            member = driver.member
-            return ConsumerGroupMetadata(group_id, member.generation_id, member.member_id,
-                                         self.config.group_instance_id)
+        return self._coordinator.group_metadata()
 
-    @_one_thread
+    @one_thread
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
         """The topic's partitions (leader, replicas, ...) from the metadata, waiting for it up to timeout seconds;
         [] when the cluster answers that the topic does not exist (Java's: auto-creation off at the broker, or
         allow.auto.create.topics false here), at once instead of after the timeout."""
         validate_topic(topic)
-        deadline_ms = self._deadline(timeout, "timeout")
-        asked = None  # the snapshot when the metadata was asked for: an answer after it may say "no such topic"
-        while True:
-            snapshot = self._metadata.snapshot()
-            parts = snapshot.partitions.get(topic)
-            if parts:
-                return list(parts)
-            if (asked is not None and snapshot is not asked
-                    and snapshot.topic_errors.get(topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-                return []
-            if asked is None:
-                asked = snapshot
-            self._metadata.add_topic(topic, self._clock.monotonic_ms())
-            self._metadata.request_update()
-            self._transport.wakeup()
-            if self._clock.monotonic_ms() >= deadline_ms:
-                raise KafkaTimeoutError(f"partitions_for({topic!r}): no metadata for the topic before the timeout")
-            self._backoff(deadline_ms)
+        return self._topics.partitions_for(topic, self._waits.deadline(timeout, "timeout"))
 
     # -- positions ----------------------------------------------------------------------------------------------
 
-    @_one_thread
+    @one_thread
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
         """The next poll returns partition's records from offset on. An OffsetAndMetadata with a leader_epoch (a
         committed offset, LogTruncationError's divergent offset) is checked with the partition's leader first, as
@@ -287,112 +247,85 @@ class Consumer:
             self._subscriptions.state(partition, "seek").seek(value, offset_epoch=epoch, validate=epoch >= 0)
         self._transport.wakeup()
 
-    @_one_thread
+    @one_thread
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves to the first offset of each partition (default: every assigned one), resolved on the next poll."""
         self._subscriptions.seek_to(partitions, "earliest", "seek_to_beginning")
 
-    @_one_thread
+    @one_thread
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves past the last record of each partition (default: every assigned one): the high watermark, the last
         stable offset with read_committed; resolved on the next poll."""
         self._subscriptions.seek_to(partitions, "latest", "seek_to_end")
 
-    @_one_thread
+    @one_thread
     def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
         """The offset of the next record poll returns for partition, resolved now if unknown (committed offset,
         else auto.offset.reset) within timeout seconds (default default.api.timeout.ms)."""
-        with self._subscriptions.lock:
-            state = self._subscriptions.state(partition, "position")
-        deadline_ms = self._deadline(timeout, "timeout")
-        while True:
-            try:
-                self._offsets.resolve_positions(deadline_ms)
-            except KafkaError as e:  # a leader moved under the lookup: again until the deadline (Java's)
-                if isinstance(e, KafkaTimeoutError) or not e.retriable or self._clock.monotonic_ms() >= deadline_ms:
-                    raise
-                self._backoff(deadline_ms)
-                continue
-            self._offsets.validate_positions()
-            with self._subscriptions.lock:
-                position = None if state.awaiting_validation else state.position
-            if position is not None:
-                return position
-            if self._clock.monotonic_ms() >= deadline_ms:
-                raise KafkaTimeoutError(f"position({partition}): not known before the timeout")
-            if state.position is not None:  # its validation is out: wait a little for the answer
-                self._backoff(deadline_ms)
+        return self._offsets.position(partition, self._waits.deadline(timeout, "timeout"))
 
-    @_one_thread
+    @one_thread
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stops fetching and returning these partitions (positions are kept) until resume()."""
         self._subscriptions.set_paused(partitions, True, "pause")
         self._transport.wakeup()
 
-    @_one_thread
+    @one_thread
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         self._subscriptions.set_paused(partitions, False, "resume")
         self._transport.wakeup()
 
-    @_one_thread
+    @one_thread
     def paused(self) -> set[TopicPartition]:
         return self._subscriptions.paused()
 
     # -- offsets ------------------------------------------------------------------------------------------------
 
-    @_one_thread
+    @one_thread
     def beginning_offsets(self, partitions: Iterable[TopicPartition],
                           timeout: float | None = None) -> dict[TopicPartition, int]:
         """The first offset of each partition (ListOffsets, earliest)."""
         tps = checked_partitions(partitions, "beginning_offsets")
-        found = self._offsets.list_offsets(dict.fromkeys(tps, EARLIEST_TIMESTAMP), self._deadline(timeout, "timeout"))
-        return {tp: info.offset for tp, info in found.items()}
+        return self._offsets.beginning_offsets(tps, self._waits.deadline(timeout, "timeout"))
 
-    @_one_thread
+    @one_thread
     def end_offsets(self, partitions: Iterable[TopicPartition],
                     timeout: float | None = None) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition: the high watermark (the last stable offset with
         read_committed), from a Fetch answer (docs/consumer.md: why not ListOffsets latest)."""
         tps = checked_partitions(partitions, "end_offsets")
-        return self._offsets.end_offsets(tps, self._deadline(timeout, "timeout"))
+        return self._offsets.end_offsets(tps, self._waits.deadline(timeout, "timeout"))
 
-    @_one_thread
+    @one_thread
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None,
                           ) -> dict[TopicPartition, ListOffsetsResultInfo | None]:
         """For each partition, the first offset whose record timestamp is >= the given one (ms), with that record's
         timestamp and leader epoch; None when no record is that recent."""
-        tps = checked_partitions(timestamps, "offsets_for_times")
-        for tp in tps:
-            ts = timestamps[tp]
-            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
-                raise InvalidArgumentError(f"offsets_for_times: the timestamp of {tp} must be an int >= 0 (ms), got "
-                                           f"{ts!r}")
-        found = self._offsets.list_offsets({tp: timestamps[tp] for tp in tps}, self._deadline(timeout, "timeout"))
-        return {tp: info if info.offset >= 0 else None for tp, info in found.items()}
+        return self._offsets.offsets_for_times(timestamps, self._waits.deadline(timeout, "timeout"))
 
-    @_one_thread
+    @one_thread
     def committed(self, partitions: Iterable[TopicPartition],
                   timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets (OffsetFetch at its coordinator); None where none is committed."""
         self._coordinator.group("committed")
         tps = checked_partitions(partitions, "committed")
-        return self._coordinator.committed(tps, self._deadline(timeout, "timeout"))
+        return self._coordinator.committed(tps, self._waits.deadline(timeout, "timeout"))
 
-    @_one_thread
+    @one_thread
     def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                timeout: float | None = None) -> None:
         """Commits offsets for the group (default: every position; an offset is the next record to read), waiting
         for the answer; pending commit_async callbacks run first."""
         self._coordinator.group("commit")
         positions = self._coordinator.offsets_to_commit(offsets, "commit")
-        deadline_ms = self._deadline(timeout, "timeout")
+        deadline_ms = self._waits.deadline(timeout, "timeout")
         self._coordinator.run_async_commits()
         if positions:
             started_ms = self._clock.monotonic_ms()
             self._coordinator.commit_sync(positions, deadline_ms)
             self._metrics.record_commit(self._clock.monotonic_ms() - started_ms)
 
-    @_one_thread
+    @one_thread
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Commits without waiting; callback(error, offsets) runs on this thread inside a later poll() or commit()
@@ -406,7 +339,7 @@ class Consumer:
 
     # -- poll ---------------------------------------------------------------------------------------------------
 
-    @_one_thread
+    @one_thread
     def poll(self, timeout: float) -> list[ConsumerRecord]:
         """The next records of the assigned partitions, at most max.poll.records; waits up to timeout seconds for
         some, returns [] when none came. Raises a partition's error (e.g. NoOffsetForPartitionError)."""
@@ -414,23 +347,23 @@ class Consumer:
         self._poll_into(sink, timeout, self.config.max_poll_records)
         return sink.records if self._deserializers is None else self.deserialized(sink.records)
 
-    @_one_thread
+    @one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch in Spark's Kafka source schema (key, value, topic, partition, offset,
         timestamp, timestampType, headers) built in C; empty (with the schema) when no record came in time. Keys and
         values are the bytes as fetched: with key.deserializer or value.deserializer set it raises ConfigError
         (docs/serialization.md)."""
-        self._refuse_deserializers("poll_batch")
+        self.config.refuse_deserializers("poll_batch")
         sink = ArrowSink(ArrowBatchBuilder(kafka_source_schema()))
-        self._poll_into(sink, timeout, self._max_records(max_records, "poll_batch"))
+        self._poll_into(sink, timeout, self.config.poll_limit(max_records, "poll_batch"))
         return sink.builder.finish()
 
-    @_one_thread
+    @one_thread
     def poll_into(self, sink: RecordSink, timeout: float, max_records: int | None = None) -> int:
         """As poll, into sink (a cykafka.fetch_collector.RecordSink: RecordList, RecordsByPartition, ArrowSink, or
         your own), at most max_records (default max.poll.records); returns how many records it took. The records
         are as fetched: deserialized() applies key.deserializer / value.deserializer as poll does."""
-        return self._poll_into(sink, timeout, self._max_records(max_records, "poll_into"))
+        return self._poll_into(sink, timeout, self.config.poll_limit(max_records, "poll_into"))
 
     @property
     def deserializes(self) -> bool:
@@ -448,27 +381,11 @@ class Consumer:
         out, error = self._deserializers.records(records)
         if error is None:
             return out
-        rewind: dict[TopicPartition, ConsumerRecord] = {}
-        for record in records[len(out):]:
-            rewind.setdefault(TopicPartition(record.topic, record.partition), record)
-        with self._subscriptions.lock:
-            for tp, record in rewind.items():
-                state = self._subscriptions.states.get(tp)
-                if state is not None and state.position is not None and state.position > record.offset:
-                    epoch = record.leader_epoch
-                    state.seek(record.offset, offset_epoch=-1 if epoch is None else epoch)
+        self._subscriptions.rewind(records[len(out):])
         self._transport.wakeup()
         if out:
             return out
         raise error
-
-    def _refuse_deserializers(self, call: str) -> None:
-        for key, spec in (("key.deserializer", self.config.key_deserializer),
-                          ("value.deserializer", self.config.value_deserializer)):
-            if spec not in (None, "bytes"):
-                raise ConfigError(f"{call} returns the keys and values as fetched, in Arrow binary columns, and "
-                                  f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
-                                  f"unset and decode the column")
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Every record, as poll returns them, until close() (from the loop's body, or from another thread)."""
@@ -481,86 +398,10 @@ class Consumer:
                 raise
             yield from records
 
-    @staticmethod
-    def _max_records(max_records: int | None, call: str) -> int | None:
-        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
-                                        or max_records < 1):
-            raise InvalidArgumentError(f"{call}: max_records must be an int >= 1 or None (max.poll.records), got "
-                                       f"{max_records!r}")
-        return max_records
-
-    def _poll_into(self, sink: RecordSink, timeout: float, max_records: int | None) -> int:
-        self._metrics.record_poll()
-        taken = self._collect(sink, timeout, max_records)
-        if taken:
-            self._metrics.record_consumed(taken)
-        if self._end_of_partition is not None:  # enable.partition.eof
-            with self._subscriptions.lock:
-                due = self._end_of_partition.due(self._subscriptions.states)
-            self._end_of_partition.report(due)
-        return taken
-
-    def _collect(self, sink: RecordSink, timeout: float, max_records: int | None) -> int:
-        deadline_ms = self._deadline(timeout, "timeout", default=None)
-        limit = max_records or self.config.max_poll_records
-        driver = self._group_driver
-        if driver is not None and self._subscriptions.subscribed:
-            with driver.lock:
-                driver.member.poll(self._clock.monotonic_ms())  # max.poll.interval.ms starts again
-        self._coordinator.run_async_commits()
-        self._coordinator.maybe_auto_commit()
-        sub = self._subscriptions
-        try:
-            while True:
-                self._coordinator.handle_group_events()
-                try:
-                    self._offsets.resolve_positions(deadline_ms)
-                except KafkaError as e:  # the requests stay out, or a leader moved: a later poll tries again
-                    if not (isinstance(e, KafkaTimeoutError) or e.retriable):
-                        raise
-                self._offsets.validate_positions()
-                taken = self._collector.collect(limit, sink)
-                remaining_ms = deadline_ms - self._clock.monotonic_ms()
-                if taken or remaining_ms <= 0 or self._lock.interrupted():
-                    return taken
-                if self._thread is None:
-                    self.network.run_once()
-                    continue
-                with sub.lock:
-                    if not self._collector.has_consumable():
-                        sub.data_ready.wait(min(remaining_ms / 1000, _WAIT_SLICE_S))
-        except IllegalStateError:
-            if not self._lock.interrupted():
-                raise  # close() on another thread: the poll returns what it took
-            return 0
+    def _poll_into(self, sink: RecordSink, timeout: float, limit: int) -> int:
+        return self._poll.poll(sink, self._waits.deadline(timeout, "timeout", none_is_default=False), limit)
 
     # -- waits, deadlines, the one thread inside ----------------------------------------------------------------
-
-    def _backoff_wait(self, wait_ms: int) -> None:
-        """How a retry backoff waits: the clock's sleep, or one turn of the loop without a network thread."""
-        if self._thread is None:
-            self.network.run_once()
-        else:
-            self._clock.sleep_ms(wait_ms)
-
-    def _backoff(self, deadline_ms: int) -> None:
-        self._lock.check_open()
-        now_ms = self._clock.monotonic_ms()
-        if now_ms >= deadline_ms:
-            raise KafkaTimeoutError("no answer before the deadline")
-        self._backoff_wait(min(self.config.retry_backoff_ms, deadline_ms - now_ms))
-
-    def _deadline(self, timeout: float | None, name: str, default: int | None = -1) -> int:
-        """now + timeout seconds, in ms; math.inf (or any timeout past 2**62 ms) is no deadline."""
-        if timeout is None and default is not None:
-            return self._clock.monotonic_ms() + self.config.default_api_timeout_ms
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
-            raise InvalidArgumentError(f"{name} must be a number of seconds >= 0 (math.inf: no limit)"
-                                       f"{' or None (default.api.timeout.ms)' if default is not None else ''}, got "
-                                       f"{timeout!r}")
-        if math.isinf(timeout) or timeout * 1000 >= _FOREVER_MS:
-            return self._clock.monotonic_ms() + _FOREVER_MS
-        return self._clock.monotonic_ms() + int(timeout * 1000)
 
     @contextlib.contextmanager
     def calling(self, call: str) -> Iterator[None]:
@@ -591,7 +432,7 @@ class Consumer:
         interrupted first (a waiting poll returns, a waiting call raises IllegalStateError) and close waits for it to
         end; one still running at the deadline is left to end alone, and the goodbyes (commit, LeaveGroup) are
         skipped. In a process forked from the one that made it: only marks it closed (all it holds is the parent's)."""
-        deadline_ms = self._deadline(timeout, "timeout")
+        deadline_ms = self._waits.deadline(timeout, "timeout")
         other = self._lock.begin_close()
         if other is None:
             return
@@ -613,21 +454,16 @@ class Consumer:
             self._fetcher.close_sessions()  # Java's close: each broker's fetch session ends (KIP-227)
             self._transport.wakeup()
             while not other and not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
-                self._backoff(deadline_ms)
+                self._waits.backoff(deadline_ms)
         except KafkaTimeoutError:
             pass
         finally:
             self._lock.closed = True
             if self._stats is not None:
                 self._stats.stop()
-            self.network.running = False
-            self._transport.wakeup()
             self._subscriptions.wake()
-            thread = self._thread
-            if thread is not None:
-                thread.join(max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
-            if self._owns_transport and (thread is None or not thread.is_alive()):
-                self._transport.close(0.0)
+            stop_network(self.network, self._thread, self._transport if self._owns_transport else None,
+                         (deadline_ms - self._clock.monotonic_ms()) / 1000)
 
     def metrics(self) -> MetricsSnapshot:
         """The consumer's metrics now: a dict under Java's names (fetch-latency-avg, records-lag-max,

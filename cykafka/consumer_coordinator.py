@@ -23,7 +23,7 @@ from cykafka.consumer_group import GroupDriver
 from cykafka.core.group import GroupMember
 from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError
 from cykafka.ports import Clock, TopicPartition, checked_partitions
-from cykafka.ports.values import OffsetAndMetadata, checked_offset
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, checked_offset
 from cykafka.protocol import Request
 from cykafka.requests.ask import Asker
 from cykafka.requests.calls import Call
@@ -131,6 +131,45 @@ class ConsumerCoordinator:
                 driver.member.subscribe(names)
         sub.listener, sub.subscribed = listener, True
         return True
+
+    def subscription(self) -> set[str]:
+        """Consumer.subscription: the member's topics (a pattern's: those it matches now); empty unless subscribed."""
+        driver = self.driver
+        if driver is None or not self.subscriptions.subscribed:
+            return set()
+        with driver.lock:
+            return set(driver.member.subscription)
+
+    def unsubscribe(self) -> None:
+        """Consumer.unsubscribe in group mode: the member leaves, its partitions revoked here first (auto commit,
+        listener); nothing to do when not subscribed."""
+        driver = self.driver
+        if self.subscriptions.subscribed and driver is not None:
+            with driver.lock:
+                driver.member.unsubscribe(self.clock.monotonic_ms())
+            self.subscriptions.subscribed = False
+            self.handle_group_events()
+            self.wakeup()
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id, for Producer.send_offsets_to_transaction (KIP-447 fencing)."""
+        group_id = self.group("group_metadata")
+        driver = self.driver
+        assert driver is not None
+        with driver.lock:
+            member = driver.member
+            return ConsumerGroupMetadata(group_id, member.generation_id, member.member_id,
+                                         self.config.group_instance_id)
+
+    def poll_started(self) -> None:
+        """A poll begins: max.poll.interval.ms starts again (group mode), finished commit_async run their callbacks,
+        and the auto commit is sent when due."""
+        driver = self.driver
+        if driver is not None and self.subscriptions.subscribed:
+            with driver.lock:
+                driver.member.poll(self.clock.monotonic_ms())
+        self.run_async_commits()
+        self.maybe_auto_commit()
 
     # -- offsets ------------------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""ConsumerLock: the Consumer's one-thread rule (Java's KafkaConsumer light lock, acquireAndEnsureOpen / release)
-and its close handshake with another thread.
+"""ConsumerLock: a consumer's one-thread rule (Java's KafkaConsumer / KafkaShareConsumer light lock,
+acquireAndEnsureOpen / release) and its close handshake with another thread, for Consumer and ShareConsumer; and
+`one_thread`, the decorator their public calls wear.
 
 Owns: which thread is inside a call (with the call's name and a depth: a rebalance listener's calls inside poll are
 that thread's too), a thread the owner lends the consumer to while it waits for it (asyncio's listener on the event
@@ -11,17 +12,33 @@ deadline it is handed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from cykafka.errors import ConcurrentAccessError, IllegalStateError
 
 _WAIT_SLICE_S = 0.1  # close() looks at the owner this often while it waits for it to leave
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def one_thread(method: _Method) -> _Method:
+    """A public call of a consumer (anything with `calling(call)`, as Consumer and ShareConsumer): holds it for this
+    thread while the call runs (ConsumerLock.calling)."""
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self.calling(method.__name__):
+            return method(self, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
 
 
 class ConsumerLock:
-    def __init__(self) -> None:
+    def __init__(self, client: str = "Consumer", java: str = "KafkaConsumer", noun: str = "consumer") -> None:
+        """client: the class it guards, as messages name it (Java's counterpart: `java`; in prose: `noun`)."""
+        self.client, self.java, self._noun = client, java, noun
         self.closed = False
         self.closing_thread: int | None = None  # close() runs on it: other threads' calls end, new ones are refused
         self._lock = threading.Condition(threading.Lock())
@@ -41,19 +58,19 @@ class ConsumerLock:
         """See Consumer.calling."""
         if self.forked:
             raise IllegalStateError(
-                f"{call}: this Consumer was made in process {self.pid}, before a fork(); its threads, connections "
+                f"{call}: this {self.client} was made in process {self.pid}, before a fork(); its threads, connections "
                 f"and group membership stayed there (and its fetched records are the parent's to hand out): make a "
-                f"new Consumer in this process")
+                f"new {self.client} in this process")
         me = threading.get_ident()
         with self._lock:
             closing, lent = self.closing_thread, me == self._lent
             if self.closed or (closing is not None and closing != me and not lent):
-                raise IllegalStateError(f"{call}: the consumer is closed")
+                raise IllegalStateError(f"{call}: the {self._noun} is closed")
             if self.owner is not None and self.owner != me and not lent:
                 raise ConcurrentAccessError(
-                    f"{call}: another thread is inside this Consumer's {self.owner_call}(); a Consumer is not "
-                    f"thread-safe (as Java's KafkaConsumer): use it from one thread at a time (one Consumer per "
-                    f"thread), only close() may come from another thread")
+                    f"{call}: another thread is inside this {self.client}'s {self.owner_call}(); a {self.client} is "
+                    f"not thread-safe (as Java's {self.java}): use it from one thread at a time (one {self.client} "
+                    f"per thread), only close() may come from another thread")
             if self.owner is None:
                 self.owner, self.owner_call = me, call
             self._depth += 1
@@ -82,7 +99,7 @@ class ConsumerLock:
 
     def check_open(self) -> None:
         if self.interrupted():
-            raise IllegalStateError("the consumer is closed")
+            raise IllegalStateError(f"the {self._noun} is closed")
 
     def begin_close(self) -> bool | None:
         """close() starts on this thread: None when it already ran or runs; else whether another thread is inside a

@@ -2,7 +2,8 @@
 metadata, every request source, one transport poll; cykafka/requests/calls.py), as the producer's SenderThread loops
 Sender.run_once. The consumer's request sources: its calls (`CallQueue`), the group driver, the coordinator cache's
 lookups and the Fetcher. Only this thread touches the transport; other threads hand work over through locked queues
-and `transport.wakeup()`. `stop_unclosed`: what a Consumer dropped without close() does to its thread.
+and `transport.wakeup()`. `stop_network`: how close() ends the thread; `stop_unclosed`: what a consumer dropped
+without close() does to it. Consumer and ShareConsumer run on it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ class NetworkThread(threading.Thread):
                 network.clock.sleep_ms(10)
         if self.transport_to_close is not None:
             self.transport_to_close.close(0)
+
+
+def stop_network(network: NetworkLoop, thread: NetworkThread | None, owned: Transport | None,
+                 remaining_s: float) -> None:
+    """The end of close(): the loop stops, its thread is waited for up to remaining_s; the transport the consumer
+    owns is closed now, or by the thread as it ends when it is still running (only that thread touches it)."""
+    network.running = False
+    network.transport.wakeup()
+    if thread is not None and thread.is_alive():
+        thread.transport_to_close = owned
+        thread.join(max(0.0, remaining_s))
+    elif owned is not None:
+        owned.close(0.0)
 
 
 def stop_unclosed(client_id: str, thread: NetworkThread | None, network: NetworkLoop,

@@ -3,17 +3,20 @@ know, and the offsets it is asked for, on the caller's thread, through the reque
 
 Owns:
 - resolving missing positions (`resolve_positions`): the group's committed offset (asked through the consumer's
-  `committed`), else the partition's pending reset or auto.offset.reset: earliest (ListOffsets), latest (the end
-  offset, below), none (NoOffsetForPartitionError);
+  `committed`), else the partition's pending reset or auto.offset.reset: earliest (ListOffsets), latest (the end offset,
+  below), none (NoOffsetForPartitionError); `position` (Consumer.position: resolved now, tried again after a retriable
+  failure until its deadline);
 - the offset lookups of the API: `list_offsets` (ListOffsets, the request layer's one request and reader,
-  cykafka/requests/offsets.py) and `end_offsets` (the high watermark, the last stable offset with read_committed,
-  from a one-byte Fetch at ListOffsets latest's offset: docs/consumer.md says why);
+  cykafka/requests/offsets.py; `beginning_offsets`, `offsets_for_times` on it) and `end_offsets` (the high watermark,
+  the last stable offset with read_committed, from a one-byte Fetch at ListOffsets latest's offset: docs/consumer.md
+  says why);
 - KIP-320's validation (`validate_positions`): a position whose leader epoch grew is checked with the leader
   (OffsetForLeaderEpoch), and `divergence` (cykafka/subscription_state.py) decides.
 Each lookup is a `Fanout` of the request layer: partitions by their leader from the metadata snapshot (one without a
-leader is looked up again after a metadata update), retried by the error table until the deadline; a leader that
-cannot be asked (it died) sends its partitions back to the lookup. No retry loop here. A request still out at the
-deadline is kept (the Asker's `kept`), so a poll(0) in a loop makes progress.
+leader is looked up again after a metadata update), retried by the error table until the deadline; a leader that cannot
+be asked (it died) sends its partitions back to the lookup. No retry loop here but `position`'s wait for its answer (the
+wait Java's position() has). A request still out at the deadline is kept (the Asker's `kept`), so a poll(0) in a loop
+makes progress.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, TypeVar
 
 from cykafka.config import ConsumerConfig
 from cykafka.errors import (
+    InvalidArgumentError,
     KafkaError,
     KafkaTimeoutError,
     LogTruncationError,
@@ -32,7 +36,7 @@ from cykafka.errors import (
     UnsupportedVersionError,
 )
 from cykafka.fetcher import fetch_request
-from cykafka.ports import Clock, ClusterSnapshot, MetadataSource, TopicPartition, by_topic
+from cykafka.ports import Clock, ClusterSnapshot, MetadataSource, TopicPartition, by_topic, checked_partitions
 from cykafka.ports.values import ListOffsetsResultInfo, OffsetAndMetadata
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
@@ -51,10 +55,12 @@ Committed = Callable[[list[TopicPartition], int], Mapping[TopicPartition, Offset
 
 
 class OffsetFetcher:
-    """See the module docstring. `committed(partitions, deadline_ms)`: the group's committed offsets."""
+    """See the module docstring. `committed(partitions, deadline_ms)`: the group's committed offsets;
+    `backoff(deadline_ms)`: the consumer's wait before a call tries again (ConsumerWaits.backoff)."""
 
     def __init__(self, config: ConsumerConfig, subscriptions: SubscriptionState, metadata: MetadataSource,
-                 clock: Clock, asker: Asker, committed: Committed, wakeup: Callable[[], None]) -> None:
+                 clock: Clock, asker: Asker, committed: Committed, wakeup: Callable[[], None],
+                 backoff: Callable[[int], None]) -> None:
         self.config = config
         self.subscriptions = subscriptions
         self.metadata = metadata
@@ -62,9 +68,33 @@ class OffsetFetcher:
         self.asker = asker
         self.committed = committed
         self.wakeup = wakeup
+        self.backoff = backoff
         self.kept: dict[Hashable, Call] = {}  # requests still out at a deadline, for the same ones asked again
 
     # -- positions ----------------------------------------------------------------------------------------------
+
+    def position(self, tp: TopicPartition, deadline_ms: int) -> int:
+        """Consumer.position: tp's position, resolved (and validated) now when unknown, tried again after a retriable
+        failure (a leader moved under the lookup) until the deadline, as Java's."""
+        with self.subscriptions.lock:
+            state = self.subscriptions.state(tp, "position")
+        while True:
+            try:
+                self.resolve_positions(deadline_ms)
+            except KafkaError as e:
+                if isinstance(e, KafkaTimeoutError) or not e.retriable or self.clock.monotonic_ms() >= deadline_ms:
+                    raise
+                self.backoff(deadline_ms)
+                continue
+            self.validate_positions()
+            with self.subscriptions.lock:
+                position = None if state.awaiting_validation else state.position
+            if position is not None:
+                return position
+            if self.clock.monotonic_ms() >= deadline_ms:
+                raise KafkaTimeoutError(f"position({tp}): not known before the timeout")
+            if state.position is not None:  # its validation is out: wait a little for the answer
+                self.backoff(deadline_ms)
 
     def resolve_positions(self, deadline_ms: int) -> None:
         """Positions of assigned partitions that have none: the committed offset (with a group.id), else
@@ -233,6 +263,24 @@ class OffsetFetcher:
         return None
 
     # -- offsets ------------------------------------------------------------------------------------------------
+
+    def beginning_offsets(self, tps: list[TopicPartition], deadline_ms: int) -> dict[TopicPartition, int]:
+        """Each partition's first offset (ListOffsets, earliest)."""
+        found = self.list_offsets(dict.fromkeys(tps, EARLIEST_TIMESTAMP), deadline_ms)
+        return {tp: info.offset for tp, info in found.items()}
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
+                          deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo | None]:
+        """Consumer.offsets_for_times: each timestamp checked (an int >= 0, ms), then ListOffsets by timestamp;
+        None where no record is that recent."""
+        tps = checked_partitions(timestamps, "offsets_for_times")
+        for tp in tps:
+            ts = timestamps[tp]
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise InvalidArgumentError(f"offsets_for_times: the timestamp of {tp} must be an int >= 0 (ms), got "
+                                           f"{ts!r}")
+        found = self.list_offsets({tp: timestamps[tp] for tp in tps}, deadline_ms)
+        return {tp: info if info.offset >= 0 else None for tp, info in found.items()}
 
     def list_offsets(self, timestamps: Mapping[TopicPartition, int],
                      deadline_ms: int) -> dict[TopicPartition, ListOffsetsResultInfo]:

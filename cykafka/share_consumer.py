@@ -18,24 +18,24 @@ docs/share-groups.md says when to use a share group and what it guarantees.
 from __future__ import annotations
 
 import base64
+import contextlib
 import enum
-import functools
 import logging
-import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
 from cykafka.arrow_schema import kafka_source_schema
-from cykafka.consumer_network import NetworkThread, stop_unclosed
+from cykafka.consumer_lock import ConsumerLock, one_thread
+from cykafka.consumer_network import NetworkThread, stop_network, stop_unclosed
+from cykafka.consumer_waits import ConsumerWaits
 from cykafka.core import ArrowBatchBuilder, PartitionFetch
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
 from cykafka.errors import (
-    ConcurrentAccessError,
     ConfigError,
     IllegalStateError,
     InvalidArgumentError,
@@ -63,23 +63,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cykafka.share")
 AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], None]
-_Method = TypeVar("_Method", bound=Callable[..., Any])
 RecordKey = tuple[str, int, int]  # topic, partition, offset
 Where = tuple[int, TopicIdPartition]  # the broker that delivered a record, its partition's topic id
-
-
-def _one_thread(method: _Method) -> _Method:
-    """A public ShareConsumer call (Java's KafkaShareConsumer acquire): ConcurrentAccessError when another thread is
-    inside a call of this ShareConsumer (the same thread may nest: the acknowledgement commit callback's calls)."""
-    @functools.wraps(method)
-    def call(self: ShareConsumer, *args: Any, **kwargs: Any) -> Any:
-        self._acquire(method.__name__)
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._release()
-
-    return call  # type: ignore[return-value]
 
 
 class AcknowledgeType(enum.IntEnum):
@@ -183,14 +168,13 @@ class ShareConsumer:
         self._delivered: dict[RecordKey, Where] = {}  # handed out, not acked
         self._renewing: dict[RecordKey, tuple[ShareRecord, Where]] = {}  # acknowledged RENEW, not answered yet
         self._renewed: list[tuple[ShareRecord, Where]] = []  # renewed: the next poll hands them out again
-        self._owner_lock = threading.Lock()
-        self._owner: int | None = None  # the thread inside a call, and how deep
-        self._owner_call = ""
-        self._owner_depth = 0
+        self._lock = ConsumerLock("ShareConsumer", "KafkaShareConsumer", "share consumer")  # one thread inside
+        self._waits = ConsumerWaits(self._clock, self._lock, consumer_cfg.retry_backoff_ms,
+                                    consumer_cfg.default_api_timeout_ms, None if ports.start_sender else
+                                    self.network.run_once)
         self._acks: dict[int, dict[TopicIdPartition, Acknowledgements]] = {}  # acknowledged, not handed over
         self._deserializers = Deserializers.of(cfg.consumer.key_deserializer, cfg.consumer.value_deserializer)
         self._held: list[tuple[ShareRecord, tuple[int, TopicIdPartition]]] = []  # after a record that failed
-        self._closed = False
         self._thread: NetworkThread | None = None
         if ports.start_sender:
             self._thread = NetworkThread(self.network, name=f"cykafka-share-consumer-{conn.client_id or member_id}")
@@ -202,10 +186,9 @@ class ShareConsumer:
 
     # -- subscription -------------------------------------------------------------------------------------------
 
-    @_one_thread
+    @one_thread
     def subscribe(self, topics: Iterable[str]) -> None:
         """Joins the share group reading these topics (replacing the subscription; empty: unsubscribe)."""
-        self._check_open()
         if isinstance(topics, str):
             raise InvalidArgumentError("subscribe takes a list of topic names, not one string")
         names = list(topics)
@@ -215,11 +198,11 @@ class ShareConsumer:
             self._member.subscribe(names)
         self._transport.wakeup()
 
-    @_one_thread
+    @one_thread
     def unsubscribe(self) -> None:
         self.subscribe([])
 
-    @_one_thread
+    @one_thread
     def subscription(self) -> set[str]:
         return set(self._member.topics)
 
@@ -227,7 +210,7 @@ class ShareConsumer:
     def member_id(self) -> str:
         return self._member.member_id
 
-    @_one_thread
+    @one_thread
     def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
         """callback(offsets: {TopicPartition: {offset, ...}}, error: KafkaError | None), called on this thread (in
         poll, commit_sync, commit_async and close) once per partition's acknowledgements answered: error None when
@@ -239,7 +222,7 @@ class ShareConsumer:
 
     # -- records and acknowledgements -----------------------------------------------------------------------------
 
-    @_one_thread
+    @one_thread
     def poll(self, timeout: float) -> list[ShareRecord]:
         """The next records acquired for this member, at most max.poll.records; waits up to timeout seconds for some.
         Implicit mode: the records of the previous poll are accepted first. Explicit mode: raises IllegalStateError
@@ -284,12 +267,11 @@ class ShareConsumer:
     def _poll(self, timeout: float, take: Callable[[int], int], limit: int) -> None:
         """poll's loop: acknowledgements settled and handed over, then take(limit) -> records handed out until some
         came or timeout seconds passed."""
-        self._check_open()
         if not self._member.topics:
             raise IllegalStateError("poll: the share consumer is not subscribed to any topic; subscribe() first")
         self._settle_delivered()
         self._hand_over(None)
-        deadline_ms = self._clock.monotonic_ms() + max(0, int(timeout * 1000))
+        deadline_ms = self._waits.deadline(timeout, "timeout", none_is_default=False)
         state = self._state
         while True:
             self._run_callbacks()
@@ -310,11 +292,10 @@ class ShareConsumer:
                 if not state.buffer and not state.results and state.error is None and self._member.error is None:
                     state.lock.wait(remaining_ms / 1000)
 
-    @_one_thread
+    @one_thread
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Acknowledges a record of the last poll (explicit mode only): ACCEPT, RELEASE, REJECT or RENEW. It goes to the
         broker with the next poll, commit_sync or commit_async."""
-        self._check_open()
         if not self.config.explicit:
             raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
                                     "share.acknowledgement.mode=explicit to acknowledge records one by one)")
@@ -328,7 +309,6 @@ class ShareConsumer:
             self._renewing[(record.topic, record.partition, record.offset)] = (record, where)
 
     def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType) -> Where:
-        self._check_open()
         if not self.config.explicit:
             raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
                                     "share.acknowledgement.mode=explicit to acknowledge records one by one)")
@@ -340,25 +320,24 @@ class ShareConsumer:
         self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset, int(AcknowledgeType(kind)))
         return where
 
-    @_one_thread
+    @one_thread
     def commit_sync(self, timeout: float | None = None) -> AckResults:
         """Sends the acknowledgements made so far (implicit mode: the last poll's records, accepted) and waits for
         the broker's answer: {TopicPartition: None, or the error of its acknowledgements}. KafkaTimeoutError after
         timeout seconds (default.api.timeout.ms)."""
-        self._check_open()
         if not self.config.explicit:  # explicit mode: what was acknowledged so far (the rest stays held, as Java's)
             self._settle_delivered()
         commit = self._hand_over(Commit(set(self._acks)))
-        budget_s = self.config.consumer.default_api_timeout_ms / 1000 if timeout is None else timeout
-        if commit is not None and not commit.done.wait(max(0.0, budget_s)):
-            raise KafkaTimeoutError(f"commit_sync: the acknowledgements were not answered within {budget_s} s")
+        deadline_ms = self._waits.deadline(timeout, "timeout")
+        if commit is not None and not commit.done.wait(max(0, deadline_ms - self._clock.monotonic_ms()) / 1000):
+            raise KafkaTimeoutError(f"commit_sync: the acknowledgements were not answered within "
+                                    f"{'default.api.timeout.ms' if timeout is None else f'{timeout} s'}")
         self._run_callbacks()
         return dict(commit.results) if commit is not None else {}
 
-    @_one_thread
+    @one_thread
     def commit_async(self) -> None:
         """Sends the acknowledgements made so far without waiting; their results go to the callback."""
-        self._check_open()
         if not self.config.explicit:
             self._settle_delivered()
         self._hand_over(Commit(set(self._acks)))
@@ -435,7 +414,7 @@ class ShareConsumer:
                 self._transport.wakeup()  # its broker may be fetched from again
         return handed
 
-    @_one_thread
+    @one_thread
     def poll_batch(self, timeout: float, max_records: int | None = None) -> pyarrow.RecordBatch:
         """As poll, as one pyarrow.RecordBatch: the Consumer's columns (Spark's Kafka source schema, built in C) and
         delivery_count (int16); empty (with the schema) when no record came in time. Acknowledge its rows with
@@ -443,17 +422,8 @@ class ShareConsumer:
         key.deserializer or value.deserializer set (docs/serialization.md)."""
         import pyarrow as pa
 
-        for key, spec in (("key.deserializer", self.config.consumer.key_deserializer),
-                          ("value.deserializer", self.config.consumer.value_deserializer)):
-            if spec not in (None, "bytes"):
-                raise ConfigError(f"poll_batch returns the keys and values as fetched, in Arrow binary columns, and "
-                                  f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
-                                  f"unset and decode the column")
-
-        if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
-                                        or max_records < 1):
-            raise InvalidArgumentError(f"poll_batch: max_records must be an int >= 1 or None (max.poll.records), got "
-                                       f"{max_records!r}")
+        self.config.consumer.refuse_deserializers("poll_batch")
+        limit = self.config.consumer.poll_limit(max_records, "poll_batch")
         segments: list[Any] = []
 
         def take(decoding: _Decoding, room: int) -> int:
@@ -475,14 +445,13 @@ class ShareConsumer:
                                                   pa.array(counts, pa.int16())))
             return len(offsets)
 
-        self._poll(timeout, lambda limit: self._drain(limit, take),
-                   max_records or self.config.consumer.max_poll_records)
+        self._poll(timeout, lambda room: self._drain(room, take), limit)
         schema = kafka_source_schema().append(pa.field("delivery_count", pa.int16()))
         if not segments:
             return pa.RecordBatch.from_pylist([], schema=schema)
         return pa.Table.from_batches(segments, schema).combine_chunks().to_batches()[0]
 
-    @_one_thread
+    @one_thread
     def acknowledge_batch(self, batch: pyarrow.RecordBatch, type: AcknowledgeType = AcknowledgeType.ACCEPT,
                           rows: range | None = None) -> None:
         """Acknowledges the rows of a poll_batch batch (all of them, or those of rows: a range of row indexes) as
@@ -520,40 +489,29 @@ class ShareConsumer:
         if error is not None:
             raise error
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise IllegalStateError("this share consumer is closed")
-
-    def _acquire(self, call: str) -> None:
-        """Enters a call on this thread; _release() leaves it (Java's KafkaShareConsumer: one thread at a time)."""
-        me = threading.get_ident()
-        with self._owner_lock:
-            if self._owner is not None and self._owner != me:
-                raise ConcurrentAccessError(
-                    f"{call}: another thread is inside this ShareConsumer's {self._owner_call}(); a ShareConsumer is "
-                    f"not thread-safe (as Java's KafkaShareConsumer): use it from one thread (one ShareConsumer per "
-                    f"worker thread)")
-            if self._owner is None:
-                self._owner, self._owner_call = me, call
-            self._owner_depth += 1
-
-    def _release(self) -> None:
-        with self._owner_lock:
-            self._owner_depth -= 1
-            if self._owner_depth == 0:
-                self._owner = None
+    @contextlib.contextmanager
+    def calling(self, call: str) -> Iterator[None]:
+        """Holds the share consumer for this thread while the block runs, as every public call does (Java's
+        KafkaShareConsumer acquireAndEnsureOpen, with a depth: the acknowledgement commit callback's calls are this
+        thread's too): IllegalStateError when it is closed (or was made in another process, before a fork()),
+        ConcurrentAccessError naming `call` when another thread is inside a call."""
+        with self._lock.calling(call):
+            yield
 
     # -- closing --------------------------------------------------------------------------------------------------
 
-    @_one_thread
     def close(self, timeout: float = 30.0) -> None:
         """Leaves the group and ends its share sessions within timeout seconds: implicit mode accepts the last
         poll's records, acknowledgements made go with the sessions' last requests, and the broker releases the
         records this member still held (fetched but not handed out, or not acknowledged). Returns by its deadline."""
-        if self._closed:
+        if self._lock.closed:
             return
-        self._closed = True
-        deadline_ms = self._clock.monotonic_ms() + max(0, int(timeout * 1000))
+        deadline_ms = self._waits.deadline(timeout, "timeout")
+        with self.calling("close"):
+            self._close(deadline_ms)
+
+    def _close(self, deadline_ms: int) -> None:
+        self._lock.closed = True
         state = self._state
         try:
             if not self.config.explicit:
@@ -575,13 +533,8 @@ class ShareConsumer:
             self._run_callbacks()
         finally:
             self._finalizer.detach()
-            self.network.running = False
-            self._transport.wakeup()
-            thread = self._thread
-            if thread is not None and thread.is_alive():
-                thread.join(max(0.0, (deadline_ms - self._clock.monotonic_ms()) / 1000))
-            if self._owns_transport:
-                self._transport.close(0.0)
+            stop_network(self.network, self._thread, self._transport if self._owns_transport else None,
+                         (deadline_ms - self._clock.monotonic_ms()) / 1000)
 
     def __enter__(self) -> ShareConsumer:
         return self

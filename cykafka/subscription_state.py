@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cykafka.core import ConsumerRecord
 from cykafka.errors import InvalidArgumentError, KafkaError
 from cykafka.ports import TopicPartition, checked_partitions
 from cykafka.ports.values import OffsetAndMetadata
@@ -134,6 +135,19 @@ class SubscriptionState:
         """{partition: (its seek epoch, its pending reset)} of the partitions without a position."""
         with self.lock:
             return {tp: (s.epoch, s.reset) for tp, s in self.states.items() if s.position is None}
+
+    def rewind(self, records: Iterable[ConsumerRecord]) -> None:
+        """Each partition of records (ConsumerRecords handed out in order) sought back to its first one there, when
+        its position is past it: they are read again by the next poll (a deserializer failed on the first)."""
+        first: dict[TopicPartition, ConsumerRecord] = {}
+        for record in records:
+            first.setdefault(TopicPartition(record.topic, record.partition), record)
+        with self.lock:
+            for tp, record in first.items():
+                state = self.states.get(tp)
+                if state is not None and state.position is not None and state.position > record.offset:
+                    epoch = record.leader_epoch
+                    state.seek(record.offset, offset_epoch=-1 if epoch is None else epoch)
 
     def raise_error(self) -> None:
         """With the lock held: raises (and clears) the first partition's pending error."""

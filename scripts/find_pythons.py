@@ -1,5 +1,5 @@
 """Prints the CPython interpreters >= 3.11 of this machine that scripts/dist.sh builds a wheel for, one path a line,
-one per minor version, except the minor of the Python running this (dist.sh's own build makes that wheel). Looked
+one per minor version, except the minor of the Python running this (dist.sh adds that one itself). Looked
 for: python3.N on PATH, /usr/bin and /usr/local/bin, pyenv's versions ($PYENV_ROOT or ~/.pyenv), uv's managed
 Pythons (`uv python find`); each is run to check it is a CPython of that version with pip (a pyenv shim for a
 version not selected fails, and is skipped)."""

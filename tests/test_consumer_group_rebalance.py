@@ -146,6 +146,8 @@ def test_a_static_member_restarted_within_the_session_gets_its_partitions_back_w
     _wait_until(lambda: _split([a, b], _partitions(topic, 2)), "two static members split two partitions")
     owned_by_a, owned_by_b = a.assignment(), b.assignment()
     before = a.group
+    # b may have joined a generation alone before a came (the two start at once): what counts is what comes after
+    b_events = len([kind for kind, _ in b.journal.entries if kind != "read"])
     a.stop()  # a static member sends no LeaveGroup: the group waits session.timeout.ms for it
     again = _start(members, JournaledMember(_consumer(bootstrap, group, group_instance_id="a", **settings), [topic]))
     _wait_until(lambda: again.assignment() == owned_by_a, "the restarted member owns its partitions again")
@@ -158,8 +160,8 @@ def test_a_static_member_restarted_within_the_session_gets_its_partitions_back_w
         assert after.member_id != before.member_id and after.member_id.startswith("a-")
     _write(bootstrap, topic, 2, 5)
     _wait_until(lambda: len(again.records) == len(b.records) == 5, "both members read their partition")
-    assert b.journal.entries[0] == ("assigned", owned_by_b)
-    assert [kind for kind, _ in b.journal.entries if kind != "read"] == ["assigned"]  # b saw no rebalance
+    assert [kind for kind, _ in b.journal.entries if kind != "read"][b_events:] == []  # b saw no rebalance
+    assert b.assignment() == owned_by_b
     assert [kind for kind, _ in again.journal.entries if kind != "read"] == ["assigned"]
 
 

@@ -323,6 +323,25 @@ def test_renew_is_per_record_and_explicit_mode_only(share_kafka: Any, share: Any
         consumer.acknowledge_batch(batch, AcknowledgeType.RELEASE)
 
 
+def test_a_share_consumer_checks_its_timeouts_and_is_closed_for_every_call_as_java() -> None:
+    """The ShareConsumer's calls share the Consumer's waits and lock (cykafka/consumer_waits.py, consumer_lock.py): a
+    timeout that is not a number of seconds >= 0 is an InvalidArgumentError naming it (it was a TypeError, or a
+    negative one read as 0), and after close() every call raises IllegalStateError (Java's acquireAndEnsureOpen),
+    while a second close() returns at once."""
+    consumer = ShareConsumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"}, ports=Ports(start_sender=False))
+    consumer.subscribe(["t"])
+    for bad in (-1, "1", None):
+        with pytest.raises(InvalidArgumentError, match="timeout must be a number of seconds >= 0"):
+            consumer.poll(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="timeout must be a number of seconds >= 0"):
+        consumer.commit_sync(-0.5)
+    consumer.close(0.5)
+    consumer.close(0.5)
+    for call in (consumer.subscription, lambda: consumer.poll(0), consumer.commit_async):
+        with pytest.raises(IllegalStateError, match="the share consumer is closed"):
+            call()
+
+
 def test_a_share_consumer_used_from_two_threads_at_once_raises_concurrent_access() -> None:
     """Java's KafkaShareConsumer is for one thread: a call while another thread is inside one (here a waiting poll)
     raises ConcurrentAccessError naming that call; once it returned, another thread may call (no broker: the

@@ -1,0 +1,44 @@
+"""TopicMetadataFetcher (Java's consumer TopicMetadataFetcher): a topic's partitions for Consumer.partitions_for.
+
+Owns: asking the metadata for one topic and waiting (the consumer's backoff, bounded by the call's deadline) until
+it lists the topic's partitions, or until an answer asked for after the wait began says the topic does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cykafka.errors import KafkaTimeoutError
+from cykafka.ports import Clock, MetadataSource, PartitionInfo
+from cykafka.protocol.error_codes import ErrorCode
+
+
+class TopicMetadataFetcher:
+    def __init__(self, metadata: MetadataSource, clock: Clock, wakeup: Callable[[], None],
+                 backoff: Callable[[int], None]) -> None:
+        self.metadata = metadata
+        self.clock = clock
+        self.wakeup = wakeup
+        self.backoff = backoff
+
+    def partitions_for(self, topic: str, deadline_ms: int) -> list[PartitionInfo]:
+        """The topic's partitions from the metadata, waiting for them until deadline_ms (KafkaTimeoutError); [] when
+        the cluster answers that the topic does not exist (Java's: auto-creation off at the broker, or
+        allow.auto.create.topics false here), at once instead of after the timeout."""
+        asked = None  # the snapshot when the metadata was asked for: an answer after it may say "no such topic"
+        while True:
+            snapshot = self.metadata.snapshot()
+            parts = snapshot.partitions.get(topic)
+            if parts:
+                return list(parts)
+            if (asked is not None and snapshot is not asked
+                    and snapshot.topic_errors.get(topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                return []
+            if asked is None:
+                asked = snapshot
+            self.metadata.add_topic(topic, self.clock.monotonic_ms())
+            self.metadata.request_update()
+            self.wakeup()
+            if self.clock.monotonic_ms() >= deadline_ms:
+                raise KafkaTimeoutError(f"partitions_for({topic!r}): no metadata for the topic before the timeout")
+            self.backoff(deadline_ms)
