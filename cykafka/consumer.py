@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, overload
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
+from cykafka.adapters.defaults import consumer_adapters
 from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
@@ -48,7 +49,6 @@ from cykafka.consumer_waits import ConsumerWaits
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord
 from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import (
-    ConfigError,
     IllegalStateError,
     InvalidArgumentError,
     KafkaTimeoutError,
@@ -93,11 +93,7 @@ class Consumer:
         """config: Kafka consumer config keys, as a dict and/or keyword arguments with underscores; positional-only,
         so `Consumer(**config)` type-checks. ports: tests only, the adapters to use (cykafka.ports.Ports;
         start_sender=False: no network thread, the caller's waits run `consumer.network.run_once()`)."""
-        if ports is None:
-            ports = Ports()
-        if not isinstance(ports, Ports):
-            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
-                              f"{type(ports).__name__}")
+        ports = Ports.of(ports)
         cfg = ConsumerConfig.parse(config, **kwargs)
         if not cfg.connection.client_id:
             cfg = dataclasses.replace(cfg, connection=dataclasses.replace(
@@ -106,17 +102,8 @@ class Consumer:
         conn = cfg.connection
         self._clock: Clock = ports.clock or SystemClock()
         self._lock = ConsumerLock()  # the one thread inside, and close()'s handshake with it
-        transport = ports.transport
-        self._owns_transport = transport is None
-        if transport is None:
-            from cykafka.adapters.socket_transport import SocketTransport
-
-            transport = SocketTransport(conn, clock_ms=self._clock.monotonic_ms)
-        metadata = ports.metadata
-        if metadata is None:
-            from cykafka.adapters.broker_metadata import BrokerMetadata
-
-            metadata = BrokerMetadata(cfg.metadata, transport)
+        self._owns_transport = ports.transport is None
+        transport, metadata = consumer_adapters(ports, conn, cfg.metadata, self._clock)
         self._transport, self._metadata = transport, metadata
         self._subscriptions = sub = SubscriptionState(cfg.max_partition_fetch_bytes)
         buffer = FetchBuffer(sub)

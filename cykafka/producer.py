@@ -127,11 +127,7 @@ class Producer(SendPath, AppendSeam):
         """config: a dict of Kafka config keys (`{"bootstrap.servers": ..., "linger.ms": 5}`), and/or the same keys as
         keyword arguments with underscores (`linger_ms=5`); unknown keys and invalid values raise ConfigError.
         ports: tests only, the adapters to use instead of the production ones (cykafka.ports.Ports)."""
-        if ports is None:
-            ports = Ports()
-        if not isinstance(ports, Ports):
-            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
-                              f"{type(ports).__name__}")
+        ports = Ports.of(ports)
         stray = sorted(_PORT_NAMES.intersection(kwargs))
         if stray:  # the keywords before ports= existed
             raise ConfigError(f"{stray[0]}= is not a config key: a test passes it as ports=Ports({stray[0]}=...) "

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.compression import decompress
+from cykafka.adapters.defaults import consumer_adapters
 from cykafka.arrow_schema import kafka_source_schema
 from cykafka.consumer_lock import ConsumerLock, one_thread
 from cykafka.consumer_network import NetworkThread, stop_network, stop_unclosed
@@ -36,7 +37,6 @@ from cykafka.consumer_waits import ConsumerWaits
 from cykafka.core import ArrowBatchBuilder, PartitionFetch
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
 from cykafka.errors import (
-    ConfigError,
     IllegalStateError,
     InvalidArgumentError,
     KafkaError,
@@ -133,26 +133,13 @@ class ShareConsumer:
                  **kwargs: object) -> None:
         """config: Kafka share consumer keys (group.id required; share.acknowledgement.mode implicit | explicit), as
         a dict and/or keyword arguments with underscores. ports: tests only (cykafka.ports.Ports)."""
-        if ports is None:
-            ports = Ports()
-        if not isinstance(ports, Ports):
-            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
-                              f"{type(ports).__name__}")
+        ports = Ports.of(ports)
         self.config = cfg = ShareConsumerConfig.parse(config, **kwargs)
         consumer_cfg = cfg.consumer
         conn = consumer_cfg.connection
         self._clock: Clock = ports.clock or SystemClock()
-        transport = ports.transport
-        self._owns_transport = transport is None
-        if transport is None:
-            from cykafka.adapters.socket_transport import SocketTransport
-
-            transport = SocketTransport(conn, clock_ms=self._clock.monotonic_ms)
-        metadata = ports.metadata
-        if metadata is None:
-            from cykafka.adapters.broker_metadata import BrokerMetadata
-
-            metadata = BrokerMetadata(consumer_cfg.metadata, transport)
+        self._owns_transport = ports.transport is None
+        transport, metadata = consumer_adapters(ports, conn, consumer_cfg.metadata, self._clock)
         self._transport, self._metadata = transport, metadata
         coordinators = Coordinators(transport, consumer_cfg.retry_backoff_ms, dedicated_group_connections=True)
         calls = CallQueue(Router(transport, metadata, coordinators, consumer_cfg.retry_backoff_ms))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from uuid import UUID
 
+from cykafka.errors import ConfigError
 from cykafka.ports.values import Node as Node
 from cykafka.ports.values import PartitionInfo as PartitionInfo
 from cykafka.ports.values import TopicPartition as TopicPartition
@@ -345,3 +346,13 @@ class Ports:
     metadata: MetadataSource | None = None
     clock: Clock | None = None
     start_sender: bool = True
+
+    @staticmethod
+    def of(ports: object) -> Ports:
+        """A client's `ports` argument: None is the production wiring; anything but a Ports is a ConfigError."""
+        if ports is None:
+            return Ports()
+        if not isinstance(ports, Ports):
+            raise ConfigError(f"ports must be a cykafka.ports.Ports (the adapters a test swaps in), got "
+                              f"{type(ports).__name__}")
+        return ports

@@ -109,11 +109,13 @@ def test_no_composition_root_imports_another_clients_root(module: str) -> None:
     assert _cykafka_imports(ROOT / module) & (others - {f"cykafka.{Path(module).stem}"}) == set()
 
 
-# The consumer's parts (Java's SubscriptionState, FetchBuffer, FetchCollector, Fetcher, OffsetFetcher, its lock,
-# ConsumerCoordinator): the Consumer wires them; none of them imports it, nor any composition root or adapter.
+# The consumer's parts (Java's SubscriptionState, FetchBuffer, FetchCollector, Fetcher, OffsetFetcher,
+# TopicMetadataFetcher, ConsumerCoordinator, its lock, waits and poll loop): the Consumer wires them; none of them
+# imports it, nor any composition root or adapter.
 CONSUMER_PARTS = ("cykafka/subscription_state.py", "cykafka/fetch_buffer.py", "cykafka/fetch_collector.py",
                   "cykafka/fetcher.py", "cykafka/offset_fetcher.py", "cykafka/consumer_coordinator.py",
-                  "cykafka/consumer_group.py", "cykafka/consumer_network.py", "cykafka/consumer_lock.py")
+                  "cykafka/consumer_group.py", "cykafka/consumer_network.py", "cykafka/consumer_lock.py",
+                  "cykafka/consumer_waits.py", "cykafka/consumer_poll.py", "cykafka/topic_metadata_fetcher.py")
 
 
 @pytest.mark.parametrize("module", CONSUMER_PARTS)
