@@ -5,21 +5,25 @@ Owns the enums with Java's names and wire codes (`ResourceType`, `PatternType`, 
 the bindings (`ResourcePattern` + `AccessControlEntry` = `AclBinding`) and the filters that match them
 (`ResourcePatternFilter` + `AccessControlEntryFilter` = `AclBindingFilter`, `AclBindingFilter.ANY`), with Java's
 matching rules (`matches`), and the checks Java's constructors make (a binding names one resource and one entry: no
-ANY, no MATCH), raised as InvalidArgumentError naming the field. No I/O: the Admin turns them into requests.
+ANY, no MATCH), raised as InvalidArgumentError naming the field; their wire form (`filter_body`,
+`binding_from_wire`) and `checked_acls`, the Admin's argument check. No I/O: the Admin turns them into requests.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from cykafka.errors import InvalidArgumentError, KafkaError
+from cykafka.protocol.bodies import DeleteAclsRequestFilters
 
 WILDCARD_RESOURCE = "*"  # ResourcePattern.WILDCARD_RESOURCE: a literal name matching every resource of its type
 WILDCARD_PRINCIPAL = "User:*"  # every principal (AclEntry.WILDCARD_PRINCIPAL_STRING)
 WILDCARD_HOST = "*"  # every host
 CLUSTER_NAME = "kafka-cluster"  # the cluster resource's one name (Java's Resource.CLUSTER_NAME)
+_T = TypeVar("_T")
 
 
 class _Coded(enum.IntEnum):
@@ -350,3 +354,36 @@ __all__ = [
     "PatternType",
     "ResourcePattern", "ResourcePatternFilter", "ResourceType",
 ]
+
+
+# -- the wire (the Admin's requests and answers) ----------------------------------------------------------------
+
+def checked_acls(items: object, kind: type[_T], call: str) -> list[_T]:
+    """ACL bindings or filters as a request can carry them: of kind, no UNKNOWN enum (Java refuses those too), a
+    binding naming one resource pattern and entry (its constructors' checks); else InvalidArgumentError naming it."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidArgumentError(f"{call} takes a list of {kind.__name__}, got {type(items).__name__}")
+    out = list(items)
+    for item in out:
+        if not isinstance(item, kind):
+            raise InvalidArgumentError(f"{call} takes {kind.__name__} values, got {item!r}")
+        if getattr(item, "is_unknown", False):
+            raise InvalidArgumentError(f"{call}: {item} has an UNKNOWN type, operation or permission")
+    return out
+
+
+def filter_body(f: AclBindingFilter) -> DeleteAclsRequestFilters:
+    """A filter as DeleteAcls carries it (DescribeAcls' body has the same fields)."""
+    p, e = f.pattern_filter, f.entry_filter
+    return {"resource_type_filter": p.resource_type.code, "resource_name_filter": p.name,
+            "pattern_type_filter": p.pattern_type.code, "principal_filter": e.principal, "host_filter": e.host,
+            "operation": e.operation.code, "permission_type": e.permission_type.code}
+
+
+def binding_from_wire(resource: Mapping[str, Any], entry: Mapping[str, Any]) -> AclBinding:
+    """A binding from an answer: its resource pattern's fields (resource_type, resource_name, pattern_type) and its
+    entry's (principal, host, operation, permission_type), in one row or two."""
+    return AclBinding(ResourcePattern(ResourceType.from_code(resource["resource_type"]), resource["resource_name"],
+                                      PatternType.from_code(resource["pattern_type"])),
+                      AccessControlEntry(entry["principal"], entry["host"], AclOperation.from_code(entry["operation"]),
+                                         AclPermissionType.from_code(entry["permission_type"])))

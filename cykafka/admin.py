@@ -20,17 +20,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from cykafka import admin_share
-from cykafka.acl import (
-    AccessControlEntry,
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    FilterResult,
-    PatternType,
-    ResourcePattern,
-    ResourceType,
-)
+from cykafka.acl import AclBinding, AclBindingFilter, FilterResult, binding_from_wire, checked_acls, filter_body
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.admin_types import (  # the types are cykafka.admin's too (its public API)
@@ -75,7 +65,6 @@ from cykafka.protocol.bodies import (
     CreatePartitionsRequestBody,
     CreatePartitionsRequestTopics,
     DeleteAclsRequestBody,
-    DeleteAclsRequestFilters,
     DescribeAclsRequestBody,
 )
 from cykafka.protocol.error_codes import ErrorCode, error_for
@@ -148,37 +137,6 @@ def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
             results[resource] = error_for(code, f"{_resource_name(resource)}: {item['error_message'] or ''}"
                                           .rstrip(": ")) if (code := item["error_code"]) else value(item)
     return results
-
-
-def _checked_acls(items: object, kind: type[T], call: str) -> list[T]:
-    """ACL bindings or filters as a request can carry them: of kind, no UNKNOWN enum (Java refuses those too), a
-    binding naming one resource pattern and entry (its constructors' checks); else InvalidArgumentError naming it."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
-        raise InvalidArgumentError(f"{call} takes a list of {kind.__name__}, got {type(items).__name__}")
-    out = list(items)
-    for item in out:
-        if not isinstance(item, kind):
-            raise InvalidArgumentError(f"{call} takes {kind.__name__} values, got {item!r}")
-        if getattr(item, "is_unknown", False):
-            raise InvalidArgumentError(f"{call}: {item} has an UNKNOWN type, operation or permission")
-    return out
-
-
-def _filter_body(f: AclBindingFilter) -> DeleteAclsRequestFilters:
-    """A filter as DeleteAcls carries it (DescribeAcls' body has the same fields)."""
-    p, e = f.pattern_filter, f.entry_filter
-    return {"resource_type_filter": p.resource_type.code, "resource_name_filter": p.name,
-            "pattern_type_filter": p.pattern_type.code, "principal_filter": e.principal, "host_filter": e.host,
-            "operation": e.operation.code, "permission_type": e.permission_type.code}
-
-
-def _pattern(resource_type: int, name: str, pattern_type: int) -> ResourcePattern:
-    return ResourcePattern(ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type))
-
-
-def _entry(wire: Mapping[str, Any]) -> AccessControlEntry:
-    return AccessControlEntry(wire["principal"], wire["host"], AclOperation.from_code(wire["operation"]),
-                              AclPermissionType.from_code(wire["permission_type"]))
 
 
 def _acl_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
@@ -582,6 +540,23 @@ class Admin:
             batch=False, name=lambda group: f"group {group!r}")
         return fanout.run(group_ids, deadline_ms)
 
+    def _listed_groups(self, states: list[str] | None, group_type: str | None,
+                       deadline_ms: int) -> list[Mapping[str, Any]]:
+        """ListGroups at every broker (Java's listGroups): the groups' rows, only those in `states` when given, only
+        those of `group_type` when given (ListGroups v5's types_filter); a broker's error raises."""
+        self._metadata([], deadline_ms)
+        body: dict[str, Any] = {"states_filter": states or []}
+        if group_type is not None:
+            body["types_filter"] = [group_type]
+        rows: list[Mapping[str, Any]] = []
+        for node in sorted(self._nodes):
+            a = self._ask(Request(api.LIST_GROUPS.key, body), Broker(node), deadline_ms).body
+            if a["error_code"]:
+                raise error_for(a["error_code"], f"ListGroups at node {node}")
+            rows += [g for g in a["groups"] if (states is None or g["group_state"] in states)
+                     and (group_type is None or g["group_type"] == group_type)]
+        return rows
+
     def list_consumer_groups(self, *, states: Iterable[str] | None = None,
                              timeout_ms: int | None = None) -> list[ConsumerGroupListing]:
         """Every group on every broker (ListGroups, Java's listConsumerGroups), optionally only those in states
@@ -590,16 +565,8 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def list_groups() -> list[ConsumerGroupListing]:
-            self._metadata([], deadline_ms)
-            listings: list[ConsumerGroupListing] = []
-            for node in sorted(self._nodes):
-                request = Request(api.LIST_GROUPS.key, {"states_filter": wanted or []})
-                a = self._ask(request, Broker(node), deadline_ms).body
-                if a["error_code"]:
-                    raise error_for(a["error_code"], f"ListGroups at node {node}")
-                listings += [ConsumerGroupListing(g["group_id"], g["protocol_type"], g["group_state"] or None)
-                             for g in a["groups"] if wanted is None or g["group_state"] in wanted]
-            return sorted(listings, key=lambda g: g.group_id)
+            return sorted((ConsumerGroupListing(g["group_id"], g["protocol_type"], g["group_state"] or None)
+                           for g in self._listed_groups(wanted, None, deadline_ms)), key=lambda g: g.group_id)
 
         return self._call(list_groups)
 
@@ -663,7 +630,7 @@ class Admin:
                     timeout_ms: int | None = None) -> dict[AclBinding, Result[None]]:
         """Creates ACLs (CreateAcls, at any broker; Java's createAcls): {binding: Result}. Without ALTER on the
         cluster each Result holds a ClusterAuthorizationError; without an authorizer, SECURITY_DISABLED."""
-        bindings = list(dict.fromkeys(_checked_acls(acls, AclBinding, "create_acls")))  # Java's: once each
+        bindings = list(dict.fromkeys(checked_acls(acls, AclBinding, "create_acls")))  # Java's: once each
         deadline_ms = self._deadline(timeout_ms)
 
         def build(group: list[AclBinding]) -> Request:
@@ -689,16 +656,15 @@ class Admin:
     def describe_acls(self, acl_filter: AclBindingFilter, *, timeout_ms: int | None = None) -> list[AclBinding]:
         """The ACLs matching acl_filter (DescribeAcls, at any broker; Java's describeAcls; AclBindingFilter.ANY:
         all). The broker's error raises typed (ClusterAuthorizationError without DESCRIBE on the cluster)."""
-        (checked,) = _checked_acls([acl_filter], AclBindingFilter, "describe_acls")
+        (checked,) = checked_acls([acl_filter], AclBindingFilter, "describe_acls")
         deadline_ms = self._deadline(timeout_ms)
 
         def describe() -> list[AclBinding]:
-            body: DescribeAclsRequestBody = _filter_body(checked)
+            body: DescribeAclsRequestBody = filter_body(checked)
             answer = self._ask(Request(api.DESCRIBE_ACLS.key, body), ANY_BROKER, deadline_ms).body
             if error := _acl_error(answer, "DescribeAcls"):
                 raise error
-            return [AclBinding(_pattern(r["resource_type"], r["resource_name"], r["pattern_type"]), _entry(e))
-                    for r in answer["resources"] for e in r["acls"]]
+            return [binding_from_wire(r, e) for r in answer["resources"] for e in r["acls"]]
 
         return self._call(describe)
 
@@ -707,11 +673,11 @@ class Admin:
         """Deletes the ACLs matching each filter (DeleteAcls, at any broker; Java's deleteAcls): {filter: Result of
         the bindings it matched, each a FilterResult(binding, error): deleted when error is None}. A filter's own
         error (ClusterAuthorizationError without ALTER on the cluster) is its Result's."""
-        wanted = list(dict.fromkeys(_checked_acls(filters, AclBindingFilter, "delete_acls")))
+        wanted = list(dict.fromkeys(checked_acls(filters, AclBindingFilter, "delete_acls")))
         deadline_ms = self._deadline(timeout_ms)
 
         def build(group: list[AclBindingFilter]) -> Request:
-            body: DeleteAclsRequestBody = {"filters": [_filter_body(f) for f in group]}
+            body: DeleteAclsRequestBody = {"filters": [filter_body(f) for f in group]}
             return Request(api.DELETE_ACLS.key, body)
 
         def read(group: list[AclBindingFilter], answer: Mapping[str, Any],
@@ -724,9 +690,8 @@ class Admin:
             for f, r in zip(group, results, strict=True):
                 error = _acl_error(r, f"ACL filter {f}")
                 out[f] = error if error is not None else [
-                    FilterResult(binding := AclBinding(_pattern(m["resource_type"], m["resource_name"],
-                                                                m["pattern_type"]), _entry(m)),
-                                 _acl_error(m, f"ACL {binding}")) for m in r["matching_acls"]]
+                    FilterResult(binding := binding_from_wire(m, m), _acl_error(m, f"ACL {binding}"))
+                    for m in r["matching_acls"]]
             return out
 
         fanout: Fanout[AclBindingFilter, list[FilterResult]] = Fanout(

@@ -22,7 +22,6 @@ from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.coordinators import group_coordinator
-from cykafka.requests.routes import Broker
 from cykafka.serialization import validate_topic
 
 if TYPE_CHECKING:
@@ -105,16 +104,8 @@ def list_share_groups(admin: Admin, states: Iterable[str] | None, timeout_ms: in
     deadline_ms = admin._deadline(timeout_ms)
 
     def list_groups() -> list[ShareGroupListing]:
-        admin._metadata([], deadline_ms)
-        listings: list[ShareGroupListing] = []
-        for node in sorted(admin._nodes):
-            request = Request(api.LIST_GROUPS.key, {"states_filter": wanted or [], "types_filter": ["share"]})
-            a = admin._ask(request, Broker(node), deadline_ms).body
-            if a["error_code"]:
-                raise error_for(a["error_code"], f"ListGroups at node {node}")
-            listings += [ShareGroupListing(g["group_id"], g["group_state"] or None) for g in a["groups"]
-                         if g["group_type"] == "share" and (wanted is None or g["group_state"] in wanted)]
-        return sorted(listings, key=lambda g: g.group_id)
+        return sorted((ShareGroupListing(g["group_id"], g["group_state"] or None)
+                       for g in admin._listed_groups(wanted, "share", deadline_ms)), key=lambda g: g.group_id)
 
     return admin._call(list_groups)
 
