@@ -257,14 +257,14 @@ class Admin:
 
     def _by_leader(self, tps: list[TopicPartition], deadline_ms: int, build: Callable[[list[TopicPartition]], Request],
                    read: Callable[[Mapping[str, Any]], Mapping[TopicPartition, T | KafkaError]],
-                   reroute: bool = False) -> dict[TopicPartition, Result[T]]:
-        """Per-partition requests at each partition's leader; see cykafka/requests/fanout.py for the retries.
-        reroute: a leader that cannot be reached sends its items back to the lookup (Java's
-        PartitionLeaderStrategy: a dead leader's partitions go to its successor once metadata names it); the items
-        then end with the last failure, not a KafkaTimeoutError of the call."""
+                   ) -> dict[TopicPartition, Result[T]]:
+        """Per-partition requests at each partition's leader (list_offsets, delete_records); see
+        cykafka/requests/fanout.py for the retries. A leader that cannot be reached sends its items back to the
+        lookup (Java's PartitionLeaderStrategy: a dead leader's partitions go to its successor once metadata names
+        it); the items then end with the last failure, not a KafkaTimeoutError of the call."""
         fanout: Fanout[TopicPartition, T] = Fanout(
             self._asker, self._leaders(deadline_ms), build, lambda items, body, node: read(body), moves=LEADER_MOVED,
-            name=lambda tp: f"{tp.topic} [{tp.partition}]", reroute=reroute)
+            name=lambda tp: f"{tp.topic} [{tp.partition}]", reroute=True)
         return fanout.run(tps, deadline_ms)
 
     def _per_topic(self, api_key: int, topics: list[str], body: Callable[[list[str], int], dict[str, Any]],
@@ -502,7 +502,7 @@ class Admin:
         return self._call(lambda: self._by_leader(
             tps, deadline_ms, lambda group: list_offsets_request({tp: timestamps[tp] for tp in group},
                                                                  read_committed=read_committed),
-            read_list_offsets, reroute=True))
+            read_list_offsets))
 
     def delete_records(self, before: Mapping[TopicPartition, int], *,
                        timeout_ms: int | None = None) -> dict[TopicPartition, Result[DeletedRecords]]:
