@@ -374,13 +374,15 @@ def test_delete_records_moves_the_log_start(admin: Admin, broker: Any) -> None:
 
 @pytest.mark.broker_only("tansu", reason="Kafka speaks DeleteRecords (test_delete_records_moves_the_log_start)")
 def test_delete_records_on_tansu_fails_the_call(broker: EmbeddedBroker) -> None:
-    """Tansu resets the connection on DeleteRecords (librdkafka's client sees the same): the call times out
-    naming the API and the last transport error."""
+    """Tansu resets the connection on DeleteRecords (librdkafka's client sees the same): the partition's Result is a
+    KafkaTimeoutError naming the API and the last transport error (its leader was asked again until the deadline,
+    Java's PartitionLeaderStrategy)."""
     topic = _name("records")
     with Admin({"bootstrap.servers": broker.bootstrap_servers, "default.api.timeout.ms": 20000}) as a:
         a.create_topics([NewTopic(topic, 1)])[topic].result()
+        results = a.delete_records({TopicPartition(topic, 0): 0}, timeout_ms=1500)
         with pytest.raises(KafkaTimeoutError, match="DeleteRecords"):
-            a.delete_records({TopicPartition(topic, 0): 0}, timeout_ms=1500)
+            results[TopicPartition(topic, 0)].result()
 
 
 # -- consumer groups ------------------------------------------------------------------------------------------------

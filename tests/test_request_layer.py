@@ -414,3 +414,24 @@ def test_a_rerouting_fanout_sends_the_items_of_a_dead_broker_back_to_the_lookup(
     assert fanout.run([tp], 10_000)[tp].result().offset == 7
     assert lookups == [Broker(1), Broker(2)] and client.transport.sent == [(1, "ListOffsets"), (2, "ListOffsets")]
     assert client.metadata.updates > updates  # the dead broker's partitions: a metadata update first
+
+
+def test_a_rerouted_item_still_unanswered_at_the_deadline_ends_with_a_timeout_naming_its_last_failure() -> None:
+    """Java's AdminApiDriver: a key whose broker keeps failing is looked up and asked again until the deadline, then
+    its future fails with a TimeoutException; here the item's Result is a KafkaTimeoutError naming the API and the
+    last failure (its cause), while the call itself returns."""
+    tp = TopicPartition("t", 0)
+    client = Client(lambda node, request: NetworkError("the connection closed"))
+
+    def read(items: list[TopicPartition], body: Mapping[str, Any], node: int) -> Mapping[TopicPartition, Any]:
+        return read_list_offsets(body)
+
+    fanout: Any = Fanout(client.asker, lambda items: dict.fromkeys(items, Broker(1)),
+                         lambda items: list_offsets_request(dict.fromkeys(items, -1), read_committed=False),
+                         read, moves=LEADER_MOVED, reroute=True)
+    result = fanout.run([tp], client.clock.monotonic_ms() + 1_000)[tp]
+    with pytest.raises(KafkaTimeoutError, match=r"ListOffsets not answered before the deadline; last: "
+                                                r"the connection closed") as raised:
+        result.result()
+    assert isinstance(raised.value.__cause__, NetworkError)
+    assert len(client.transport.sent) > 1  # asked again, not given up after the first failure

@@ -1,20 +1,20 @@
 """One call on many items, split by where each item's request goes (Java's AdminApiDriver and its lookup strategies):
 partitions by their leader, groups by their coordinator, topics by the controller, resources by their broker.
 
-Owns the per-item loop: a lookup gives each item its route, its own error (final: no such topic), or `Again` (no
-route yet: a partition without a leader, looked up again); items of one route go in one request
-(`batch`) or one request each; the answer is read per item (a value, or the item's typed error). Whether an item is
-asked again is the error table's word: its error must be retriable, and when its kinds say a route moved
-(STALE_METADATA, COORDINATOR_MOVED / COORDINATOR_LOADING, CONTROLLER_MOVED) it must be the kind of route this call
-uses (`moves`): a DeleteTopics answering UNKNOWN_TOPIC_OR_PARTITION (stale metadata, for a leader) is final at the
-controller, NOT_LEADER_OR_FOLLOWER for a ListOffsets is asked again of the new leader. Asked again means after
-retry.backoff.ms, its route looked up afresh (the kinds marked what went stale), until the deadline, when the item
-keeps its last error. A whole
-request failing with a broker's error or UnsupportedVersionError fails its items; with `reroute` (routes resolved
-from metadata, as the consumer's leaders) a retriable failure of the whole request (its broker died) sends its items
-back to the lookup after a metadata update; any other failure (no broker reached before the deadline, the client
-closed) fails the call. `kept`: the Asker's kept calls (a call still out at the deadline is waited for by the same
-call made again).
+Owns the per-item loop: a lookup gives each item its route, its own error (final: no such topic), or `Again` (no route
+yet: a partition without a leader, looked up again); items of one route go in one request (`batch`) or one request each;
+the answer is read per item (a value, or the item's typed error). Whether an item is asked again is the error table's
+word: its error must be retriable, and when its kinds say a route moved (STALE_METADATA, COORDINATOR_MOVED /
+COORDINATOR_LOADING, CONTROLLER_MOVED) it must be the kind of route this call uses (`moves`): a DeleteTopics answering
+UNKNOWN_TOPIC_OR_PARTITION (stale metadata, for a leader) is final at the controller, NOT_LEADER_OR_FOLLOWER for a
+ListOffsets is asked again of the new leader. Asked again means after retry.backoff.ms, its route looked up afresh (the
+kinds marked what went stale), until the deadline, when the item keeps its last error. A whole request failing with a
+broker's error or UnsupportedVersionError fails its items; with `reroute` (routes resolved from metadata, as the
+consumer's leaders) a retriable failure of the whole request (its broker died) sends its items back to the lookup after
+a metadata update, and one still without an answer at the deadline ends with a KafkaTimeoutError naming that last
+failure (Java's AdminApiDriver: the key's future times out); any other failure (no broker reached before the deadline,
+the client closed) fails the call. `kept`: the Asker's kept calls (a call still out at the deadline is waited for by the
+same call made again).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from cykafka.errors import BrokerResponseError, KafkaError, UnsupportedVersionError
+from cykafka.errors import BrokerResponseError, KafkaError, KafkaTimeoutError, UnsupportedVersionError
 from cykafka.ports.values import Result
-from cykafka.protocol import Request
+from cykafka.protocol import API_NAMES, Request
 from cykafka.protocol.error_codes import NO_KIND, ErrorKind, kinds_of
 from cykafka.requests.ask import Asker
 from cykafka.requests.calls import Call
@@ -63,6 +63,8 @@ class Fanout(Generic[K, V]):
         """moves: the kinds that say this call's routes moved (LEADER_MOVED, COORDINATOR_MOVED, CONTROLLER_MOVED);
         name: an item as error messages name it; reroute, kept: see the module docstring."""
         self.reroute = reroute
+        self._rerouted: set[K] = set()  # in run(): their last try was a whole request that failed, sent back
+        self._api = ""  # the API asked, as messages name it
         self.kept = kept
         self.moves = moves
         self.asker = asker
@@ -76,6 +78,7 @@ class Fanout(Generic[K, V]):
         """Every item's Result, in the items' order."""
         wanted = list(items)
         results: dict[K, Result[V]] = {}
+        self._rerouted.clear()
         pending = wanted
         while pending:
             routes = self.lookup(pending)
@@ -101,6 +104,13 @@ class Fanout(Generic[K, V]):
                 break
             if pending:
                 self.asker.backoff(deadline_ms)
+        for item in pending:
+            error = results[item].error if item in self._rerouted and item in results else None
+            if error is not None:
+                timeout = KafkaTimeoutError(f"{self.name(item)}: {self._api} not answered before the deadline; last: "
+                                            f"{error}")
+                timeout.__cause__ = error
+                results[item] = Result(error=timeout)
         for item in wanted:
             results.setdefault(item, Result(error=KafkaError(f"{self.name(item)}: no route found before the "
                                                              f"deadline")))
@@ -108,8 +118,10 @@ class Fanout(Generic[K, V]):
 
     def _ask(self, route: Route, items: list[K], deadline_ms: int, results: dict[K, Result[V]]) -> list[K]:
         """Asks for items on route, files their results; returns those to ask again."""
+        request = self.build(items)
+        self._api = API_NAMES.get(request.api_key, str(request.api_key))
         try:
-            answer = self.asker.ask(self.build(items), route, deadline_ms, once=self.reroute, kept=self.kept)
+            answer = self.asker.ask(request, route, deadline_ms, once=self.reroute, kept=self.kept)
         except (BrokerResponseError, UnsupportedVersionError) as e:  # this route cannot answer: each item says so
             results.update((item, Result(error=e)) for item in items)
             return []
@@ -117,10 +129,12 @@ class Fanout(Generic[K, V]):
             if not (self.reroute and e.retriable and self.asker.clock.monotonic_ms() < deadline_ms):
                 raise
             results.update((item, Result(error=e)) for item in items)
+            self._rerouted.update(items)
             metadata = self.asker.router.metadata
             if metadata is not None:
                 metadata.request_update()  # its broker may be gone: its items' new route
             return items
+        self._rerouted.difference_update(items)
         outcomes = self.read(items, answer.body, answer.node_id)
         retry = []
         for item in items:
