@@ -668,7 +668,7 @@ class AdminConfig:
 # and metadata keys that Java's consumer has too.
 CONSUMER_KEYS = CONSUMER_ONLY_KEYS | ADMIN_KEYS | {
     "default.api.timeout.ms", "retry.backoff.max.ms", "metadata.max.age.ms", "allow.auto.create.topics",
-    "send.buffer.bytes", "receive.buffer.bytes", "connections.max.idle.ms",
+    "send.buffer.bytes", "receive.buffer.bytes", "connections.max.idle.ms", "enable.metrics.push",
 }
 CONSUMER_RECEIVE_BUFFER_BYTES = 65536  # Java's consumer default (the producer's is 32768)
 
@@ -705,6 +705,7 @@ class ConsumerConfig:
     client_rack: str = ""
     statistics_interval_ms: int = 0
     stats_cb: Any = None
+    enable_metrics_push: bool = True  # KIP-714, as the producer's (Java's consumer default)
 
     @classmethod
     def parse(cls, config: Mapping[str, object] | None = None, **kwargs: object) -> ConsumerConfig:
@@ -713,7 +714,8 @@ class ConsumerConfig:
         values.setdefault("receive_buffer_bytes", CONSUMER_RECEIVE_BUFFER_BYTES)
         connection, metadata = _connection(values)
         own = {key.replace(".", "_"): values[key.replace(".", "_")] for key in merged
-               if key in CONSUMER_ONLY_KEYS or key in ("default.api.timeout.ms", "statistics.interval.ms", "stats_cb")}
+               if key in CONSUMER_ONLY_KEYS or key in ("default.api.timeout.ms", "statistics.interval.ms", "stats_cb",
+                                                       "enable.metrics.push")}
         if own.get("group_id") is None:
             if own.get("enable_auto_commit") is True:
                 raise ConfigError("enable.auto.commit=true needs a group.id (the offsets are the group's); set "

@@ -18,7 +18,7 @@ DEBUG_CONTEXTS = {
     "eos": ("cykafka.transactions", "cykafka.producer"), "idempotence": ("cykafka.transactions",),
     "cgrp": ("cykafka.group",), "assignor": ("cykafka.group",), "consumer": ("cykafka.consumer", "cykafka.group"),
     "fetch": ("cykafka.consumer",), "admin": ("cykafka.admin",), "mock": (), "interceptor": (), "plugin": (),
-    "sasl": ("cykafka.security",), "telemetry": (),
+    "sasl": ("cykafka.security",), "telemetry": ("cykafka.telemetry",),
 }
 
 ALIASES = {

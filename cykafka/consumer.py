@@ -67,6 +67,7 @@ from cykafka.requests.coordinators import Coordinators
 from cykafka.requests.routes import Router
 from cykafka.serialization import Deserializers, validate_topic
 from cykafka.subscription_state import SubscriptionState
+from cykafka.telemetry import TelemetrySource, weak_metrics
 from cykafka.topic_metadata_fetcher import TopicMetadataFetcher
 
 if TYPE_CHECKING:
@@ -139,6 +140,12 @@ class Consumer:
         self._topics = TopicMetadataFetcher(metadata, self._clock, transport.wakeup, waits.backoff)
         self._end_of_partition = EndOfPartition(cfg.partition_eof_cb, cfg.read_committed) \
             if cfg.enable_partition_eof else None
+        self._metrics = ConsumerMetrics.wired(cfg.read_committed, self.network, self._fetcher, self._group_driver)
+        self._telemetry = TelemetrySource(transport, "consumer", weak_metrics(self), self._clock.wall_ms,
+                                          cfg.retry_backoff_ms, {"client_id": conn.client_id}) \
+            if cfg.enable_metrics_push else None
+        if self._telemetry is not None:
+            self.network.sources.append(self._telemetry)
         if ports.start_sender:
             self._thread = NetworkThread(self.network, name=f"cykafka-consumer-{conn.client_id}")
             self._thread.start()
@@ -146,7 +153,6 @@ class Consumer:
         self._finalizer = weakref.finalize(self, stop_unclosed, conn.client_id, self._thread, self.network,
                                            transport if self._owns_transport else None)
         _live_consumers.add(self)
-        self._metrics = ConsumerMetrics.wired(cfg.read_committed, self.network, self._fetcher, self._group_driver)
         self._poll = PollLoop(self._clock, sub, self._collector, self._coordinator, self._offsets, self._lock,
                               self._metrics, self._end_of_partition, turn)
         self._stats = StatsReporter.start_if_configured(cfg.statistics_interval_ms, cfg.stats_cb, self,
@@ -439,9 +445,14 @@ class Consumer:
             else:
                 coordinator.close(deadline_ms)
             self._fetcher.close_sessions()  # Java's close: each broker's fetch session ends (KIP-227)
+            telemetry = self._telemetry
+            if telemetry is not None:
+                telemetry.close()  # KIP-714's last push, bounded by request.timeout.ms too
             self._transport.wakeup()
-            while not other and not self._fetcher.sessions_closed and self._clock.monotonic_ms() < deadline_ms:
-                self._waits.backoff(deadline_ms)
+            goodbyes_ms = min(deadline_ms, self._clock.monotonic_ms() + self.config.connection.request_timeout_ms)
+            while not other and not (self._fetcher.sessions_closed and (telemetry is None or telemetry.closed)) \
+                    and self._clock.monotonic_ms() < goodbyes_ms:
+                self._waits.backoff(goodbyes_ms)
         except KafkaTimeoutError:
             pass
         finally:

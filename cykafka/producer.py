@@ -74,7 +74,7 @@ from cykafka.serialization import (
     takes_context,
     validate_topic,
 )
-from cykafka.telemetry import TelemetrySource
+from cykafka.telemetry import TelemetrySource, weak_metrics
 from cykafka.transactions import TransactionalResult, TransactionRequests
 
 log = logging.getLogger("cykafka.producer")
@@ -197,7 +197,7 @@ class Producer(SendPath, AppendSeam):
                              transactions=self._txn_requests,
                              waiting_for_responses=_weakly_bound(self, "_sender_waits_for_responses"),
                              telemetry=TelemetrySource(
-                                 transport, "producer", _weak_metrics(self), self._clock.wall_ms, cfg.retry_backoff_ms,
+                                 transport, "producer", weak_metrics(self), self._clock.wall_ms, cfg.retry_backoff_ms,
                                  {"client_id": cfg.client_id}) if cfg.enable_metrics_push else None)
         fast = not (self._interceptors or cfg.partitioner_class or cfg.key_serializer not in (None, "bytes")
                     or cfg.value_serializer not in (None, "bytes"))
@@ -689,17 +689,6 @@ def _weakly_bound(producer: Producer, name: str) -> Callable[..., None]:
             method(target, *args)
 
     return call
-
-
-def _weak_metrics(producer: Producer) -> Callable[[], dict[str, float]]:
-    """producer.metrics() while the producer lives (KIP-714's pushes read it on the sender thread); {} once gone."""
-    ref = weakref.ref(producer)
-
-    def read() -> dict[str, float]:
-        target = ref()
-        return {} if target is None else target.metrics()
-
-    return read
 
 
 def _finalize_unclosed(client_id: str, thread: SenderThread | None, transport: Transport | None) -> None:

@@ -33,6 +33,7 @@ REFUSED = {
     "the group's members, so no member reaches its end",
     "partition_eof_cb": "a share consumer has no positions of its own: records of a partition are shared among the "
     "group's members, so no member reaches its end",
+    "enable.metrics.push": "the share consumer pushes no KIP-714 telemetry yet (the Consumer and the Producer do)",
 }
 SHARE_KEYS = frozenset({"share.acknowledgement.mode", "client.rack"})
 

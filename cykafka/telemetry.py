@@ -1,32 +1,33 @@
 """KIP-714 client telemetry on the wire: a client's metrics as an OpenTelemetry (OTLP) MetricsData protobuf message,
 encoded here (no protobuf dependency: the handful of OTLP messages a push needs), under KIP-714's names
-(`org.apache.kafka.producer.record.send.rate` for Java's producer-metrics `record-send-rate`); and `TelemetrySource`,
-what the Sender runs each loop: it sends what core/telemetry.py's ClientTelemetry decides to the least loaded broker.
-A broker that does not speak the APIs (no ClientTelemetry plugin among its metric.reporters, Tansu) disables it."""
+(MetricName.telemetry_name: `org.apache.kafka.producer.record.send.rate` for Java's producer-metrics
+`record-send-rate`, `org.apache.kafka.consumer.fetch.manager.records.lag.max` for consumer-fetch-manager-metrics'
+`records-lag-max`); and `TelemetrySource`, what the producer's Sender runs each loop and the consumer's network loop
+each turn: it sends what core/telemetry.py's ClientTelemetry decides to the least loaded broker. A broker that does
+not speak the APIs (no ClientTelemetry plugin among its metric.reporters, Tansu) disables it."""
 
 from __future__ import annotations
 
 import logging
 import struct
+import weakref
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from cykafka.core.telemetry import ClientTelemetry
 from cykafka.errors import KafkaError, UnsupportedVersionError
+from cykafka.metrics import MetricsSnapshot
 from cykafka.ports import ClientResponse, Transport
 from cykafka.protocol import Request
 from cykafka.protocol.apis import GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY
 from cykafka.requests.routes import ready_node
 
-log = logging.getLogger("cykafka.producer")
+log = logging.getLogger("cykafka.telemetry")
 
 # OTLP's AggregationTemporality
 TEMPORALITY_DELTA = 1
 TEMPORALITY_CUMULATIVE = 2
-
-
-def kip714_name(client_type: str, name: str) -> str:
-    """KIP-714's name of one of a client's metrics: org.apache.kafka.<client type>.<Java's name, '-' as '.'>."""
-    return f"org.apache.kafka.{client_type}.{name.replace('-', '.')}"
+_IDLE_MS = 2**31  # nothing to do until told (a subscription's interval, a backoff)
 
 
 # -- protobuf, the little OTLP needs -------------------------------------------------------------------------------
@@ -86,15 +87,32 @@ def otlp_metrics(metrics: Mapping[str, float], *, time_unix_nano: int, start_tim
     return _field(1, _field(1, resource_message) + _field(2, scope_metrics))
 
 
+def weak_metrics(client: _HasMetrics) -> Callable[[], MetricsSnapshot | None]:
+    """client.metrics() while the client lives (the pushes read it on its network thread, which must not keep the
+    client alive); None once it is gone."""
+    ref = weakref.ref(client)
+
+    def read() -> MetricsSnapshot | None:
+        target = ref()
+        return None if target is None else target.metrics()
+
+    return read
+
+
+class _HasMetrics(Protocol):
+    def metrics(self) -> MetricsSnapshot: ...
+
+
 # -- the request source ----------------------------------------------------------------------------------------
 
 
 class TelemetrySource:
     """KIP-714 for one client, run by its network loop each turn (`run(now_ms)` -> ms until it has more to do, or
-    None). `read_metrics()` gives the client's metrics by Java's names when a push is due; those the subscriptions
-    ask for go, under KIP-714's names for `client_type`."""
+    None; `send_ready`, the request layer's RequestSource). `read_metrics()` gives the client's metrics when a push is
+    due (its MetricsSnapshot; {} once the client is gone); the client-level ones the subscriptions ask for go, under
+    their KIP-714 names."""
 
-    def __init__(self, transport: Transport, client_type: str, read_metrics: Callable[[], Mapping[str, float]],
+    def __init__(self, transport: Transport, client_type: str, read_metrics: Callable[[], MetricsSnapshot | None],
                  wall_ms: Callable[[], int], retry_backoff_ms: int, resource: Mapping[str, str]) -> None:
         self.transport = transport
         self.client_type = client_type
@@ -104,9 +122,28 @@ class TelemetrySource:
         self.resource = dict(resource)
         self.started_unix_nano = wall_ms() * 1_000_000
         self._previous: dict[str, float] = {}
+        self._close_asked = False  # another thread's close(): the loop's own thread moves the state (one owner)
+        self._close_started = False
+
+    def close(self) -> None:
+        """From the client's thread: KIP-714's last push (terminating=true) is to go; the loop's thread sends it on its
+        next turn (`closed` once it was answered, or none was needed)."""
+        self._close_asked = True
+
+    @property
+    def closed(self) -> bool:
+        return self._close_started and not self.state.terminating
+
+    def send_ready(self, now_ms: int) -> int:
+        """The request layer's RequestSource: run, and ms until it has more to do."""
+        delay_ms = self.run(now_ms)
+        return _IDLE_MS if delay_ms is None else delay_ms
 
     def run(self, now_ms: int) -> int | None:
         state = self.state
+        if self._close_asked and not self._close_started:
+            self._close_started = True
+            state.terminate()
         delay_ms = state.delay_ms(now_ms)
         if delay_ms is None or delay_ms > 0:
             return delay_ms
@@ -135,9 +172,10 @@ class TelemetrySource:
 
     def _payload(self) -> bytes:
         wanted = {}
-        for name, value in self.read_metrics().items():
-            full = kip714_name(self.client_type, name)
-            if self.state.wants(full):
+        snapshot = self.read_metrics()
+        for name, value in (snapshot.all.items() if snapshot is not None else ()):
+            full = name.telemetry_name
+            if len(name.tags) == 1 and self.state.wants(full):  # client-level (client-id its one tag)
                 wanted[full] = float(value)
         payload = otlp_metrics(wanted, time_unix_nano=self.wall_ms() * 1_000_000,
                                start_time_unix_nano=self.started_unix_nano, resource=self.resource,

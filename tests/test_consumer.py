@@ -385,8 +385,12 @@ class _ScriptedFetches:
         self._answered: list[Any] = []
 
     def send(self, node_id: int, request: Any, now_ms: int, handler: Any = None, expect_response: bool = True) -> None:
+        from cykafka.errors import UnsupportedVersionError
         from cykafka.ports import ClientResponse
+        from cykafka.protocol.apis import FETCH
 
+        if request.api_key != FETCH.key:  # a broker without the API (KIP-714's telemetry, asked by default)
+            raise UnsupportedVersionError(f"node {node_id} answers Fetch only")
         partitions = []
         for t in request.body["topics"]:
             for p in t["partitions"]:

@@ -222,9 +222,12 @@ class _TimeIndexedLog(_ScriptedFetches):
         return {"offset": -1, "timestamp": -1} if found is None else {"offset": found, "timestamp": log[found]}
 
     def send(self, node_id: int, request: Any, now_ms: int, handler: Any = None, expect_response: bool = True) -> None:
+        from cykafka.errors import UnsupportedVersionError
         from cykafka.ports import ClientResponse
-        from cykafka.protocol.apis import LIST_OFFSETS
+        from cykafka.protocol.apis import FETCH, LIST_OFFSETS
 
+        if request.api_key not in (LIST_OFFSETS.key, FETCH.key):  # KIP-714's telemetry, asked by default
+            raise UnsupportedVersionError(f"node {node_id} answers ListOffsets and Fetch only")
         if request.api_key == LIST_OFFSETS.key:
             body: dict[str, Any] = {"topics": [{"name": t["name"], "partitions": [
                 {"partition_index": p["partition_index"], "error_code": 0, "leader_epoch": 0,

@@ -16,7 +16,7 @@ from uuid import UUID
 
 import pytest
 
-from cykafka import Admin, Producer
+from cykafka import Admin, Consumer, Producer, TopicPartition
 from cykafka.core.telemetry import (
     DISABLED,
     PUSH_NEEDED,
@@ -144,7 +144,8 @@ def test_the_broker_receives_the_producers_metrics_as_otlp(apache_kafka: Any, tm
             body = {"resources": [{"resource_type": CLIENT_METRICS_RESOURCE, "resource_name": "cykafka-producers",
                                    "configs": [
                                        {"name": "metrics", "config_operation": 0,
-                                        "value": "org.apache.kafka.producer.record.,org.apache.kafka.producer.request"},
+                                        "value": "org.apache.kafka.producer.record.,org.apache.kafka.producer.request,"
+                                                 "org.apache.kafka.consumer.fetch.manager.records.consumed"},
                                        {"name": "interval.ms", "config_operation": 0, "value": "1000"},
                                        {"name": "match", "config_operation": 0, "value": "client_id=telemetry-.*"}]}],
                     "validate_only": False}
@@ -191,5 +192,19 @@ def test_the_broker_receives_the_producers_metrics_as_otlp(apache_kafka: Any, tm
                    for name in metrics), sorted(metrics)
         assert "org.apache.kafka.producer.buffer.available.bytes" not in metrics
         print(f"{len(pushes)} pushes; the last: {len(metrics)} metrics, {sorted(metrics)[:4]} ...")
+        # the consumer pushes too (Java's consumer default), under its groups' names, its last push on close
+        consumed_total = "org.apache.kafka.consumer.fetch.manager.records.consumed.total"
+        with Consumer({"bootstrap.servers": bootstrap, "client.id": "telemetry-consumer",
+                       "auto.offset.reset": "earliest"}) as consumer:
+            consumer.assign([TopicPartition(topic, p.partition) for p in consumer.partitions_for(topic)])
+            read, deadline = 0, time.monotonic() + 30
+            while time.monotonic() < deadline and (read < 40 or not any(
+                    p["client_id"] == "telemetry-consumer" for p in _pushes(received))):
+                read += len(consumer.poll(0.5))
+        assert read == 40
+        by_consumer = [p for p in _pushes(received) if p["client_id"] == "telemetry-consumer"]
+        assert len(by_consumer) >= 2 and by_consumer[-1]["terminating"] == "true", by_consumer
+        assert all(set(p["metrics"]) <= {consumed_total, consumed_total[:-len("total")] + "rate"} for p in by_consumer)
+        assert sum(p["metrics"].get(consumed_total, ("", 0.0))[1] for p in by_consumer) == 40.0  # deltas
     finally:
         cluster.stop()
