@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from cykafka.core.telemetry import ClientTelemetry
+from cykafka.core.telemetry import PUSH_NEEDED, ClientTelemetry
 from cykafka.errors import KafkaError, UnsupportedVersionError
 from cykafka.metrics import MetricsSnapshot
 from cykafka.ports import ClientResponse, Transport
@@ -132,7 +132,10 @@ class TelemetrySource:
 
     @property
     def closed(self) -> bool:
-        return self._close_started and not self.state.terminating
+        """close() was asked and no last push is to go or out. Read from the client's thread, best effort: a
+        subscription answered after this said True may still have its last push sent, unwaited."""
+        state = self.state
+        return self._close_asked and state.state != PUSH_NEEDED and not state.terminating
 
     def send_ready(self, now_ms: int) -> int:
         """The request layer's RequestSource: run, and ms until it has more to do."""
