@@ -1,0 +1,303 @@
+"""cykafka.compat.kafka (issue 31): kafka-python 3.x's documented usage (its docs' KafkaProducer, KafkaConsumer and
+KafkaAdminClient snippets; the calls reproduced here, only the import changed) against the test brokers, printing
+what kafka-python's would; and a differential test: the same calls through kafka-python itself and through the
+compat module on the same broker give the same records, committed offsets and error types."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+import pytest
+
+import cykafka
+from cykafka.compat import kafka as compat
+from cykafka.compat.kafka import (
+    DefaultSerializer,
+    JsonSerializer,
+    KafkaAdminClient,
+    KafkaConsumer,
+    KafkaProducer,
+    NewTopic,
+    OffsetAndMetadata,
+    TopicPartition,
+)
+from cykafka.compat.kafka.errors import (
+    IllegalStateError,
+    KafkaConfigurationError,
+    KafkaError,
+    TopicAlreadyExistsError,
+)
+
+GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500}  # Tansu holds a join session_timeout_ms / 2
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _bootstrap(broker: Any) -> list[str]:
+    return [broker.bootstrap_servers]  # a list, as kafka-python's docs write it
+
+
+def test_the_producer_example(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/high_level.rst's KafkaProducer block: send -> get(timeout=10) -> print topic, partition, offset; keyed
+    sends; DefaultSerializer and JsonSerializer; callbacks and errbacks; flush; retries=5."""
+    topic = _topic("my-topic")
+    producer = KafkaProducer(bootstrap_servers=_bootstrap(broker))
+    future = producer.send(topic, b"raw_bytes")
+    try:
+        record_metadata = future.get(timeout=10)
+    except KafkaError:
+        pytest.fail("the send failed")
+    print(record_metadata.topic)
+    print(record_metadata.partition)
+    print(record_metadata.offset)
+    out = capsys.readouterr().out.split()
+    assert out[0] == topic and 0 <= int(out[1]) < 4 and out[2] == "0"
+    assert record_metadata.topic_partition == (topic, record_metadata.partition)
+    assert record_metadata.serialized_value_size == len(b"raw_bytes") and record_metadata.serialized_key_size == -1
+    keyed = producer.send(topic, key=b"foo", value=b"bar").get(timeout=10)
+    assert keyed.serialized_key_size == 3
+
+    utf16 = KafkaProducer(bootstrap_servers=_bootstrap(broker), value_serializer=DefaultSerializer("utf-16"))
+    utf16.send(topic + "-utf16", "懂不懂").get(timeout=10)
+    as_json = KafkaProducer(bootstrap_servers=_bootstrap(broker), value_serializer=JsonSerializer())
+    as_json.send(topic, {"key": "value"}, partition=0).get(timeout=10)
+
+    seen: list[Any] = []
+    errors: list[BaseException] = []
+    for _ in range(100):
+        producer.send(topic, b"msg")
+    producer.send(topic, b"raw_bytes").add_callback(seen.append).add_errback(errors.append)
+    producer.flush()
+    assert len(seen) == 1 and seen[0].topic == topic and not errors
+    done = producer.send(topic, b"late")
+    done.get(timeout=10)
+    done.add_callback(seen.append)  # on a final future: called at once, as kafka-python does
+    assert seen[-1].offset == done.get().offset
+
+    retrying = KafkaProducer(bootstrap_servers=_bootstrap(broker), retries=5)
+    assert retrying.producer.config.retries == 5
+    for p in (producer, utf16, as_json, retrying):
+        p.close(timeout=10)
+    with KafkaConsumer(bootstrap_servers=_bootstrap(broker), auto_offset_reset="earliest",
+                       value_deserializer=DefaultSerializer("utf-16"), consumer_timeout_ms=5000) as reader:
+        reader.subscribe(pattern=f"^{topic}-utf16$")
+        assert next(reader).value == "懂不懂"
+
+
+def test_the_producer_defaults_are_kafka_pythons(broker: Any) -> None:
+    """kafka-python 3.x: acks=all with idempotence (not 2.x's acks=1), linger_ms=0, its client_id; a kwarg cykafka
+    cannot honour, or one kafka-python does not know, is refused naming it (KafkaConfigurationError, a cykafka
+    KafkaError and a ValueError: kafka-python's KafkaProducer raises ValueError for an unknown kwarg)."""
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        config = producer.producer.config
+        assert (config.acks, config.enable_idempotence, config.linger_ms) == (-1, True, 0)
+        assert config.client_id.startswith("kafka-python-producer-")
+    for bad, named in (({"sasl_kerberos_name": "x"}, "sasl_kerberos_name"), ({"lingr_ms": 5}, "lingr_ms"),
+                       ({"acks": 2}, "acks")):
+        with pytest.raises(KafkaConfigurationError, match=named) as caught:
+            KafkaProducer(bootstrap_servers=broker.bootstrap_servers, **bad)
+        assert isinstance(caught.value, cykafka.KafkaError) and isinstance(caught.value, ValueError)
+    assert compat.bootstrap(["a", "b:1"]) == "a:9092,b:1"
+
+
+def test_the_consumer_examples(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/high_level.rst's KafkaConsumer block: a group member iterating (print topic:partition:offset: key= value=),
+    manual commits of OffsetAndMetadata(offset + 1, '', -1), auto_offset_reset='earliest' without commits, a
+    JsonSerializer value_deserializer, consumer_timeout_ms ending the iteration, subscribe(pattern=...)."""
+    topic = f"awesome-{uuid.uuid4().hex[:8]}"
+    with KafkaProducer(bootstrap_servers=_bootstrap(broker), value_serializer=JsonSerializer()) as producer:
+        for i in range(3):
+            producer.send(topic, {"n": i}, key=b"k%d" % i, partition=0)
+        producer.flush(timeout=30)
+    group = f"my-group-{uuid.uuid4().hex[:6]}"
+    consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=_bootstrap(broker), enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=15000, **GROUP)
+    for message in consumer:
+        print("%s:%d:%d: key=%s value=%s" % (message.topic, message.partition,  # noqa: UP031  (the docs' line)
+                                              message.offset, message.key, message.value))
+        tp = TopicPartition(message.topic, message.partition)
+        consumer.commit({tp: OffsetAndMetadata(message.offset + 1, "", -1)})
+        if message.offset == 2:
+            break
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"{topic}:0:{i}: key=b'k{i}' value=b'{json.dumps({'n': i})}'" for i in range(3)]
+    assert consumer.committed(TopicPartition(topic, 0)) == 3
+    with_metadata = consumer.committed(TopicPartition(topic, 0), metadata=True)
+    assert isinstance(with_metadata, OffsetAndMetadata) and with_metadata[:2] == (3, "")
+    consumer.close()
+
+    reader = KafkaConsumer(bootstrap_servers=_bootstrap(broker), auto_offset_reset="earliest",
+                           enable_auto_commit=False, value_deserializer=JsonSerializer(), consumer_timeout_ms=1000)
+    reader.subscribe(pattern=f"^{re.escape(topic[:12])}.*")  # '^awesome.*', narrowed to this test's topic
+    got = [m.value for m in reader]  # StopIteration once 1 s passes without a record
+    assert got == [{"n": 0}, {"n": 1}, {"n": 2}]
+    with pytest.raises(IllegalStateError, match="Requires group_id"):
+        reader.commit()
+    reader.close()
+
+
+def test_poll_and_positions(broker: Any) -> None:
+    """poll(timeout_ms, max_records) -> {TopicPartition: [ConsumerRecord]} with kafka-python's record fields;
+    seek, seek_to_beginning/end (varargs), position, beginning/end_offsets, offsets_for_times, pause/resume,
+    partitions_for_topic, topics()."""
+    topic = _topic("poll")
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        for i in range(5):
+            producer.send(topic, b"v%d" % i, key=b"k", headers=[("h", b"x")], partition=1, timestamp_ms=1000 + i)
+        producer.flush(timeout=30)
+    tp = TopicPartition(topic, 1)
+    with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        got: list[Any] = []
+        for _ in range(50):
+            for part, records in consumer.poll(timeout_ms=200, max_records=2).items():
+                assert part == tp and len(records) <= 2
+                got += records
+            if len(got) == 5:
+                break
+        first = got[0]
+        assert first._fields == ("topic", "partition", "leader_epoch", "offset", "timestamp", "timestamp_type",
+                                 "key", "value", "headers", "checksum", "serialized_key_size",
+                                 "serialized_value_size", "serialized_header_size")
+        assert (first.topic, first.partition, first.offset, first.timestamp, first.key, first.value,
+                first.headers, first.serialized_key_size, first.serialized_value_size,
+                first.serialized_header_size) == (topic, 1, 0, 1000, b"k", b"v0", [("h", b"x")], 1, 2, 2)
+        assert consumer.position(tp) == 5
+        consumer.seek(tp, 3)
+        assert consumer.position(tp) == 3
+        consumer.seek_to_beginning(tp)
+        assert consumer.position(tp) == 0
+        consumer.seek_to_end()
+        assert consumer.position(tp) == 5
+        assert consumer.beginning_offsets([tp]) == {tp: 0} and consumer.end_offsets([tp]) == {tp: 5}
+        if broker.__class__.__name__ != "EmbeddedBroker":  # Tansu answers by its own append time
+            assert consumer.offsets_for_times({tp: 1003})[tp].offset == 3
+        consumer.pause(tp)
+        assert consumer.paused() == {tp}
+        consumer.resume(tp)
+        assert consumer.paused() == set()
+        assert consumer.partitions_for_topic(topic) == {0, 1, 2, 3}
+        assert topic in consumer.topics()
+
+
+def test_transactions(broker: Any) -> None:
+    """init/begin/send/send_offsets_to_transaction/commit and abort, kafka-python's calls; a read_committed reader
+    sees the committed records only."""
+    topic = _topic("txn")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=_topic("tx"))
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(topic, b"committed", partition=0)
+    producer.send_offsets_to_transaction({TopicPartition(topic, 0): OffsetAndMetadata(1, "", -1)},
+                                         compat.ConsumerGroupMetadata(_topic("g")))
+    producer.commit_transaction()
+    producer.begin_transaction()
+    producer.send(topic, b"aborted", partition=0)
+    producer.abort_transaction()
+    producer.close(timeout=10)
+    with pytest.raises(IllegalStateError, match="already closed"):
+        producer.send(topic, b"x")
+    with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                       isolation_level="read_committed", consumer_timeout_ms=3000) as reader:
+        reader.assign([TopicPartition(topic, 0)])
+        values = [m.value for m in reader]
+    assert values[0] == b"committed"
+    if broker.__class__.__name__ != "EmbeddedBroker":  # Tansu shows aborted records (docs/compatibility.md)
+        assert values == [b"committed"]
+
+
+def test_the_admin_example(broker: Any) -> None:
+    """docs/high_level.rst's KafkaAdminClient block: create_topics by name and from a dict, delete_topics,
+    list_groups, list_group_offsets; 2.x's [NewTopic] and TopicAlreadyExistsError on a second create."""
+    admin = KafkaAdminClient(bootstrap_servers=_bootstrap(broker))
+    first, second, third = _topic("testtopic1"), _topic("testtopic2"), _topic("testtopic3")
+    created = admin.create_topics([first], timeout_ms=None, validate_only=False)
+    assert created["topics"][0]["name"] == first and created["topics"][0]["error_code"] == 0
+    admin.create_topics({second: {"num_partitions": 1, "replication_factor": 1,
+                                  "configs": {"max.message.bytes": "1000000"}}}, timeout_ms=None, validate_only=False)
+    admin.create_topics([NewTopic(third, num_partitions=2, replication_factor=1)])
+    with pytest.raises(TopicAlreadyExistsError) as caught:
+        admin.create_topics([NewTopic(third, num_partitions=2, replication_factor=1)])
+    assert caught.value.errno == 36 and isinstance(caught.value, cykafka.KafkaError)
+    described = {t["name"]: t for t in admin.describe_topics([second, third])}
+    assert len(described[second]["partitions"]) == 1 and len(described[third]["partitions"]) == 2
+    admin.delete_topics([first])
+    assert isinstance(admin.list_groups(), list)
+    nobody = _topic("nobody")
+    assert admin.list_group_offsets([nobody]) == {nobody: {}}
+    admin.close()
+
+
+# -- differential: kafka-python itself against the compat module, same calls, same broker ----------------------------
+
+
+def _run(kafka: Any, broker: Any, topic: str, group: str) -> dict[str, Any]:
+    """One sequence of kafka-python calls through module `kafka` (kafka-python's, or the compat one)."""
+    out: dict[str, Any] = {}
+    producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    producer.send(topic, b"v0", key=b"k0", partition=0).get(timeout=30)
+    producer.send(topic, b"v1", key=None, headers=[("h", b"1")], partition=0)
+    producer.send(topic, None, key=b"tombstone", partition=0)
+    producer.flush(timeout=30)
+    producer.close(timeout=10)
+    out["closed_send"] = _error(lambda: producer.send(topic, b"x"))
+    out["unknown_producer_kwarg"] = _error(lambda: kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers,
+                                                                       lingr_ms=5))
+    out["unknown_consumer_kwarg"] = _error(lambda: kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                                                                       lingr_ms=5))
+    tp = kafka.TopicPartition(topic, 0)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                                   enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer.assign([tp])
+    records: list[Any] = []
+    for _ in range(100):
+        for got in consumer.poll(timeout_ms=200).values():
+            records += got
+        if len(records) >= 3:
+            break
+    out["records"] = [(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers), r.serialized_key_size,
+                       r.serialized_value_size) for r in records]
+    consumer.commit({tp: kafka.OffsetAndMetadata(2, "meta", -1)})
+    out["committed"] = consumer.committed(tp)
+    out["position"] = consumer.position(tp)
+    consumer.close()
+    no_group = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers)
+    out["commit_without_group"] = _error(lambda: no_group.commit({tp: kafka.OffsetAndMetadata(1, "", -1)}))
+    no_group.close()
+    return out
+
+
+def _error(call: Any) -> tuple[str, tuple[str, ...]]:
+    """The error a call raised: its class name and the builtin exception types it is."""
+    try:
+        call()
+    except Exception as e:
+        builtins = tuple(sorted(t.__name__ for t in type(e).__mro__ if t.__module__ == "builtins"
+                                and t not in (object, BaseException, Exception)))
+        return type(e).__name__, builtins
+    return "no error", ()
+
+
+def test_kafka_python_and_the_compat_module_agree(broker: Any) -> None:
+    """Records (topic, partition, offset, key, value, headers, sizes), the committed offset, the position and the
+    error types of three bad calls, kafka-python's against ours. kafka-python's unknown-kwarg ValueError (producer)
+    is a KafkaConfigurationError here that is a ValueError too: the types compared are the names for kafka-python's
+    own errors and the builtin bases for builtins."""
+    kafka = pytest.importorskip("kafka")
+    topic = _topic("diff")
+    theirs = _run(kafka, broker, topic + "-peer", _topic("g"))
+    ours = _run(compat, broker, topic + "-ours", _topic("g"))
+    for result in (theirs, ours):
+        result["records"] = [(t.rsplit("-", 1)[1] and "T", *rest) for t, *rest in result["records"]]
+    assert ours["records"] == theirs["records"] and len(ours["records"]) == 3
+    assert (ours["committed"], ours["position"]) == (theirs["committed"], theirs["position"]) == (2, 3)
+    assert ours["closed_send"][0] == theirs["closed_send"][0] == "IllegalStateError"
+    assert ours["commit_without_group"][0] == theirs["commit_without_group"][0] == "IllegalStateError"
+    assert theirs["unknown_consumer_kwarg"][0] == ours["unknown_consumer_kwarg"][0] == "KafkaConfigurationError"
+    assert theirs["unknown_producer_kwarg"] == ("ValueError", ("ValueError",))
+    assert "ValueError" in ours["unknown_producer_kwarg"][1]
