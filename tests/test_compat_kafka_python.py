@@ -220,7 +220,8 @@ def test_the_admin_example(broker: Any) -> None:
     assert created["topics"][0]["name"] == first and created["topics"][0]["error_code"] == 0
     admin.create_topics({second: {"num_partitions": 1, "replication_factor": 1,
                                   "configs": {"max.message.bytes": "1000000"}}}, timeout_ms=None, validate_only=False)
-    admin.create_topics([NewTopic(third, num_partitions=2, replication_factor=1)])
+    admin.create_topics([NewTopic(third, num_partitions=2, replication_factor=1)], wait_for_metadata=True)
+    admin.wait_for_topics([second])
     with pytest.raises(TopicAlreadyExistsError) as caught:
         admin.create_topics([NewTopic(third, num_partitions=2, replication_factor=1)])
     assert caught.value.errno == 36 and isinstance(caught.value, cykafka.KafkaError)

@@ -17,6 +17,7 @@ import math
 import re
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -439,7 +440,8 @@ _SAME = {
     # producer
     "enable_idempotence": "enable.idempotence", "transactional_id": "transactional.id",
     "transaction_timeout_ms": "transaction.timeout.ms", "delivery_timeout_ms": "delivery.timeout.ms",
-    "batch_size": "batch.size", "linger_ms": "linger.ms", "max_block_ms": "max.block.ms",
+    "batch_size": "batch.size", "max_batch_size": "batch.size", "linger_ms": "linger.ms",
+    "max_block_ms": "max.block.ms",
     "max_request_size": "max.request.size",
     # consumer
     "group_id": "group.id", "group_instance_id": "group.instance.id", "client_rack": "client.rack",
@@ -470,13 +472,14 @@ def bootstrap(servers: object) -> str:
 
 
 def kafka_config(configs: Mapping[str, object], defaults: Mapping[str, object], accepted: frozenset[str],
-                 handled: frozenset[str]) -> dict[str, object]:
-    """kafka-python kwargs as a cykafka config: unknown kwargs (not the peer's) and ones cykafka cannot honour
-    (not at the peer's default) raise KafkaConfigurationError naming them. `accepted`: the Kafka keys the client
-    takes; `handled`: kwargs the caller deals with itself."""
+                 handled: frozenset[str], unknown_error: type[KafkaError] | None = None) -> dict[str, object]:
+    """kafka-python (or aiokafka) kwargs as a cykafka config: unknown kwargs (not the peer's: `unknown_error`,
+    default KafkaConfigurationError) and ones cykafka cannot honour (not at the peer's default:
+    KafkaConfigurationError) are refused naming them. `accepted`: the Kafka keys the client takes; `handled`: kwargs
+    the caller deals with itself."""
     unknown = sorted(set(configs) - set(defaults))
     if unknown:
-        raise KafkaConfigurationError(f"Unrecognized configs: {unknown}")
+        raise (unknown_error or KafkaConfigurationError)(f"Unrecognized configs: {unknown}")
     out: dict[str, object] = {}
     for name, default in defaults.items():
         value = configs.get(name, default)
@@ -528,6 +531,7 @@ def _serializer(serializer: object, what: str) -> Callable[[str, Any, Any], Any]
 
 _client_ids = itertools.count(1)
 SELF_ASSIGN_REFRESH_S = 5.0  # a group-less subscription looks for new topics / partitions this often
+WAIT_FOR_TOPICS_POLL_S = 0.05  # KafkaAdminClient.wait_for_topics asks the metadata this often
 
 
 class _CallbackThread:
@@ -548,9 +552,9 @@ class _CallbackThread:
 
 
 class FutureRecordMetadata:
-    """What KafkaProducer.send returns: get(timeout) -> RecordMetadata (or raises the record's error),
-    add_callback(fn, *args) / add_errback(fn, *args) (each returns the future; called at once when it is final
-    already, else on the producer's callback thread), is_done, succeeded(), failed(), value, exception."""
+    """What KafkaProducer.send returns: ``get(timeout)`` -> RecordMetadata (or raises the record's error),
+    ``add_callback(fn, *args)`` / ``add_errback(fn, *args)`` (each returns the future; called at once when it is
+    final already, else on the producer's callback thread), is_done, succeeded(), failed(), value, exception."""
 
     __slots__ = ("_callbacks", "_future", "_producer", "_sizes")
 
@@ -1079,7 +1083,6 @@ def _seconds(timeout_ms: int | None) -> float | None:
 
 
 def _now() -> float:
-    import time
     return time.monotonic()
 
 
@@ -1115,9 +1118,9 @@ class KafkaAdminClient:
                     raise translated(result.error)
 
     def create_topics(self, new_topics: Any, timeout_ms: int | None = None, validate_only: bool = False,
-                      raise_errors: bool = True) -> dict[str, Any]:
+                      raise_errors: bool = True, wait_for_metadata: bool = False) -> dict[str, Any]:
         """new_topics: [NewTopic], topic names, or {name: {num_partitions, replication_factor, configs}}.
-        Returns {'topics': [{'name', 'error_code', 'error_message'}]}."""
+        Returns {'topics': [{'name', 'error_code', 'error_message'}]}. wait_for_metadata: then wait_for_topics."""
         topics: list[_CyNewTopic] = []
         if isinstance(new_topics, Mapping):
             for name, spec in new_topics.items():
@@ -1133,7 +1136,24 @@ class KafkaAdminClient:
         with _T:
             results = self._admin.create_topics(topics, validate_only=validate_only, timeout_ms=timeout_ms)
         self._raise_first(results, raise_errors)
+        if wait_for_metadata and not validate_only:
+            self.wait_for_topics([name for name, r in results.items() if r.error is None])
         return {"topics": [_item(name, r) for name, r in results.items()]}
+
+    def wait_for_topics(self, topic_names: Iterable[str], timeout_ms: int = 10000) -> None:
+        """Waits until the metadata lists every topic with a leader for each partition (a broker lists a new topic
+        a moment after CreateTopics answered); KafkaTimeoutError after timeout_ms."""
+        names = list(topic_names)
+        deadline_s = _now() + timeout_ms / 1000
+        while True:
+            with _T:
+                described = self._admin.describe_topics(names)
+            if all(r.error is None and r.value is not None and r.value.partitions
+                   and all(p.leader >= 0 for p in r.value.partitions) for r in described.values()):
+                return
+            if _now() >= deadline_s:
+                raise KafkaTimeoutError(f"topics {names} not ready after {timeout_ms} ms")
+            time.sleep(WAIT_FOR_TOPICS_POLL_S)
 
     def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None,
                       raise_errors: bool = True) -> dict[str, Any]:
