@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import uuid
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -334,3 +336,26 @@ def test_aiokafka_and_the_compat_module_agree(broker: Any) -> None:
     assert ours["records"][0][:4] == (0, 0, b"k0", b"v0") and ours["committed"] == 2 and ours["position"] == 3
     assert ours["closed_send"] == "ProducerClosed" and ours["unknown_kwarg"] == "TypeError"
     assert ours["commit_without_group"] == "IllegalOperation"
+
+
+# -- docs/migrating-aiokafka.md: every snippet runs and prints what the guide says ----------------------------------
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "migrating-aiokafka.md"
+
+
+def test_the_migration_guide_snippets_run(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each ```python block of docs/migrating-aiokafka.md, the address made the test broker's (topics made unique
+    per run), prints what the text after it says."""
+    blocks = re.findall(r"^```python\n(.*?)^```$", GUIDE.read_text(), flags=re.S | re.M)
+    suffix = uuid.uuid4().hex[:6]
+    expected = [["migrating-aio 0 0", "migrating-aio 0 0 b'k' b'Super message'"],
+                ["IllegalOperation IllegalOperation: Requires group_id", "TypeError: True"],
+                ["[0, 1, 2]", "[b'v0', b'v1', b'v2']"]]
+    assert len(blocks) == len(expected)
+    for code, lines in zip(blocks, expected, strict=True):
+        code = code.replace("127.0.0.1:9092", broker.bootstrap_servers).replace("migrating-aio", f"mai{suffix}")
+        exec(compile(code, str(GUIDE), "exec"), {"__name__": "__main__"})  # the guide's own example
+        assert capsys.readouterr().out.replace(f"mai{suffix}", "migrating-aio").splitlines() == lines
+    text = GUIDE.read_text()
+    for lines in expected:
+        assert f"prints `{lines[0]}` then `{lines[1]}`" in text
