@@ -144,6 +144,36 @@ def test_manual_commit(broker: Any) -> None:
     assert sum(offset or 0 for offset in committed.values()) == 10
 
 
+def test_rebalance_listener(broker: Any) -> None:
+    """subscribe(listener=) with aiokafka's ConsumerRebalanceListener, its methods `async def` (as aiokafka's docs'
+    local-state consumer has them): called with the assignment, and the revocation on stop()."""
+    topic, group = _topic("rebalance"), _topic("group")
+    calls: list[tuple[str, set[TopicPartition]]] = []
+
+    class Listener(compat.ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            calls.append(("revoked", set(revoked)))
+
+        async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            await asyncio.sleep(0)  # a coroutine, on the event loop
+            calls.append(("assigned", set(assigned)))
+
+    async def run() -> None:
+        async with AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+            await producer.send_and_wait(topic, b"x", partition=1)
+        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                                    auto_offset_reset="earliest", **GROUP)
+        consumer.subscribe(topics=[topic], listener=Listener())
+        await consumer.start()
+        msg = await consumer.getone()
+        assert msg.value == b"x" and consumer.highwater(TopicPartition(topic, 1)) == 1
+        await consumer.stop()
+
+    _run(run())
+    everything = {TopicPartition(topic, p) for p in range(4)}
+    assert calls == [("assigned", everything), ("revoked", everything)]
+
+
 def test_transactional_produce(broker: Any) -> None:
     """examples/transactional_produce.py: start() initialises the transactions; `async with producer.transaction()`
     raising aborts (the ValueError goes through); a read_committed reader sees nothing of it (on Kafka: Tansu shows

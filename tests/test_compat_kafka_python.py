@@ -80,6 +80,9 @@ def test_the_producer_example(broker: Any, capsys: pytest.CaptureFixture[str]) -
     done.add_callback(seen.append)  # on a final future: called at once, as kafka-python does
     assert seen[-1].offset == done.get().offset
 
+    last = KafkaProducer(bootstrap_servers=_bootstrap(broker), partitioner=lambda key, all_, available: all_[-1])
+    assert last.send(topic, b"to the last", key=b"any").get(timeout=10).partition == 3  # kafka-python's partitioner
+    last.close(timeout=10)
     retrying = KafkaProducer(bootstrap_servers=_bootstrap(broker), retries=5)
     assert retrying.producer.config.retries == 5
     for p in (producer, utf16, as_json, retrying):
@@ -140,6 +143,49 @@ def test_the_consumer_examples(broker: Any, capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(IllegalStateError, match="Requires group_id"):
         reader.commit()
     reader.close()
+
+
+def test_rebalance_listener_and_group_admin(broker: Any) -> None:
+    """subscribe(listener=ConsumerRebalanceListener) sees the assignment and the revocation on close; the group
+    shows in KafkaAdminClient's list_groups (3.x dicts), list_consumer_groups (2.x tuples) and describe_groups;
+    highwater after a poll."""
+    topic, group = _topic("rebalance"), _topic("group")
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send(topic, b"x", partition=2).get(timeout=30)
+
+    class Listener(compat.ConsumerRebalanceListener):
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, set[TopicPartition]]] = []
+
+        def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            self.calls.append(("revoked", set(revoked)))
+
+        def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            self.calls.append(("assigned", set(assigned)))
+
+    listener = Listener()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
+                             auto_offset_reset="earliest", **GROUP)
+    consumer.subscribe([topic], listener=listener)
+    got: list[Any] = []
+    for _ in range(100):
+        for records in consumer.poll(timeout_ms=300).values():
+            got += records
+        if got:
+            break
+    everything = {TopicPartition(topic, p) for p in range(4)}
+    assert listener.calls[-1] == ("assigned", everything) and got[0].value == b"x"
+    assert consumer.highwater(TopicPartition(topic, 2)) == 1
+    consumer.commit()  # Tansu lists a group once it has offsets
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    assert {"group_id": group, "protocol_type": "consumer"}.items() <= next(
+        g for g in admin.list_groups() if g["group_id"] == group).items()
+    assert (group, "consumer") in admin.list_consumer_groups()
+    described = admin.describe_groups([group])[group]
+    assert described["group_state"] == "Stable" and len(described["members"]) == 1
+    consumer.close()
+    assert listener.calls[-1] == ("revoked", everything)
+    admin.close()
 
 
 def test_poll_and_positions(broker: Any) -> None:
@@ -204,7 +250,7 @@ def test_transactions(broker: Any) -> None:
     with pytest.raises(IllegalStateError, match="already closed"):
         producer.send(topic, b"x")
     with KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
-                       isolation_level="read_committed", consumer_timeout_ms=3000) as reader:
+                       isolation_level="read_committed", consumer_timeout_ms=1000) as reader:
         reader.assign([TopicPartition(topic, 0)])
         values = [m.value for m in reader]
     assert values[0] == b"committed"

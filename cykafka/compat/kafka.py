@@ -650,13 +650,15 @@ class KafkaProducer:
         if configs.get("client_id") is None:
             configs = {**configs, "client_id": f"kafka-python-producer-{next(_client_ids)}"}
         partitioner = configs.get("partitioner")
-        if partitioner is not None and type(partitioner).__name__ != "DefaultPartitioner":
-            raise KafkaConfigurationError(f"partitioner={partitioner!r}: cykafka.compat.kafka has only the default "
-                                          "partitioner (murmur2 of the key, sticky without one)")
+        custom = partitioner is not None and type(partitioner).__name__ != "DefaultPartitioner"
+        if custom and not callable(partitioner):
+            raise KafkaConfigurationError(f"partitioner={partitioner!r} is not callable")
         if configs.get("transactional_id") and configs.get("enable_idempotence") is False:
             raise KafkaConfigurationError("Cannot set transactional_id without enable_idempotence.")
         kafka = kafka_config(configs, PRODUCER_DEFAULTS, _cy_producer_keys(),
                              frozenset({"key_serializer", "value_serializer", "partitioner"}))
+        if custom:
+            kafka["partitioner.class"] = _partitioner(partitioner)  # type: ignore[arg-type]
         self._key_serializer = _serializer(configs.get("key_serializer"), "serialize")
         self._value_serializer = _serializer(configs.get("value_serializer"), "serialize")
         with _T:
@@ -774,6 +776,18 @@ class KafkaProducer:
     def abort_transaction(self) -> None:
         with _T:
             self._producer.abort_transaction()
+
+
+def _partitioner(partitioner: Callable[[Any, list[int], list[int]], int]) -> Callable[..., int]:
+    """kafka-python's partitioner(key_bytes, all_partitions, available_partitions) as cykafka's partitioner.class
+    (every partition counts as available: cykafka's call does not say which leaders are up)."""
+
+    def partition(topic: str, key: object, key_bytes: bytes | None, value: object, value_bytes: bytes | None,
+                  num_partitions: int) -> int:
+        partitions = list(range(num_partitions))
+        return partitioner(key_bytes, partitions, partitions)
+
+    return partition
 
 
 def _cy_producer_keys() -> frozenset[str]:
@@ -955,6 +969,12 @@ class KafkaConsumer:
     def position(self, partition: TopicPartition, timeout_ms: int | None = None) -> int:
         with _T:
             return self._consumer.position(TopicPartition(*partition), _seconds(timeout_ms))
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The partition's high watermark the last Fetch answer gave (None before one), no request."""
+        with _T:
+            high = self._consumer.watermarks(TopicPartition(*partition))[1]
+        return None if high < 0 else high
 
     def pause(self, *partitions: TopicPartition) -> None:
         with _T:
@@ -1196,13 +1216,35 @@ class KafkaAdminClient:
         return out
 
     def list_groups(self, broker_ids: object = None, states_filter: Iterable[str] | None = None,
-                    types_filter: object = None) -> list[tuple[str, str]]:
-        """[(group_id, protocol_type)] (kafka-python 3.x's list_groups; 2.x's list_consumer_groups is the same)."""
+                    types_filter: object = None) -> list[dict[str, Any]]:
+        """kafka-python 3.x's: [{'group_id', 'protocol_type', 'group_state'}] of every group."""
         with _T:
             listed = self._admin.list_consumer_groups(states=states_filter)
-        return [(g.group_id, g.protocol_type) for g in listed]
+        return [{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state} for g in listed]
 
-    list_consumer_groups = list_groups
+    def list_consumer_groups(self, broker_ids: object = None,
+                             states: Iterable[str] | None = None) -> list[tuple[str, str]]:
+        """kafka-python 2.x's: [(group_id, protocol_type)]."""
+        return [(g["group_id"], g["protocol_type"]) for g in self.list_groups(states_filter=states)]
+
+    def describe_groups(self, group_ids: Iterable[str], group_coordinator_id: object = None,
+                        include_authorized_operations: bool = False) -> dict[str, dict[str, Any]]:
+        """{group_id: {'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members': [{'member_id',
+        'group_instance_id', 'client_id', 'client_host', 'member_assignment' (raw bytes)}]}}; a group's error is
+        raised (kafka-python: "Any errors are immediately raised")."""
+        with _T:
+            got = self._admin.describe_consumer_groups(list(group_ids))
+        out = {}
+        for group_id, result in got.items():
+            if result.error is not None:
+                raise translated(result.error)
+            d = result.result()
+            out[group_id] = {"group_id": d.group_id, "group_state": d.state, "protocol_type": d.protocol_type,
+                             "protocol_data": d.partition_assignor, "members": [
+                                 {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                                  "client_id": m.client_id, "client_host": m.host,
+                                  "member_assignment": m.assignment} for m in d.members]}
+        return out
 
     def list_consumer_group_offsets(self, group_id: str, group_coordinator_id: object = None,
                                     partitions: Iterable[TopicPartition] | None = None
