@@ -80,9 +80,14 @@ def test_the_producer_example(broker: Any, capsys: pytest.CaptureFixture[str]) -
     done.add_callback(seen.append)  # on a final future: called at once, as kafka-python does
     assert seen[-1].offset == done.get().offset
 
-    last = KafkaProducer(bootstrap_servers=_bootstrap(broker), partitioner=lambda key, all_, available: all_[-1])
-    assert last.send(topic, b"to the last", key=b"any").get(timeout=10).partition == 3  # kafka-python's partitioner
-    last.close(timeout=10)
+    class Last:  # kafka-python 3.x's Partitioner shape
+        def partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, metadata: Any) -> int:
+            return max(metadata.available_partitions_for_topic(topic))
+
+    for partitioner in (Last(), lambda key_bytes, all_, available: all_[-1]):  # and 2.x's callable
+        last = KafkaProducer(bootstrap_servers=_bootstrap(broker), partitioner=partitioner)
+        assert last.send(topic, b"to the last", key=b"any").get(timeout=10).partition == 3
+        last.close(timeout=10)
     retrying = KafkaProducer(bootstrap_servers=_bootstrap(broker), retries=5)
     assert retrying.producer.config.retries == 5
     for p in (producer, utf16, as_json, retrying):
@@ -294,6 +299,10 @@ def _run(kafka: Any, broker: Any, topic: str, group: str) -> dict[str, Any]:
     producer.flush(timeout=30)
     producer.close(timeout=10)
     out["closed_send"] = _error(lambda: producer.send(topic, b"x"))
+    small = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, max_request_size=1000)
+    out["too_large"] = _error(lambda: small.send(topic, b"x" * 2000, partition=0))
+    out["no_such_partition"] = _error(lambda: small.send(topic, b"x", partition=99))
+    small.close(timeout=10)
     out["unknown_producer_kwarg"] = _error(lambda: kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers,
                                                                        lingr_ms=5))
     out["unknown_consumer_kwarg"] = _error(lambda: kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
@@ -346,6 +355,9 @@ def test_kafka_python_and_the_compat_module_agree(broker: Any) -> None:
     assert (ours["committed"], ours["position"]) == (theirs["committed"], theirs["position"]) == (2, 3)
     assert ours["closed_send"][0] == theirs["closed_send"][0] == "IllegalStateError"
     assert ours["commit_without_group"][0] == theirs["commit_without_group"][0] == "IllegalStateError"
+    assert ours["too_large"][0] == theirs["too_large"][0] == "MessageSizeTooLargeError"
+    assert theirs["no_such_partition"] == ("ValueError", ("ValueError",))
+    assert "ValueError" in ours["no_such_partition"][1]
     assert theirs["unknown_consumer_kwarg"][0] == ours["unknown_consumer_kwarg"][0] == "KafkaConfigurationError"
     assert theirs["unknown_producer_kwarg"] == ("ValueError", ("ValueError",))
     assert "ValueError" in ours["unknown_producer_kwarg"][1]

@@ -651,14 +651,14 @@ class KafkaProducer:
             configs = {**configs, "client_id": f"kafka-python-producer-{next(_client_ids)}"}
         partitioner = configs.get("partitioner")
         custom = partitioner is not None and type(partitioner).__name__ != "DefaultPartitioner"
-        if custom and not callable(partitioner):
-            raise KafkaConfigurationError(f"partitioner={partitioner!r} is not callable")
+        if custom and not (callable(partitioner) or callable(getattr(partitioner, "partition", None))):
+            raise KafkaConfigurationError(f"partitioner={partitioner!r} has no partition() and is not callable")
         if configs.get("transactional_id") and configs.get("enable_idempotence") is False:
             raise KafkaConfigurationError("Cannot set transactional_id without enable_idempotence.")
         kafka = kafka_config(configs, PRODUCER_DEFAULTS, _cy_producer_keys(),
                              frozenset({"key_serializer", "value_serializer", "partitioner"}))
         if custom:
-            kafka["partitioner.class"] = _partitioner(partitioner)  # type: ignore[arg-type]
+            kafka["partitioner.class"] = _partitioner(partitioner)
         self._key_serializer = _serializer(configs.get("key_serializer"), "serialize")
         self._value_serializer = _serializer(configs.get("value_serializer"), "serialize")
         with _T:
@@ -778,14 +778,32 @@ class KafkaProducer:
             self._producer.abort_transaction()
 
 
-def _partitioner(partitioner: Callable[[Any, list[int], list[int]], int]) -> Callable[..., int]:
-    """kafka-python's partitioner(key_bytes, all_partitions, available_partitions) as cykafka's partitioner.class
-    (every partition counts as available: cykafka's call does not say which leaders are up)."""
+class _Partitions:
+    """What a kafka-python 3.x Partitioner.partition(...) gets as `metadata`: the topic's partitions (all counted as
+    available: cykafka's partitioner.class call does not say which leaders are up)."""
+
+    __slots__ = ("_partitions", "_topic")
+
+    def __init__(self, topic: str, num_partitions: int) -> None:
+        self._topic, self._partitions = topic, set(range(num_partitions))
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        return self._partitions if topic == self._topic else None
+
+    available_partitions_for_topic = partitions_for_topic
+
+
+def _partitioner(partitioner: Any) -> Callable[..., int]:
+    """kafka-python's partitioner as cykafka's partitioner.class: 3.x's Partitioner object (partition(topic, key,
+    key_bytes, value, value_bytes, metadata)) or 2.x's callable (key_bytes, all_partitions, available_partitions)."""
+    method = getattr(partitioner, "partition", None)
 
     def partition(topic: str, key: object, key_bytes: bytes | None, value: object, value_bytes: bytes | None,
                   num_partitions: int) -> int:
+        if method is not None:
+            return method(topic, key, key_bytes, value, value_bytes, _Partitions(topic, num_partitions))  # type: ignore[no-any-return]
         partitions = list(range(num_partitions))
-        return partitioner(key_bytes, partitions, partitions)
+        return partitioner(key_bytes, partitions, partitions)  # type: ignore[no-any-return]
 
     return partition
 
