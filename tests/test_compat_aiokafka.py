@@ -184,6 +184,8 @@ def test_transactional_produce(broker: Any) -> None:
     async def send_one() -> None:
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=_topic("txn"))
         await producer.start()
+        with pytest.raises(IllegalOperation):  # not in a transaction (aiokafka raises the same)
+            await producer.send(topic, b"outside", partition=0)
         try:
             async with producer.transaction():
                 res = await producer.send_and_wait(topic, b"Super transactional message", partition=0)

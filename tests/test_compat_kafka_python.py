@@ -106,6 +106,8 @@ def test_the_producer_defaults_are_kafka_pythons(broker: Any) -> None:
         config = producer.producer.config
         assert (config.acks, config.enable_idempotence, config.linger_ms) == (-1, True, 0)
         assert config.client_id.startswith("kafka-python-producer-")
+        producer.send("defaults", b"x").get(timeout=30)
+        assert producer.metrics()["producer-metrics"]["record-send-total"] == 1.0
     for bad, named in (({"sasl_kerberos_name": "x"}, "sasl_kerberos_name"), ({"lingr_ms": 5}, "lingr_ms"),
                        ({"acks": 2}, "acks")):
         with pytest.raises(KafkaConfigurationError, match=named) as caught:
@@ -171,7 +173,7 @@ def test_rebalance_listener_and_group_admin(broker: Any) -> None:
     listener = Listener()
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
                              auto_offset_reset="earliest", **GROUP)
-    consumer.subscribe([topic], listener=listener)
+    consumer.subscribe(iter([topic]), listener=listener)  # any iterable of names
     got: list[Any] = []
     for _ in range(100):
         for records in consumer.poll(timeout_ms=300).values():

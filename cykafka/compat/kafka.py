@@ -29,6 +29,7 @@ from cykafka.completion import Completion
 from cykafka.consumer import Consumer
 from cykafka.core import RecordFuture
 from cykafka.fetch_collector import RecordsByPartition
+from cykafka.metrics import MetricsSnapshot
 from cykafka.ports.values import ConsumerGroupMetadata as _CyGroupMetadata
 from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 from cykafka.ports.values import TopicPartition
@@ -737,9 +738,9 @@ class KafkaProducer:
             return {p.partition for p in self._producer.partitions_for(topic)}
 
     def metrics(self, raw: bool = False) -> dict[str, dict[str, float]]:
-        """{'producer-metrics': {name: value}} (kafka-python's grouping; Java's metric names)."""
-        snapshot = self._producer.metrics()
-        return {"producer-metrics": {k: v for k, v in dict(snapshot).items() if isinstance(v, int | float)}}
+        """{group: {name: value}} of the client-level metrics (kafka-python's shape; Java's groups and names, e.g.
+        'producer-metrics' / 'record-send-total')."""
+        return _grouped(self._producer.metrics())
 
     def bootstrap_connected(self) -> bool:
         return not self._closed
@@ -923,11 +924,11 @@ class KafkaConsumer:
     def subscribe(self, topics: Iterable[str] = (), pattern: str | None = None,
                   listener: object | None = None) -> None:
         """topics, or a regex pattern (a str, as kafka-python takes it), with an optional rebalance listener."""
-        if (bool(list(topics) if not isinstance(topics, str) else [topics])) == (pattern is not None):
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if bool(topic_list) == (pattern is not None):
             raise IllegalStateError("You must choose only one way to configure your consumer: (1) subscribe to "
                                     "specific topics by name, (2) subscribe to topics matching a regex pattern")
-        what: Any = re.compile(pattern) if pattern is not None else [topics] if isinstance(topics, str) \
-            else list(topics)
+        what: Any = re.compile(pattern) if pattern is not None else topic_list
         if self._group_id is None:  # no group: every partition of the topics, found again now and then
             self._self_assigned, self._self_assigned_at_s = what, -math.inf
             self._self_assign()
@@ -1093,9 +1094,9 @@ class KafkaConsumer:
             return set(self._admin.list_topics())
 
     def metrics(self, raw: bool = False) -> dict[str, dict[str, float]]:
-        snapshot = self._consumer.metrics()
-        return {"consumer-fetch-manager-metrics": {k: v for k, v in dict(snapshot).items()
-                                                   if isinstance(v, int | float)}}
+        """{group: {name: value}} of the client-level metrics (kafka-python's shape; Java's groups and names, e.g.
+        'consumer-fetch-manager-metrics' / 'records-consumed-total')."""
+        return _grouped(self._consumer.metrics())
 
     def bootstrap_connected(self) -> bool:
         return not self._consumer.closed
@@ -1114,6 +1115,14 @@ class KafkaConsumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _grouped(snapshot: MetricsSnapshot) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, value in snapshot.all.items():
+        if len(name.tags) == 1:  # client-id only: a client-level metric
+            out.setdefault(name.group, {})[name.name] = value
+    return out
 
 
 def _seconds(timeout_ms: int | None) -> float | None:
