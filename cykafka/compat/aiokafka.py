@@ -27,7 +27,6 @@ from cykafka.compat.kafka import (
     IllegalArgumentError,
     KafkaConfigurationError,
     KafkaError,
-    OffsetAndTimestamp,
     TopicPartition,
     kafka_config,
 )
@@ -37,7 +36,7 @@ from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 
 __all__ = [
     "AIOKafkaConsumer", "AIOKafkaProducer", "BatchBuilder", "ConsumerRebalanceListener", "ConsumerRecord",
-    "OffsetAndMetadata", "RecordMetadata", "TopicPartition", "errors",
+    "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata", "TopicPartition", "errors",
 ]
 
 # -- errors: aiokafka.errors' names (kafka-python's, cykafka.compat.kafka's classes, and aiokafka's own) ----------
@@ -124,6 +123,13 @@ class OffsetAndMetadata(NamedTuple):
 
     offset: int
     metadata: str
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """aiokafka.structs.OffsetAndTimestamp (offsets_for_times' values)."""
+
+    offset: int
+    timestamp: int | None
 
 
 class RecordMetadata(NamedTuple):
@@ -700,5 +706,4 @@ class AIOKafkaConsumer:
         asked = {TopicPartition(*tp): ts for tp, ts in timestamps.items()}
         with _T:  # AsyncConsumer has no offsets_for_times: the Consumer's, on a worker thread (no poll runs now)
             got = await asyncio.to_thread(self._consumer.offsets_for_times, asked)
-        return {tp: None if i is None else OffsetAndTimestamp(i.offset, i.timestamp, i.leader_epoch)
-                for tp, i in got.items()}
+        return {tp: None if i is None else OffsetAndTimestamp(i.offset, i.timestamp) for tp, i in got.items()}
