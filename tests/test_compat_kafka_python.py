@@ -321,6 +321,13 @@ def _run(kafka: Any, broker: Any, topic: str, group: str) -> dict[str, Any]:
             break
     out["records"] = [(r.topic, r.partition, r.offset, r.key, r.value, list(r.headers), r.serialized_key_size,
                        r.serialized_value_size) for r in records]
+    called: list[Any] = []
+    consumer.commit_async({tp: kafka.OffsetAndMetadata(1, "", -1)}, callback=lambda offsets, r: called.append(r))
+    for _ in range(50):  # the callback runs inside a later poll
+        if called:
+            break
+        consumer.poll(timeout_ms=100)
+    out["async_committed"] = (len(called), isinstance(called[0], Exception), consumer.committed(tp))
     consumer.commit({tp: kafka.OffsetAndMetadata(2, "meta", -1)})
     out["committed"] = consumer.committed(tp)
     out["position"] = consumer.position(tp)
@@ -355,6 +362,7 @@ def test_kafka_python_and_the_compat_module_agree(broker: Any) -> None:
         result["records"] = [(t.rsplit("-", 1)[1] and "T", *rest) for t, *rest in result["records"]]
     assert ours["records"] == theirs["records"] and len(ours["records"]) == 3
     assert (ours["committed"], ours["position"]) == (theirs["committed"], theirs["position"]) == (2, 3)
+    assert ours["async_committed"] == theirs["async_committed"] == (1, False, 1)
     assert ours["closed_send"][0] == theirs["closed_send"][0] == "IllegalStateError"
     assert ours["commit_without_group"][0] == theirs["commit_without_group"][0] == "IllegalStateError"
     assert ours["too_large"][0] == theirs["too_large"][0] == "MessageSizeTooLargeError"
