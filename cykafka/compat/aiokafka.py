@@ -12,6 +12,7 @@ one ConsumerRecord tuple per record handed out. `from cykafka.compat.aiokafka.er
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import re
 import sys
@@ -30,7 +31,9 @@ from cykafka.compat.kafka import (
     TopicPartition,
     kafka_config,
 )
+from cykafka.completion import Completion
 from cykafka.consumer import Consumer
+from cykafka.core import RecordFuture
 from cykafka.core import RecordMetadata as _CyRecordMetadata
 from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 
@@ -159,7 +162,7 @@ class ConsumerRecord(NamedTuple):
     checksum: int | None
     serialized_key_size: int
     serialized_value_size: int
-    headers: list[tuple[str, bytes | None]]
+    headers: tuple[tuple[str, bytes | None], ...]
 
 
 class ConsumerRebalanceListener:
@@ -298,6 +301,10 @@ class AIOKafkaProducer:
         with _T:
             self._inner = AsyncProducer(kafka)
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # the records handed out whose batch is not final yet, by the batch's completion:
+        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
+        self._settling: dict[Completion, list[Any]] = {}
 
     @property
     def producer(self) -> AsyncProducer:
@@ -327,7 +334,11 @@ class AIOKafkaProducer:
         await self.stop()
 
     async def flush(self) -> None:
+        """Sends everything queued and awaits it; the futures send() returned before are resolved then."""
         await self._inner.flush()
+        settled = [settling[0] for settling in self._settling.values()]
+        if settled:  # resolved on the loop right after their batch's completion
+            await asyncio.wait(settled)
 
     async def partitions_for(self, topic: str) -> set[int]:
         with _T:
@@ -345,10 +356,40 @@ class AIOKafkaProducer:
             key = self._key_serializer(key)
         if self._value_serializer is not None:
             value = self._value_serializer(value)
+        return await self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+
+    async def _send_serialized(self, topic: str, value: Any, key: Any, partition: int | None,
+                               timestamp_ms: int | None, headers: Any) -> asyncio.Future[RecordMetadata]:
+        with _T:
+            record = self._inner.producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                                   headers=headers)
+        if type(record) is RecordFuture:
+            return self._future_of(record)
+        # metadata or memory to wait for (nothing was queued; no interceptors here, so asking again is safe):
+        # AsyncProducer.send awaits them; its future is chained (one more hop, off the fast path)
         with _T:
             inner = await self._inner.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
                                            headers=headers)
         return _chained(inner)
+
+    def _future_of(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
+        """A future of the running loop resolved with aiokafka's RecordMetadata of `record`, together with the other
+        records of its batch: one call_soon_threadsafe per batch from its Completion (cykafka.aio's way), none per
+        record."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._settling = loop, {}
+        future: asyncio.Future[RecordMetadata] = loop.create_future()
+        completion = record.waitable()
+        if not isinstance(completion, Completion):  # final already
+            _settle(future, record)
+            return future
+        settling = self._settling.get(completion)
+        if settling is None:
+            settling = self._settling[completion] = [loop.create_future()]
+            completion.call_soon_on(loop, functools.partial(_settle_batch, self._settling, completion, settling))
+        settling += (future, record)
+        return future
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp_ms: int | None = None,
@@ -365,11 +406,9 @@ class AIOKafkaProducer:
         batch.close()
         first: asyncio.Future[RecordMetadata] | None = None
         for key, value, timestamp_ms, headers in batch._records:
-            with _T:
-                inner = await self._inner.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                               headers=headers)
+            future = await self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
             if first is None:
-                first = _chained(inner)
+                first = future
         if first is None:
             raise IllegalArgumentError("send_batch: the batch is empty")
         return first
@@ -412,6 +451,25 @@ class AIOKafkaProducer:
     def _need_transactional(self) -> None:
         if not self._transactional:
             raise IllegalOperation("You need to configure transaction_id to use transactions")
+
+
+def _settle(future: asyncio.Future[RecordMetadata], record: RecordFuture) -> None:
+    if future.done():  # cancelled by its awaiter
+        return
+    error = record.exception(0)
+    if error is None:
+        future.set_result(_metadata(record.result(0)))
+    else:
+        future.set_exception(translated(error))
+
+
+def _settle_batch(settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
+    """On the loop, once a batch is final: resolves the futures send() handed out for its records."""
+    del settling[completion]
+    for i in range(1, len(futures), 2):
+        _settle(futures[i], futures[i + 1])
+    if not futures[0].done():
+        futures[0].set_result(None)
 
 
 def _chained(inner: asyncio.Future[_CyRecordMetadata]) -> asyncio.Future[RecordMetadata]:
@@ -520,11 +578,19 @@ class AIOKafkaConsumer:
     # -- records ----------------------------------------------------------------------------------------------
 
     def _records(self, records: list[Any]) -> list[ConsumerRecord]:
+        """cykafka's records as aiokafka's tuples (tuple.__new__: no Python-level __new__ per record; headers a tuple
+        as aiokafka's, so a record without headers holds nothing the cyclic GC must walk)."""
         kd, vd = self._key_deserializer, self._value_deserializer
-        return [ConsumerRecord(r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type,
-                               r.key if kd is None else kd(r.key), r.value if vd is None else vd(r.value), None,
-                               -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value),
-                               r.headers) for r in records]
+        new, cls = tuple.__new__, ConsumerRecord
+        if kd is None and vd is None:
+            return [new(cls, (r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type, (k := r.key),
+                              (v := r.value), None, -1 if k is None else len(k), -1 if v is None else len(v),
+                              tuple(r.headers))) for r in records]
+        return [new(cls, (r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type,
+                          (k := r.key) if kd is None else kd(k := r.key),
+                          (v := r.value) if vd is None else vd(v := r.value),
+                          None, -1 if k is None else len(k), -1 if v is None else len(v), tuple(r.headers)))
+                for r in records]
 
     async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
                       max_records: int | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:

@@ -873,16 +873,23 @@ class KafkaConsumer:
         return self._consumer
 
     def _records(self, records: list[Any]) -> list[ConsumerRecord]:
+        """cykafka's records as kafka-python's tuples (tuple.__new__: no Python-level __new__ per record)."""
         kd, vd = self._key_deserializer, self._value_deserializer
+        new, cls = tuple.__new__, ConsumerRecord
+        if kd is None and vd is None:
+            return [new(cls, (
+                r.topic, r.partition, -1 if (e := r.leader_epoch) is None else e, r.offset, r.timestamp_ms,
+                r.timestamp_type, (k := r.key), (v := r.value), (h := r.headers), None, -1 if k is None else len(k),
+                -1 if v is None else len(v), sum(len(hk.encode()) + len(hv or b"") for hk, hv in h) if h else -1))
+                for r in records]
         out = []
         for r in records:
-            key, value, headers = r.key, r.value, r.headers
-            out.append(ConsumerRecord(
-                r.topic, r.partition, -1 if r.leader_epoch is None else r.leader_epoch, r.offset, r.timestamp_ms,
-                r.timestamp_type, key if kd is None else kd(r.topic, headers, key),
-                value if vd is None else vd(r.topic, headers, value), headers, None,
-                -1 if key is None else len(key), -1 if value is None else len(value),
-                sum(len(k.encode()) + len(v or b"") for k, v in headers) if headers else -1))
+            k, v, h, e = r.key, r.value, r.headers, r.leader_epoch
+            out.append(new(cls, (
+                r.topic, r.partition, -1 if e is None else e, r.offset, r.timestamp_ms, r.timestamp_type,
+                k if kd is None else kd(r.topic, h, k), v if vd is None else vd(r.topic, h, v), h, None,
+                -1 if k is None else len(k), -1 if v is None else len(v),
+                sum(len(hk.encode()) + len(hv or b"") for hk, hv in h) if h else -1)))
         return out
 
     def poll(self, timeout_ms: int = 0, max_records: int | None = None,
