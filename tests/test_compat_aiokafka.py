@@ -280,6 +280,34 @@ def test_transactional_consume_process_produce(broker: Any) -> None:
     assert _run(read_out()) == [(b"k0", b"3", 120_000), (b"k1", b"3", 120_000)]
 
 
+@pytest.mark.broker_only("tansu", reason="stop() ending a waiting iteration is the client's own; one broker shows it")
+def test_stop_ends_a_waiting_async_for(broker: Any) -> None:
+    """As aiokafka's: `async for msg in consumer` waiting for a record ends (StopAsyncIteration) when another task
+    calls stop(); a getone after stop raises ConsumerStoppedError."""
+    topic = _topic("quiet")
+
+    async def run() -> list[Any]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest")
+        consumer.assign([TopicPartition(topic, 0)])
+        await consumer.start()
+        seen: list[Any] = []
+
+        async def iterate() -> None:
+            async for msg in consumer:
+                seen.append(msg)
+
+        task = asyncio.create_task(iterate())
+        with pytest.raises(TimeoutError):  # it waits: the topic is empty
+            await asyncio.wait_for(asyncio.shield(task), 0.3)
+        await consumer.stop()
+        await asyncio.wait_for(task, 10)  # ended, not cancelled
+        with pytest.raises(compat.ConsumerStoppedError):
+            await consumer.getone()
+        return seen
+
+    assert _run(run(), 30) == []
+
+
 def test_aiokafka_defaults_and_refusals(broker: Any) -> None:
     """aiokafka 0.14's defaults (acks=1 without idempotence, linger_ms=0, request_timeout_ms=40000); an unknown
     kwarg is a TypeError as aiokafka's (and a KafkaConfigurationError, a cykafka KafkaError); commit without a group

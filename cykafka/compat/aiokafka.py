@@ -601,9 +601,15 @@ class AIOKafkaConsumer:
         if timeout_ms < 0:
             raise IllegalArgumentError("timeout_ms must not be negative")
         await self._apply()
-        with _T:
+        try:
             got = await self._inner.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        except _cy.KafkaError as e:
+            raise self._stopped_or(e) from e
         return {tp: self._records(records) for tp, records in got.items()}
+
+    def _stopped_or(self, error: BaseException) -> BaseException:
+        """ConsumerStoppedError for a call stop() ended (aiokafka's), else the error translated."""
+        return ConsumerStoppedError() if self._stopped else translated(error)
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record, awaited as long as it takes."""
@@ -611,8 +617,10 @@ class AIOKafkaConsumer:
             raise IllegalArgumentError("getone(*partitions): cykafka.compat.aiokafka reads every assigned partition "
                                        "(pause() the others); docs/migrating-aiokafka.md")
         await self._apply()
-        with _T:
+        try:
             record = await self._inner.getone()
+        except _cy.KafkaError as e:
+            raise self._stopped_or(e) from e
         return self._records([record])[0]
 
     def __aiter__(self) -> AIOKafkaConsumer:
