@@ -34,6 +34,7 @@ from cykafka.ports.values import ConsumerGroupMetadata as _CyGroupMetadata
 from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 from cykafka.ports.values import TopicPartition
 from cykafka.producer import Producer
+from cykafka.protocol.error_codes import ErrorCode
 
 __all__ = [
     "ConsumerGroupMetadata",
@@ -136,67 +137,78 @@ class AuthorizationError(BrokerResponseError):
     pass
 
 
-def _broker_error(name: str, errno: int, kafka_name: str, *bases: type) -> type[BrokerResponseError]:
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:  # a code newer than the table
+        return "UNKNOWN"
+
+
+def _broker_error(name: str, code: int, *bases: type) -> type[BrokerResponseError]:
+    """kafka.errors' class of a Kafka error code: errno (and cykafka's `code`) the code, message Kafka's name."""
     cls: Any = types.new_class(name, bases or (BrokerResponseError,))
-    cls.errno, cls.message, cls.__module__ = errno, kafka_name, __name__
-    cls.code = errno
+    cls.errno, cls.message, cls.__module__ = int(code), _error_name(code), __name__
+    cls.code = int(code)
     return cls  # type: ignore[no-any-return]
 
 
-UnknownError = _broker_error("UnknownError", -1, "UNKNOWN_SERVER_ERROR")
-OffsetOutOfRangeError = _broker_error("OffsetOutOfRangeError", 1, "OFFSET_OUT_OF_RANGE")
-CorruptRecordError = _broker_error("CorruptRecordError", 2, "CORRUPT_MESSAGE")
-UnknownTopicOrPartitionError = _broker_error("UnknownTopicOrPartitionError", 3, "UNKNOWN_TOPIC_OR_PARTITION",
+UnknownError = _broker_error("UnknownError", ErrorCode.UNKNOWN_SERVER_ERROR)
+OffsetOutOfRangeError = _broker_error("OffsetOutOfRangeError", ErrorCode.OFFSET_OUT_OF_RANGE)
+CorruptRecordError = _broker_error("CorruptRecordError", ErrorCode.CORRUPT_MESSAGE)
+UnknownTopicOrPartitionError = _broker_error("UnknownTopicOrPartitionError", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                              InvalidMetadataError, BrokerResponseError)
-LeaderNotAvailableError = _broker_error("LeaderNotAvailableError", 5, "LEADER_NOT_AVAILABLE",
+LeaderNotAvailableError = _broker_error("LeaderNotAvailableError", ErrorCode.LEADER_NOT_AVAILABLE,
                                         InvalidMetadataError, BrokerResponseError)
-NotLeaderForPartitionError = _broker_error("NotLeaderForPartitionError", 6, "NOT_LEADER_OR_FOLLOWER",
+NotLeaderForPartitionError = _broker_error("NotLeaderForPartitionError", ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                            InvalidMetadataError, BrokerResponseError)
-RequestTimedOutError = _broker_error("RequestTimedOutError", 7, "REQUEST_TIMED_OUT", RetriableError,
+RequestTimedOutError = _broker_error("RequestTimedOutError", ErrorCode.REQUEST_TIMED_OUT, RetriableError,
                                      BrokerResponseError)
-MessageSizeTooLargeError = _broker_error("MessageSizeTooLargeError", 10, "MESSAGE_TOO_LARGE")
-CoordinatorLoadInProgressError = _broker_error("CoordinatorLoadInProgressError", 14, "COORDINATOR_LOAD_IN_PROGRESS",
+MessageSizeTooLargeError = _broker_error("MessageSizeTooLargeError", ErrorCode.MESSAGE_TOO_LARGE)
+CoordinatorLoadInProgressError = _broker_error("CoordinatorLoadInProgressError", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                                RetriableError, BrokerResponseError)
-CoordinatorNotAvailableError = _broker_error("CoordinatorNotAvailableError", 15, "COORDINATOR_NOT_AVAILABLE",
+CoordinatorNotAvailableError = _broker_error("CoordinatorNotAvailableError", ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                              RetriableError, BrokerResponseError)
-NotCoordinatorError = _broker_error("NotCoordinatorError", 16, "NOT_COORDINATOR", RetriableError,
+NotCoordinatorError = _broker_error("NotCoordinatorError", ErrorCode.NOT_COORDINATOR, RetriableError,
                                     BrokerResponseError)
-InvalidTopicError = _broker_error("InvalidTopicError", 17, "INVALID_TOPIC_EXCEPTION")
-RecordListTooLargeError = _broker_error("RecordListTooLargeError", 18, "RECORD_LIST_TOO_LARGE")
-IllegalGenerationError = _broker_error("IllegalGenerationError", 22, "ILLEGAL_GENERATION")
-UnknownMemberIdError = _broker_error("UnknownMemberIdError", 25, "UNKNOWN_MEMBER_ID")
-RebalanceInProgressError = _broker_error("RebalanceInProgressError", 27, "REBALANCE_IN_PROGRESS")
-TopicAuthorizationFailedError = _broker_error("TopicAuthorizationFailedError", 29, "TOPIC_AUTHORIZATION_FAILED",
+InvalidTopicError = _broker_error("InvalidTopicError", ErrorCode.INVALID_TOPIC_EXCEPTION)
+RecordListTooLargeError = _broker_error("RecordListTooLargeError", ErrorCode.RECORD_LIST_TOO_LARGE)
+IllegalGenerationError = _broker_error("IllegalGenerationError", ErrorCode.ILLEGAL_GENERATION)
+UnknownMemberIdError = _broker_error("UnknownMemberIdError", ErrorCode.UNKNOWN_MEMBER_ID)
+RebalanceInProgressError = _broker_error("RebalanceInProgressError", ErrorCode.REBALANCE_IN_PROGRESS)
+TopicAuthorizationFailedError = _broker_error("TopicAuthorizationFailedError", ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                               AuthorizationError)
-GroupAuthorizationFailedError = _broker_error("GroupAuthorizationFailedError", 30, "GROUP_AUTHORIZATION_FAILED",
+GroupAuthorizationFailedError = _broker_error("GroupAuthorizationFailedError", ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                               AuthorizationError)
-ClusterAuthorizationFailedError = _broker_error("ClusterAuthorizationFailedError", 31,
-                                                "CLUSTER_AUTHORIZATION_FAILED", AuthorizationError)
-UnsupportedVersionError = _broker_error("UnsupportedVersionError", 35, "UNSUPPORTED_VERSION")
-TopicAlreadyExistsError = _broker_error("TopicAlreadyExistsError", 36, "TOPIC_ALREADY_EXISTS")
-InvalidPartitionsError = _broker_error("InvalidPartitionsError", 37, "INVALID_PARTITIONS")
-InvalidReplicationFactorError = _broker_error("InvalidReplicationFactorError", 38, "INVALID_REPLICATION_FACTOR")
-InvalidConfigurationError = _broker_error("InvalidConfigurationError", 40, "INVALID_CONFIG")
-PolicyViolationError = _broker_error("PolicyViolationError", 44, "POLICY_VIOLATION")
-InvalidProducerEpochError = _broker_error("InvalidProducerEpochError", 47, "INVALID_PRODUCER_EPOCH")
-InvalidTxnStateError = _broker_error("InvalidTxnStateError", 48, "INVALID_TXN_STATE")
-TransactionalIdAuthorizationFailedError = _broker_error("TransactionalIdAuthorizationFailedError", 53,
-                                                        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", AuthorizationError)
-NonEmptyGroupError = _broker_error("NonEmptyGroupError", 68, "NON_EMPTY_GROUP")
-GroupIdNotFoundError = _broker_error("GroupIdNotFoundError", 69, "GROUP_ID_NOT_FOUND")
-ProducerFencedError = _broker_error("ProducerFencedError", 90, "PRODUCER_FENCED")
+ClusterAuthorizationFailedError = _broker_error("ClusterAuthorizationFailedError",
+                                                ErrorCode.CLUSTER_AUTHORIZATION_FAILED, AuthorizationError)
+UnsupportedVersionError = _broker_error("UnsupportedVersionError", ErrorCode.UNSUPPORTED_VERSION)
+TopicAlreadyExistsError = _broker_error("TopicAlreadyExistsError", ErrorCode.TOPIC_ALREADY_EXISTS)
+InvalidPartitionsError = _broker_error("InvalidPartitionsError", ErrorCode.INVALID_PARTITIONS)
+InvalidReplicationFactorError = _broker_error("InvalidReplicationFactorError", ErrorCode.INVALID_REPLICATION_FACTOR)
+InvalidConfigurationError = _broker_error("InvalidConfigurationError", ErrorCode.INVALID_CONFIG)
+PolicyViolationError = _broker_error("PolicyViolationError", ErrorCode.POLICY_VIOLATION)
+InvalidProducerEpochError = _broker_error("InvalidProducerEpochError", ErrorCode.INVALID_PRODUCER_EPOCH)
+InvalidTxnStateError = _broker_error("InvalidTxnStateError", ErrorCode.INVALID_TXN_STATE)
+TransactionalIdAuthorizationFailedError = _broker_error("TransactionalIdAuthorizationFailedError",
+                                                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                                        AuthorizationError)
+NonEmptyGroupError = _broker_error("NonEmptyGroupError", ErrorCode.NON_EMPTY_GROUP)
+GroupIdNotFoundError = _broker_error("GroupIdNotFoundError", ErrorCode.GROUP_ID_NOT_FOUND)
+ProducerFencedError = _broker_error("ProducerFencedError", ErrorCode.PRODUCER_FENCED)
 
 _BY_ERRNO: dict[int, type[BrokerResponseError]] = {
     cls.errno: cls for cls in list(globals().values())
     if isinstance(cls, type) and issubclass(cls, BrokerResponseError) and cls.errno is not None}
-_COMMIT_FAILED_CODES = frozenset({22, 25, 27})  # the group moved on: kafka-python's CommitFailedError
+# the group moved on: kafka-python's CommitFailedError
+_COMMIT_FAILED_CODES = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
+                                  ErrorCode.REBALANCE_IN_PROGRESS})
 
 
 def for_code(error_code: int) -> type[BrokerResponseError]:
     """The error class of a Kafka error code (kafka.errors.for_code); an unlisted code gets a class of its own."""
     cls = _BY_ERRNO.get(error_code)
     if cls is None:
-        cls = _BY_ERRNO[error_code] = _broker_error("UnrecognizedBrokerError", error_code, "UNKNOWN", UnknownError)
+        cls = _BY_ERRNO[error_code] = _broker_error("UnrecognizedBrokerError", error_code, UnknownError)
     return cls
 
 
@@ -211,7 +223,7 @@ def translated(error: BaseException, *, commit: bool = False) -> BaseException:
         if commit and error.code in _COMMIT_FAILED_CODES:
             new = CommitFailedError(text)
         else:
-            new = for_code(error.code if error.code is not None else -1)(text)
+            new = for_code(error.code if error.code is not None else ErrorCode.UNKNOWN_SERVER_ERROR)(text)
     elif isinstance(error, _cy.KafkaTimeoutError):
         new = KafkaTimeoutError(text)
     elif isinstance(error, _cy.ConfigError):
