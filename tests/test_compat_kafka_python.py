@@ -98,6 +98,26 @@ def test_the_producer_example(broker: Any, capsys: pytest.CaptureFixture[str]) -
         assert next(reader).value == "懂不懂"
 
 
+@pytest.mark.broker_only("kafka", reason="Tansu never answers MESSAGE_TOO_LARGE (docs/compatibility.md)")
+def test_a_failed_delivery_reaches_the_errback(broker: Any) -> None:
+    """A record the broker refuses (over the topic's max.message.bytes): get() raises kafka-python's
+    MessageSizeTooLargeError and add_errback's function gets it; add_callback's does not run."""
+    topic = _topic("small")
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics({topic: {"num_partitions": 1, "replication_factor": 1,
+                                 "configs": {"max.message.bytes": "1000"}}}, wait_for_metadata=True)
+    admin.close()
+    errors: list[BaseException] = []
+    called: list[Any] = []
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        future = producer.send(topic, b"x" * 3000).add_callback(called.append).add_errback(errors.append)
+        with pytest.raises(compat.MessageSizeTooLargeError):
+            future.get(timeout=30)
+        producer.flush(timeout=30)  # the callbacks have run when flush returns
+    assert called == [] and len(errors) == 1 and isinstance(errors[0], compat.MessageSizeTooLargeError)
+    assert future.failed() and isinstance(future.exception, compat.MessageSizeTooLargeError)
+
+
 def test_the_producer_defaults_are_kafka_pythons(broker: Any) -> None:
     """kafka-python 3.x: acks=all with idempotence (not 2.x's acks=1), linger_ms=0, its client_id; a kwarg cykafka
     cannot honour, or one kafka-python does not know, is refused naming it (KafkaConfigurationError, a cykafka
