@@ -1,5 +1,6 @@
 """cykafka.compat.aiokafka (issue 31): aiokafka's documented examples (its examples/ simple_produce, simple_consumer,
-batch_produce, transactional_produce; its docs' manual commit and transactional consume-process-produce; the calls
+batch_produce, transactional_produce; its docs' serialize-and-compress, group consumer, manual commit and
+transactional consume-process-produce, a rebalance listener with async methods; the calls
 reproduced here, only the import and the address changed, plus a short session_timeout_ms for the group ones: Tansu
 holds a join for half of it) against the test brokers, printing what aiokafka's would; and a differential test:
 the same calls through aiokafka itself and through the compat module on the same broker give the same records,
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import re
 import uuid
@@ -115,6 +117,88 @@ def test_batch_produce(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
             await consumer.stop()
 
     assert _run(total()) == 1000
+
+
+def test_serialize_and_compress(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/examples/serialize_and_compress.rst: a JSON value_serializer with gzip, a json.loads value_deserializer;
+    prints the type and value of each record."""
+    topic = _topic("foobar")
+
+    def serializer(value: Any) -> bytes:
+        return json.dumps(value).encode()
+
+    def deserializer(serialized: bytes) -> Any:
+        return json.loads(serialized)
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, value_serializer=serializer,
+                                    compression_type="gzip")
+        await producer.start()
+        await producer.send(topic, {"a": 123.4, "b": "some string"}, partition=0)  # one partition: in order
+        await producer.send(topic, [1, 2, 3, 4], partition=0)
+        await producer.stop()
+
+    async def consume() -> None:
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                                    value_deserializer=deserializer, auto_offset_reset="earliest")
+        await consumer.start()
+        data = await consumer.getmany(timeout_ms=10000)
+        for _tp, messages in data.items():
+            for message in messages:
+                print(type(message.value), message.value)
+        await consumer.stop()
+
+    _run(produce())
+    _run(consume())
+    assert capsys.readouterr().out.splitlines() == ["<class 'dict'> {'a': 123.4, 'b': 'some string'}",
+                                                    "<class 'list'> [1, 2, 3, 4]"]
+
+
+@pytest.mark.broker_only("kafka", reason="two members join one group: Tansu holds each join session_timeout_ms / 2")
+def test_group_consumer(broker: Any) -> None:
+    """docs/examples/group_consumer.rst: two members of TEST_GROUP split a 2-partition topic (each prints its
+    partition's two messages), a member of OTHER_GROUP reads all four."""
+    topic, test_group, other_group = _topic("some-topic"), _topic("TEST_GROUP"), _topic("OTHER_GROUP")
+    admin = cykafka.Admin({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([cykafka.NewTopic(topic, 2)])[topic].result()
+    admin.close()
+
+    async def run() -> list[list[tuple[int, bytes]]]:
+        consumers = [AIOKafkaConsumer(topic, group_id=group, bootstrap_servers=broker.bootstrap_servers,
+                                      auto_offset_reset="earliest", **GROUP)
+                     for group in (test_group, test_group, other_group)]
+        for consumer in consumers:
+            await consumer.start()
+
+        async def settle(consumer: AIOKafkaConsumer, partitions: int) -> None:
+            while len(consumer.assignment()) != partitions:  # the group formed (bounded by _run's timeout)
+                await consumer.getmany(timeout_ms=200)
+
+        await asyncio.gather(settle(consumers[0], 1), settle(consumers[1], 1), settle(consumers[2], 2))
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        await producer.start()
+        for partition, value in ((0, b"message #1"), (0, b"message #2"), (1, b"message #3"), (1, b"message #4")):
+            await producer.send(topic, value, partition=partition)
+        await producer.stop()
+
+        async def consume(consumer: AIOKafkaConsumer, msg_cnt: int) -> list[tuple[int, bytes]]:
+            got = []
+            for _ in range(msg_cnt):
+                msg = await consumer.getone()
+                got.append((msg.partition, msg.value))
+            return got
+
+        try:
+            return list(await asyncio.gather(consume(consumers[0], 2), consume(consumers[1], 2),
+                                             consume(consumers[2], 4)))
+        finally:
+            for consumer in consumers:
+                await consumer.stop()
+
+    first, second, other = _run(run())
+    halves = sorted([first, second])
+    assert halves == [[(0, b"message #1"), (0, b"message #2")], [(1, b"message #3"), (1, b"message #4")]]
+    assert sorted(other) == halves[0] + halves[1]
 
 
 def test_manual_commit(broker: Any) -> None:
