@@ -215,6 +215,28 @@ def test_rebalance_listener_and_group_admin(broker: Any) -> None:
     admin.close()
 
 
+@pytest.mark.broker_only("kafka", reason="two members join one group: Tansu holds each join session_timeout_ms / 2")
+def test_consumers_in_parallel_share_the_partitions(broker: Any) -> None:
+    """docs/high_level.rst's "Use multiple consumers in parallel": two KafkaConsumer('my-topic', group_id='my-group')
+    split the topic's partitions between them."""
+    topic, group = _topic("my-topic"), _topic("my-group")
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send(topic, b"x", partition=0).get(timeout=30)  # the topic exists, with 4 partitions
+    consumer1 = KafkaConsumer(topic, group_id=group, bootstrap_servers=broker.bootstrap_servers, **GROUP)
+    consumer2 = KafkaConsumer(topic, group_id=group, bootstrap_servers=broker.bootstrap_servers, **GROUP)
+    try:
+        for _ in range(100):  # both poll until the group has given each its share
+            consumer1.poll(timeout_ms=100)
+            consumer2.poll(timeout_ms=100)
+            if len(consumer1.assignment()) == len(consumer2.assignment()) == 2:
+                break
+        assert consumer1.assignment() | consumer2.assignment() == {TopicPartition(topic, p) for p in range(4)}
+        assert not consumer1.assignment() & consumer2.assignment()
+    finally:
+        consumer1.close()
+        consumer2.close()
+
+
 def test_poll_and_positions(broker: Any) -> None:
     """poll(timeout_ms, max_records) -> {TopicPartition: [ConsumerRecord]} with kafka-python's record fields;
     seek, seek_to_beginning/end (varargs), position, beginning/end_offsets, offsets_for_times, pause/resume,
