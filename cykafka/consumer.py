@@ -272,6 +272,17 @@ class Consumer:
     def paused(self) -> set[TopicPartition]:
         return self._subscriptions.paused()
 
+    @_one_thread
+    def watermarks(self, partition: TopicPartition) -> tuple[int, int, int]:
+        """(log start offset, high watermark, last stable offset) of an assigned partition as the last Fetch answer
+        for it gave them, -1 each before one came (no request: aiokafka's highwater / last_stable_offset,
+        confluent-kafka's get_watermark_offsets(cached=True)). IllegalStateError when it is not assigned."""
+        with self._subscriptions.lock:
+            state = self._subscriptions.states.get(partition)
+            if state is None:
+                raise IllegalStateError(f"watermarks: {partition} is not assigned to this consumer")
+            return state.log_start_offset, state.high_watermark, state.last_stable_offset
+
     # -- offsets ------------------------------------------------------------------------------------------------
 
     @one_thread
