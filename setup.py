@@ -23,6 +23,8 @@ PACKAGES = {
     "cykafka.metrics": "cykafka/metrics",
     "cykafka.instrumentation": "cykafka/instrumentation",
     "cykafka.compat": "cykafka/compat",
+    "cykafka.compat.kafka": "cykafka/compat/kafka",
+    "cykafka.compat.aiokafka": "cykafka/compat/aiokafka",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",

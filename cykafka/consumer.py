@@ -272,7 +272,7 @@ class Consumer:
     def paused(self) -> set[TopicPartition]:
         return self._subscriptions.paused()
 
-    @_one_thread
+    @one_thread
     def watermarks(self, partition: TopicPartition) -> tuple[int, int, int]:
         """(log start offset, high watermark, last stable offset) of an assigned partition as the last Fetch answer
         for it gave them, -1 each before one came (no request: aiokafka's highwater / last_stable_offset,

@@ -15,7 +15,6 @@ import asyncio
 import functools
 import itertools
 import re
-import sys
 import types
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -24,13 +23,22 @@ from typing import Any, NamedTuple
 from cykafka import errors as _cy
 from cykafka.aio import AsyncConsumer, AsyncProducer
 from cykafka.compat import kafka as _kp
+from cykafka.compat.aiokafka import errors as errors
+from cykafka.compat.aiokafka.errors import (
+    ConsumerStoppedError,
+    IllegalOperation,
+    ProducerClosed,
+    ProducerFenced,
+    RecordTooLargeError,
+    UnknownArgumentError,
+)
 from cykafka.compat.kafka import (
     IllegalArgumentError,
     KafkaConfigurationError,
-    KafkaError,
     TopicPartition,
     kafka_config,
 )
+from cykafka.compat.kafka import _config as _kp_config
 from cykafka.completion import Completion
 from cykafka.consumer import Consumer
 from cykafka.core import RecordFuture
@@ -41,43 +49,6 @@ __all__ = [
     "AIOKafkaConsumer", "AIOKafkaProducer", "BatchBuilder", "ConsumerRebalanceListener", "ConsumerRecord",
     "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata", "TopicPartition", "errors",
 ]
-
-# -- errors: aiokafka.errors' names (kafka-python's, cykafka.compat.kafka's classes, and aiokafka's own) ----------
-
-
-class IllegalOperation(KafkaError):
-    """aiokafka's: a call the client's state does not allow (send outside a transaction, commit without group_id)."""
-
-
-class ProducerClosed(KafkaError):
-    """aiokafka's: the producer was stopped (send after stop)."""
-
-
-class ConsumerStoppedError(KafkaError):
-    """aiokafka's: the consumer was stopped (getone / getmany after stop)."""
-
-
-class ProducerFenced(KafkaError):
-    """aiokafka's: another producer with the same transactional_id took over."""
-
-
-class RecordTooLargeError(KafkaError):
-    pass
-
-
-class UnknownArgumentError(KafkaConfigurationError, TypeError):
-    """A kwarg aiokafka does not know: aiokafka's constructors raise TypeError for it (a keyword they do not take)."""
-
-
-errors = types.ModuleType(f"{__name__}.errors", "aiokafka.errors' names, for "
-                                                "`from cykafka.compat.aiokafka.errors import KafkaError`.")
-for _name in dir(_kp.errors):
-    if not _name.startswith("_"):
-        setattr(errors, _name, getattr(_kp.errors, _name))
-for _cls in (IllegalOperation, ProducerClosed, ConsumerStoppedError, ProducerFenced, RecordTooLargeError):
-    setattr(errors, _cls.__name__, _cls)
-sys.modules[errors.__name__] = errors
-
 
 def translated(error: BaseException, *, commit: bool = False) -> BaseException:
     """cykafka's error as the aiokafka type its users catch (the original as __cause__)."""
@@ -92,7 +63,7 @@ def translated(error: BaseException, *, commit: bool = False) -> BaseException:
     elif isinstance(error, _cy.RecordTooLargeError):
         new = RecordTooLargeError(text)
     if new is None:
-        return _kp.translated(error, commit=commit)
+        return _kp.errors.translated(error, commit=commit)
     new.__cause__ = error
     return new
 
@@ -292,7 +263,7 @@ class AIOKafkaProducer:
                                           "(murmur2 of the key)")
         config = {**configs, "acks": acks if acks is not None else (-1 if idempotent else 1),
                   "enable_idempotence": idempotent}
-        kafka = _config(config, PRODUCER_DEFAULTS, _kp._cy_producer_keys(),
+        kafka = _config(config, PRODUCER_DEFAULTS, _kp_config._cy_producer_keys(),
                         {"key_serializer", "value_serializer", "partitioner"})
         self._key_serializer = _plain(configs.get("key_serializer"))
         self._value_serializer = _plain(configs.get("value_serializer"))
@@ -505,12 +476,12 @@ class AIOKafkaConsumer:
         self._group_id = configs.get("group_id")
         handled = {"key_deserializer", "value_deserializer", "enable_auto_commit", "rebalance_timeout_ms",
                    "max_poll_records", "exclude_internal_topics", "partition_assignment_strategy"}
-        kafka = _config(configs, CONSUMER_DEFAULTS, _kp._cy_consumer_keys(), handled)
+        kafka = _config(configs, CONSUMER_DEFAULTS, _kp_config._cy_consumer_keys(), handled)
         if configs.get("client_id") is None:
             kafka["client.id"] = "aiokafka-0.14.0"
         strategy = configs.get("partition_assignment_strategy")
         names = ["roundrobin"] if strategy is None else [
-            _kp._ASSIGNORS.get(str(getattr(a, "name", a)), "") for a in strategy]
+            _kp_config._ASSIGNORS.get(str(getattr(a, "name", a)), "") for a in strategy]
         if "" in names:
             raise KafkaConfigurationError(f"partition_assignment_strategy: {strategy!r}: cykafka has the range, "
                                           "roundrobin and cooperative-sticky assignors (by their name)")
@@ -529,7 +500,7 @@ class AIOKafkaConsumer:
         self._max_poll_records = self._consumer.config.max_poll_records
         self._pending_subscribe: tuple[Any, Any] | None = None
         self._stopped = False
-        self._admin_config = {k: v for k, v in kafka.items() if k in _kp._cy_admin_keys()}
+        self._admin_config = {k: v for k, v in kafka.items() if k in _kp_config._cy_admin_keys()}
         if topics:
             self.subscribe(topics)
 
