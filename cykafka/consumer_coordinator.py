@@ -20,7 +20,7 @@ from typing import Any
 
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_group import GroupDriver
-from cykafka.core.group import GroupMember
+from cykafka.core.consumer_member import Membership
 from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError
 from cykafka.ports import Clock, TopicPartition, checked_partitions
 from cykafka.ports.values import OffsetAndMetadata, checked_offset
@@ -91,7 +91,7 @@ class ConsumerCoordinator:
                                        f"group's)")
         return self.config.group_id
 
-    def _ask(self, key: tuple[str, tuple[Any, ...]], build: Callable[[GroupMember], Request], deadline_ms: int,
+    def _ask(self, key: tuple[str, tuple[Any, ...]], build: Callable[[Membership], Request], deadline_ms: int,
              check: Callable[[Mapping[str, Any]], KafkaError | None]) -> dict[str, Any]:
         driver = self.driver
         assert driver is not None
@@ -146,7 +146,7 @@ class ConsumerCoordinator:
             return next((e for e in found.values() if isinstance(e, KafkaError)), None)
 
         answer = self._ask(("committed", tuple(sorted(set(tps)))),
-                           lambda member: offset_fetch_request(group, tps, require_stable=True), deadline_ms, check)
+                           _offset_fetch_builder(group, tps), deadline_ms, check)
         found = read_offset_fetch(answer, group)
         return {tp: value if isinstance(value, OffsetAndMetadata) and value.offset >= 0 else None
                 for tp in tps for value in [found.get(tp)]}
@@ -298,7 +298,15 @@ class ConsumerCoordinator:
             self.backoff(deadline_ms)
 
 
-def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Request]:
+def _offset_fetch_builder(group: str, tps: list[TopicPartition]) -> Callable[[Membership], Request]:
+    def build(member: Membership) -> Request:
+        member_id, member_epoch = member.offset_fetch_member()
+        return offset_fetch_request(group, tps, require_stable=True, member_id=member_id, member_epoch=member_epoch)
+
+    return build
+
+
+def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[Membership], Request]:
     return lambda member: member.commit_request(
         {tp: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()})
 

@@ -180,6 +180,7 @@ class ErrorKind(Flag):
     COORDINATOR_LOADING = auto()  # the coordinator is still loading its state: retry it later
     CONTROLLER_MOVED = auto()  # the broker is no longer the controller: find it again (metadata), then retry
     MEMBER_FENCED = auto()  # a KIP-848 or share group member lost its place: its partitions are lost, rejoin at epoch 0
+    MEMBER_EPOCH_STALE = auto()  # a commit/offset fetch carried an old member epoch: ask again, built with the next one
 
 
 NO_KIND = ErrorKind(0)
@@ -327,7 +328,7 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.UNRELEASED_INSTANCE_ID: _Row(False, "instance id still used by another member", NO_KIND,
                                     UnreleasedInstanceIdError),
     _E.UNSUPPORTED_ASSIGNOR: _Row(False, "assignor not supported by the group", NO_KIND, UnsupportedAssignorError),
-    _E.STALE_MEMBER_EPOCH: _Row(False, "member epoch is stale", NO_KIND, StaleMemberEpochError),
+    _E.STALE_MEMBER_EPOCH: _Row(False, "member epoch is stale", _K.MEMBER_EPOCH_STALE, StaleMemberEpochError),
     _E.MISMATCHED_ENDPOINT_TYPE: _Row(False, "request sent to the wrong endpoint type"),
     _E.UNSUPPORTED_ENDPOINT_TYPE: _Row(False, "endpoint type not supported"),
     _E.UNKNOWN_CONTROLLER_ID: _Row(False, "controller id not known"),
