@@ -9,6 +9,7 @@ heartbeats, so the waits allow DEADLINE_S."""
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import pytest
 from test_consumer_group import DEADLINE_S, _create, _name, _wait_until
 
 from cykafka import Admin, ConfigError, Consumer, Producer, TopicPartition
+from cykafka.errors import UnreleasedInstanceIdError, UnsupportedVersionError
 
 PARTITIONS = 6
 CONFIG = {"group.protocol": "consumer", "auto.offset.reset": "earliest", "metadata.max.age.ms": 1000,
@@ -224,3 +226,50 @@ def test_a_classic_only_key_with_the_consumer_protocol_is_a_config_error() -> No
     with pytest.raises(ConfigError, match=r"^session\.timeout\.ms is not supported with group\.protocol=consumer"):
         Consumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "group.protocol": "consumer",
                   "session.timeout.ms": 10000})
+
+
+def _poll_until(consumer: Consumer, condition: Any, what: str) -> list[Any]:
+    records: list[Any] = []
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition(records):
+        assert time.monotonic() < deadline, f"not within {DEADLINE_S} s: {what}"
+        records += consumer.poll(0.1)
+    return records
+
+
+def test_a_pattern_is_evaluated_by_the_broker_and_a_taken_instance_id_is_a_typed_error(kafka_broker: Any) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    prefix, group = _name("kip848re"), _name("g848re")
+    _create(bootstrap, (f"{prefix}-a", 1), (f"{prefix}-b", 2), (f"other-{prefix}", 1))
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for topic, n in ((f"{prefix}-a", 1), (f"{prefix}-b", 2), (f"other-{prefix}", 1)):
+            for p in range(n):
+                producer.send(topic, b"x", partition=p)
+        producer.flush(30)
+    static = _consumer(bootstrap, group, group_instance_id="the-one")
+    taken = _consumer(bootstrap, group, group_instance_id="the-one")
+    try:
+        static.subscribe(re.compile(re.escape(prefix) + "-.*"))  # sent as SubscribedTopicRegex
+        got = _poll_until(static, lambda rs: len(rs) == 3, "the pattern's 3 partitions read")
+        assert sorted((r.topic, r.partition) for r in got) == [(f"{prefix}-a", 0), (f"{prefix}-b", 0),
+                                                               (f"{prefix}-b", 1)]
+        assert static.subscription() == {f"{prefix}-a", f"{prefix}-b"}
+        taken.subscribe([f"{prefix}-a"])
+        with pytest.raises(UnreleasedInstanceIdError, match="UNRELEASED_INSTANCE_ID"):
+            _poll_until(taken, lambda rs: False, "UNRELEASED_INSTANCE_ID raised by poll")
+        print("\nthe broker's regex matched 2 of 3 topics; a second member with the static one's group.instance.id: "
+              "UnreleasedInstanceIdError from poll")
+    finally:
+        taken.close(10)
+        static.close(10)
+
+
+@pytest.mark.broker_only("tansu", reason="the broker without ConsumerGroupHeartbeat")
+def test_a_broker_without_kip_848_is_a_typed_error_from_poll(broker: Any) -> None:
+    consumer = _consumer(broker.bootstrap_servers, _name("g848t"))
+    try:
+        consumer.subscribe([_name("t")])
+        with pytest.raises(UnsupportedVersionError, match=r"group\.protocol=consumer needs a broker"):
+            _poll_until(consumer, lambda rs: False, "UnsupportedVersionError raised by poll")
+    finally:
+        consumer.close(5)
