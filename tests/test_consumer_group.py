@@ -139,6 +139,11 @@ def test_two_then_three_members_split_the_partitions_and_read_each_record_once(b
         members[-1].start()
         _wait_until(lambda: _split(members, everything), f"{count} members split the partitions")
         assert sorted(len(m.assignment()) for m in members) == [6 // count] * count
+    with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:  # a classic group: DescribeGroups
+        described = admin.describe_consumer_groups([group])[group].result()
+    assert described.type == "classic" and len(described.members) == 3
+    if not isinstance(broker, EmbeddedBroker):  # Tansu's DescribeGroups leaves the members' assignments empty
+        assert sorted(tp for m in described.members for tp in m.partitions) == sorted(everything)
     _write(broker.bootstrap_servers, topic, 6, 20, start=20)
     _wait_until(lambda: sum(len(m.records) for m in members) >= 240, "every record read")
     for m in members:

@@ -202,6 +202,15 @@ def test_commits_carry_the_member_epoch_and_a_new_member_resumes_at_them(kafka_b
         committed = first.committed(everything)  # OffsetFetch v9 with them
         assert {tp.partition: om.offset for tp, om in committed.items() if om is not None} == \
             {p: 10 for p in range(PARTITIONS)}
+        with Admin({"bootstrap.servers": bootstrap}) as admin:  # ConsumerGroupDescribe
+            described = admin.describe_consumer_groups([group])[group].result()
+        (member,) = described.members
+        assert (described.type, described.partition_assignor, member.member_id, member.member_epoch) == (
+            "consumer", "uniform", first.group_metadata().member_id, epoch)
+        assert member.partitions == member.target_partitions == tuple(everything)
+        print(f"\ndescribe_consumer_groups: type {described.type}, state {described.state}, assignor "
+              f"{described.partition_assignor}, member epoch {member.member_epoch}, "
+              f"{len(member.partitions)} partitions")
     finally:
         first.close(10)
     with Producer({"bootstrap.servers": bootstrap}) as producer:
@@ -217,7 +226,7 @@ def test_commits_carry_the_member_epoch_and_a_new_member_resumes_at_them(kafka_b
             later += second.poll(0.2)
         assert sorted((r.partition, r.offset, r.value) for r in later) == \
             [(p, 10, b"new") for p in range(PARTITIONS)]
-        print(f"\nfirst member's epoch {epoch}; the new member resumed at offset 10 on all {PARTITIONS} partitions")
+        print(f"first member's epoch {epoch}; the new member resumed at offset 10 on all {PARTITIONS} partitions")
     finally:
         second.close(10)
 
