@@ -282,3 +282,32 @@ def test_a_broker_without_kip_848_is_a_typed_error_from_poll(broker: Any) -> Non
             _poll_until(consumer, lambda rs: False, "UnsupportedVersionError raised by poll")
     finally:
         consumer.close(5)
+
+
+def _classic(bootstrap: str, group: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                     "partition.assignment.strategy": "cooperative-sticky"})
+
+
+@pytest.mark.parametrize("first", ["consumer", "classic"])
+def test_a_classic_member_and_a_consumer_protocol_member_share_a_group(kafka_broker: Any, members: list[Member],
+                                                                      first: str) -> None:
+    """Kafka's online upgrade, both ways in: a consumer group takes a classic member (JoinGroup/SyncGroup, the broker
+    assigns), and a stable classic group is converted when a consumer-protocol member joins it (Kafka refuses the
+    conversion while the classic group rebalances: GROUP_ID_NOT_FOUND, fatal, as for Java's consumer)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = _name("kip848mix"), _name("g848mix")
+    _create(bootstrap, (topic, PARTITIONS))
+    make = {"consumer": lambda: _consumer(bootstrap, group), "classic": lambda: _classic(bootstrap, group)}
+    for kind in (first, "classic" if first == "consumer" else "consumer"):
+        members.append(Member(make[kind](), topic))
+        members[-1].start()
+        if len(members) == 1:
+            _wait_until(lambda: _split(members, [PARTITIONS]), f"the {kind} member owns every partition")
+    _wait_until(lambda: _split(members, [3, 3]), "a consumer-protocol and a classic member own 3 partitions each")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        described = admin.describe_consumer_groups([group])[group].result()
+    assert described.type == "consumer" and sorted(len(m.partitions) for m in described.members) == [3, 3]
+    assert all(m.error is None for m in members)
+    print(f"\nmixed group ({first} member first): type {described.type}, members own 3 + 3 partitions")
