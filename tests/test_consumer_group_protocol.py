@@ -8,6 +8,7 @@ heartbeats, so the waits allow DEADLINE_S."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import threading
@@ -19,6 +20,7 @@ import pytest
 from test_consumer_group import DEADLINE_S, _create, _name, _wait_until
 
 from cykafka import Admin, ConfigError, Consumer, Producer, TopicPartition
+from cykafka.aio import AsyncConsumer
 from cykafka.errors import UnreleasedInstanceIdError, UnsupportedVersionError
 
 PARTITIONS = 6
@@ -229,6 +231,24 @@ def test_commits_carry_the_member_epoch_and_a_new_member_resumes_at_them(kafka_b
         print(f"first member's epoch {epoch}; the new member resumed at offset 10 on all {PARTITIONS} partitions")
     finally:
         second.close(10)
+    asyncio.run(_read_async(bootstrap, topic))
+
+
+async def _read_async(bootstrap: str, topic: str) -> None:
+    """AsyncConsumer (over Consumer) in a consumer-protocol group of its own, its listener on the event loop."""
+    assigned: list[set[TopicPartition]] = []
+
+    class Listener:
+        def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+            assigned.append(partitions)
+
+    async with AsyncConsumer({"bootstrap.servers": bootstrap, "group.id": _name("g848a"), **CONFIG}) as consumer:
+        await consumer.subscribe([topic], listener=Listener())
+        got: list[Any] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while len(got) < 11 * PARTITIONS and time.monotonic() < deadline:
+            got += await consumer.poll(0.2)
+        assert len(got) == 11 * PARTITIONS and assigned == [{TopicPartition(topic, p) for p in range(PARTITIONS)}]
 
 
 def test_a_classic_only_key_with_the_consumer_protocol_is_a_config_error() -> None:

@@ -213,3 +213,17 @@ def test_the_transition_table_refuses_what_it_lacks() -> None:
     with pytest.raises(IllegalStateError, match="no such transition"):
         member._transition(ConsumerMemberEvent.RECONCILED)
     assert all(to in ConsumerMemberState for row in TRANSITIONS.values() for to in row.values())
+
+
+def test_no_poll_for_max_poll_interval_leaves_and_the_next_poll_reports_lost_and_joins_again() -> None:
+    member = _member(max_poll_interval_ms=10_000)
+    coordinator = FakeCoordinator(member)
+    member.poll(0)
+    _joined(coordinator, {T1: [0]})
+    assert member.poll_timeout_ms(1000) <= 10_001 - 1000
+    leave = coordinator.beat(10_001)  # the poll timer expired: leave with epoch -1
+    assert leave["member_epoch"] == -1 and member.state is S.STALE
+    assert member.next_request(20_000) is None  # no heartbeat until the next poll
+    member.poll(20_000)
+    assert member.take_events() == [GroupEvent("lost", (("a", 0),))]
+    assert member.state is S.JOINING and coordinator.beat(20_000)["member_epoch"] == 0
