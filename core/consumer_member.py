@@ -342,7 +342,7 @@ class ConsumerGroupMember:
                                                    "committed_leader_epoch": leader_epoch,
                                                    "committed_metadata": metadata})
         body: OffsetCommitRequestBody = {
-            "group_id": self.settings.group_id, "generation_id": epoch, "member_id": member_id,
+            "group_id": self.settings.group_id, "generation_id_or_member_epoch": epoch, "member_id": member_id,
             "group_instance_id": self.settings.group_instance_id if member_id else None,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
         self._commits_in_flight += 1

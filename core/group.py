@@ -407,7 +407,7 @@ class GroupMember:
                                                    "committed_leader_epoch": epoch, "committed_metadata": metadata})
         body: OffsetCommitRequestBody = {
             "group_id": self.settings.group_id,
-            "generation_id": self.generation_id if subscribed else NO_GENERATION,
+            "generation_id_or_member_epoch": self.generation_id if subscribed else NO_GENERATION,
             "member_id": self.member_id if subscribed else "",
             "group_instance_id": self.settings.group_instance_id if subscribed else None,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}

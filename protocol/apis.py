@@ -323,8 +323,8 @@ SASL_AUTHENTICATE = api(36, "SaslAuthenticate", "0-2", "2+", request=(
 
 OFFSET_COMMIT = api(8, "OffsetCommit", "0-9", "8+", request=(  # 9: as 8, for KIP-848 members; 10: topic ids
     F("group_id", "string", about="the group"),
-    F("generation_id", "int32", "1+", default=-1, ignorable=True,
-      about="the member's generation (classic) or member epoch (consumer protocol), -1 outside one"),
+    F("generation_id_or_member_epoch", "int32", "1+", default=-1, ignorable=True,
+      about="the member's generation (classic) or member epoch (consumer protocol, KIP-848), -1 outside one"),
     F("member_id", "string", "1+", ignorable=True, about="the member's id, empty outside a generation"),
     F("group_instance_id", "string", "7+", **NULL, about="the static member's instance id, if any"),
     F("retention_time_ms", "int64", "2-4", default=-1, ignorable=True, about="how long to keep the offsets, -1"),

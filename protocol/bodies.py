@@ -445,8 +445,8 @@ class OffsetCommitRequestBody(TypedDict, total=False):
 
     # the group (v0+)
     group_id: str
-    # the member's generation (classic) or member epoch (consumer protocol), -1 outside one (v1+, ignorable)
-    generation_id: int
+    # the member's generation (classic) or member epoch (consumer protocol, KIP-848), -1 outside one (v1+, ignorable)
+    generation_id_or_member_epoch: int
     # the member's id, empty outside a generation (v1+, ignorable)
     member_id: str
     # the static member's instance id, if any (v7+)

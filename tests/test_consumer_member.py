@@ -160,7 +160,7 @@ def test_a_stale_epoch_on_a_commit_sends_the_heartbeat_at_once_and_the_commit_is
     coordinator = FakeCoordinator(member)
     _joined(coordinator, {T1: [0]})
     commit = member.commit_request({("a", 0): 5})
-    assert (commit.body["generation_id"], commit.body["member_id"]) == (member.member_epoch, "member-1")
+    assert (commit.body["generation_id_or_member_epoch"], commit.body["member_id"]) == (member.member_epoch, "member-1")
     assert member.offset_fetch_member() == ("member-1", member.member_epoch)
     assert member.next_request(100) is None  # the next heartbeat is due at 1000
     member.on_offsets_answer(apis.OFFSET_COMMIT.key, [ErrorCode.STALE_MEMBER_EPOCH], 100)
