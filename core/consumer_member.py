@@ -99,7 +99,7 @@ _IN_GROUP = (_S.JOINING, _S.RECONCILING, _S.ACKNOWLEDGING, _S.STABLE)
 # Every state change of the member, in one table (core/group.py's idiom): event -> {from state: to state}; a pair not
 # in it is a bug, raised as IllegalStateError.
 TRANSITIONS: dict[ConsumerMemberEvent, dict[ConsumerMemberState, ConsumerMemberState]] = {
-    _V.SUBSCRIBE: {_S.UNSUBSCRIBED: _S.JOINING},
+    _V.SUBSCRIBE: {_S.UNSUBSCRIBED: _S.JOINING},  # (also when subscribe() came while an unsubscribe's leave was out)
     _V.NEW_TARGET: {state: _S.RECONCILING for state in _IN_GROUP},
     _V.RECONCILED: {_S.RECONCILING: _S.ACKNOWLEDGING},
     _V.ACKNOWLEDGED: {_S.ACKNOWLEDGING: _S.STABLE},
@@ -434,21 +434,21 @@ class ConsumerGroupMember:
     # -- internals ---------------------------------------------------------------------------------------------------
 
     def _heartbeat_body(self) -> dict[str, Any]:
-        """The heartbeat: group, member id and epoch always; every other field only when it changed since the last
-        heartbeat (all of them when joining or after an error)."""
+        """The heartbeat: group, member id, epoch and instance id always (Java's); every other field only when it
+        changed since the last heartbeat (all of them when joining or after an error)."""
         s = self.settings
         joining = self.member_epoch == JOIN_EPOCH
         if joining:
             self._sent = {}
         owned = _by_topic(self._owned_ids) if not joining else []
         state: dict[str, Any] = {
-            "instance_id": s.group_instance_id, "rack_id": s.client_rack,
+            "rack_id": s.client_rack,
             "rebalance_timeout_ms": s.max_poll_interval_ms,
             "subscribed_topic_names": sorted(self._topics) if self._pattern is None else None,
             "subscribed_topic_regex": self._pattern.pattern if self._pattern is not None else None,
             "server_assignor": s.remote_assignor, "topic_partitions": owned}
         body: dict[str, Any] = {"group_id": s.group_id, "member_id": self.member_id,
-                                "member_epoch": self.member_epoch}
+                                "member_epoch": self.member_epoch, "instance_id": s.group_instance_id}
         for name, value in state.items():
             if name not in self._sent or self._sent[name] != value:
                 body[name] = value
@@ -507,6 +507,9 @@ class ConsumerGroupMember:
             self.member_epoch = JOIN_EPOCH
             if self._reopen:
                 self._closing = self._reopen = False
+                if self._topics or self._pattern is not None:  # subscribed again while the leave was out
+                    self._transition(ConsumerMemberEvent.SUBSCRIBE)
+                    self._join()
 
     def _check_poll_timer(self, now_ms: int) -> None:
         if self.state in _IN_GROUP and not self._closing and self._last_poll_ms is not None \

@@ -106,11 +106,11 @@ def test_join_sends_the_full_state_then_reconciles_and_acknowledges_at_once() ->
     assert member.state is S.ACKNOWLEDGING
     ack = coordinator.beat(10, target_changed=False)  # at once, not after the interval
     assert ack["topic_partitions"] == [{"topic_id": T1, "partitions": [0, 1]}, {"topic_id": T2, "partitions": [3]}]
-    assert set(ack) == {"group_id", "member_id", "member_epoch", "topic_partitions"}  # only what changed
+    assert set(ack) == {"group_id", "member_id", "member_epoch", "instance_id", "topic_partitions"}  # what changed
     assert member.state is S.STABLE
     assert member.next_request(500) is None  # the broker's interval
     assert coordinator.beat(1010, target_changed=False) == {"group_id": "g", "member_id": "member-1",
-                                                             "member_epoch": 1}
+                                                             "member_epoch": 1, "instance_id": None}
 
 
 def test_a_shrinking_target_revokes_only_what_moves_then_acknowledges() -> None:
@@ -227,3 +227,19 @@ def test_no_poll_for_max_poll_interval_leaves_and_the_next_poll_reports_lost_and
     member.poll(20_000)
     assert member.take_events() == [GroupEvent("lost", (("a", 0),))]
     assert member.state is S.JOINING and coordinator.beat(20_000)["member_epoch"] == 0
+
+
+def test_subscribing_again_while_the_unsubscribe_s_leave_is_out_joins_after_it() -> None:
+    member = _member()
+    coordinator = FakeCoordinator(member)
+    _joined(coordinator, {T1: [0]})
+    member.unsubscribe(100)
+    assert _handle(member) == [GroupEvent("revoked", (("a", 0),))]
+    request = member.next_request(100)
+    assert request is not None and request.body["member_epoch"] == -1
+    member.subscribe(["b"])  # before the leave's answer
+    member.on_response(HEARTBEAT, {"error_code": 0, "error_message": None, "member_id": "member-1",
+                                   "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}, 150)
+    assert member.state is S.JOINING
+    join = coordinator.beat(150)
+    assert (join["member_epoch"], join["subscribed_topic_names"]) == (0, ["b"])
