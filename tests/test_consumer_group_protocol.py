@@ -1,10 +1,13 @@
 """cykafka.Consumer with group.protocol=consumer (KIP-848) on Apache Kafka (Tansu has no ConsumerGroupHeartbeat):
 three members split 6 partitions 2/2/2; a fourth joins and only the partitions that move are revoked, the members
 keeping theirs reading on without a pause; a member closing hands its partitions to the others; every record read at
-least once; commits carrying the member epoch survive a restart; a classic-only key is a ConfigError.
+least once; a member killed with SIGKILL loses its partitions to the others after the session timeout; commits
+carrying the member epoch survive a restart; a pattern goes to the broker; a taken group.instance.id, and a broker
+without KIP-848, are typed errors from poll; classic and consumer-protocol members share a group; a classic-only key
+is a ConfigError.
 
-The broker's heartbeat interval (group.consumer.heartbeat.interval.ms) is its default, 5 s: a rebalance takes a few
-heartbeats, so the waits allow DEADLINE_S."""
+The test broker's consumer groups heartbeat every second and time out after 6 s (tests/apache_kafka.py:
+group.consumer.heartbeat.interval.ms, group.consumer.session.timeout.ms)."""
 
 from __future__ import annotations
 
@@ -14,10 +17,11 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from test_consumer_group import DEADLINE_S, _create, _name, _wait_until
+from test_consumer_group import DEADLINE_S, _create, _name, _wait_until, kill_one_of_three
 
 from cykafka import Admin, ConfigError, Consumer, Producer, TopicPartition
 from cykafka.aio import AsyncConsumer
@@ -178,6 +182,14 @@ def test_members_split_a_fourth_takes_only_what_moves_others_keep_reading_and_a_
             m.stop()
     finally:
         writer.stop()
+
+
+def test_a_member_killed_with_sigkill_loses_its_partitions_to_the_others_after_the_session_timeout(
+        kafka_broker: Any, tmp_path: Path) -> None:
+    taken_over_s = kill_one_of_three(kafka_broker.bootstrap_servers, tmp_path, "consumer")
+    print(f"\nSIGKILLed member: the survivors owned its partitions {taken_over_s:.1f} s after the kill (the broker's "
+          f"session timeout: 6 s); nothing lost, duplicates only of records read after a member's last commit")
+    assert taken_over_s > 4.0  # the broker waited for the session to expire (no heartbeat since the kill)
 
 
 def test_commits_carry_the_member_epoch_and_a_new_member_resumes_at_them(kafka_broker: Any) -> None:
