@@ -7,7 +7,8 @@ Asker (retried by the error table until the deadline; a call still out at the de
 waits for it instead of sending another); `commit_async` (not retried, its callback run inside a later poll or
 commit); auto commit every auto.commit.interval.ms, before a revoke and on close; `handle_group_events` (the
 listener's calls, which run on the caller's thread, never on the network thread) and `leave_group` (close's
-LeaveGroup). The membership itself (JoinGroup, SyncGroup, Heartbeat) is the member's, on the network thread.
+LeaveGroup). The membership itself (JoinGroup, SyncGroup, Heartbeat; with group.protocol=consumer
+ConsumerGroupHeartbeat, core/consumer_member.py) is the member's, on the network thread.
 """
 
 from __future__ import annotations
