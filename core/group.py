@@ -59,6 +59,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
+from uuid import UUID
 
 from cykafka.core.assignors import (
     ASSIGNORS,
@@ -227,8 +228,10 @@ class GroupMember:
         """True while the leader waits for a metadata update before it can assign."""
         return self._leader_waits_since >= 0
 
-    def update_metadata(self, partition_counts: Mapping[str, int], now_ms: int) -> None:
-        """Fresh metadata: {topic: partition count} for the topics asked (absent: the topic does not exist)."""
+    def update_metadata(self, partition_counts: Mapping[str, int], now_ms: int,
+                        topic_ids: Mapping[str, UUID] | None = None) -> None:
+        """Fresh metadata: {topic: partition count} for the topics asked (absent: the topic does not exist); topic_ids
+        are for the consumer protocol's member (core/consumer_member.py), unused here."""
         self._partition_counts = dict(partition_counts)
         self._metadata_updates += 1
         if self._pattern is not None:
@@ -259,6 +262,15 @@ class GroupMember:
     def events_handled(self) -> None:
         """The events taken with hold are handled (listener run, its commits built): the group may move on."""
         self._events_held = False
+
+    @property
+    def stable(self) -> bool:
+        """In the group with an assignment (a rebalance ended)."""
+        return self.state is MemberState.STABLE
+
+    def offset_fetch_member(self) -> tuple[str | None, int]:
+        """(member id, epoch) an OffsetFetch v9 carries: none for a classic member (KIP-848's fields)."""
+        return None, -1
 
     @property
     def wants_coordinator(self) -> bool:
@@ -395,7 +407,7 @@ class GroupMember:
                                                    "committed_leader_epoch": epoch, "committed_metadata": metadata})
         body: OffsetCommitRequestBody = {
             "group_id": self.settings.group_id,
-            "generation_id": self.generation_id if subscribed else NO_GENERATION,
+            "generation_id_or_member_epoch": self.generation_id if subscribed else NO_GENERATION,
             "member_id": self.member_id if subscribed else "",
             "group_instance_id": self.settings.group_instance_id if subscribed else None,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}

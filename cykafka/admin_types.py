@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cykafka.errors import InvalidArgumentError
-from cykafka.ports.values import Node, PartitionInfo
+from cykafka.ports.values import Node, PartitionInfo, TopicPartition
 from cykafka.protocol.bodies import CreatePartitionsRequestTopicsAssignments
 from cykafka.serialization import validate_topic
 
@@ -86,21 +86,33 @@ class ConsumerGroupListing:
 
 @dataclass(frozen=True, slots=True)
 class MemberDescription:
+    """A group member. partitions: what it owns (a classic group's read from its assignment bytes; a consumer
+    group's from ConsumerGroupDescribe); member_epoch and target_partitions (what the broker will give it) only in a
+    consumer group (KIP-848)."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
     host: str
-    assignment: bytes  # the raw ConsumerProtocol assignment
+    assignment: bytes  # the raw ConsumerProtocol assignment (classic groups; b"" in a consumer group)
+    partitions: tuple[TopicPartition, ...] = ()
+    member_epoch: int | None = None
+    target_partitions: tuple[TopicPartition, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupDescription:
+    """A group: type "classic" (JoinGroup/SyncGroup, DescribeGroups) or "consumer" (KIP-848, ConsumerGroupDescribe:
+    partition_assignor is the broker's assignor, group_epoch its epoch)."""
+
     group_id: str
     state: str
     protocol_type: str
     partition_assignor: str
     members: tuple[MemberDescription, ...]
     coordinator: int
+    type: str = "classic"
+    group_epoch: int | None = None
 
 
 MAX_PARTITIONS_PER_TOPIC = 10_000  # Kafka's controller refuses more per CreateTopics request (KAFKA-17870)

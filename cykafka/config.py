@@ -489,6 +489,8 @@ VALIDATORS: dict[str, Callable[[str, object], object]] = {
     "heartbeat.interval.ms": _int32(1),
     "max.poll.interval.ms": _int32(1),
     "partition.assignment.strategy": _assignors,
+    "group.protocol": _choice("classic", "consumer"),
+    "group.remote.assignor": lambda k, v: None if v is None else _choice("uniform", "range")(k, v),
     "check.crcs": _bool,
     "key.deserializer": _deserializer,
     "value.deserializer": _deserializer,
@@ -503,8 +505,11 @@ CONSUMER_ONLY_KEYS = frozenset({
     "isolation.level", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes",
     "max.poll.records", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
     "partition.assignment.strategy", "check.crcs", "key.deserializer", "value.deserializer", "enable.partition.eof",
-    "partition_eof_cb", "client.rack",
+    "partition_eof_cb", "client.rack", "group.protocol", "group.remote.assignor",
 })
+# Java's ConsumerConfig: keys of one group protocol that the other refuses when the user sets them
+CLASSIC_PROTOCOL_ONLY_KEYS = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+CONSUMER_PROTOCOL_ONLY_KEYS = ("group.remote.assignor",)
 PRODUCER_KEYS = frozenset(VALIDATORS) - CONSUMER_ONLY_KEYS - {"default.api.timeout.ms"}
 
 
@@ -696,6 +701,8 @@ class ConsumerConfig:
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
     partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
+    group_protocol: str = "classic"  # "consumer": KIP-848's protocol (the broker assigns; docs/consumer.md)
+    group_remote_assignor: str | None = None  # the broker's assignor for group.protocol=consumer (None: its default)
     check_crcs: bool = True
     default_api_timeout_ms: int = 60000
     key_deserializer: Any = None  # None or "bytes": the bytes as fetched (cykafka/serialization.py)
@@ -730,6 +737,7 @@ class ConsumerConfig:
             raise ConfigError("enable.partition.eof=true needs partition_eof_cb: a callable (TopicPartition, offset) "
                               f"that poll() calls when a partition's end is reached (poll returns records only: "
                               f"{DOCS_URL}consumer.md)")
+        _check_group_protocol(own.get("group_protocol", "classic"), merged, spelled)
         cfg = cls(connection, metadata, cast(int, values.get("retry_backoff_ms", 100)),
                   **own)  # type: ignore[arg-type]
         # a Fetch answer holds up to fetch.max.bytes of records plus one batch past it (KIP-74) and its own fields:
@@ -744,6 +752,11 @@ class ConsumerConfig:
                               f"fetch.max.wait.ms ({cfg.fetch_max_wait_ms}): a fetch waits up to fetch.max.wait.ms "
                               f"at the broker")
         return cfg
+
+    @property
+    def consumer_protocol(self) -> bool:
+        """group.protocol=consumer: the group is KIP-848's (ConsumerGroupHeartbeat), not the classic one."""
+        return self.group_protocol == "consumer"
 
     @property
     def read_committed(self) -> bool:
@@ -766,3 +779,19 @@ class ConsumerConfig:
                 raise ConfigError(f"{call} returns the keys and values as fetched, in Arrow binary columns, and "
                                   f"{key} is set ({spec!r}): use poll() for deserialized records, or leave {key} "
                                   f"unset and decode the column")
+
+def _check_group_protocol(protocol: object, merged: Mapping[str, object], spelled: Mapping[str, str]) -> None:
+    """Java's ConsumerConfig.checkUnsupportedConfigs: a key only the other group protocol reads, set by the user, is a
+    ConfigError naming it (the consumer protocol's timeouts and assignment are the broker's)."""
+    refused = CLASSIC_PROTOCOL_ONLY_KEYS if protocol == "consumer" else CONSUMER_PROTOCOL_ONLY_KEYS
+    for key in refused:
+        if key in merged and merged[key] is not None:
+            label = _label(key, spelled)
+            if protocol == "consumer":
+                raise ConfigError(f"{label} is not supported with group.protocol=consumer: the broker sets the "
+                                  f"session timeout and heartbeat interval (group.consumer.session.timeout.ms, "
+                                  f"group.consumer.heartbeat.interval.ms) and assigns the partitions "
+                                  f"(group.remote.assignor picks its assignor); leave {label} unset "
+                                  f"({DOCS_URL}consumer.md)")
+            raise ConfigError(f"{label} is only read with group.protocol=consumer (the broker's assignor, KIP-848); "
+                              f"with group.protocol=classic the members assign (partition.assignment.strategy)")

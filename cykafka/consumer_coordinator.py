@@ -7,7 +7,8 @@ Asker (retried by the error table until the deadline; a call still out at the de
 waits for it instead of sending another); `commit_async` (not retried, its callback run inside a later poll or
 commit); auto commit every auto.commit.interval.ms, before a revoke and on close; `handle_group_events` (the
 listener's calls, which run on the caller's thread, never on the network thread) and `leave_group` (close's
-LeaveGroup). The membership itself (JoinGroup, SyncGroup, Heartbeat) is the member's, on the network thread.
+LeaveGroup). The membership itself (JoinGroup, SyncGroup, Heartbeat; with group.protocol=consumer
+ConsumerGroupHeartbeat, core/consumer_member.py) is the member's, on the network thread.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_group import GroupDriver
-from cykafka.core.group import GroupMember
+from cykafka.core.consumer_member import Membership
 from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError
 from cykafka.ports import Clock, TopicPartition, checked_partitions
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, checked_offset
@@ -91,7 +92,7 @@ class ConsumerCoordinator:
                                        f"group's)")
         return self.config.group_id
 
-    def _ask(self, key: tuple[str, tuple[Any, ...]], build: Callable[[GroupMember], Request], deadline_ms: int,
+    def _ask(self, key: tuple[str, tuple[Any, ...]], build: Callable[[Membership], Request], deadline_ms: int,
              check: Callable[[Mapping[str, Any]], KafkaError | None]) -> dict[str, Any]:
         driver = self.driver
         assert driver is not None
@@ -185,7 +186,7 @@ class ConsumerCoordinator:
             return next((e for e in found.values() if isinstance(e, KafkaError)), None)
 
         answer = self._ask(("committed", tuple(sorted(set(tps)))),
-                           lambda member: offset_fetch_request(group, tps, require_stable=True), deadline_ms, check)
+                           _offset_fetch_builder(group, tps), deadline_ms, check)
         found = read_offset_fetch(answer, group)
         return {tp: value if isinstance(value, OffsetAndMetadata) and value.offset >= 0 else None
                 for tp in tps for value in [found.get(tp)]}
@@ -337,7 +338,15 @@ class ConsumerCoordinator:
             self.backoff(deadline_ms)
 
 
-def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[GroupMember], Request]:
+def _offset_fetch_builder(group: str, tps: list[TopicPartition]) -> Callable[[Membership], Request]:
+    def build(member: Membership) -> Request:
+        member_id, member_epoch = member.offset_fetch_member()
+        return offset_fetch_request(group, tps, require_stable=True, member_id=member_id, member_epoch=member_epoch)
+
+    return build
+
+
+def _commit_builder(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Callable[[Membership], Request]:
     return lambda member: member.commit_request(
         {tp: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()})
 

@@ -1,5 +1,6 @@
-"""The consumer's side of its group's coordinator, on the network thread: core/group.py's GroupMember driven as a
-request source (cykafka/requests/calls.py's RequestSource) over the request layer.
+"""The consumer's side of its group's coordinator, on the network thread: the group member (core/group.py's classic
+GroupMember, or core/consumer_member.py's ConsumerGroupMember with group.protocol=consumer: KIP-848's heartbeats)
+driven as a request source (cykafka/requests/calls.py's RequestSource) over the request layer.
 
 Owns the member (under `lock`), its view of the coordinator kept in step with the client's coordinator cache (found,
 lost, a lookup wanted or failed), the metadata the member asks for, and the caller's group calls (an OffsetCommit the
@@ -17,8 +18,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from cykafka.core.group import GroupMember, MemberState
-from cykafka.errors import KafkaError
+from cykafka.core.consumer_member import ConsumerGroupMember, Membership
+from cykafka.errors import KafkaError, UnsupportedVersionError
 from cykafka.ports import Clock, MetadataSource
 from cykafka.protocol import API_NAMES, Request
 from cykafka.protocol.apis import JOIN_GROUP, OFFSET_COMMIT
@@ -35,7 +36,7 @@ class GroupDriver:
     """Sends what the member decides, feeds it answers, the coordinator, metadata and the time; `on_change` (no lock
     held) tells the caller's thread that events or an answer may wait."""
 
-    def __init__(self, member: GroupMember, calls: CallQueue, coordinators: Coordinators, metadata: MetadataSource,
+    def __init__(self, member: Membership, calls: CallQueue, coordinators: Coordinators, metadata: MetadataSource,
                  clock: Clock, request_timeout_ms: int, on_change: Callable[[], None]) -> None:
         self.member = member
         # the coordinator holds a JoinGroup until the group has joined: up to the rebalance timeout (Java)
@@ -56,7 +57,7 @@ class GroupDriver:
         self.on_rebalanced: Callable[[int], None] | None = None  # the consumer's metrics: a rebalance's ms, JoinGroup
         self._rebalance_started_ms: int | None = None  # to SyncGroup answered (rebalance-latency)
 
-    def call(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
+    def call(self, build: Callable[[Membership], Request], deadline_ms: int) -> Call:
         """A caller's request at the group's coordinator (not submitted yet), built by build(member) when it goes
         (under the lock); its answer feeds the member (a commit's, an offset fetch's codes) before the caller sees
         it."""
@@ -67,7 +68,7 @@ class GroupDriver:
         return Call(self.route, deadline_ms, build=made, on_answer=self._caller_answered,
                     what=f"group {self.member.settings.group_id!r}")
 
-    def submit(self, build: Callable[[GroupMember], Request], deadline_ms: int) -> Call:
+    def submit(self, build: Callable[[Membership], Request], deadline_ms: int) -> Call:
         """call(build, deadline_ms), submitted."""
         call = self.call(build, deadline_ms)
         self.calls.submit(call)
@@ -124,12 +125,16 @@ class GroupDriver:
         with self.lock:
             if call.error is None and call.response is not None:
                 self.member.on_response(api_key, call.response, now_ms)
+            elif isinstance(call.error, UnsupportedVersionError) and isinstance(self.member, ConsumerGroupMember):
+                self.member.fail(UnsupportedVersionError(
+                    f"group.protocol=consumer needs a broker speaking ConsumerGroupHeartbeat (KIP-848: Apache Kafka "
+                    f"4.0+; not Tansu); use group.protocol=classic with this one ({call.error})"))
             else:
                 log.debug("group %s: %s got no answer: %s", self.member.settings.group_id, API_NAMES[api_key],
                           call.error)
                 self.member.on_failure(api_key, now_ms)
             started_ms = self._rebalance_started_ms
-            if started_ms is not None and self.member.state is MemberState.STABLE:
+            if started_ms is not None and self.member.stable:
                 self._rebalance_started_ms = None
                 if self.on_rebalanced is not None:
                     self.on_rebalanced(now_ms - started_ms)
@@ -169,6 +174,6 @@ class GroupDriver:
         if snapshot is not self._snapshot:
             self._snapshot = snapshot
             member.update_metadata({t: len(parts) for t, parts in snapshot.partitions.items()
-                                    if topics is None or t in topics}, now_ms)
+                                    if topics is None or t in topics}, now_ms, snapshot.topic_ids)
         elif member.wants_metadata:
             metadata.request_update()

@@ -116,6 +116,37 @@ class InvalidRecordStateError(BrokerResponseError):
     acquisition lock expired and they went back to the group, or they were acknowledged already); not retriable."""
 
 
+class GroupMemberError(BrokerResponseError):
+    """The consumer group protocol's coordinator (KIP-848) refused this member: the subclasses say why. Raised by a
+    consumer's poll() (docs/consumer.md, "Choosing the group protocol")."""
+
+
+class FencedMemberEpochError(GroupMemberError):
+    """FENCED_MEMBER_EPOCH: the coordinator moved the member past its epoch (it missed its session, or an epoch it
+    sent is gone); the consumer reports its partitions lost and rejoins at epoch 0 by itself. A commit of the old
+    epoch fails with it."""
+
+
+class StaleMemberEpochError(GroupMemberError):
+    """STALE_MEMBER_EPOCH: an OffsetCommit or OffsetFetch carried an epoch older than the member's (a heartbeat moved
+    it meanwhile); retried after the next heartbeat answer."""
+
+
+class UnreleasedInstanceIdError(GroupMemberError):
+    """UNRELEASED_INSTANCE_ID: another member with this group.instance.id is still in the group (it did not leave
+    yet); not retriable: poll() raises it."""
+
+
+class UnsupportedAssignorError(GroupMemberError):
+    """UNSUPPORTED_ASSIGNOR: group.remote.assignor names an assignor the broker does not run
+    (group.consumer.assignors); poll() raises it."""
+
+
+class GroupMaxSizeReachedError(GroupMemberError):
+    """GROUP_MAX_SIZE_REACHED: the group has as many members as the broker allows (group.consumer.max.size); poll()
+    raises it."""
+
+
 class ShareGroupsUnsupportedError(UnsupportedVersionError):
     """The broker offers no share groups (KIP-932): ShareGroupHeartbeat, ShareFetch and ShareAcknowledge need Apache
     Kafka 4.2+ with the `share.version` feature at 1 or more (`kafka-features.sh upgrade --feature share.version=1`,

@@ -17,10 +17,15 @@ from cykafka.errors import (
     AuthorizationError,
     BrokerResponseError,
     ClusterAuthorizationError,
+    FencedMemberEpochError,
     GroupAuthorizationError,
+    GroupMaxSizeReachedError,
     InvalidRecordStateError,
+    StaleMemberEpochError,
     TopicAuthorizationError,
     TransactionalIdAuthorizationError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
 )
 
 
@@ -174,6 +179,8 @@ class ErrorKind(Flag):
     COORDINATOR_MOVED = auto()  # the coordinator is elsewhere or gone: look it up again, then retry
     COORDINATOR_LOADING = auto()  # the coordinator is still loading its state: retry it later
     CONTROLLER_MOVED = auto()  # the broker is no longer the controller: find it again (metadata), then retry
+    MEMBER_FENCED = auto()  # a KIP-848 or share group member lost its place: its partitions are lost, rejoin at epoch 0
+    MEMBER_EPOCH_STALE = auto()  # a commit/offset fetch carried an old member epoch: ask again, built with the next one
 
 
 NO_KIND = ErrorKind(0)
@@ -226,7 +233,7 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.ILLEGAL_GENERATION: _Row(False, "group generation id not valid"),
     _E.INCONSISTENT_GROUP_PROTOCOL: _Row(False, "group protocol incompatible with the group's members"),
     _E.INVALID_GROUP_ID: _Row(False, "invalid group id"),
-    _E.UNKNOWN_MEMBER_ID: _Row(False, "coordinator does not know this member"),
+    _E.UNKNOWN_MEMBER_ID: _Row(False, "coordinator does not know this member", _K.MEMBER_FENCED),
     _E.INVALID_SESSION_TIMEOUT: _Row(False, "session timeout outside the broker's allowed range"),
     _E.REBALANCE_IN_PROGRESS: _Row(False, "group is rebalancing"),
     _E.INVALID_COMMIT_OFFSET_SIZE: _Row(False, "committed offset data size not valid"),
@@ -286,7 +293,7 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.OFFSET_NOT_AVAILABLE: _Row(True, "leader high watermark has not caught up yet"),
     _E.MEMBER_ID_REQUIRED: _Row(False, "member needs a member id to join"),
     _E.PREFERRED_LEADER_NOT_AVAILABLE: _Row(True, "preferred leader not available"),
-    _E.GROUP_MAX_SIZE_REACHED: _Row(False, "group reached its maximum size"),
+    _E.GROUP_MAX_SIZE_REACHED: _Row(False, "group reached its maximum size", NO_KIND, GroupMaxSizeReachedError),
     _E.FENCED_INSTANCE_ID: _Row(False, "static member fenced by another with the same instance id"),
     _E.ELIGIBLE_LEADERS_NOT_AVAILABLE: _Row(True, "no eligible partition leaders available"),
     _E.ELECTION_NOT_NEEDED: _Row(True, "leader election not needed"),
@@ -316,10 +323,12 @@ _ROWS: dict[ErrorCode, _Row] = {
     _E.INELIGIBLE_REPLICA: _Row(False, "new ISR holds an ineligible replica"),
     _E.NEW_LEADER_ELECTED: _Row(False, "partition state updated but the leader changed"),
     _E.OFFSET_MOVED_TO_TIERED_STORAGE: _Row(False, "offset moved to tiered storage"),
-    _E.FENCED_MEMBER_EPOCH: _Row(False, "member epoch fenced by the group coordinator"),
-    _E.UNRELEASED_INSTANCE_ID: _Row(False, "instance id still used by another member"),
-    _E.UNSUPPORTED_ASSIGNOR: _Row(False, "assignor not supported by the group"),
-    _E.STALE_MEMBER_EPOCH: _Row(False, "member epoch is stale"),
+    _E.FENCED_MEMBER_EPOCH: _Row(False, "member epoch fenced by the group coordinator", _K.MEMBER_FENCED,
+                                 FencedMemberEpochError),
+    _E.UNRELEASED_INSTANCE_ID: _Row(False, "instance id still used by another member", NO_KIND,
+                                    UnreleasedInstanceIdError),
+    _E.UNSUPPORTED_ASSIGNOR: _Row(False, "assignor not supported by the group", NO_KIND, UnsupportedAssignorError),
+    _E.STALE_MEMBER_EPOCH: _Row(False, "member epoch is stale", _K.MEMBER_EPOCH_STALE, StaleMemberEpochError),
     _E.MISMATCHED_ENDPOINT_TYPE: _Row(False, "request sent to the wrong endpoint type"),
     _E.UNSUPPORTED_ENDPOINT_TYPE: _Row(False, "endpoint type not supported"),
     _E.UNKNOWN_CONTROLLER_ID: _Row(False, "controller id not known"),

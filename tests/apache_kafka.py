@@ -260,6 +260,11 @@ class KafkaCluster:
             "share.coordinator.state.topic.min.isr": "2" if many else "1",
             "group.initial.rebalance.delay.ms": "0",
             "group.min.session.timeout.ms": "1000",  # tests use short session timeouts
+            # consumer-protocol groups (KIP-848): the broker sets their heartbeat and session; short, as above
+            "group.consumer.heartbeat.interval.ms": "1000",
+            "group.consumer.min.heartbeat.interval.ms": "500",
+            "group.consumer.session.timeout.ms": "6000",
+            "group.consumer.min.session.timeout.ms": "3000",
             "unclean.leader.election.enable": "false",
             "log.segment.bytes": str(64 * 1024 * 1024),
             "log.retention.ms": "-1",  # tests write records with timestamps years old: time retention would delete them

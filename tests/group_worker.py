@@ -2,7 +2,8 @@
 appends to a JSON-lines file each assignment ({"assigned": [partitions]}), each record read ({"record": [partition,
 offset]}) and each commit ({"committed": {partition: offset}}, sync after every third non-empty poll, so a member
 killed in between has read records it did not commit). Stops on SIGTERM;
-the test also kills it with SIGKILL. Usage: group_worker.py BOOTSTRAP TOPIC GROUP OUT."""
+the test also kills it with SIGKILL. Usage: group_worker.py BOOTSTRAP TOPIC GROUP OUT [PROTOCOL] (group.protocol:
+classic, the default, or consumer)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,12 @@ class Log(ConsumerRebalanceListener):
         self.write(assigned=sorted(tp.partition for tp in self.consumer.assignment()))
 
 
-def main(bootstrap: str, topic: str, group: str, path: str) -> None:
+def main(bootstrap: str, topic: str, group: str, path: str, protocol: str = "classic") -> None:
     running = [True]
     signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 6000,
-                         "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "max.poll.records": 20})
+    timeouts = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500} if protocol == "classic" else {}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol, **timeouts,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "max.poll.records": 20})
     with open(path, "a") as out:
         log = Log(consumer, out)
         consumer.subscribe([topic], listener=log)
@@ -61,4 +62,4 @@ def main(bootstrap: str, topic: str, group: str, path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

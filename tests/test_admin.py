@@ -401,6 +401,7 @@ def test_consumer_groups_list_describe_offsets_delete(admin: Admin, broker: Embe
     assert group in [g.group_id for g in admin.list_consumer_groups()]
     described = admin.describe_consumer_groups([group])[group].result()
     assert described.group_id == group and described.members == () and described.state == "Empty"
+    assert described.type == "classic"  # ConsumerGroupDescribe does not know it (Kafka), or is not spoken (Tansu)
     assert described.coordinator in {n.node_id for n in admin.describe_cluster().nodes}
     offsets = admin.list_consumer_group_offsets(group)
     assert {tp: r.result().offset for tp, r in offsets.items()} == {TopicPartition(topic, 0): 5,

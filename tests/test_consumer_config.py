@@ -3,6 +3,7 @@ naming the key; the producer refuses consumer keys the same way."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -99,3 +100,28 @@ def test_admin_and_consumer_parse_their_own_keys_without_a_producer_config(monke
             client.parse({**BOOT, "retry.backoff.ms": 500, "retry.backoff.max.ms": 100})
         with pytest.raises(ConfigError, match=r"bootstrap\.servers is required"):
             client.parse({})
+
+
+def test_group_protocol_consumer_and_its_remote_assignor() -> None:
+    assert ConsumerConfig.parse(BOOT).group_protocol == "classic"
+    cfg = ConsumerConfig.parse({**BOOT, "group.id": "g", "group.protocol": "CONSUMER",
+                                "group.remote.assignor": "range"})
+    assert (cfg.group_protocol, cfg.consumer_protocol, cfg.group_remote_assignor) == ("consumer", True, "range")
+    assert ConsumerConfig.parse(BOOT, group_protocol="consumer").group_remote_assignor is None
+
+
+@pytest.mark.parametrize("key, value", [("session.timeout.ms", 10000), ("heartbeat.interval.ms", 1000),
+                                        ("partition.assignment.strategy", "range")])
+def test_a_classic_only_key_with_the_consumer_protocol_is_a_config_error_naming_it(key: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=f"^{re.escape(key)} is not supported with group"):
+        ConsumerConfig.parse({**BOOT, "group.id": "g", "group.protocol": "consumer", key: value})
+    ConsumerConfig.parse({**BOOT, "group.id": "g", key: value})  # classic takes it
+
+
+def test_group_remote_assignor_with_the_classic_protocol_or_an_unknown_one_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"^group\.remote\.assignor is only read with group\.protocol=consumer"):
+        ConsumerConfig.parse({**BOOT, "group.remote.assignor": "uniform"})
+    with pytest.raises(ConfigError, match=r"group\.remote\.assignor must be one of uniform, range"):
+        ConsumerConfig.parse({**BOOT, "group.protocol": "consumer", "group.remote.assignor": "sticky"})
+    with pytest.raises(ConfigError, match=r"group\.protocol must be one of classic, consumer"):
+        ConsumerConfig.parse({**BOOT, "group.protocol": "eager"})

@@ -277,7 +277,7 @@ def test_the_listener_commits_on_close_with_the_generation_and_the_leave_waits_f
     s.member.close(s.now_ms)
     assert [e.kind for e in s.member.take_events()] == ["revoked"]
     commit = s.member.commit_request({("t", 0): 9})  # the rebalance listener's commit
-    assert commit.body["generation_id"] == 1 and commit.body["member_id"] == "m1"
+    assert commit.body["generation_id_or_member_epoch"] == 1 and commit.body["member_id"] == "m1"
     s.expect(None)  # LeaveGroup waits for the commit's answer
     s.commit_answer()
     s.expect(LEAVE)
@@ -390,7 +390,7 @@ def test_commits_carry_the_generation_and_hold_a_join_until_answered() -> None:
     s = joined()
     out = s.member.commit_request({("t", 1): (42, "meta", 3), ("t", 0): 7})
     body = out.body
-    assert body["generation_id"] == 1 and body["member_id"] == "m1" and body["group_id"] == "g"
+    assert body["generation_id_or_member_epoch"] == 1 and body["member_id"] == "m1" and body["group_id"] == "g"
     assert body["topics"] == [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": None},
         {"partition_index": 1, "committed_offset": 42, "committed_leader_epoch": 3, "committed_metadata": "meta"}]}]
@@ -428,7 +428,7 @@ def test_offset_fetch_and_manual_assignment_commits() -> None:
     assert read_offset_fetch(body, "g") == {("t", 0): OffsetAndMetadata(5, "", 2),
                                             ("t", 1): OffsetAndMetadata(-1, None, -1)}
     commit = s.member.commit_request({("t", 0): 6})  # not subscribed: no generation, no member id (Java)
-    assert commit.body["generation_id"] == -1 and commit.body["member_id"] == ""
+    assert commit.body["generation_id_or_member_epoch"] == -1 and commit.body["member_id"] == ""
     s.member.on_offsets_answer(apis.OFFSET_FETCH.key, [ErrorCode.NOT_COORDINATOR], s.now_ms)
     assert s.lost_coordinator()
 

@@ -4,7 +4,10 @@ Owns: the one retry rule of the request layer. A call fails (the transport's err
 caller's `check` reads it); the error table decides what that means: its kinds say what is stale (STALE_METADATA: a
 metadata update; COORDINATOR_MOVED, or a lost connection to a coordinator: the coordinator is looked up again;
 CONTROLLER_MOVED: a metadata update), its `retriable` flag whether to ask again, after retry.backoff.ms, until the
-deadline. No second list of retriable codes anywhere: a code's row in protocol/error_codes.py is the only place.
+deadline; MEMBER_EPOCH_STALE (a KIP-848 member's commit or offset fetch carried an epoch a heartbeat has moved on
+from) asks again a call built when it goes (`make`), so it carries the member's next epoch, as Java's
+CommitRequestManager does. No second list of retriable codes anywhere: a code's row in protocol/error_codes.py is
+the only place.
 
 Waiting: with no network thread (`drive` given: Admin) the asker runs the client's network loop itself, at most
 100 ms per turn so a close() from another thread is seen; with one, it waits on the call's Event. A backoff sleeps on
@@ -24,6 +27,7 @@ from typing import Any, NamedTuple
 from cykafka.errors import IllegalStateError, KafkaError, KafkaTimeoutError, NetworkError
 from cykafka.ports import Clock
 from cykafka.protocol import API_NAMES, Request
+from cykafka.protocol.error_codes import ErrorKind, kinds_of
 from cykafka.requests.calls import Call, CallQueue
 from cykafka.requests.routes import Coordinator, Route
 
@@ -91,7 +95,8 @@ class Asker:
                 assert call.response is not None
                 return Answer(call.answered_by, call.response)
             self.failed(route, error)
-            if not error.retriable or once:
+            if not (error.retriable or (make is not None and kinds_of(error.code) & ErrorKind.MEMBER_EPOCH_STALE)) \
+                    or once:
                 raise error
             last = error
             if self.clock.monotonic_ms() >= deadline_ms:

@@ -36,14 +36,17 @@ def by_topic_name(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]
 
 
 def offset_fetch_request(group_id: str, partitions: Iterable[tuple[str, int]] | None, *,
-                         require_stable: bool = False) -> Request:
+                         require_stable: bool = False, member_id: str | None = None,
+                         member_epoch: int = -1) -> Request:
     """The group's committed offsets of these partitions (None: every partition it committed), in both forms (v0-7's
-    group_id and topics, v8+'s groups); require_stable: wait for pending transactional commits (Java's consumer)."""
+    group_id and topics, v8+'s groups); require_stable: wait for pending transactional commits (Java's consumer);
+    member_id, member_epoch: a KIP-848 member's (v9), checked by the coordinator (STALE_MEMBER_EPOCH)."""
     topics: list[OffsetFetchRequestTopics] | None = None if partitions is None else [
         {"name": topic, "partition_indexes": indexes}
         for topic, indexes in by_topic_name(sorted(set(partitions))).items()]
     body: OffsetFetchRequestBody = {"group_id": group_id, "topics": topics,
-                                    "groups": [{"group_id": group_id, "topics": topics}],
+                                    "groups": [{"group_id": group_id, "member_id": member_id,
+                                                "member_epoch": member_epoch, "topics": topics}],
                                     "require_stable": require_stable}
     return Request(OFFSET_FETCH.key, body)
 
