@@ -23,6 +23,7 @@ PACKAGES = {
     "cykafka.metrics": "cykafka/metrics",
     "cykafka.instrumentation": "cykafka/instrumentation",
     "cykafka.compat": "cykafka/compat",
+    "cykafka.compat.confluent_kafka": "cykafka/compat/confluent_kafka",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",

@@ -1,0 +1,254 @@
+"""confluent-kafka's Producer over cykafka's: owns `produce()` (librdkafka's arguments, BufferError at once when the
+queue is full), the delivery reports (completed on cykafka's sender thread, served by `poll()` / `flush()` on the
+caller's thread as `cb(err, Message)`), `len()` and confluent's transactional calls. Sending, batching and
+transactions are cykafka's Producer's; this adds one small object per record (the report).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from cykafka import errors
+from cykafka.compat.confluent_kafka import _config
+from cykafka.compat.confluent_kafka._metadata import MetadataSource
+from cykafka.compat.confluent_kafka._types import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    ClusterMetadata,
+    Message,
+    TopicPartition,
+)
+from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, error_from, exception_from
+from cykafka.core import RecordFuture, RecordMetadata
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
+from cykafka.producer import Producer as _Producer
+from cykafka.producer_seam import NeedsMemory
+
+DeliveryCallback = Callable[[KafkaError | None, Message], object]
+_QUEUE_MAX_MESSAGES = 100000  # librdkafka's queue.buffering.max.messages default
+
+
+class _Report:
+    """One record's delivery report: filled on the sender thread, served by poll() on the caller's."""
+
+    __slots__ = ("callback", "done_s", "error", "headers", "key", "metadata", "owner", "started_s", "topic", "value")
+
+    def __init__(self, owner: Producer, callback: DeliveryCallback | None, topic: str, key: Any, value: Any,
+                 headers: Any) -> None:
+        self.owner = owner
+        self.callback = callback
+        self.topic = topic
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.started_s = time.monotonic()
+        self.error: errors.KafkaError | None = None
+        self.metadata: RecordMetadata | None = None
+        self.done_s = 0.0
+
+    def __call__(self, error: errors.KafkaError | None, metadata: RecordMetadata | None) -> None:
+        self.error = error
+        self.metadata = metadata
+        self.done_s = time.monotonic()
+        owner = self.owner
+        owner._reports.append(self)
+        if owner._waiting:
+            owner._wakeup.set()
+
+    def message(self) -> Message:
+        md = self.metadata
+        error = None if self.error is None else error_from(self.error, timeout_code=KafkaError._MSG_TIMED_OUT)
+        headers = _headers_list(self.headers)
+        if md is None:
+            return Message(self.topic, None, None, self.key, self.value, headers, error,
+                           latency=self.done_s - self.started_s)
+        timestamp = (TIMESTAMP_CREATE_TIME, md.timestamp_ms) if md.timestamp_ms >= 0 else (TIMESTAMP_NOT_AVAILABLE, 0)
+        return Message(md.topic, md.partition, md.offset if md.offset >= 0 else None, self.key, self.value, headers,
+                       error, timestamp, self.done_s - self.started_s)
+
+
+def _headers_list(headers: Any) -> list[tuple[str, bytes | None]] | None:
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return [(k, v.encode() if isinstance(v, str) else v) for k, v in items]
+
+
+class Producer:
+    """confluent_kafka.Producer's API over cykafka.Producer (docs/migrating-confluent-kafka.md)."""
+
+    def __init__(self, conf: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        config = _config.merged(conf, kwargs)
+        _config.drop_other_clients(config, "producer")
+        callback = None
+        for key in ("on_delivery", "dr_msg_cb", "on.delivery", "dr.msg.cb"):
+            if key in config:
+                callback = config.pop(key)
+        if callback is not None and not callable(callback):
+            raise TypeError("expected on_delivery to be a callable")
+        self._default_callback: DeliveryCallback | None = callback
+        self._max_messages = _config.number(config, "queue.buffering.max.messages", _QUEUE_MAX_MESSAGES)
+        if "queue.buffering.max.kbytes" in config:  # bytes of queued records: cykafka's buffer.memory bounds it
+            config["buffer.memory"] = _config.number(config, "queue.buffering.max.kbytes", 0) * 1024
+        if "enable.idempotence" not in config and "transactional.id" not in config:
+            config["enable.idempotence"] = False  # librdkafka's default (Java's is true)
+        config["error_cb"] = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
+        self._stop_forwarding = _config.forward_logs(config)
+        try:
+            with _config.as_kafka_exception():
+                self._producer = _Producer(config)
+        except BaseException:
+            self._stop_forwarding()
+            raise
+        self._reports: collections.deque[_Report] = collections.deque()
+        self._wakeup = threading.Event()
+        self._waiting = False
+        self._produced = 0
+        self._served = 0
+        self._metadata = MetadataSource(config)
+
+    # -- produce and delivery reports ------------------------------------------------------------------------------
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
+                on_delivery: DeliveryCallback | None = None, callback: DeliveryCallback | None = None,
+                timestamp: int = 0, headers: Any = None) -> None:
+        """Queues a record; its delivery report goes to on_delivery (or callback, or the config's on_delivery)
+        from a later poll() or flush(). BufferError when queue.buffering.max.messages records (or
+        queue.buffering.max.kbytes, as buffer.memory) are queued: call poll() and try again."""
+        if self._produced - self._served >= self._max_messages:
+            raise BufferError("Local: Queue full")
+        report = _Report(self, on_delivery or callback or self._default_callback, topic, key, value, headers)
+        try:
+            outcome = self._producer.try_send(topic, value, key, partition=None if partition == -1 else partition,
+                                              timestamp_ms=timestamp or None, headers=headers, on_delivery=report)
+            if not isinstance(outcome, RecordFuture):
+                if isinstance(outcome, NeedsMemory):
+                    raise BufferError("Local: Queue full")
+                # the topic's metadata is not known yet: wait for it as cykafka's send() does (max.block.ms)
+                self._producer.send(topic, value, key, partition=None if partition == -1 else partition,
+                                    timestamp_ms=timestamp or None, headers=headers, on_delivery=report)
+        except errors.BufferExhaustedError:
+            raise BufferError("Local: Queue full") from None
+        except errors.SerializationError:
+            raise
+        except errors.KafkaError as e:
+            raise exception_from(e) from e
+        self._produced += 1
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Serves the delivery reports that are ready (each callback on this thread), waiting up to timeout seconds
+        (None or negative: until one comes) for the first; returns how many it served."""
+        if not self._reports and timeout != 0:
+            self._wait_for_report(None if timeout is None or timeout < 0 else time.monotonic() + timeout)
+        return self._serve()
+
+    def _wait_for_report(self, deadline_s: float | None) -> None:
+        self._waiting = True
+        try:
+            while not self._reports:
+                left_s = None if deadline_s is None else deadline_s - time.monotonic()
+                if left_s is not None and left_s <= 0:
+                    return
+                self._wakeup.wait(left_s)
+                self._wakeup.clear()
+        finally:
+            self._waiting = False
+
+    def _serve(self) -> int:
+        reports = self._reports
+        served = 0
+        while reports:
+            report = reports.popleft()
+            self._served += 1
+            served += 1
+            if report.callback is not None:
+                report.callback(None if report.error is None else error_from(
+                    report.error, timeout_code=KafkaError._MSG_TIMED_OUT), report.message())
+        return served
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Sends everything queued and serves the delivery reports, up to timeout seconds (None or negative: no
+        limit); returns how many records are still queued or unreported (0: all done)."""
+        deadline_s = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        self._producer.flush(None if deadline_s is None else max(0.0, deadline_s - time.monotonic()))
+        self._serve()
+        while len(self) and (deadline_s is None or time.monotonic() < deadline_s):
+            self._wait_for_report(deadline_s)  # a completed batch's callbacks may still be running
+            self._serve()
+        return len(self)
+
+    def __len__(self) -> int:
+        """Records queued or in flight, plus delivery reports not yet served."""
+        return self._produced - self._served
+
+    def __bool__(self) -> bool:
+        return True
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Not supported: cykafka's producer has no purge (docs/migrating-confluent-kafka.md)."""
+        raise KafkaException(KafkaError(KafkaError._NOT_IMPLEMENTED, "purge() is not supported by cykafka's "
+                                        "producer: flush() delivers what is queued; a transaction's "
+                                        "abort_transaction() drops what it did not send"))
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """The cluster's brokers and topics (one topic when given), waiting up to timeout seconds."""
+        return self._metadata.list_topics(topic, timeout)
+
+    # -- transactions --------------------------------------------------------------------------------------------
+
+    def _txn(self, call: Callable[..., None], *args: Any) -> None:
+        try:
+            call(*args)
+        except errors.KafkaError as e:
+            raise exception_from(e) from e
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        self._txn(self._producer.init_transactions, _seconds(timeout))
+
+    def begin_transaction(self) -> None:
+        self._txn(self._producer.begin_transaction)
+
+    def send_offsets_to_transaction(self, positions: Iterable[TopicPartition], group_metadata: ConsumerGroupMetadata,
+                                    timeout: float | None = None) -> None:
+        """Adds the consumer's positions (offset: the next record to read) to the transaction."""
+        offsets = {(tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata) for tp in positions}
+        self._txn(self._producer.send_offsets_to_transaction, offsets, group_metadata, _seconds(timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flushes (serving delivery reports) and commits."""
+        try:
+            self._txn(self._producer.commit_transaction, _seconds(timeout))
+        finally:
+            self._serve()
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        try:
+            self._txn(self._producer.abort_transaction, _seconds(timeout))
+        finally:
+            self._serve()
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        raise KafkaException(KafkaError(KafkaError._NOT_IMPLEMENTED, "set_sasl_credentials: give sasl.username "
+                                        "and sasl.password in the config"))
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Flushes and closes (confluent-kafka 2.x's close()); True when everything was delivered."""
+        left = self.flush(timeout)
+        self._producer.close(_seconds(timeout))
+        self._metadata.close()
+        self._stop_forwarding()
+        return left == 0
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _seconds(timeout: float | None) -> float | None:
+    return None if timeout is None or timeout < 0 else timeout
