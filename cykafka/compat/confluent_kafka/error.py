@@ -238,10 +238,9 @@ class KafkaError:
         return self._txn_requires_abort
 
     def __str__(self) -> builtins.str:
-        return self.str()
-
-    def __repr__(self) -> builtins.str:
         return f"KafkaError{{code={self.name()},val={self._code},str=\"{self.str()}\"}}"
+
+    __repr__ = __str__
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, KafkaError):
