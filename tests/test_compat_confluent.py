@@ -329,3 +329,57 @@ def test_confluent_kafka_and_the_compat_module_give_the_same_records_commits_and
     assert len(ours["records"]) == 4 and ours["reports"][0] == (None, True, 0, 0, b"k0", b"v0")
     assert ours["unknown key"] == ("KafkaException", ck.KafkaError._INVALID_ARG)
     assert ours["commit nothing"] == ("KafkaException", ck.KafkaError._NO_OFFSET)
+
+
+# -- rebalance callbacks, the offset store, async commits, pause ------------------------------------------------------
+
+@pytest.mark.broker_only("tansu", reason="the compat layer's own bookkeeping; the group protocol is cykafka's")
+def test_rebalance_callbacks_the_offset_store_and_on_commit(broker: Any) -> None:
+    """on_assign gets (consumer, [TopicPartition]) and may set where each starts (assign() inside it); with
+    enable.auto.offset.store=false only store_offsets()'d offsets are committed (commit() and close()); an
+    asynchronous commit's outcome reaches on_commit(err, [TopicPartition]) from a later poll(); on_revoke runs on
+    close(); pause() gives back the records already fetched after resume()."""
+    topic = _topic("rebalance")
+    _fill(broker, topic, [(None, b"r%d" % i) for i in range(6)])
+    calls: list[tuple[str, list[tuple[int, int]]]] = []
+    commits: list[tuple[Any, list[tuple[int, int]]]] = []
+
+    def on_assign(consumer: Any, partitions: list[Any]) -> None:
+        calls.append(("assign", [(p.partition, p.offset) for p in partitions]))
+        for p in partitions:
+            p.offset = 2 if p.partition == 0 else ck.OFFSET_END
+        consumer.assign(partitions)
+
+    def on_revoke(consumer: Any, partitions: list[Any]) -> None:
+        calls.append(("revoke", [(p.partition, p.offset) for p in partitions]))
+
+    c = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic, **FAST_GROUP,
+                     "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+                     "on_commit": lambda err, tps: commits.append((err, [(t.partition, t.offset) for t in tps]))})
+    try:
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        first = _poll_until(c, lambda seen: len(seen) >= 1)
+        assert calls == [("assign", [(p, ck.OFFSET_INVALID) for p in range(4)])]
+        assert (first[0].partition(), first[0].offset(), first[0].value()) == (0, 2, b"r2")  # on_assign's offset
+        tp0 = ck.TopicPartition(topic, 0)
+        c.pause([tp0])
+        assert c.poll(0.3) is None  # r3.. were fetched with r2; paused, they are not handed out
+        c.resume([tp0])
+        rest = _poll_until(c, lambda seen: len(seen) >= 3)
+        assert [m.offset() for m in rest] == [3, 4, 5]  # and come again after resume
+        assert c.position([tp0])[0].offset == 6
+        with pytest.raises(ck.KafkaException) as nothing:  # nothing stored yet
+            c.commit(asynchronous=False)
+        assert nothing.value.args[0].code() == ck.KafkaError._NO_OFFSET
+        c.store_offsets(message=rest[0])
+        c.commit()  # asynchronous: on_commit hears it from a later poll
+        deadline = time.monotonic() + 10
+        while not commits and time.monotonic() < deadline:
+            c.poll(0.2)
+        assert commits == [(None, [(0, 4)])]
+        c.store_offsets(offsets=[ck.TopicPartition(topic, 0, 5)])
+    finally:
+        c.close()
+    assert calls[-1] == ("revoke", [(p, ck.OFFSET_INVALID) for p in range(4)])
+    with ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic}) as check:
+        assert check.committed([tp0], timeout=10)[0].offset == 5  # close() committed the stored offset, not 6
