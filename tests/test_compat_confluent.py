@@ -118,6 +118,10 @@ def test_an_unknown_config_key_is_a_kafka_exception_with_invalid_arg_naming_it()
         ck.Consumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "queued.min.messages": 10})
     assert refused.value.args[0].code() == ck.KafkaError._INVALID_ARG
     assert "queued.min.messages" in refused.value.args[0].str() and "fetch.max.bytes" in refused.value.args[0].str()
+    with pytest.raises(ck.KafkaException) as protocol:  # KIP-848's protocol: cykafka's consumer speaks the classic one
+        ck.Consumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "group.protocol": "consumer"})
+    assert protocol.value.args[0].code() == ck.KafkaError._INVALID_ARG and "classic" in protocol.value.args[0].str()
+    ck.Consumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "group.protocol": "classic"}).close()
 
 
 # -- examples/consumer.py ---------------------------------------------------------------------------------------------
@@ -383,3 +387,27 @@ def test_rebalance_callbacks_the_offset_store_and_on_commit(broker: Any) -> None
     assert calls[-1] == ("revoke", [(p, ck.OFFSET_INVALID) for p in range(4)])
     with ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic}) as check:
         assert check.committed([tp0], timeout=10)[0].offset == 5  # close() committed the stored offset, not 6
+
+
+# -- docs/migrating-confluent-kafka.md ---------------------------------------------------------------------------------
+
+@pytest.mark.broker_only("tansu", reason="the guide's snippets, run as pasted into one interpreter")
+def test_the_confluent_migration_guide_snippets_run_and_print_what_it_says(
+        broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every python block of the guide, in order in one namespace, at the test broker (its topic and group names
+    made unique to this run); each prints what the text after it says."""
+    from test_docs_examples import ROOT, blocks
+
+    found = blocks(ROOT / "docs" / "migrating-confluent-kafka.md", "python")
+    assert len(found) == 3
+    topic, group = _topic("orders"), _topic("billing")
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    printed = []
+    for code in found:
+        code = code.replace("127.0.0.1:9092", broker.bootstrap_servers).replace('"orders"', repr(topic))
+        exec(compile(code.replace('"billing"', repr(group)), "<guide>", "exec"), namespace)  # the guide's own code
+        printed.append(capsys.readouterr().out.splitlines())
+    assert printed == [["delivered " + topic + " 0 0 None", "b'id-1' b'paid' 0"], ["_INVALID_ARG True"],
+                       ["1", "[b'paid', b'shipped']"]]
+    with ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group}) as check:
+        assert check.committed([ck.TopicPartition(topic, 0)], timeout=10)[0].offset == 1  # the guide's commit

@@ -85,7 +85,7 @@ class Producer:
         config = _config.merged(conf, kwargs)
         _config.drop_other_clients(config, "producer")
         callback = None
-        for key in ("on_delivery", "dr_msg_cb", "on.delivery", "dr.msg.cb"):
+        for key in ("on_delivery", "dr_msg_cb", "dr_cb", "on.delivery", "dr.msg.cb", "dr.cb"):
             if key in config:
                 callback = config.pop(key)
         if callback is not None and not callable(callback):
