@@ -411,3 +411,64 @@ def test_the_confluent_migration_guide_snippets_run_and_print_what_it_says(
                        ["1", "[b'paid', b'shipped']"]]
     with ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group}) as check:
         assert check.committed([ck.TopicPartition(topic, 0)], timeout=10)[0].offset == 1  # the guide's commit
+
+
+# -- serialization: SerializingProducer, DeserializingConsumer, the built-in serdes -----------------------------------
+
+def test_the_builtin_serdes_write_the_bytes_confluent_kafkas_write() -> None:
+    theirs = pytest.importorskip("confluent_kafka.serialization")
+    from cykafka.compat.confluent_kafka import serialization as ours
+
+    for name, value in (("StringSerializer", "zoë"), ("IntegerSerializer", -7), ("DoubleSerializer", 2.5)):
+        ctx = ours.SerializationContext("t", ours.MessageField.VALUE)
+        data = getattr(ours, name)()(value, ctx)
+        assert data == getattr(theirs, name)()(value, theirs.SerializationContext("t", theirs.MessageField.VALUE))
+        assert getattr(ours, name.replace("Serializer", "Deserializer"))()(data, ctx) == value
+    with pytest.raises(ours.SerializationError) as caught:
+        ours.IntegerSerializer()(2**40)
+    assert isinstance(caught.value, ck.KafkaException)
+
+
+@pytest.mark.broker_only("tansu", reason="serializers run in the client; the broker sees bytes")
+def test_serializing_producer_and_deserializing_consumer_round_trip(broker: Any) -> None:
+    """SerializingProducer(key.serializer, value.serializer).produce(topic, key=, value=) and
+    DeserializingConsumer.poll() giving the objects back; undecodable data is ValueDeserializationError with the
+    Message; an end-of-partition event is ConsumeError (confluent-kafka's DeserializingConsumer raises it)."""
+    from cykafka.compat.confluent_kafka.error import ConsumeError, ValueDeserializationError
+    from cykafka.compat.confluent_kafka.serialization import (
+        IntegerDeserializer,
+        IntegerSerializer,
+        StringDeserializer,
+        StringSerializer,
+    )
+
+    topic = _topic("serdes")
+    p = ck.SerializingProducer({"bootstrap.servers": broker.bootstrap_servers, "key.serializer": StringSerializer(),
+                                "value.serializer": IntegerSerializer()})
+    reports: list[tuple[Any, Any]] = []
+    p.produce(topic, key="één", value=42, partition=0, on_delivery=lambda e, m: reports.append((m.key(), m.value())))
+    p.produce(topic, key=None, value=None, partition=0)
+    assert p.flush(20) == 0 and reports == [("één".encode(), (42).to_bytes(4, "big"))]
+    _fill(broker, topic, [(None, b"xy")])
+    c = ck.DeserializingConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic,
+                                  "auto.offset.reset": "earliest", "enable.partition.eof": True,
+                                  "key.deserializer": StringDeserializer(),
+                                  "value.deserializer": IntegerDeserializer()})
+    try:
+        c.assign([ck.TopicPartition(topic, 0)])
+        first = None
+        deadline = time.monotonic() + 20
+        while first is None and time.monotonic() < deadline:
+            first = c.poll(0.5)
+        assert first is not None and (first.key(), first.value()) == ("één", 42)
+        second = c.poll(10)
+        assert second is not None and (second.key(), second.value()) == (None, None)
+        with pytest.raises(ValueDeserializationError) as bad:
+            c.poll(10)
+        assert bad.value.kafka_message.value() == b"xy" and bad.value.args[0].code() == \
+            ck.KafkaError._VALUE_DESERIALIZATION
+        with pytest.raises(ConsumeError) as eof:
+            c.poll(10)
+        assert eof.value.args[0].code() == ck.KafkaError._PARTITION_EOF and eof.value.code == eof.value.args[0]
+    finally:
+        c.close()

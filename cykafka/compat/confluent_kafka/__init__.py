@@ -1,11 +1,13 @@
 """`cykafka.compat.confluent_kafka`: confluent-kafka's API (Producer, Consumer, Message, TopicPartition, KafkaError,
-KafkaException, the OFFSET_* / TIMESTAMP_* constants; admin.AdminClient) over cykafka's own clients. Change the
+KafkaException, the OFFSET_* / TIMESTAMP_* constants, SerializingProducer, DeserializingConsumer; admin.AdminClient,
+serialization's serdes, error's exceptions) over cykafka's own clients. Change the
 import, keep the code: docs/migrating-confluent-kafka.md lists what is identical and what differs. This module only
 gathers the names; each lives in the module that owns it.
 """
 
 from cykafka.compat.confluent_kafka._consumer import Consumer
 from cykafka.compat.confluent_kafka._producer import Producer
+from cykafka.compat.confluent_kafka._serializing import DeserializingConsumer, SerializingProducer
 from cykafka.compat.confluent_kafka._types import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -22,8 +24,9 @@ from cykafka.ports.values import ConsumerGroupMetadata
 
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "TIMESTAMP_CREATE_TIME",
-    "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE", "Consumer", "ConsumerGroupMetadata", "KafkaError",
-    "KafkaException", "Message", "Producer", "TopicPartition", "libversion", "version",
+    "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE", "Consumer", "ConsumerGroupMetadata",
+    "DeserializingConsumer", "KafkaError", "KafkaException", "Message", "Producer", "SerializingProducer",
+    "TopicPartition", "libversion", "version",
 ]
 
 

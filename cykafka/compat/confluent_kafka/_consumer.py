@@ -122,6 +122,9 @@ class Consumer:
         """The next record as a Message, or an event (partition EOF, an error) as a Message whose error() is set;
         None when nothing came within timeout seconds (None or negative: no limit)."""
         self._check_open()
+        return self._next_message(timeout)
+
+    def _next_message(self, timeout: float | None) -> Message | None:
         if self._next < len(self._batch):
             record = self._batch[self._next]
             self._next += 1
@@ -133,7 +136,7 @@ class Consumer:
         while True:
             self._fill(deadline_s)
             if self._next < len(self._batch):
-                return self.poll(0)
+                return self._next_message(0)
             if self._events:
                 return self._events.popleft()
             if deadline_s is not None and time.monotonic() >= deadline_s:

@@ -63,12 +63,18 @@ class _Report:
         md = self.metadata
         error = None if self.error is None else error_from(self.error, timeout_code=KafkaError._MSG_TIMED_OUT)
         headers = _headers_list(self.headers)
+        key, value = _encoded(self.key), _encoded(self.value)
         if md is None:
-            return Message(self.topic, None, None, self.key, self.value, headers, error,
+            return Message(self.topic, None, None, key, value, headers, error,
                            latency=self.done_s - self.started_s)
         timestamp = (TIMESTAMP_CREATE_TIME, md.timestamp_ms) if md.timestamp_ms >= 0 else (TIMESTAMP_NOT_AVAILABLE, 0)
-        return Message(md.topic, md.partition, md.offset if md.offset >= 0 else None, self.key, self.value, headers,
+        return Message(md.topic, md.partition, md.offset if md.offset >= 0 else None, key, value, headers,
                        error, timestamp, self.done_s - self.started_s)
+
+
+def _encoded(data: Any) -> Any:
+    """What produce() took as the report shows it: a str as its UTF-8 bytes (confluent-kafka's)."""
+    return data.encode() if isinstance(data, str) else data
 
 
 def _headers_list(headers: Any) -> list[tuple[str, bytes | None]] | None:

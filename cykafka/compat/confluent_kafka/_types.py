@@ -101,12 +101,10 @@ class Message:
         return self._offset
 
     def key(self) -> Any:
-        key = self._key
-        return key.encode() if isinstance(key, str) else key
+        return self._key
 
     def value(self) -> Any:
-        value = self._value
-        return value.encode() if isinstance(value, str) else value
+        return self._value
 
     def headers(self) -> Headers | None:
         return self._headers
@@ -123,7 +121,7 @@ class Message:
         return self._leader_epoch
 
     def len(self) -> int:
-        """The value's length in bytes (0 without a value)."""
+        """The value's length (0 without a value)."""
         value = self.value()
         return 0 if value is None else len(value)
 
@@ -164,10 +162,10 @@ class _RecordMessage(Message):
         return self._record.offset
 
     def key(self) -> Any:
-        return self._record.key if self._key is _UNSET else super().key()
+        return self._record.key if self._key is _UNSET else self._key
 
     def value(self) -> Any:
-        return self._record.value if self._value is _UNSET else super().value()
+        return self._record.value if self._value is _UNSET else self._value
 
     def headers(self) -> Headers | None:
         if self._headers is not _UNSET:

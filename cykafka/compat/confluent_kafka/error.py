@@ -1,6 +1,7 @@
 """confluent-kafka's error values over cykafka's typed errors: owns `KafkaError` (a value with librdkafka's codes:
 its negative local ones, Kafka's broker codes under librdkafka's names), `KafkaException` (args[0] is the KafkaError;
-also a cykafka.KafkaError, so either `except` catches it) and the one table that maps cykafka's error classes onto
+also a cykafka.KafkaError, so either `except` catches it) and its subclasses of confluent_kafka.error (ConsumeError,
+ProduceError, the (de)serialization errors), and the one table that maps cykafka's error classes onto
 librdkafka's codes (`ERROR_CODES_BY_CLASS`, read by `error_from`).
 """
 
@@ -275,6 +276,54 @@ class KafkaException(errors.KafkaError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class SerializationError(KafkaException):
+    """A serializer or deserializer failed (confluent_kafka.serialization.SerializationError)."""
+
+    def __init__(self, kafka_error: KafkaError | int | str | Any = None, *args: Any, **kwargs: Any) -> None:
+        if isinstance(kafka_error, str) or kafka_error is None:  # confluent's serdes raise it with a message
+            kafka_error = KafkaError(KafkaError._FAIL, kafka_error)
+        super().__init__(kafka_error, *args, **kwargs)
+
+
+class _KafkaClientError(KafkaException):
+    """A client's error with the exception that caused it and the Message it concerns (confluent-kafka's)."""
+
+    def __init__(self, kafka_error: KafkaError, exception: BaseException | None = None,
+                 kafka_message: Any = None) -> None:
+        super().__init__(kafka_error)
+        self.exception = exception
+        self.kafka_message = kafka_message
+        self.name = kafka_error.name()
+
+
+class ConsumeError(_KafkaClientError):
+    """DeserializingConsumer.poll() got an error event (partition EOF too) instead of a record."""
+
+
+class ProduceError(_KafkaClientError):
+    """SerializingProducer.produce() failed."""
+
+
+class KeySerializationError(ProduceError, SerializationError):
+    def __init__(self, exception: BaseException | None = None, kafka_message: Any = None) -> None:
+        super().__init__(KafkaError(KafkaError._KEY_SERIALIZATION, str(exception)), exception, kafka_message)
+
+
+class ValueSerializationError(ProduceError, SerializationError):
+    def __init__(self, exception: BaseException | None = None, kafka_message: Any = None) -> None:
+        super().__init__(KafkaError(KafkaError._VALUE_SERIALIZATION, str(exception)), exception, kafka_message)
+
+
+class KeyDeserializationError(ConsumeError, SerializationError):
+    def __init__(self, exception: BaseException | None = None, kafka_message: Any = None) -> None:
+        super().__init__(KafkaError(KafkaError._KEY_DESERIALIZATION, str(exception)), exception, kafka_message)
+
+
+class ValueDeserializationError(ConsumeError, SerializationError):
+    def __init__(self, exception: BaseException | None = None, kafka_message: Any = None) -> None:
+        super().__init__(KafkaError(KafkaError._VALUE_DESERIALIZATION, str(exception)), exception, kafka_message)
 
 
 # The one table: cykafka's error classes -> librdkafka's codes, most specific first (the first match wins). An error
