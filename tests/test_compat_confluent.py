@@ -106,6 +106,15 @@ def test_a_full_queue_raises_buffer_error_at_once_and_poll_serves_reports(broker
     assert served == 2 and len(p) == 0
     assert [e for e, _ in reports] == [None, None] and sorted(o for _, o in reports) == [0, 1]
     assert p.flush(5) == 0
+    for value in (b"d", b"e"):  # no callback anywhere: no report is queued (librdkafka's, without a dr_cb)
+        p.produce(topic, value, partition=1)
+    deadline = time.monotonic() + 10
+    while len(p) and time.monotonic() < deadline:  # delivered leaves the count without any poll()
+        time.sleep(0.01)
+    assert len(p) == 0 and p.poll(0) == 0
+    for value in (b"f", b"g"):  # so the delivered ones no longer fill the queue
+        p.produce(topic, value, partition=1)
+    assert p.flush(10) == 0
 
 
 def test_an_unknown_config_key_is_a_kafka_exception_with_invalid_arg_naming_it() -> None:

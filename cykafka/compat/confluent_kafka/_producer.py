@@ -51,11 +51,15 @@ class _Report:
         self.done_s = 0.0
 
     def __call__(self, error: errors.KafkaError | None, metadata: RecordMetadata | None) -> None:
-        self.error = error
-        self.metadata = metadata
-        self.done_s = time.monotonic()
         owner = self.owner
-        owner._reports.append(self)
+        if self.callback is None:  # nobody to report to: done now (librdkafka queues no report without a dr_cb)
+            with owner._silent_lock:
+                owner._silent_done += 1
+        else:
+            self.error = error
+            self.metadata = metadata
+            self.done_s = time.monotonic()
+            owner._reports.append(self)
         if owner._waiting:
             owner._wakeup.set()
 
@@ -115,6 +119,8 @@ class Producer:
         self._waiting = False
         self._produced = 0
         self._served = 0
+        self._silent_done = 0  # records without a callback that completed (their reports are not queued)
+        self._silent_lock = threading.Lock()
         self._metadata = MetadataSource(config)
 
     # -- produce and delivery reports ------------------------------------------------------------------------------
@@ -125,7 +131,7 @@ class Producer:
         """Queues a record; its delivery report goes to on_delivery (or callback, or the config's on_delivery)
         from a later poll() or flush(). BufferError when queue.buffering.max.messages records (or
         queue.buffering.max.kbytes, as buffer.memory) are queued: call poll() and try again."""
-        if self._produced - self._served >= self._max_messages:
+        if len(self) >= self._max_messages:
             raise BufferError("Local: Queue full")
         report = _Report(self, on_delivery or callback or self._default_callback, topic, key, value, headers)
         try:
@@ -149,13 +155,15 @@ class Producer:
         """Serves the delivery reports that are ready (each callback on this thread), waiting up to timeout seconds
         (None or negative: until one comes) for the first; returns how many it served."""
         if not self._reports and timeout != 0:
-            self._wait_for_report(None if timeout is None or timeout < 0 else time.monotonic() + timeout)
+            self._wait(None if timeout is None or timeout < 0 else time.monotonic() + timeout,
+                       lambda: bool(self._reports))
         return self._serve()
 
-    def _wait_for_report(self, deadline_s: float | None) -> None:
+    def _wait(self, deadline_s: float | None, done: Callable[[], bool]) -> None:
+        """Until done() (checked after each completion) or the deadline."""
         self._waiting = True
         try:
-            while not self._reports:
+            while not done():
                 left_s = None if deadline_s is None else deadline_s - time.monotonic()
                 if left_s is not None and left_s <= 0:
                     return
@@ -171,9 +179,8 @@ class Producer:
             report = reports.popleft()
             self._served += 1
             served += 1
-            if report.callback is not None:
-                report.callback(None if report.error is None else error_from(
-                    report.error, timeout_code=KafkaError._MSG_TIMED_OUT), report.message())
+            report.callback(None if report.error is None else error_from(  # type: ignore[misc]
+                report.error, timeout_code=KafkaError._MSG_TIMED_OUT), report.message())
         return served
 
     def flush(self, timeout: float | None = None) -> int:
@@ -183,13 +190,14 @@ class Producer:
         self._producer.flush(None if deadline_s is None else max(0.0, deadline_s - time.monotonic()))
         self._serve()
         while len(self) and (deadline_s is None or time.monotonic() < deadline_s):
-            self._wait_for_report(deadline_s)  # a completed batch's callbacks may still be running
+            # a completed batch's callbacks may still be running
+            self._wait(deadline_s, lambda: bool(self._reports) or not len(self))
             self._serve()
         return len(self)
 
     def __len__(self) -> int:
         """Records queued or in flight, plus delivery reports not yet served."""
-        return self._produced - self._served
+        return self._produced - self._served - self._silent_done
 
     def __bool__(self) -> bool:
         return True
