@@ -481,3 +481,52 @@ def test_serializing_producer_and_deserializing_consumer_round_trip(broker: Any)
         assert eof.value.args[0].code() == ck.KafkaError._PARTITION_EOF and eof.value.code == eof.value.args[0]
     finally:
         c.close()
+
+
+# -- AdminClient: configs, partitions, consumer groups ----------------------------------------------------------------
+
+@pytest.mark.broker_only("kafka", reason="Tansu has no CreatePartitions")
+def test_admin_configs_partitions_and_consumer_groups(broker: Any) -> None:
+    """describe_configs / alter_configs {ConfigResource: Future}, create_partitions, and a group's life:
+    list_consumer_groups (one Future of ListConsumerGroupsResult), describe_consumer_groups,
+    list_consumer_group_offsets([ConsumerGroupTopicPartitions]), delete_consumer_groups."""
+    from cykafka.compat.confluent_kafka.admin import (
+        AdminClient,
+        ConfigResource,
+        ConsumerGroupTopicPartitions,
+        NewPartitions,
+        NewTopic,
+        ResourceType,
+    )
+
+    topic, group = _topic("admin-cfg"), _topic("admin-group")
+    a = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    try:
+        a.create_topics([NewTopic(topic, 2, 1)])[topic].result(20)
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        resource.set_config("retention.ms", "3600000")
+        assert a.alter_configs([resource])[resource].result(20) is None
+        configs = a.describe_configs([ConfigResource("topic", topic)])[resource].result(20)
+        assert configs["retention.ms"].value == "3600000" and not configs["retention.ms"].is_default
+        assert configs["cleanup.policy"].is_default and configs["cleanup.policy"].source.name == "DEFAULT_CONFIG"
+        assert a.create_partitions([NewPartitions(topic, 3)])[topic].result(20) is None
+        deadline = time.monotonic() + 20
+        while len(a.list_topics(topic, 10).topics[topic].partitions) < 3 and time.monotonic() < deadline:
+            pass
+        assert len(a.list_topics(topic, 10).topics[topic].partitions) == 3
+        with ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group}) as c:
+            c.commit(offsets=[ck.TopicPartition(topic, 1, 7)], asynchronous=False)
+        listed = a.list_consumer_groups(request_timeout=20).result(20)
+        assert group in [g.group_id for g in listed.valid] and listed.errors == []
+        described = a.describe_consumer_groups([group])[group].result(20)
+        assert (described.group_id, described.state, described.members) == (group, ck.ConsumerGroupState.EMPTY, [])
+        assert group in [g.group_id for g in a.list_consumer_groups(states={ck.ConsumerGroupState.EMPTY}).result(
+            20).valid]
+        offsets = a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(20)
+        assert [(tp.topic, tp.partition, tp.offset) for tp in offsets.topic_partitions] == [(topic, 1, 7)]
+        assert a.delete_consumer_groups([group])[group].result(20) is None
+        with pytest.raises(ck.KafkaException) as gone:
+            a.delete_consumer_groups([group])[group].result(20)
+        assert gone.value.args[0].code() == ck.KafkaError.GROUP_ID_NOT_FOUND
+    finally:
+        a.close()

@@ -19,12 +19,14 @@ from cykafka.compat.confluent_kafka._types import (
     Message,
     TopicPartition,
 )
+from cykafka.compat.confluent_kafka.admin import ConsumerGroupState, ConsumerGroupTopicPartitions
 from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException
 from cykafka.ports.values import ConsumerGroupMetadata
 
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "TIMESTAMP_CREATE_TIME",
-    "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE", "Consumer", "ConsumerGroupMetadata",
+    "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE", "Consumer", "ConsumerGroupMetadata", "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
     "DeserializingConsumer", "KafkaError", "KafkaException", "Message", "Producer", "SerializingProducer",
     "TopicPartition", "libversion", "version",
 ]

@@ -33,10 +33,25 @@ from cykafka.ports import TopicPartition as _TP
 from cykafka.ports.values import Result
 
 __all__ = [
-    "AdminClient", "BrokerMetadata", "ClusterMetadata", "ConfigEntry", "ConfigResource", "ConfigSource",
-    "ConsumerGroupDescription", "ConsumerGroupListing", "ConsumerGroupTopicPartitions", "KafkaError",
-    "KafkaException", "ListConsumerGroupsResult", "MemberDescription", "NewPartitions", "NewTopic",
-    "PartitionMetadata", "ResourceType", "TopicMetadata",
+    "AdminClient",
+    "BrokerMetadata",
+    "ClusterMetadata",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigSource",
+    "ConsumerGroupDescription",
+    "ConsumerGroupListing",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
+    "KafkaError",
+    "KafkaException",
+    "ListConsumerGroupsResult",
+    "MemberDescription",
+    "NewPartitions",
+    "NewTopic",
+    "PartitionMetadata",
+    "ResourceType",
+    "TopicMetadata",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -58,6 +73,26 @@ class ConfigSource(enum.Enum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     GROUP_CONFIG = 8
+
+
+class ConsumerGroupState(enum.Enum):
+    """A group's state as confluent-kafka names it (the broker's "Stable", "Empty", ...)."""
+
+    UNKNOWN = 0
+    PREPARING_REBALANCING = 1
+    COMPLETING_REBALANCING = 2
+    STABLE = 3
+    DEAD = 4
+    EMPTY = 5
+
+    @classmethod
+    def of(cls, broker_state: str | None) -> ConsumerGroupState:
+        return _STATES.get(broker_state or "", cls.UNKNOWN)
+
+
+_STATES = {"PreparingRebalance": ConsumerGroupState.PREPARING_REBALANCING,
+           "CompletingRebalance": ConsumerGroupState.COMPLETING_REBALANCING, "Stable": ConsumerGroupState.STABLE,
+           "Dead": ConsumerGroupState.DEAD, "Empty": ConsumerGroupState.EMPTY}
 
 
 class NewTopic:
@@ -166,7 +201,8 @@ class ConsumerGroupTopicPartitions:
 
 
 class ConsumerGroupListing:
-    def __init__(self, group_id: str, is_simple_consumer_group: bool, state: str | None = None) -> None:
+    def __init__(self, group_id: str, is_simple_consumer_group: bool,
+                 state: ConsumerGroupState | None = None) -> None:
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
         self.state = state
@@ -189,7 +225,7 @@ class MemberDescription:
 
 class ConsumerGroupDescription:
     def __init__(self, group_id: str, is_simple_consumer_group: bool, members: list[MemberDescription],
-                 partition_assignor: str, state: str, coordinator: int) -> None:
+                 partition_assignor: str, state: ConsumerGroupState, coordinator: int) -> None:
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
         self.members = members
@@ -329,7 +365,8 @@ class AdminClient:
 
         def run() -> ListConsumerGroupsResult:
             found = self._admin.list_consumer_groups(states=wanted, timeout_ms=timeout_ms(request_timeout))
-            return ListConsumerGroupsResult([ConsumerGroupListing(g.group_id, g.protocol_type == "", g.state)
+            return ListConsumerGroupsResult([ConsumerGroupListing(g.group_id, g.protocol_type == "",
+                                                                  ConsumerGroupState.of(g.state))
                                              for g in found])
         return self._one(run)
 
@@ -340,7 +377,7 @@ class AdminClient:
         def described(d: Any) -> ConsumerGroupDescription:
             return ConsumerGroupDescription(d.group_id, d.protocol_type == "", [
                 MemberDescription(m.member_id, m.client_id, m.host, m.group_instance_id) for m in d.members],
-                d.partition_assignor, d.state, d.coordinator)
+                d.partition_assignor, ConsumerGroupState.of(d.state), d.coordinator)
 
         return self._each(names, lambda: self._admin.describe_consumer_groups(
             names, timeout_ms=timeout_ms(request_timeout)), value=described)
@@ -403,7 +440,7 @@ def _op_name(operation: Any) -> str:
 
 
 def _state_name(state: Any) -> str:
-    """ConsumerGroupState.STABLE (confluent's enum) or "Stable" as the broker spells the state."""
-    name = getattr(state, "name", state)
-    return {"PREPARING_REBALANCING": "PreparingRebalance", "COMPLETING_REBALANCING": "CompletingRebalance"}.get(
-        str(name), str(name).title())
+    """ConsumerGroupState.STABLE as the broker spells it ("Stable"); a string as it is."""
+    if isinstance(state, ConsumerGroupState):
+        return next(name for name, s in _STATES.items() if s is state)
+    return str(state)
