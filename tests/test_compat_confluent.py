@@ -117,6 +117,22 @@ def test_a_full_queue_raises_buffer_error_at_once_and_poll_serves_reports(broker
     assert p.flush(10) == 0
 
 
+def test_produce_never_waits_for_metadata_and_reports_msg_timed_out_when_it_never_comes() -> None:
+    """librdkafka's produce() returns at once with no broker reachable; the record is reported failed later."""
+    from cykafka.broker import free_port
+
+    p = ck.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}", "max.block.ms": 300})
+    reports: list[Any] = []
+    started = time.monotonic()
+    for value in (b"a", b"b"):
+        p.produce("nowhere", value, on_delivery=lambda err, msg: reports.append((err.code(), msg.value())))
+    assert time.monotonic() - started < 0.2 and len(p) == 2
+    deadline = time.monotonic() + 10
+    while len(reports) < 2 and time.monotonic() < deadline:
+        p.poll(0.1)
+    assert reports == [(ck.KafkaError._MSG_TIMED_OUT, b"a"), (ck.KafkaError._MSG_TIMED_OUT, b"b")] and len(p) == 0
+
+
 def test_an_unknown_config_key_is_a_kafka_exception_with_invalid_arg_naming_it() -> None:
     with pytest.raises(ck.KafkaException) as caught:
         ck.Producer({"bootstrap.servers": "127.0.0.1:9", "no.such.property": 1})

@@ -1,7 +1,8 @@
 """confluent-kafka's Producer over cykafka's: owns `produce()` (librdkafka's arguments, BufferError at once when the
-queue is full), the delivery reports (completed on cykafka's sender thread, served by `poll()` / `flush()` on the
-caller's thread as `cb(err, Message)`), `len()` and confluent's transactional calls. Sending, batching and
-transactions are cykafka's Producer's; this adds one small object per record (the report).
+queue is full, never waiting: a record whose topic's metadata is not known yet is held, in order, until it is, or
+fails after max.block.ms), the delivery reports (completed on cykafka's sender thread, served by `poll()` /
+`flush()` on the caller's thread as `cb(err, Message)`), `len()` and confluent's transactional calls. Sending,
+batching and transactions are cykafka's Producer's; this adds one small object per record (the report).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from cykafka.producer_seam import NeedsMemory
 
 DeliveryCallback = Callable[[KafkaError | None, Message], object]
 _QUEUE_MAX_MESSAGES = 100000  # librdkafka's queue.buffering.max.messages default
+_HELD_RECHECK_S = 0.005  # records waiting for their topic's metadata are looked at this often while poll() waits
 
 
 class _Report:
@@ -74,6 +76,10 @@ class _Report:
         timestamp = (TIMESTAMP_CREATE_TIME, md.timestamp_ms) if md.timestamp_ms >= 0 else (TIMESTAMP_NOT_AVAILABLE, 0)
         return Message(md.topic, md.partition, md.offset if md.offset >= 0 else None, key, value, headers,
                        error, timestamp, self.done_s - self.started_s)
+
+
+# a produce() call's record: topic, value, key, partition, timestamp_ms, headers, its report
+_Record = tuple[str, Any, Any, int | None, int | None, Any, _Report]
 
 
 def _encoded(data: Any) -> Any:
@@ -122,6 +128,10 @@ class Producer:
         self._silent_done = 0  # records without a callback that completed (their reports are not queued)
         self._silent_lock = threading.Lock()
         self._metadata = MetadataSource(config)
+        self._held: dict[str, collections.deque[_Record]] = {}  # per topic, records waiting for its metadata
+        self._held_deadline_ms: dict[str, int] = {}  # when they fail (max.block.ms after the first, Clock port ms)
+        self._held_lock = threading.RLock()
+        self._held_failed = False  # a held record failed since the transaction began
 
     # -- produce and delivery reports ------------------------------------------------------------------------------
 
@@ -133,16 +143,16 @@ class Producer:
         queue.buffering.max.kbytes, as buffer.memory) are queued: call poll() and try again."""
         if len(self) >= self._max_messages:
             raise BufferError("Local: Queue full")
-        report = _Report(self, on_delivery or callback or self._default_callback, topic, key, value, headers)
+        record = (topic, value, key, None if partition == -1 else partition, timestamp or None, headers,
+                  _Report(self, on_delivery or callback or self._default_callback, topic, key, value, headers))
+        if self._held:
+            self._release_held()
         try:
-            outcome = self._producer.try_send(topic, value, key, partition=None if partition == -1 else partition,
-                                              timestamp_ms=timestamp or None, headers=headers, on_delivery=report)
-            if not isinstance(outcome, RecordFuture):
-                if isinstance(outcome, NeedsMemory):
-                    raise BufferError("Local: Queue full")
-                # the topic's metadata is not known yet: wait for it as cykafka's send() does (max.block.ms)
-                self._producer.send(topic, value, key, partition=None if partition == -1 else partition,
-                                    timestamp_ms=timestamp or None, headers=headers, on_delivery=report)
+            if topic in self._held:  # behind the topic's records that wait for its metadata
+                with self._held_lock:
+                    self._held[topic].append(record)
+            else:
+                self._send_or_hold(record)
         except errors.BufferExhaustedError:
             raise BufferError("Local: Queue full") from None
         except errors.SerializationError:
@@ -151,9 +161,53 @@ class Producer:
             raise exception_from(e) from e
         self._produced += 1
 
+    def _send_or_hold(self, record: _Record) -> None:
+        """Appends the record, or (its topic's metadata unknown yet) holds it for _release_held(): produce()
+        never waits for metadata, as librdkafka's does not."""
+        topic, value, key, partition, timestamp_ms, headers, report = record
+        outcome = self._producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                          headers=headers, on_delivery=report)
+        if isinstance(outcome, RecordFuture):
+            return
+        if isinstance(outcome, NeedsMemory):
+            raise BufferError("Local: Queue full")
+        if self._producer.poll_metadata(topic, partition, outcome.deadline_ms) is not None:  # known by now
+            self._send_or_hold(record)
+            return
+        with self._held_lock:
+            self._held.setdefault(topic, collections.deque()).append(record)
+            self._held_deadline_ms[topic] = outcome.deadline_ms
+
+    def _release_held(self) -> None:
+        """Appends the held records whose topic's metadata arrived, in order; fails them (their delivery report)
+        when it cannot come (max.block.ms passed: _MSG_TIMED_OUT; the topic refused; a partition out of range)."""
+        with self._held_lock:
+            for topic in list(self._held):
+                waiting, deadline_ms = self._held[topic], self._held_deadline_ms[topic]
+                while waiting:
+                    _, value, key, partition, timestamp_ms, headers, report = waiting[0]
+                    try:
+                        if self._producer.poll_metadata(topic, partition, deadline_ms) is None:
+                            break
+                        outcome = self._producer.try_send(topic, value, key, partition=partition,
+                                                          timestamp_ms=timestamp_ms, headers=headers,
+                                                          on_delivery=report)
+                    except errors.KafkaError as e:
+                        waiting.popleft()
+                        self._held_failed = True  # a transaction holding it cannot commit
+                        report(e, None)
+                        continue
+                    if not isinstance(outcome, RecordFuture):
+                        break  # memory is full (or the partition not known yet): the next call tries again
+                    waiting.popleft()
+                if not waiting:
+                    del self._held[topic], self._held_deadline_ms[topic]
+
     def poll(self, timeout: float | None = None) -> int:
         """Serves the delivery reports that are ready (each callback on this thread), waiting up to timeout seconds
         (None or negative: until one comes) for the first; returns how many it served."""
+        if self._held:
+            self._release_held()
         if not self._reports and timeout != 0:
             self._wait(None if timeout is None or timeout < 0 else time.monotonic() + timeout,
                        lambda: bool(self._reports))
@@ -167,8 +221,12 @@ class Producer:
                 left_s = None if deadline_s is None else deadline_s - time.monotonic()
                 if left_s is not None and left_s <= 0:
                     return
+                if self._held:  # records wait for metadata: look again soon
+                    left_s = _HELD_RECHECK_S if left_s is None else min(left_s, _HELD_RECHECK_S)
                 self._wakeup.wait(left_s)
                 self._wakeup.clear()
+                if self._held:
+                    self._release_held()
         finally:
             self._waiting = False
 
@@ -187,6 +245,8 @@ class Producer:
         """Sends everything queued and serves the delivery reports, up to timeout seconds (None or negative: no
         limit); returns how many records are still queued or unreported (0: all done)."""
         deadline_s = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while self._held and (deadline_s is None or time.monotonic() < deadline_s):
+            self._wait(deadline_s, lambda: not self._held)
         self._producer.flush(None if deadline_s is None else max(0.0, deadline_s - time.monotonic()))
         self._serve()
         while len(self) and (deadline_s is None or time.monotonic() < deadline_s):
@@ -225,6 +285,7 @@ class Producer:
 
     def begin_transaction(self) -> None:
         self._txn(self._producer.begin_transaction)
+        self._held_failed = False
 
     def send_offsets_to_transaction(self, positions: Iterable[TopicPartition], group_metadata: ConsumerGroupMetadata,
                                     timeout: float | None = None) -> None:
@@ -233,16 +294,35 @@ class Producer:
         self._txn(self._producer.send_offsets_to_transaction, offsets, group_metadata, _seconds(timeout))
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flushes (serving delivery reports) and commits."""
+        """Flushes (serving delivery reports, appending records held for metadata) and commits; a record that
+        failed makes it raise with txn_requires_abort()."""
+        deadline_s = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         try:
-            self._txn(self._producer.commit_transaction, _seconds(timeout))
+            while self._held and (deadline_s is None or time.monotonic() < deadline_s):
+                self._wait(deadline_s, lambda: not self._held)
+            if self._held:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit_transaction: records still wait "
+                                                "for their topic's metadata", retriable=True))
+            if self._held_failed:
+                raise KafkaException(KafkaError(KafkaError._STATE, "a record of the transaction failed: "
+                                                "abort_transaction()", txn_requires_abort=True))
+            self._txn(self._producer.commit_transaction,
+                      None if deadline_s is None else max(0.0, deadline_s - time.monotonic()))
         finally:
             self._serve()
 
     def abort_transaction(self, timeout: float | None = None) -> None:
+        """Aborts; records still held for metadata are dropped, reported with _PURGE_QUEUE."""
+        with self._held_lock:
+            held, self._held = self._held, {}
+            self._held_deadline_ms.clear()
+        for waiting in held.values():
+            for record in waiting:
+                record[-1](errors.KafkaError("the transaction was aborted", code=KafkaError._PURGE_QUEUE), None)
         try:
             self._txn(self._producer.abort_transaction, _seconds(timeout))
         finally:
+            self._held_failed = False
             self._serve()
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
