@@ -317,6 +317,8 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
     seen["flush"] = p.flush(30)
     seen["reports"] = sorted(reports, key=lambda r: (r[2], r[3]))
     seen["too large"] = error_of(lambda: p.produce(topic, value=b"x" * 2_000_000, partition=0))
+    seen["no such partition"] = error_of(lambda: p.produce(topic, value=b"x", partition=99))
+    seen["init without transactional.id"] = error_of(lambda: p.init_transactions(5))
     p.flush(10)
     c = kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                         "enable.auto.commit": False})
@@ -358,6 +360,11 @@ def test_confluent_kafka_and_the_compat_module_give_the_same_records_commits_and
     assert len(ours["records"]) == 4 and ours["reports"][0] == (None, True, 0, 0, b"k0", b"v0")
     assert ours["unknown key"] == ("KafkaException", ck.KafkaError._INVALID_ARG)
     assert ours["commit nothing"] == ("KafkaException", ck.KafkaError._NO_OFFSET)
+    assert ours["no such partition"] == ("KafkaException", ck.KafkaError._UNKNOWN_PARTITION)
+    assert ours["init without transactional.id"] == ("KafkaException", ck.KafkaError._NOT_CONFIGURED)
+    assert ours["too large"] == ("KafkaException", ck.KafkaError.MSG_SIZE_TOO_LARGE)
+    assert ours["store with auto store"] == ("KafkaException", ck.KafkaError._INVALID_ARG)
+    assert ours["after close"] == ("RuntimeError", None)
 
 
 # -- rebalance callbacks, the offset store, async commits, pause ------------------------------------------------------

@@ -157,9 +157,21 @@ class Producer:
             raise BufferError("Local: Queue full") from None
         except errors.SerializationError:
             raise
+        except errors.InvalidRecordError as e:
+            if partition != -1 and self._partition_unknown(topic, partition):
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, str(e))) from e
+            raise exception_from(e) from e
         except errors.KafkaError as e:
             raise exception_from(e) from e
         self._produced += 1
+
+    def _partition_unknown(self, topic: str, partition: int) -> bool:
+        """Whether the topic's known metadata has no such partition (librdkafka: _UNKNOWN_PARTITION)."""
+        try:
+            count = self._producer.poll_metadata(topic, None, 2**62)  # never blocks; the deadline is not reached
+        except errors.KafkaError:
+            return False
+        return count is not None and not 0 <= partition < count
 
     def _send_or_hold(self, record: _Record) -> None:
         """Appends the record, or (its topic's metadata unknown yet) holds it for _release_held(): produce()
@@ -275,6 +287,9 @@ class Producer:
     # -- transactions --------------------------------------------------------------------------------------------
 
     def _txn(self, call: Callable[..., None], *args: Any) -> None:
+        if self._producer.config.transactional_id is None:
+            raise KafkaException(KafkaError(KafkaError._NOT_CONFIGURED, "The Transactional API requires "
+                                            "transactional.id to be configured"))
         try:
             call(*args)
         except errors.KafkaError as e:
