@@ -347,6 +347,14 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
     finally:
         c.close()
     seen["after close"] = error_of(lambda: c.poll(0))
+    strict = kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group + "-strict",
+                             "auto.offset.reset": "error"})
+    try:  # no committed offset and no reset allowed: an error event, not an exception
+        strict.assign([kafka.TopicPartition(topic, 0)])
+        event = strict.poll(10)
+        seen["no reset allowed"] = None if event is None else (event.error().code(), event.partition())
+    finally:
+        strict.close()
     return seen
 
 
@@ -365,6 +373,7 @@ def test_confluent_kafka_and_the_compat_module_give_the_same_records_commits_and
     assert ours["too large"] == ("KafkaException", ck.KafkaError.MSG_SIZE_TOO_LARGE)
     assert ours["store with auto store"] == ("KafkaException", ck.KafkaError._INVALID_ARG)
     assert ours["after close"] == ("RuntimeError", None)
+    assert ours["no reset allowed"] == (ck.KafkaError._AUTO_OFFSET_RESET, 0)
 
 
 # -- rebalance callbacks, the offset store, async commits, pause ------------------------------------------------------

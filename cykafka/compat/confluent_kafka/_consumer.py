@@ -178,8 +178,10 @@ class Consumer:
                 raise RuntimeError("Consumer closed") from e
             raise exception_from(e) from e
         except errors.KafkaError as e:
-            if self._callback_error is None:
-                self._events.append(Message(error=error_from(e)))
+            if self._callback_error is None:  # one event per partition it names (librdkafka's), else one
+                value = error_from(e)
+                where = getattr(e, "partitions", None) or [(None, None)]
+                self._events.extend(Message(topic, partition, error=value) for topic, partition in where)
             records = []
         finally:
             self._raise_callback_error()
