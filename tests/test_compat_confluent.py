@@ -562,3 +562,25 @@ def test_admin_configs_partitions_and_consumer_groups(broker: Any) -> None:
         assert gone.value.args[0].code() == ck.KafkaError.GROUP_ID_NOT_FOUND
     finally:
         a.close()
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu shows aborted records to read_committed consumers")
+def test_an_aborted_transaction_is_invisible_to_a_default_consumer(broker: Any) -> None:
+    """abort_transaction() after produce(): the records are never seen by a consumer with librdkafka's default
+    isolation.level (read_committed); the next committed transaction's are."""
+    topic = _topic("abort")
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": topic})
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce(topic, b"aborted", partition=0)
+    p.flush(20)
+    p.abort_transaction(20)
+    p.begin_transaction()
+    p.produce(topic, b"committed", partition=0)
+    p.commit_transaction(20)
+    with ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic,
+                      "auto.offset.reset": "earliest", "enable.partition.eof": True}) as c:
+        c.assign([ck.TopicPartition(topic, 0)])
+        seen = _poll_until(c, lambda msgs: any(m.error() for m in msgs), 20)
+    assert [m.value() for m in seen if not m.error()] == [b"committed"]
+    assert seen[-1].error().code() == ck.KafkaError._PARTITION_EOF
