@@ -584,3 +584,43 @@ def test_an_aborted_transaction_is_invisible_to_a_default_consumer(broker: Any) 
         seen = _poll_until(c, lambda msgs: any(m.error() for m in msgs), 20)
     assert [m.value() for m in seen if not m.error()] == [b"committed"]
     assert seen[-1].error().code() == ck.KafkaError._PARTITION_EOF
+
+
+def _group_calls(kafka: ModuleType, bootstrap: str, topic: str) -> dict[str, Any]:
+    """subscribe() with rebalance callbacks, poll() until every record, close(): the callbacks' arguments, the
+    records and what the group committed (enable.auto.commit's commit on close)."""
+    seen: dict[str, Any] = {"callbacks": []}
+
+    def note(kind: str) -> Any:
+        return lambda consumer, partitions: seen["callbacks"].append(
+            (kind, sorted((p.partition, p.offset) for p in partitions)))
+
+    c = kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest",
+                        "session.timeout.ms": 6000})
+    c.subscribe([topic], on_assign=note("assign"), on_revoke=note("revoke"))
+    msgs = _poll_until(c, lambda got: len(got) >= 3, 30)
+    seen["records"] = sorted((m.partition(), m.offset(), m.value()) for m in msgs)
+    seen["assignment"] = sorted(p.partition for p in c.assignment())
+    c.close()
+    with kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": topic}) as check:
+        seen["committed"] = [(p.partition, p.offset) for p in check.committed(
+            [kafka.TopicPartition(topic, p) for p in range(2)], timeout=10)]
+    return seen
+
+
+@pytest.mark.broker_only("kafka", reason="a group on Apache Kafka; Tansu holds each join session.timeout.ms / 2")
+def test_confluent_kafka_and_the_compat_module_run_the_same_group(broker: Any) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from cykafka.compat.confluent_kafka.admin import AdminClient, NewTopic
+
+    results = []
+    for kafka in (confluent_kafka, ck):
+        topic = _topic("group-" + kafka.__name__.rsplit(".", 1)[-1])
+        with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+            admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(20)
+        _fill(broker, topic, [(None, b"a"), (None, b"b")], partition=0)
+        _fill(broker, topic, [(None, b"c")], partition=1)
+        results.append(_group_calls(kafka, broker.bootstrap_servers, topic))
+    theirs, ours = results
+    assert ours == theirs
+    assert ours["committed"] == [(0, 2), (1, 1)] and ours["callbacks"][0] == ("assign", [(0, -1001), (1, -1001)])
