@@ -538,7 +538,10 @@ def test_admin_configs_partitions_and_consumer_groups(broker: Any) -> None:
         resource = ConfigResource(ResourceType.TOPIC, topic)
         resource.set_config("retention.ms", "3600000")
         assert a.alter_configs([resource])[resource].result(20) is None
+        deadline = time.monotonic() + 20
         configs = a.describe_configs([ConfigResource("topic", topic)])[resource].result(20)
+        while configs["retention.ms"].value != "3600000" and time.monotonic() < deadline:  # applied a moment later
+            configs = a.describe_configs([ConfigResource("topic", topic)])[resource].result(20)
         assert configs["retention.ms"].value == "3600000" and not configs["retention.ms"].is_default
         assert configs["cleanup.policy"].is_default and configs["cleanup.policy"].source.name == "DEFAULT_CONFIG"
         assert a.create_partitions([NewPartitions(topic, 3)])[topic].result(20) is None

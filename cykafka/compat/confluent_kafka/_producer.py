@@ -27,7 +27,7 @@ from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, err
 from cykafka.core import RecordFuture, RecordMetadata
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 from cykafka.producer import Producer as _Producer
-from cykafka.producer_seam import NeedsMemory
+from cykafka.producer_seam import NeedsMemory, NeedsMetadata
 
 DeliveryCallback = Callable[[KafkaError | None, Message], object]
 _QUEUE_MAX_MESSAGES = 100000  # librdkafka's queue.buffering.max.messages default
@@ -39,7 +39,7 @@ class _Report:
 
     __slots__ = ("callback", "done_s", "error", "headers", "key", "metadata", "owner", "started_s", "topic", "value")
 
-    def __init__(self, owner: Producer, callback: DeliveryCallback | None, topic: str, key: Any, value: Any,
+    def __init__(self, owner: Producer, callback: DeliveryCallback, topic: str, key: Any, value: Any,
                  headers: Any) -> None:
         self.owner = owner
         self.callback = callback
@@ -53,15 +53,11 @@ class _Report:
         self.done_s = 0.0
 
     def __call__(self, error: errors.KafkaError | None, metadata: RecordMetadata | None) -> None:
+        self.error = error
+        self.metadata = metadata
+        self.done_s = time.monotonic()
         owner = self.owner
-        if self.callback is None:  # nobody to report to: done now (librdkafka queues no report without a dr_cb)
-            with owner._silent_lock:
-                owner._silent_done += 1
-        else:
-            self.error = error
-            self.metadata = metadata
-            self.done_s = time.monotonic()
-            owner._reports.append(self)
+        owner._reports.append(self)
         if owner._waiting:
             owner._wakeup.set()
 
@@ -79,7 +75,7 @@ class _Report:
 
 
 # a produce() call's record: topic, value, key, partition, timestamp_ms, headers, its report
-_Record = tuple[str, Any, Any, int | None, int | None, Any, _Report]
+_Record = tuple[str, Any, Any, int | None, int | None, Any, Callable[[errors.KafkaError | None, Any], None]]
 
 
 def _encoded(data: Any) -> Any:
@@ -120,6 +116,7 @@ class Producer:
         except BaseException:
             self._stop_forwarding()
             raise
+        self._try_send = self._producer.try_send
         self._reports: collections.deque[_Report] = collections.deque()
         self._wakeup = threading.Event()
         self._waiting = False
@@ -141,29 +138,42 @@ class Producer:
         """Queues a record; its delivery report goes to on_delivery (or callback, or the config's on_delivery)
         from a later poll() or flush(). BufferError when queue.buffering.max.messages records (or
         queue.buffering.max.kbytes, as buffer.memory) are queued: call poll() and try again."""
-        if len(self) >= self._max_messages:
+        if self._produced - self._served - self._silent_done >= self._max_messages:
             raise BufferError("Local: Queue full")
-        record = (topic, value, key, None if partition == -1 else partition, timestamp or None, headers,
-                  _Report(self, on_delivery or callback or self._default_callback, topic, key, value, headers))
-        if self._held:
-            self._release_held()
+        cb = on_delivery or callback or self._default_callback
+        report = self._silent_report if cb is None else _Report(self, cb, topic, key, value, headers)
+        part = None if partition == -1 else partition
         try:
-            if topic in self._held:  # behind the topic's records that wait for its metadata
-                with self._held_lock:
-                    self._held[topic].append(record)
-            else:
-                self._send_or_hold(record)
+            if self._held:
+                self._release_held()
+                if topic in self._held:  # behind the topic's records that wait for its metadata
+                    with self._held_lock:
+                        self._held[topic].append((topic, value, key, part, timestamp or None, headers, report))
+                    self._produced += 1
+                    return
+            outcome = self._try_send(topic, value, key, partition=part, timestamp_ms=timestamp or None,
+                                     headers=headers, on_delivery=report)
+            if outcome.__class__ is not RecordFuture:
+                self._not_sent((topic, value, key, part, timestamp or None, headers, report), outcome)
         except errors.BufferExhaustedError:
             raise BufferError("Local: Queue full") from None
         except errors.SerializationError:
             raise
         except errors.InvalidRecordError as e:
-            if partition != -1 and self._partition_unknown(topic, partition):
+            if part is not None and self._partition_unknown(topic, part):
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, str(e))) from e
             raise exception_from(e) from e
         except errors.KafkaError as e:
             raise exception_from(e) from e
         self._produced += 1
+
+    def _silent_report(self, error: errors.KafkaError | None, metadata: RecordMetadata | None) -> None:
+        """The outcome of a record produced without any callback: done now, no report queued (librdkafka queues
+        none without a dr_cb)."""
+        with self._silent_lock:
+            self._silent_done += 1
+        if self._waiting:
+            self._wakeup.set()
 
     def _partition_unknown(self, topic: str, partition: int) -> bool:
         """Whether the topic's known metadata has no such partition (librdkafka: _UNKNOWN_PARTITION)."""
@@ -173,19 +183,18 @@ class Producer:
             return False
         return count is not None and not 0 <= partition < count
 
-    def _send_or_hold(self, record: _Record) -> None:
-        """Appends the record, or (its topic's metadata unknown yet) holds it for _release_held(): produce()
-        never waits for metadata, as librdkafka's does not."""
-        topic, value, key, partition, timestamp_ms, headers, report = record
-        outcome = self._producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                          headers=headers, on_delivery=report)
-        if isinstance(outcome, RecordFuture):
-            return
+    def _not_sent(self, record: _Record, outcome: object) -> None:
+        """try_send's answer other than a future: memory full (BufferError), or the topic's metadata unknown
+        yet: the record is held for _release_held(), as produce() never waits for metadata (librdkafka's)."""
         if isinstance(outcome, NeedsMemory):
             raise BufferError("Local: Queue full")
+        assert isinstance(outcome, NeedsMetadata)
+        topic, value, key, partition, timestamp_ms, headers, report = record
         if self._producer.poll_metadata(topic, partition, outcome.deadline_ms) is not None:  # known by now
-            self._send_or_hold(record)
-            return
+            again = self._try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                   headers=headers, on_delivery=report)
+            if again.__class__ is RecordFuture:
+                return
         with self._held_lock:
             self._held.setdefault(topic, collections.deque()).append(record)
             self._held_deadline_ms[topic] = outcome.deadline_ms
@@ -249,7 +258,7 @@ class Producer:
             report = reports.popleft()
             self._served += 1
             served += 1
-            report.callback(None if report.error is None else error_from(  # type: ignore[misc]
+            report.callback(None if report.error is None else error_from(
                 report.error, timeout_code=KafkaError._MSG_TIMED_OUT), report.message())
         return served
 
