@@ -315,6 +315,8 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
                   on_delivery=lambda err, m: reports.append((err, m.topic() == topic, m.partition(), m.offset(),
                                                              m.key(), m.value())))
     seen["flush"] = p.flush(30)
+    producer_md = p.list_topics(topic, timeout=10)
+    seen["producer metadata"] = (sorted(producer_md.topics[topic].partitions), len(producer_md.brokers))
     seen["reports"] = sorted(reports, key=lambda r: (r[2], r[3]))
     seen["too large"] = error_of(lambda: p.produce(topic, value=b"x" * 2_000_000, partition=0))
     seen["no such partition"] = error_of(lambda: p.produce(topic, value=b"x", partition=99))
@@ -327,8 +329,9 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
         seen["store with auto store"] = error_of(lambda: c.store_offsets(offsets=[kafka.TopicPartition(topic, 0, 1)]))
         c.assign([kafka.TopicPartition(topic, 0), kafka.TopicPartition(topic, 1)])
         msgs = c.consume(num_messages=4, timeout=20)
-        while len(msgs) < 4 and msgs:
-            msgs += c.consume(num_messages=4 - len(msgs), timeout=5)
+        for _ in range(3):  # consume() waits for all 4 up to its timeout; a bounded second look if not
+            if len(msgs) < 4:
+                msgs += c.consume(num_messages=4 - len(msgs), timeout=5)
         seen["records"] = sorted((m.topic() == topic, m.partition(), m.offset(), m.key(), m.value(), m.headers(),
                                   m.timestamp()[0], m.error()) for m in msgs)
         last_of_0 = max((m for m in msgs if m.partition() == 0), key=lambda m: m.offset())
@@ -341,6 +344,17 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
         seen["position"] = [(tp.partition, tp.offset) for tp in c.position(
             [kafka.TopicPartition(topic, p) for p in range(2)])]
         seen["watermarks"] = c.get_watermark_offsets(kafka.TopicPartition(topic, 1), timeout=10)
+        first_ts = min(m.timestamp()[1] for m in msgs)
+        seen["offsets for times"] = [(tp.partition, tp.offset) for tp in c.offsets_for_times(
+            [kafka.TopicPartition(topic, 0, first_ts), kafka.TopicPartition(topic, 1, 2**41)], timeout=10)]
+        md = c.list_topics(topic, timeout=10)
+        seen["metadata"] = (sorted(md.topics[topic].partitions), len(md.brokers), md.topics[topic].error)
+        c.incremental_unassign([kafka.TopicPartition(topic, 0)])
+        seen["after incremental_unassign"] = [(tp.topic == topic, tp.partition) for tp in c.assignment()]
+        c.incremental_assign([kafka.TopicPartition(topic, 0, 1)])
+        again0 = c.poll(10)
+        seen["after incremental_assign"] = (sorted(tp.partition for tp in c.assignment()),
+                                            None if again0 is None else (again0.partition(), again0.offset()))
         c.seek(kafka.TopicPartition(topic, 1, 0))
         again = c.poll(10)
         seen["after seek"] = None if again is None else (again.partition(), again.offset())
