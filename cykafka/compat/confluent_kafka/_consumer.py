@@ -110,6 +110,7 @@ class Consumer:
         self._rebalancing: str | None = None
         self._callback_error: BaseException | None = None
         self._closed = False
+        self._closing = False
         self._metadata = MetadataSource(config)
 
     # -- poll ----------------------------------------------------------------------------------------------------
@@ -240,7 +241,7 @@ class Consumer:
         self._drop_buffered(lambda t, p: False, rewind=False)
 
     def _rebalance(self, kind: str, callback: RebalanceCallback | None, partitions: set[_TP]) -> None:
-        if kind != "assign" and self._auto_commit and not self._closed and kind != "lost":
+        if kind != "assign" and self._auto_commit and not self._closing and kind != "lost":
             self._commit_stored([(tp.topic, tp.partition) for tp in partitions], asynchronous=False,
                                 quiet=True)
         self._rebalancing = kind
@@ -476,16 +477,17 @@ class Consumer:
 
     def close(self) -> None:
         """Commits the stored offsets (enable.auto.commit), leaves the group (on_revoke runs) and closes."""
-        if self._closed:
+        if self._closed or self._closing:
             return
+        self._closing = True  # on_revoke may still use the consumer while it leaves the group
         try:
             if self._auto_commit:
                 self._commit_stored(None, asynchronous=False, quiet=True)
         finally:
-            self._closed = True
             try:
                 self._consumer.close()
             finally:
+                self._closed = True
                 self._metadata.close()
                 self._stop_forwarding()
         self._serve_commit_reports()
