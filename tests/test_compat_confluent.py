@@ -133,6 +133,35 @@ def test_produce_never_waits_for_metadata_and_reports_msg_timed_out_when_it_neve
     assert reports == [(ck.KafkaError._MSG_TIMED_OUT, b"a"), (ck.KafkaError._MSG_TIMED_OUT, b"b")] and len(p) == 0
 
 
+def test_logger_receives_cykafkas_log_records_until_the_client_goes() -> None:
+    """confluent-kafka's `logger=`: the client's logs go to that logger; not after close() or once the client is
+    garbage (a confluent Producer is never closed)."""
+    import gc
+
+    from cykafka.broker import free_port
+
+    heard: list[str] = []
+    target = logging.getLogger(f"ck-test-{uuid.uuid4().hex[:6]}")
+    target.propagate = False
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            heard.append(record.getMessage())
+
+    target.addHandler(Keep())
+    p = ck.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}"}, logger=target)
+    logging.getLogger("cykafka.producer").warning("one")
+    p.close(0)
+    logging.getLogger("cykafka.producer").warning("two")
+    p2 = ck.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}", "logger": target})
+    logging.getLogger("cykafka.producer").warning("three")
+    p2.flush(0)
+    del p2
+    gc.collect()
+    logging.getLogger("cykafka.producer").warning("four")
+    assert heard.count("one") == 1 and heard.count("three") == 1 and "two" not in heard and "four" not in heard
+
+
 def test_an_unknown_config_key_is_a_kafka_exception_with_invalid_arg_naming_it() -> None:
     with pytest.raises(ck.KafkaException) as caught:
         ck.Producer({"bootstrap.servers": "127.0.0.1:9", "no.such.property": 1})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -64,6 +65,13 @@ def forward_logs(conf: dict[str, Any]) -> Callable[[], None]:
     source = logging.getLogger("cykafka")
     source.addHandler(handler)
     return lambda: source.removeHandler(handler)
+
+
+def forward_logs_while(client: object, conf: dict[str, Any]) -> Callable[[], None]:
+    """forward_logs(conf), also ended when client is garbage collected (confluent-kafka's Producer has no close())."""
+    stop = forward_logs(conf)
+    weakref.finalize(client, stop)
+    return stop
 
 
 def flag(conf: dict[str, Any], key: str, default: bool) -> bool:

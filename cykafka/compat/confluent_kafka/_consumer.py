@@ -91,7 +91,7 @@ class Consumer:
         if eof:
             config["partition_eof_cb"] = self._on_eof
         config["error_cb"] = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
-        self._stop_forwarding = _config.forward_logs(config)
+        self._stop_forwarding = _config.forward_logs_while(self, config)
         try:
             with _config.as_kafka_exception():
                 self._consumer = _Consumer(config)

@@ -109,7 +109,7 @@ class Producer:
         if "enable.idempotence" not in config and "transactional.id" not in config:
             config["enable.idempotence"] = False  # librdkafka's default (Java's is true)
         config["error_cb"] = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
-        self._stop_forwarding = _config.forward_logs(config)
+        self._stop_forwarding = _config.forward_logs_while(self, config)
         try:
             with _config.as_kafka_exception():
                 self._producer = _Producer(config)

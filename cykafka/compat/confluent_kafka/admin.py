@@ -244,7 +244,7 @@ class AdminClient:
                     and ALIASES.get(k, k) != "default.api.timeout.ms" and k not in ("logger", "error.cb")]:
             del config[key]  # librdkafka ignores a client's other keys; so does cykafka's Admin here
         config["error_cb"] = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
-        self._stop_forwarding = _config.forward_logs(config)
+        self._stop_forwarding = _config.forward_logs_while(self, config)
         try:
             with _config.as_kafka_exception():
                 self._admin = Admin(config)
