@@ -7,6 +7,7 @@ errors."""
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import logging
 import operator
@@ -670,3 +671,35 @@ def test_confluent_kafka_and_the_compat_module_run_the_same_group(broker: Any) -
     theirs, ours = results
     assert ours == theirs
     assert ours["committed"] == [(0, 2), (1, 1)] and ours["callbacks"][0] == ("assign", [(0, -1001), (1, -1001)])
+
+
+def _admin_calls(kafka: ModuleType, bootstrap: str, topic: str) -> dict[str, Any]:
+    """AdminClient calls that succeed and fail at the broker: each future's outcome as (type, code)."""
+    admin_module = importlib.import_module(kafka.__name__ + ".admin")
+
+    def outcome(future: Any) -> tuple[str, int | None]:
+        try:
+            future.result(20)
+        except Exception as e:
+            return type(e).__name__, e.args[0].code()
+        return "ok", None
+
+    a = admin_module.AdminClient({"bootstrap.servers": bootstrap})
+    seen = {"create": outcome(a.create_topics([admin_module.NewTopic(topic, 2, 1)])[topic]),
+            "create again": outcome(a.create_topics([admin_module.NewTopic(topic, 2, 1)])[topic]),
+            "delete unknown": outcome(a.delete_topics([topic + "-none"])[topic + "-none"])}
+    deadline = time.monotonic() + 20
+    while topic not in a.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        pass
+    md = a.list_topics(topic, timeout=10)
+    seen["listed"] = (sorted(md.topics[topic].partitions), len(md.brokers))
+    seen["delete"] = outcome(a.delete_topics([topic])[topic])
+    return seen
+
+
+def test_confluent_kafka_and_the_compat_admin_client_give_the_same_outcomes(broker: Any) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    theirs = _admin_calls(confluent_kafka, broker.bootstrap_servers, _topic("admin-theirs"))
+    ours = _admin_calls(ck, broker.bootstrap_servers, _topic("admin-ours"))
+    assert ours == theirs
+    assert ours["create again"] == ("KafkaException", ck.KafkaError.TOPIC_ALREADY_EXISTS)
