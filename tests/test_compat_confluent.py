@@ -703,3 +703,29 @@ def test_confluent_kafka_and_the_compat_admin_client_give_the_same_outcomes(brok
     ours = _admin_calls(ck, broker.bootstrap_servers, _topic("admin-ours"))
     assert ours == theirs
     assert ours["create again"] == ("KafkaException", ck.KafkaError.TOPIC_ALREADY_EXISTS)
+
+
+def test_one_table_maps_cykafkas_errors_onto_librdkafkas_codes_and_flags() -> None:
+    from cykafka import errors
+    from cykafka.compat.confluent_kafka.error import error_from
+    from cykafka.protocol.error_codes import ErrorCode, error_for
+
+    E = ck.KafkaError
+    cases = [
+        (errors.BufferExhaustedError("full"), E._QUEUE_FULL, (False, True, False)),
+        (errors.KafkaTimeoutError("late"), E._TIMED_OUT, (False, True, False)),
+        (errors.RecordTooLargeError("big"), E.MSG_SIZE_TOO_LARGE, (False, False, False)),
+        (errors.NetworkError("lost"), E._TRANSPORT, (False, True, False)),
+        (errors.ProducerFencedError("fenced"), E._FENCED, (True, False, False)),
+        (errors.TransactionAbortableError("abort"), E._STATE, (False, False, True)),
+        (errors.NoOffsetForPartitionError("none"), E._AUTO_OFFSET_RESET, (False, False, False)),
+        (error_for(ErrorCode.NOT_LEADER_OR_FOLLOWER, "moved"), E.NOT_LEADER_FOR_PARTITION, (False, True, False)),
+        (ValueError("not ours"), E._FAIL, (False, False, False)),
+    ]
+    for error, code, (fatal, retriable, abort) in cases:
+        value = error_from(error)
+        assert (value.code(), value.fatal(), value.retriable(), value.txn_requires_abort()) == (
+            code, fatal, retriable, abort), error
+    assert error_from(errors.KafkaTimeoutError("late"), timeout_code=E._MSG_TIMED_OUT).name() == "_MSG_TIMED_OUT"
+    assert str(E(E._PARTITION_EOF, "end")) == 'KafkaError{code=_PARTITION_EOF,val=-191,str="end"}'
+    assert E(3) == E.UNKNOWN_TOPIC_OR_PART == 3 and E(3).name() == "UNKNOWN_TOPIC_OR_PART"
