@@ -415,26 +415,31 @@ class Consumer:
                 self._commit_reports.append((error, []))
                 return None
             raise KafkaException(error)
-        result = self._commit({_TP(*key): OffsetAndMetadata(offset) for key, offset in due.items()}, asynchronous,
-                              quiet=quiet)
-        self._committed.update(due)
-        return result
+        return self._commit({_TP(*key): OffsetAndMetadata(offset) for key, offset in due.items()}, asynchronous,
+                            quiet=quiet, on_success=lambda: self._committed.update(due))
 
-    def _commit(self, offsets: dict[_TP, OffsetAndMetadata], asynchronous: bool,
-                quiet: bool = False) -> list[TopicPartition] | None:
+    def _commit(self, offsets: dict[_TP, OffsetAndMetadata], asynchronous: bool, quiet: bool = False,
+                on_success: Callable[[], object] | None = None) -> list[TopicPartition] | None:
+        """Commits; the outcome goes to on_commit (from a later poll()); on_success runs once the group took the
+        offsets (the store counts them as committed then, so a failed commit is tried again). quiet: a failure is
+        only reported to on_commit (an auto commit's), not raised."""
         done = sorted(TopicPartition(tp.topic, tp.partition, o.offset, o.metadata) for tp, o in offsets.items())
         if asynchronous:
             def report(error: errors.KafkaError | None, _: object) -> None:
+                if error is None and on_success is not None:
+                    on_success()
                 self._commit_reports.append((None if error is None else error_from(error), done))
             self._call(self._consumer.commit_async, offsets, report)
             return None
         try:
             self._consumer.commit(offsets)
         except errors.KafkaError as e:
+            self._commit_reports.append((error_from(e), done))
             if quiet:
                 return None
-            self._commit_reports.append((error_from(e), done))
             raise exception_from(e) from e
+        if on_success is not None:
+            on_success()
         self._commit_reports.append((None, done))
         return done
 
