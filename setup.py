@@ -25,6 +25,7 @@ PACKAGES = {
     "cykafka.compat": "cykafka/compat",
     "cykafka.compat.kafka": "cykafka/compat/kafka",
     "cykafka.compat.aiokafka": "cykafka/compat/aiokafka",
+    "cykafka.compat.confluent_kafka": "cykafka/compat/confluent_kafka",
     "cykafka.errors": "errors",
     "cykafka.protocol": "protocol",
     "cykafka.core": "core",

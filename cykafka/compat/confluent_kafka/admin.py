@@ -1,0 +1,446 @@
+"""confluent_kafka.admin over cykafka's Admin: owns `AdminClient` (each call returns at once, its outcome in
+`concurrent.futures.Future`s keyed as confluent-kafka keys them, completed by one worker thread running cykafka's
+Admin call), confluent's argument types (NewTopic, NewPartitions, ConfigResource, ConfigEntry,
+ConsumerGroupTopicPartitions) and result types (ListConsumerGroupsResult, ConsumerGroupListing,
+ConsumerGroupDescription, MemberDescription). The requests are cykafka's Admin's.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import enum
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from cykafka import errors
+from cykafka.admin import Admin
+from cykafka.admin_types import ConfigResource as _ConfigResource
+from cykafka.admin_types import NewPartitions as _NewPartitions
+from cykafka.admin_types import NewTopic as _NewTopic
+from cykafka.compat.confluent_kafka import _config
+from cykafka.compat.confluent_kafka._metadata import cluster_metadata, timeout_ms
+from cykafka.compat.confluent_kafka._types import (
+    BrokerMetadata,
+    ClusterMetadata,
+    PartitionMetadata,
+    TopicMetadata,
+    TopicPartition,
+)
+from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, exception_from
+from cykafka.config import ADMIN_KEYS
+from cykafka.config_spellings import ALIASES
+from cykafka.ports import TopicPartition as _TP
+from cykafka.ports.values import Result
+
+__all__ = [
+    "AdminClient",
+    "BrokerMetadata",
+    "ClusterMetadata",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigSource",
+    "ConsumerGroupDescription",
+    "ConsumerGroupListing",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
+    "KafkaError",
+    "KafkaException",
+    "ListConsumerGroupsResult",
+    "MemberDescription",
+    "NewPartitions",
+    "NewTopic",
+    "PartitionMetadata",
+    "ResourceType",
+    "TopicMetadata",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+
+class ResourceType(enum.Enum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    BROKER = 4
+
+
+class ConfigSource(enum.Enum):
+    UNKNOWN_CONFIG = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
+
+
+class ConsumerGroupState(enum.Enum):
+    """A group's state as confluent-kafka names it (the broker's "Stable", "Empty", ...)."""
+
+    UNKNOWN = 0
+    PREPARING_REBALANCING = 1
+    COMPLETING_REBALANCING = 2
+    STABLE = 3
+    DEAD = 4
+    EMPTY = 5
+
+    @classmethod
+    def of(cls, broker_state: str | None) -> ConsumerGroupState:
+        return _STATES.get(broker_state or "", cls.UNKNOWN)
+
+
+_STATES = {"PreparingRebalance": ConsumerGroupState.PREPARING_REBALANCING,
+           "CompletingRebalance": ConsumerGroupState.COMPLETING_REBALANCING, "Stable": ConsumerGroupState.STABLE,
+           "Dead": ConsumerGroupState.DEAD, "Empty": ConsumerGroupState.EMPTY}
+
+
+class NewTopic:
+    """A topic to create: name, partitions (-1: the broker's default), replication factor (-1: the broker's
+    default), configs."""
+
+    def __init__(self, topic: str, num_partitions: int = -1, replication_factor: int = -1,
+                 replica_assignment: list[list[int]] | None = None, config: Mapping[str, str] | None = None) -> None:
+        if replica_assignment is not None:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "NewTopic: replica_assignment is not "
+                                            "supported by cykafka's Admin; give num_partitions and "
+                                            "replication_factor"))
+        self.topic = topic
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.replica_assignment = replica_assignment
+        self.config = dict(config or {})
+
+    def __repr__(self) -> str:
+        return f"NewTopic(topic={self.topic},num_partitions={self.num_partitions})"
+
+
+class NewPartitions:
+    """A topic's new total partition count."""
+
+    def __init__(self, topic: str, new_total_count: int, replica_assignment: list[list[int]] | None = None) -> None:
+        self.topic = topic
+        self.new_total_count = new_total_count
+        self.replica_assignment = replica_assignment
+
+
+class ConfigEntry:
+    """A config's name and value, where it comes from and its flags (describe_configs' values)."""
+
+    def __init__(self, name: str, value: str | None, source: ConfigSource = ConfigSource.UNKNOWN_CONFIG,
+                 is_read_only: bool = False, is_default: bool = False, is_sensitive: bool = False,
+                 is_synonym: bool = False, synonyms: Mapping[str, ConfigEntry] | None = None,
+                 incremental_operation: Any = None) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.is_read_only = is_read_only
+        self.is_default = is_default
+        self.is_sensitive = is_sensitive
+        self.is_synonym = is_synonym
+        self.synonyms = dict(synonyms or {})
+        self.incremental_operation = incremental_operation
+
+    def __repr__(self) -> str:
+        return f"ConfigEntry({self.name}=\"{self.value}\")"
+
+    def __str__(self) -> str:
+        return f"{self.name}=\"{self.value}\""
+
+
+class ConfigResource:
+    """A config owner: restype ResourceType.TOPIC / BROKER / GROUP (or "topic", "broker", "group") and its name;
+    set_config() collects configs for alter_configs. Equal and hashed by (type, name)."""
+
+    def __init__(self, restype: ResourceType | str | int, name: str, set_config: Mapping[str, str] | None = None,
+                 described_configs: Any = None, error: KafkaError | None = None,
+                 incremental_configs: list[ConfigEntry] | None = None) -> None:
+        if isinstance(restype, str):
+            restype = ResourceType[restype.upper()]
+        elif isinstance(restype, int):
+            restype = ResourceType(restype)
+        self.restype = restype
+        self.name = name
+        self.set_config_dict = dict(set_config or {})
+        self.incremental_configs = list(incremental_configs or [])
+        self.configs = described_configs
+        self.error = error
+
+    def set_config(self, name: str, value: str, overwrite: bool = True) -> None:
+        if not overwrite and name in self.set_config_dict:
+            return
+        self.set_config_dict[name] = value
+
+    def __len__(self) -> int:
+        return len(self.set_config_dict)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfigResource):
+            return NotImplemented
+        return (self.restype, self.name) == (other.restype, other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.restype, self.name))
+
+    def __repr__(self) -> str:
+        return f"ConfigResource({self.restype},{self.name})"
+
+    def ours(self) -> _ConfigResource:
+        return _ConfigResource(self.restype.name.lower(), self.name)
+
+
+class ConsumerGroupTopicPartitions:
+    """A group and (optionally) its partitions: list_consumer_group_offsets' argument and result."""
+
+    def __init__(self, group_id: str, topic_partitions: list[TopicPartition] | None = None) -> None:
+        self.group_id = group_id
+        self.topic_partitions = topic_partitions
+
+    def __repr__(self) -> str:
+        return f"ConsumerGroupTopicPartitions({self.group_id}, {self.topic_partitions})"
+
+
+class ConsumerGroupListing:
+    def __init__(self, group_id: str, is_simple_consumer_group: bool,
+                 state: ConsumerGroupState | None = None) -> None:
+        self.group_id = group_id
+        self.is_simple_consumer_group = is_simple_consumer_group
+        self.state = state
+
+
+class ListConsumerGroupsResult:
+    def __init__(self, valid: list[ConsumerGroupListing] | None = None,
+                 errors: list[KafkaError] | None = None) -> None:
+        self.valid = valid or []
+        self.errors = errors or []
+
+
+class MemberDescription:
+    def __init__(self, member_id: str, client_id: str, host: str, group_instance_id: str | None = None) -> None:
+        self.member_id = member_id
+        self.client_id = client_id
+        self.host = host
+        self.group_instance_id = group_instance_id
+
+
+class ConsumerGroupDescription:
+    def __init__(self, group_id: str, is_simple_consumer_group: bool, members: list[MemberDescription],
+                 partition_assignor: str, state: ConsumerGroupState, coordinator: int) -> None:
+        self.group_id = group_id
+        self.is_simple_consumer_group = is_simple_consumer_group
+        self.members = members
+        self.partition_assignor = partition_assignor
+        self.state = state
+        self.coordinator = coordinator
+
+
+class AdminClient:
+    """confluent_kafka.admin.AdminClient's API over cykafka.Admin: each call returns {key: Future} (or one Future)
+    at once; the futures complete when the cluster answered, with the value or a KafkaException."""
+
+    def __init__(self, conf: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        config = _config.merged(conf, kwargs)
+        for key in [k for k in config if isinstance(k, str) and ALIASES.get(k, k) not in ADMIN_KEYS
+                    and ALIASES.get(k, k) != "default.api.timeout.ms" and k not in ("logger", "error.cb")]:
+            del config[key]  # librdkafka ignores a client's other keys; so does cykafka's Admin here
+        config["error_cb"] = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
+        self._stop_forwarding = _config.forward_logs_while(self, config)
+        try:
+            with _config.as_kafka_exception():
+                self._admin = Admin(config)
+        except BaseException:
+            self._stop_forwarding()
+            raise
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cykafka-compat-admin")
+
+    def _each(self, keys: list[K], call: Callable[[], Mapping[Any, Result[Any]]],
+              key_of: Callable[[K], Any] = lambda k: k, value: Callable[[Any], Any] = lambda v: v,
+              ) -> dict[K, concurrent.futures.Future[Any]]:
+        """{key: Future} completed from the cykafka call's {key_of(key): Result} (value() turns a value into
+        confluent's)."""
+        futures: dict[K, concurrent.futures.Future[Any]] = {k: concurrent.futures.Future() for k in keys}
+
+        def run() -> None:
+            try:
+                results = call()
+            except BaseException as e:  # the whole call failed: every future gets it
+                failure = exception_from(e) if isinstance(e, errors.KafkaError) else e
+                for f in futures.values():
+                    f.set_exception(failure)
+                return
+            for k, f in futures.items():
+                result = results.get(key_of(k))
+                if result is None:
+                    f.set_exception(KafkaException(KafkaError(KafkaError._FAIL, f"no result for {k!r}")))
+                elif result.error is not None:
+                    f.set_exception(exception_from(result.error))
+                else:
+                    try:
+                        f.set_result(value(result.value))
+                    except BaseException as e:
+                        f.set_exception(e)
+
+        self._worker.submit(run)
+        return futures
+
+    def _one(self, call: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        def run() -> Any:
+            try:
+                return call()
+            except errors.KafkaError as e:
+                raise exception_from(e) from e
+        return self._worker.submit(run)
+
+    @staticmethod
+    def _checked_list(items: object, kind: type, call: str) -> list[Any]:
+        if not isinstance(items, list | tuple) or not items:
+            raise ValueError(f"{call}: expected a non-empty list of {kind.__name__}")
+        if not all(isinstance(i, kind) for i in items):
+            raise TypeError(f"{call}: expected a list of {kind.__name__}")
+        return list(items)
+
+    # -- topics --------------------------------------------------------------------------------------------------
+
+    def create_topics(self, new_topics: list[NewTopic], operation_timeout: float = 0, request_timeout: float = -1,
+                      validate_only: bool = False) -> dict[str, concurrent.futures.Future[None]]:
+        topics = self._checked_list(new_topics, NewTopic, "create_topics")
+        ours = [_NewTopic(t.topic, t.num_partitions, t.replication_factor, t.config or None) for t in topics]
+        return self._each([t.topic for t in topics], lambda: self._admin.create_topics(
+            ours, validate_only=validate_only, timeout_ms=_wait_ms(operation_timeout, request_timeout)))
+
+    def delete_topics(self, topics: list[str], operation_timeout: float = 0,
+                      request_timeout: float = -1) -> dict[str, concurrent.futures.Future[None]]:
+        names = self._checked_list(topics, str, "delete_topics")
+        return self._each(names, lambda: self._admin.delete_topics(
+            names, timeout_ms=_wait_ms(operation_timeout, request_timeout)))
+
+    def create_partitions(self, new_partitions: list[NewPartitions], operation_timeout: float = 0,
+                          request_timeout: float = -1,
+                          validate_only: bool = False) -> dict[str, concurrent.futures.Future[None]]:
+        parts = self._checked_list(new_partitions, NewPartitions, "create_partitions")
+        ours = {p.topic: _NewPartitions(p.new_total_count, p.replica_assignment) for p in parts}
+        return self._each([p.topic for p in parts], lambda: self._admin.create_partitions(
+            ours, validate_only=validate_only, timeout_ms=_wait_ms(operation_timeout, request_timeout)))
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """The cluster's brokers and topics (one topic when given); waits up to timeout seconds."""
+        return cluster_metadata(self._admin, topic, timeout)
+
+    # -- configs ---------------------------------------------------------------------------------------------------
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float = -1,
+                         ) -> dict[ConfigResource, concurrent.futures.Future[dict[str, ConfigEntry]]]:
+        wanted = self._checked_list(resources, ConfigResource, "describe_configs")
+
+        def entries(found: Mapping[str, Any]) -> dict[str, ConfigEntry]:
+            return {name: ConfigEntry(name, e.value, ConfigSource.__members__.get(
+                e.source, ConfigSource.UNKNOWN_CONFIG), e.read_only, e.is_default, e.is_sensitive)
+                for name, e in found.items()}
+
+        return self._each(wanted, lambda: self._admin.describe_configs(
+            [r.ours() for r in wanted], timeout_ms=timeout_ms(request_timeout)), ConfigResource.ours, entries)
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], request_timeout: float = -1,
+                                  validate_only: bool = False) -> dict[ConfigResource, concurrent.futures.Future[None]]:
+        wanted = self._checked_list(resources, ConfigResource, "incremental_alter_configs")
+        changes = {r.ours(): [(e.name, _op_name(e.incremental_operation), e.value) for e in r.incremental_configs]
+                   for r in wanted}
+        return self._each(wanted, lambda: self._admin.incremental_alter_configs(
+            changes, validate_only=validate_only, timeout_ms=timeout_ms(request_timeout)), ConfigResource.ours)
+
+    def alter_configs(self, resources: list[ConfigResource], request_timeout: float = -1,
+                      validate_only: bool = False) -> dict[ConfigResource, concurrent.futures.Future[None]]:
+        """Sets each resource's set_config() values (IncrementalAlterConfigs SET: configs not given keep their
+        values, where librdkafka's AlterConfigs resets them to their defaults)."""
+        wanted = self._checked_list(resources, ConfigResource, "alter_configs")
+        changes = {r.ours(): [(k, "set", v) for k, v in r.set_config_dict.items()] for r in wanted}
+        return self._each(wanted, lambda: self._admin.incremental_alter_configs(
+            changes, validate_only=validate_only, timeout_ms=timeout_ms(request_timeout)), ConfigResource.ours)
+
+    # -- groups ----------------------------------------------------------------------------------------------------
+
+    def list_consumer_groups(self, request_timeout: float = -1, states: Iterable[Any] | None = None,
+                             ) -> concurrent.futures.Future[ListConsumerGroupsResult]:
+        wanted = None if states is None else [_state_name(s) for s in states]
+
+        def run() -> ListConsumerGroupsResult:
+            found = self._admin.list_consumer_groups(states=wanted, timeout_ms=timeout_ms(request_timeout))
+            return ListConsumerGroupsResult([ConsumerGroupListing(g.group_id, g.protocol_type == "",
+                                                                  ConsumerGroupState.of(g.state))
+                                             for g in found])
+        return self._one(run)
+
+    def describe_consumer_groups(self, group_ids: list[str], request_timeout: float = -1,
+                                 ) -> dict[str, concurrent.futures.Future[ConsumerGroupDescription]]:
+        names = self._checked_list(group_ids, str, "describe_consumer_groups")
+
+        def described(d: Any) -> ConsumerGroupDescription:
+            return ConsumerGroupDescription(d.group_id, d.protocol_type == "", [
+                MemberDescription(m.member_id, m.client_id, m.host, m.group_instance_id) for m in d.members],
+                d.partition_assignor, ConsumerGroupState.of(d.state), d.coordinator)
+
+        return self._each(names, lambda: self._admin.describe_consumer_groups(
+            names, timeout_ms=timeout_ms(request_timeout)), value=described)
+
+    def delete_consumer_groups(self, group_ids: list[str], request_timeout: float = -1,
+                               ) -> dict[str, concurrent.futures.Future[None]]:
+        names = self._checked_list(group_ids, str, "delete_consumer_groups")
+        return self._each(names, lambda: self._admin.delete_consumer_groups(
+            names, timeout_ms=timeout_ms(request_timeout)))
+
+    def list_consumer_group_offsets(self, list_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions],
+                                    require_stable: bool = False, request_timeout: float = -1,
+                                    ) -> dict[str, concurrent.futures.Future[ConsumerGroupTopicPartitions]]:
+        """One group's committed offsets (confluent-kafka takes one request per call), {group_id: Future}."""
+        requests = self._checked_list(list_consumer_group_offsets_request, ConsumerGroupTopicPartitions,
+                                      "list_consumer_group_offsets")
+        if len(requests) != 1:
+            raise ValueError("Currently we support listing offsets for a single consumer group only")
+        (request,) = requests
+        tps = None if request.topic_partitions is None else [_TP(tp.topic, tp.partition)
+                                                             for tp in request.topic_partitions]
+
+        def run() -> ConsumerGroupTopicPartitions:
+            found = self._admin.list_consumer_group_offsets(request.group_id, tps,
+                                                            timeout_ms=timeout_ms(request_timeout))
+            out = []
+            for tp, result in sorted(found.items()):
+                ours = TopicPartition(tp.topic, tp.partition)
+                if result.error is not None:
+                    ours.error = exception_from(result.error).args[0]
+                elif result.value is not None:
+                    ours.offset = result.value.offset
+                    ours.metadata = result.value.metadata
+                out.append(ours)
+            return ConsumerGroupTopicPartitions(request.group_id, out)
+
+        return {request.group_id: self._one(run)}
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=True)
+        self._admin.close()
+        self._stop_forwarding()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _wait_ms(operation_timeout_s: float, request_timeout_s: float) -> int | None:
+    """confluent's two timeouts as cykafka's one (the longer of them; none given: cykafka's default)."""
+    given = [t for t in (operation_timeout_s, request_timeout_s) if t is not None and t > 0]
+    return int(max(given) * 1000) if given else None
+
+
+def _op_name(operation: Any) -> str:
+    name = getattr(operation, "name", operation)
+    return str(name).lower()
+
+
+def _state_name(state: Any) -> str:
+    """ConsumerGroupState.STABLE as the broker spells it ("Stable"); a string as it is."""
+    if isinstance(state, ConsumerGroupState):
+        return next(name for name, s in _STATES.items() if s is state)
+    return str(state)
