@@ -38,13 +38,14 @@ from cykafka.admin_types import (  # the types are cykafka.admin's too (its publ
     check_new_partitions,
     check_new_topic,
     checked_names,
+    classic_group_described,
+    consumer_group_described,
 )
 from cykafka.config import AdminConfig
 from cykafka.errors import (
     BrokerNotFoundError,
     InvalidArgumentError,
     KafkaError,
-    ProtocolError,
     UnsupportedVersionError,
 )
 from cykafka.metrics import AdminMetrics, MetricsSnapshot, StatsReporter
@@ -68,7 +69,6 @@ from cykafka.protocol.bodies import (
     DeleteAclsRequestBody,
     DescribeAclsRequestBody,
 )
-from cykafka.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.ask import Answer, Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
@@ -581,47 +581,15 @@ class Admin:
         names = checked_names(group_ids, "describe_consumer_groups' group ids")
         deadline_ms = self._deadline(timeout_ms)
 
-        def read_consumer(group_id: str, a: Mapping[str, Any], node: int) -> ConsumerGroupDescription | KafkaError:
-            g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
-            if g is None:
-                return KafkaError(f"group {group_id!r}: the broker's answer left it out")
-            if g["error_code"]:
-                return error_for(g["error_code"], f"group {group_id!r}: ConsumerGroupDescribe")
-            if g["group_epoch"] < 0:  # Tansu answers every group so, existing or not: not a consumer group
-                return error_for(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r}: ConsumerGroupDescribe")
-
-            def partitions(assignment: Mapping[str, Any]) -> tuple[TopicPartition, ...]:
-                return tuple(sorted(TopicPartition(t["topic_name"], p) for t in assignment["topic_partitions"]
-                                    for p in t["partitions"]))
-
-            members = tuple(MemberDescription(m["member_id"], m["instance_id"], m["client_id"], m["client_host"], b"",
-                                              partitions(m["assignment"]), m["member_epoch"],
-                                              partitions(m["target_assignment"])) for m in g["members"])
-            return ConsumerGroupDescription(group_id, g["group_state"], "consumer", g["assignor_name"], members, node,
-                                            "consumer", g["group_epoch"])
-
-        def read(group_id: str, a: Mapping[str, Any], node: int) -> ConsumerGroupDescription | KafkaError:
-            g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
-            code = ErrorCode.GROUP_ID_NOT_FOUND if g is not None and g["group_state"] == "Dead" else (g or {}).get(
-                "error_code", 0)
-            if g is None or code:
-                return error_for(code, f"group {group_id!r}") if code else KafkaError(
-                    f"group {group_id!r}: the broker's answer left it out")
-            members = tuple(MemberDescription(m["member_id"], m["group_instance_id"], m["client_id"],
-                                              m["client_host"], m["member_assignment"],
-                                              _assigned(g["protocol_type"], m["member_assignment"]))
-                            for m in g["members"])
-            return ConsumerGroupDescription(group_id, g["group_state"], g["protocol_type"], g["protocol_data"],
-                                            members, node)
-
         def describe() -> dict[str, Result[ConsumerGroupDescription]]:
             results = self._per_group(names, deadline_ms, lambda g: Request(api.CONSUMER_GROUP_DESCRIBE.key, {
-                "group_ids": [g], "include_authorized_operations": False}), read_consumer)
+                "group_ids": [g], "include_authorized_operations": False}), consumer_group_described)
             classic = [g for g, r in results.items() if isinstance(r.error, UnsupportedVersionError) or (
                 r.error is not None and r.error.code == ErrorCode.GROUP_ID_NOT_FOUND)]
             if classic:  # not a consumer group (or no such group), or a broker without KIP-848
                 results.update(self._per_group(
-                    classic, deadline_ms, lambda g: Request(api.DESCRIBE_GROUPS.key, {"groups": [g]}), read))
+                    classic, deadline_ms, lambda g: Request(api.DESCRIBE_GROUPS.key, {"groups": [g]}),
+                    classic_group_described))
             return {g: results[g] for g in names}
 
         return self._call(describe)
@@ -793,13 +761,3 @@ __all__ = [
     "ConsumerGroupListing", "DeletedRecords", "InvalidArgumentError", "ListOffsetsResultInfo", "MemberDescription",
     "NewPartitions", "NewTopic", "Result", "TopicDescription", "TopicPartition",
 ]
-
-
-def _assigned(protocol_type: str, assignment: bytes) -> tuple[TopicPartition, ...]:
-    """A classic consumer group member's partitions, read from its assignment bytes (another kind of group: none)."""
-    if protocol_type != PROTOCOL_TYPE or not assignment:
-        return ()
-    try:
-        return tuple(sorted(TopicPartition(t, p) for t, p in decode_assignment(assignment)["assigned_partitions"]))
-    except ProtocolError:
-        return ()

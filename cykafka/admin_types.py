@@ -1,6 +1,7 @@
 """The Admin's own argument and result types (Java's NewTopic, NewPartitions, TopicDescription, ConfigResource,
 ConfigEntry, DeletedRecords and the consumer group listings and descriptions), and the checks of what a caller hands
-in (new topics and partitions, configs, names), each raising InvalidArgumentError naming the argument. The values
+in (new topics and partitions, configs, names), each raising InvalidArgumentError naming the argument; and the group
+descriptions read from their answers (`consumer_group_described`, `classic_group_described`). The values
 every client shares (TopicPartition, Node, OffsetAndMetadata, ...) are cykafka.ports.values'.
 """
 
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from cykafka.errors import InvalidArgumentError
+from cykafka.errors import InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.ports.values import Node, PartitionInfo, TopicPartition
 from cykafka.protocol.bodies import CreatePartitionsRequestTopicsAssignments
+from cykafka.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
+from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.serialization import validate_topic
 
 
@@ -183,3 +186,54 @@ def checked_names(names: object, what: str) -> list[str]:
         twice = sorted(n for n in set(out) if out.count(n) > 1)
         raise InvalidArgumentError(f"{what} name the same item twice: {twice}")
     return out
+
+
+# -- the group descriptions' answers ------------------------------------------------------------------------------
+
+
+def consumer_group_described(group_id: str, a: Mapping[str, Any], node: int) -> ConsumerGroupDescription | KafkaError:
+    """A ConsumerGroupDescribe answer's group (a KIP-848 group, type "consumer"), or its error; a group the broker
+    does not know as a consumer group is GROUP_ID_NOT_FOUND (Tansu answers every id with epoch -1)."""
+    g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
+    if g is None:
+        return KafkaError(f"group {group_id!r}: the broker's answer left it out")
+    if g["error_code"]:
+        return error_for(g["error_code"], f"group {group_id!r}: ConsumerGroupDescribe")
+    if g["group_epoch"] < 0:  # Tansu answers every group so, existing or not: not a consumer group
+        return error_for(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r}: ConsumerGroupDescribe")
+
+    def partitions(assignment: Mapping[str, Any]) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(TopicPartition(t["topic_name"], p) for t in assignment["topic_partitions"]
+                            for p in t["partitions"]))
+
+    members = tuple(MemberDescription(m["member_id"], m["instance_id"], m["client_id"], m["client_host"], b"",
+                                      partitions(m["assignment"]), m["member_epoch"],
+                                      partitions(m["target_assignment"])) for m in g["members"])
+    return ConsumerGroupDescription(group_id, g["group_state"], "consumer", g["assignor_name"], members, node,
+                                    "consumer", g["group_epoch"])
+
+
+def classic_group_described(group_id: str, a: Mapping[str, Any], node: int) -> ConsumerGroupDescription | KafkaError:
+    """A DescribeGroups answer's group (type "classic"), or its error (a "Dead" group: GROUP_ID_NOT_FOUND, as Java's
+    admin client); a consumer group member's partitions read from its assignment bytes."""
+    g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
+    code = ErrorCode.GROUP_ID_NOT_FOUND if g is not None and g["group_state"] == "Dead" else (g or {}).get(
+        "error_code", 0)
+    if g is None or code:
+        return error_for(code, f"group {group_id!r}") if code else KafkaError(
+            f"group {group_id!r}: the broker's answer left it out")
+    members = tuple(MemberDescription(m["member_id"], m["group_instance_id"], m["client_id"],
+                                      m["client_host"], m["member_assignment"],
+                                      _assigned(g["protocol_type"], m["member_assignment"]))
+                    for m in g["members"])
+    return ConsumerGroupDescription(group_id, g["group_state"], g["protocol_type"], g["protocol_data"], members, node)
+
+
+def _assigned(protocol_type: str, assignment: bytes) -> tuple[TopicPartition, ...]:
+    """A classic consumer group member's partitions, read from its assignment bytes (another kind of group: none)."""
+    if protocol_type != PROTOCOL_TYPE or not assignment:
+        return ()
+    try:
+        return tuple(sorted(TopicPartition(t, p) for t, p in decode_assignment(assignment)["assigned_partitions"]))
+    except ProtocolError:
+        return ()
