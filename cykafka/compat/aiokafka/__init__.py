@@ -568,7 +568,7 @@ class AIOKafkaConsumer:
         """Up to max_records records, waiting up to timeout_ms for some: {TopicPartition: [ConsumerRecord]}."""
         if partitions:
             raise IllegalArgumentError("getmany(*partitions): cykafka.compat.aiokafka reads every assigned partition "
-                                       "(pause() the others); docs/migrating-aiokafka.md")
+                                       f"(pause() the others); {_cy.DOCS_URL}migrating-aiokafka.md")
         if timeout_ms < 0:
             raise IllegalArgumentError("timeout_ms must not be negative")
         await self._apply()
@@ -586,7 +586,7 @@ class AIOKafkaConsumer:
         """The next record, awaited as long as it takes."""
         if partitions:
             raise IllegalArgumentError("getone(*partitions): cykafka.compat.aiokafka reads every assigned partition "
-                                       "(pause() the others); docs/migrating-aiokafka.md")
+                                       f"(pause() the others); {_cy.DOCS_URL}migrating-aiokafka.md")
         await self._apply()
         try:
             record = await self._inner.getone()

@@ -12,6 +12,7 @@ from typing import Any
 
 from cykafka.compat.kafka.errors import KafkaConfigurationError, KafkaError
 from cykafka.compat.kafka.structs import OffsetAndMetadata
+from cykafka.errors import DOCS_URL
 from cykafka.metrics import MetricsSnapshot
 from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 
@@ -134,7 +135,7 @@ def kafka_config(configs: Mapping[str, object], defaults: Mapping[str, object], 
                 out[_SAME[name]] = value
         elif value != default:
             raise KafkaConfigurationError(f"{name}={value!r}: cykafka.compat.kafka cannot honour it (only its "
-                                          f"default {default!r}); docs/migrating-kafka-python.md")
+                                          f"default {default!r}); {DOCS_URL}migrating-kafka-python.md")
     return out
 
 
