@@ -150,6 +150,20 @@ def test_the_group_bench_times_both_joins_against_the_hold(tmp_path: object) -> 
 
 
 @pytest.mark.slow
+def test_the_compat_bench_runs_each_layer_beside_its_peer(tmp_path: object) -> None:
+    """bench/run.py --only compat: each peer's code run with its own import and with cykafka.compat's, produce and
+    consume, every record sent and read back (no error row), the ratio against the goal in the report."""
+    report = _run_only("compat", str(tmp_path))
+    raw = json.load(open(os.path.join(str(tmp_path), "runs.json")))["compat"]
+    assert set(raw["runs"]) == {"confluent", "kafka-python", "aiokafka"}
+    for peer, runs in raw["runs"].items():
+        for key, results in runs.items():
+            assert results and all(r.get("records") == raw["records"] for r in results), (peer, key, results)
+    assert "### The compat layers beside their peers" in report and "errors:" not in report
+    assert "| aiokafka | consume |" in report and "nan" not in report
+
+
+@pytest.mark.slow
 def test_the_txn_bench_runs_both_protocols_and_the_peer(tmp_path: object) -> None:
     """bench/run.py --only txn: cykafka on a transaction.version=2 and a =1 Kafka node, and confluent-kafka, each
     committing every transaction (no error row), the V2/V1 ratio and the ratio to the peer reported."""
