@@ -24,6 +24,7 @@ from cykafka.compat.confluent_kafka._types import (
     TopicPartition,
 )
 from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, error_from, exception_from
+from cykafka.completion import Completion
 from cykafka.core import RecordFuture, RecordMetadata
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 from cykafka.producer import Producer as _Producer
@@ -124,6 +125,9 @@ class Producer:
         self._served = 0
         self._silent_done = 0  # records without a callback that completed (their reports are not queued)
         self._silent_lock = threading.Lock()
+        # records without a callback, sent: [their batch's completion, how many], counted done once it is set (one
+        # entry per batch, no Python call per record on the sender thread)
+        self._silent_batches: list[list[Any]] = []
         self._metadata = MetadataSource(config)
         self._held: dict[str, collections.deque[_Record]] = {}  # per topic, records waiting for its metadata
         self._held_deadline_ms: dict[str, int] = {}  # when they fail (max.block.ms after the first, Clock port ms)
@@ -138,23 +142,27 @@ class Producer:
         """Queues a record; its delivery report goes to on_delivery (or callback, or the config's on_delivery)
         from a later poll() or flush(). BufferError when queue.buffering.max.messages records (or
         queue.buffering.max.kbytes, as buffer.memory) are queued: call poll() and try again."""
-        if self._produced - self._served - self._silent_done >= self._max_messages:
+        if self._produced - self._served - self._silent_done >= self._max_messages and len(self) >= self._max_messages:
             raise BufferError("Local: Queue full")
         cb = on_delivery or callback or self._default_callback
-        report = self._silent_report if cb is None else _Report(self, cb, topic, key, value, headers)
+        report = None if cb is None else _Report(self, cb, topic, key, value, headers)
         part = None if partition == -1 else partition
         try:
             if self._held:
                 self._release_held()
                 if topic in self._held:  # behind the topic's records that wait for its metadata
                     with self._held_lock:
-                        self._held[topic].append((topic, value, key, part, timestamp or None, headers, report))
+                        self._held[topic].append((topic, value, key, part, timestamp or None, headers,
+                                                  report or self._silent_report))
                     self._produced += 1
                     return
             outcome = self._try_send(topic, value, key, partition=part, timestamp_ms=timestamp or None,
                                      headers=headers, on_delivery=report)
             if outcome.__class__ is not RecordFuture:
-                self._not_sent((topic, value, key, part, timestamp or None, headers, report), outcome)
+                self._not_sent((topic, value, key, part, timestamp or None, headers, report or self._silent_report),
+                               outcome)
+            elif report is None:
+                self._count_silent(outcome)
         except errors.BufferExhaustedError:
             raise BufferError("Local: Queue full") from None
         except errors.SerializationError:
@@ -166,6 +174,32 @@ class Producer:
         except errors.KafkaError as e:
             raise exception_from(e) from e
         self._produced += 1
+
+    def _count_silent(self, future: RecordFuture) -> None:
+        """A record without a callback went into a batch: counted done with the batch (_sweep_silent)."""
+        completion = future.waitable()
+        with self._silent_lock:
+            if not isinstance(completion, Completion):  # final already
+                self._silent_done += 1
+                return
+            batches = self._silent_batches
+            if batches and batches[-1][0] is completion:
+                batches[-1][1] += 1
+            else:
+                batches.append([completion, 1])
+
+    def _sweep_silent(self) -> None:
+        """The batches of records without a callback that completed: their records are done."""
+        with self._silent_lock:
+            if not self._silent_batches:
+                return
+            pending = []
+            for entry in self._silent_batches:
+                if entry[0].is_set():
+                    self._silent_done += entry[1]
+                else:
+                    pending.append(entry)
+            self._silent_batches = pending
 
     def _silent_report(self, error: errors.KafkaError | None, metadata: RecordMetadata | None) -> None:
         """The outcome of a record produced without any callback: done now, no report queued (librdkafka queues
@@ -242,7 +276,7 @@ class Producer:
                 left_s = None if deadline_s is None else deadline_s - time.monotonic()
                 if left_s is not None and left_s <= 0:
                     return
-                if self._held:  # records wait for metadata: look again soon
+                if self._held or self._silent_batches:  # records wait for metadata, or batches for no report: soon
                     left_s = _HELD_RECHECK_S if left_s is None else min(left_s, _HELD_RECHECK_S)
                 self._wakeup.wait(left_s)
                 self._wakeup.clear()
@@ -278,6 +312,7 @@ class Producer:
 
     def __len__(self) -> int:
         """Records queued or in flight, plus delivery reports not yet served."""
+        self._sweep_silent()
         return self._produced - self._served - self._silent_done
 
     def __bool__(self) -> bool:
