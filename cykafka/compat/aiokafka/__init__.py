@@ -68,26 +68,8 @@ def translated(error: BaseException, *, commit: bool = False) -> BaseException:
     return new
 
 
-class _Translating:
-    """`with _T:` raises cykafka's errors as aiokafka's."""
-
-    __slots__ = ("commit",)
-
-    def __init__(self, commit: bool = False) -> None:
-        self.commit = commit
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is not None:
-            new = translated(exc, commit=self.commit)
-            if new is not exc:
-                raise new from exc
-
-
-_T = _Translating()
-_TC = _Translating(commit=True)
+_T = _kp.errors.Translating(translated)  # `with _T:` raises cykafka's errors as aiokafka's
+_TC = _kp.errors.Translating(translated, commit=True)
 
 # -- structs -----------------------------------------------------------------------------------------------------
 

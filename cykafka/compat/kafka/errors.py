@@ -5,6 +5,7 @@ for_code and the translation of cykafka's typed errors into them (translated, th
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any
 
 from cykafka import errors as _cy
@@ -197,12 +198,14 @@ def translated(error: BaseException, *, commit: bool = False) -> BaseException:
     return new
 
 
-class _Translating:
-    """`with _Translating():` raises cykafka's errors as kafka-python's (translated)."""
+class Translating:
+    """`with Translating(translate):` raises cykafka's errors as a compat layer's: translate(error, commit=) gives
+    the peer's type (kafka-python's `translated` here; aiokafka's layer hands its own)."""
 
-    __slots__ = ("commit",)
+    __slots__ = ("commit", "translate")
 
-    def __init__(self, commit: bool = False) -> None:
+    def __init__(self, translate: Callable[..., BaseException], commit: bool = False) -> None:
+        self.translate = translate
         self.commit = commit
 
     def __enter__(self) -> None:
@@ -210,12 +213,12 @@ class _Translating:
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if exc is not None:
-            new = translated(exc, commit=self.commit)
+            new = self.translate(exc, commit=self.commit)
             if new is not exc:
                 raise new from exc
 
 
-_T = _Translating()
-_TC = _Translating(commit=True)
+_T = Translating(translated)
+_TC = Translating(translated, commit=True)
 
 
