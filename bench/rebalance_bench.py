@@ -8,12 +8,12 @@ the members already in the group stop reading while a new one joins (issue 27).
 One Kafka node (tests/apache_kafka.py, NEWEST; consumer-protocol heartbeats every 1 s), a fresh 6-partition topic and
 group per run, records written all along (one every WRITE_EVERY_S, round robin over the partitions). A run: three
 members (each a worker process: --worker CLIENT) subscribe; once all three read, --settle-s of steady reading; a fourth
-joins; --settle-s more; all stop. Each worker prints when it subscribed, when its first record came and when each of
-its polls returned records. Join: subscribe to first record, per member. Pause: for the three first members, the
-longest time between two reads while the fourth joins (from its subscribe until it reads), against the longest
-before it (the steady gap, records coming every few ms). KIP-848's promise: the members that keep their partitions
-keep reading (pause about the steady gap); the classic protocol's eager and cooperative rebalances stop them for a
-JoinGroup/SyncGroup round. Goal (issue 27): unaffected members' pause 0 ms beyond the steady gap with the consumer
+joins; once it reads, --settle-s more; all stop. Each worker prints when it subscribed, when its first record came and
+when each of its polls returned records. Join: subscribe to first record, per member. Pause: for the three first
+members, the longest time between two reads while the fourth joins (from its subscribe until it reads), against the
+longest before it (the steady gap, records coming every few ms). KIP-848's promise: the members that keep their
+partitions keep reading (pause about the steady gap); the classic protocol's eager and cooperative rebalances stop them
+for a JoinGroup/SyncGroup round. Goal (issue 27): unaffected members' pause 0 ms beyond the steady gap with the consumer
 protocol; cykafka's join <= confluent-kafka's. bench/run.py --only rebalance runs this file with --json.
 """
 
@@ -55,6 +55,8 @@ def run_cykafka(bootstrap: str, topic: str, group: str, protocol: str, stop_file
         reads: list[float] = []
         while not os.path.exists(stop_file):
             if consumer.poll(POLL_S):
+                if not reads:
+                    _reading(stop_file)
                 reads.append(time.monotonic())
     return {"subscribed": subscribed, "reads": reads}
 
@@ -72,12 +74,29 @@ def run_confluent(bootstrap: str, topic: str, group: str, protocol: str, stop_fi
     reads: list[float] = []
     while not os.path.exists(stop_file):
         if any(m.error() is None for m in consumer.consume(1000, POLL_S)):
+            if not reads:
+                _reading(stop_file)
             reads.append(time.monotonic())
     consumer.close()
     return {"subscribed": subscribed, "reads": reads}
 
 
 RUNNERS = {"cykafka": run_cykafka, "confluent": run_confluent}
+
+
+def _reading(stop_file: str) -> None:
+    """A member tells the run it reads: a file named after the run's stop file and its pid."""
+    open(f"{stop_file}.{os.getpid()}.reading", "w").close()
+
+
+def _wait_reading(workers: list[subprocess.Popen[str]], stop_file: str, deadline_s: float) -> bool:
+    """Until every worker read a record (bounded): True, else False at the deadline."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if all(os.path.exists(f"{stop_file}.{w.pid}.reading") for w in workers):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _start(client: str, bootstrap: str, topic: str, group: str, protocol: str, stop_file: str) -> subprocess.Popen[str]:
@@ -110,10 +129,12 @@ def one_run(cluster: Any, client: str, protocol: str, settle_s: float, workdir: 
     workers: list[subprocess.Popen[str]] = []
     try:
         workers = [_start(client, bootstrap, topic, group, protocol, stop_file) for _ in range(3)]
-        time.sleep(settle_s * 2)  # joined and reading (joins are read from the results, not waited for here)
+        _wait_reading(workers, stop_file, 60)
+        time.sleep(settle_s)  # steady reading: its longest gap is the baseline
         fourth_at = time.monotonic()
         workers.append(_start(client, bootstrap, topic, group, protocol, stop_file))
-        time.sleep(settle_s * 2)
+        _wait_reading(workers, stop_file, 60)
+        time.sleep(settle_s)
     finally:
         open(stop_file, "w").close()
         results = []

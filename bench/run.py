@@ -28,6 +28,9 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     and every metrics export on (issue 30's overhead goal: <= 5% slower);
   compat                            bench/compat_bench.py: cykafka.compat's confluent-kafka, kafka-python and
                                     aiokafka layers beside the peers they imitate, produce and consume (issue 31);
+  rebalance                         bench/rebalance_bench.py (only when asked: --only rebalance; it starts a Kafka
+                                    node): join time and the other members' pause while a member joins, classic vs
+                                    KIP-848's consumer protocol, cykafka vs confluent-kafka (issue 27);
   txn                               bench/txn_bench.py (only when asked: --only txn; it starts two Kafka nodes):
                                     small transactions (10 records) per second, cykafka on Transactions V2 and V1
                                     and confluent-kafka, on Apache Kafka at transaction.version 2 and 1;
@@ -71,6 +74,7 @@ import e2e_bench as e2e
 import group_bench
 import java_peer
 import observability_bench
+import rebalance_bench
 import txn_bench
 from throttle import ThrottleProxy
 
@@ -478,6 +482,14 @@ def run_compat(records: int, rounds: int) -> dict[str, Any]:
     return result
 
 
+def run_rebalance(rounds: int, settle_s: float) -> dict[str, Any]:
+    command = [sys.executable, os.path.join(HERE, "rebalance_bench.py"), "--rounds", str(rounds), "--settle-s",
+               str(settle_s), "--json"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
 def run_group(rounds: int) -> dict[str, Any]:
     command = [sys.executable, os.path.join(HERE, "group_bench.py"), "--rounds", str(rounds), "--json"]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
@@ -807,7 +819,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every record count")
     parser.add_argument("--only", default="",
                         help="comma-separated scenario names (and/or 'encode', 'consume', 'async', 'group', 'java', "
-                             "'observability', 'compat', 'txn')")
+                             "'observability', 'compat', 'rebalance', 'txn')")
     parser.add_argument("--profile", action="store_true", help="cProfile the cykafka workers")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     args = parser.parse_args()
@@ -875,6 +887,8 @@ def main() -> int:
         asyncio_runs.append(run_async(max(20_000, int(1_000_000 * scale)), rounds, "lz4"))
     group = run_group(max(3, rounds)) if not only or "group" in only else None
     compat = run_compat(max(1_000, int(200_000 * scale)), rounds) if not only or "compat" in only else None
+    rebalance = run_rebalance(rounds if args.quick else max(3, rounds), 1.0 if args.quick else 4.0) \
+        if only and "rebalance" in only else None
     txn = run_txn(rounds if args.quick else max(3, rounds), max(20, int(300 * scale))) if only and "txn" in only \
         else None
     observability = (run_observability(max(2_000, int(200_000 * scale)), rounds)
@@ -887,6 +901,7 @@ def main() -> int:
                   + "".join("\n" + async_bench.table(r) for r in asyncio_runs)
                   + ("\n" + group_bench.table(group) if group is not None else "")
                   + ("\n" + compat_bench.table(compat) if compat is not None else "")
+                  + ("\n" + rebalance_bench.table(rebalance) if rebalance is not None else "")
                   + ("\n" + txn_bench.table(txn) if txn is not None else "")
                   + ("\n" + observability_bench.table(observability) if observability is not None else ""))
     if neighbours.strip():
@@ -895,8 +910,8 @@ def main() -> int:
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runs.json"), "w") as f:  # every worker's raw result, for a second look
-        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group, "compat": compat, "txn": txn,
-                   "observability": observability}, f, indent=1)
+        json.dump({**raw, "encode": encode, "async": asyncio_runs, "group": group, "compat": compat,
+                   "rebalance": rebalance, "txn": txn, "observability": observability}, f, indent=1)
     print(report)
     return 0
 

@@ -164,6 +164,29 @@ def test_the_compat_bench_runs_each_layer_beside_its_peer(tmp_path: object) -> N
 
 
 @pytest.mark.slow
+def test_the_rebalance_bench_times_joins_and_pauses(tmp_path: object) -> None:
+    """bench/rebalance_bench.py, smoke size (the consumer protocol only: the classic one's joins take seconds more,
+    the same code): on a Kafka node, cykafka and confluent-kafka groups, each run's four joins and the three first
+    members' pause while the fourth joined, no error."""
+    sys.path.insert(0, BENCH)
+    try:
+        import rebalance_bench
+    finally:
+        sys.path.remove(BENCH)
+    args = [sys.executable, os.path.join(BENCH, "rebalance_bench.py"), "--rounds", "1", "--protocols", "consumer",
+            "--settle-s", "0.5", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=600, check=True, cwd=str(tmp_path))
+    raw = json.loads(done.stdout.strip().splitlines()[-1])
+    report = rebalance_bench.table(raw)
+    assert set(raw["runs"]) == {"cykafka consumer", "confluent consumer"}
+    for key, runs in raw["runs"].items():
+        for r in runs:
+            assert "error" not in r and len(r["join_ms"]) == 4 and all(j > 0 for j in r["join_ms"]), (key, r)
+            assert len(r["pause_ms"]) == 3 and all(p >= 0 for p in r["pause_ms"]), (key, r)
+    assert "### Consumer groups on Apache Kafka" in report and "| cykafka consumer |" in report
+
+
+@pytest.mark.slow
 def test_the_txn_bench_runs_both_protocols_and_the_peer(tmp_path: object) -> None:
     """bench/run.py --only txn: cykafka on a transaction.version=2 and a =1 Kafka node, and confluent-kafka, each
     committing every transaction (no error row), the V2/V1 ratio and the ratio to the peer reported."""
