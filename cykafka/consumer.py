@@ -24,14 +24,12 @@ close() may come from another. Decisions where Java or the issue was silent, and
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import itertools
 import logging
 import os
 import re
-import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
@@ -43,14 +41,12 @@ from cykafka.adapters.defaults import consumer_adapters
 from cykafka.arrow_schema import kafka_source_schema
 from cykafka.config import ConsumerConfig
 from cykafka.consumer_coordinator import CommitCallback, ConsumerCoordinator, ConsumerRebalanceListener
-from cykafka.consumer_group import GroupDriver
+from cykafka.consumer_group import GroupDriver, member_for
 from cykafka.consumer_lock import ConsumerLock, one_thread
 from cykafka.consumer_network import NetworkThread, stop_network, stop_unclosed
 from cykafka.consumer_poll import PollLoop
 from cykafka.consumer_waits import ConsumerWaits
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord
-from cykafka.core.consumer_member import ConsumerGroupMember, ConsumerGroupSettings, Membership
-from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import (
     IllegalStateError,
     InvalidArgumentError,
@@ -126,18 +122,7 @@ class Consumer:
                       client="consumer", backoff_wait=waits.backoff_wait, min_call_ms=conn.request_timeout_ms)
         driver = None
         if cfg.group_id is not None:
-            member: Membership
-            if cfg.consumer_protocol:  # KIP-848: the broker assigns; the member id is the client's own (Java's)
-                member = ConsumerGroupMember(ConsumerGroupSettings(
-                    cfg.group_id, base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode(),
-                    cfg.max_poll_interval_ms, cfg.group_instance_id, cfg.group_remote_assignor, cfg.retry_backoff_ms,
-                    cfg.client_rack or None))
-            else:
-                member = GroupMember(GroupSettings(
-                    cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
-                    cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms,
-                    cfg.client_rack or None))
-            driver = GroupDriver(member, calls, coordinators, metadata, self._clock, conn.request_timeout_ms,
+            driver = GroupDriver(member_for(cfg), calls, coordinators, metadata, self._clock, conn.request_timeout_ms,
                                  sub.wake)  # the subscription state's: the network thread holds no Consumer
             self.network.sources.insert(1, driver)
         self._group_driver = driver

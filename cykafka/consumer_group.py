@@ -14,11 +14,15 @@ member's events in poll() (cykafka/consumer.py).
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 
-from cykafka.core.consumer_member import ConsumerGroupMember, Membership
+from cykafka.config import ConsumerConfig
+from cykafka.core.consumer_member import ConsumerGroupMember, ConsumerGroupSettings, Membership
+from cykafka.core.group import GroupMember, GroupSettings
 from cykafka.errors import KafkaError, UnsupportedVersionError
 from cykafka.ports import Clock, MetadataSource
 from cykafka.protocol import API_NAMES, Request
@@ -30,6 +34,20 @@ from cykafka.requests.offsets import offset_commit_codes, offset_fetch_error
 log = logging.getLogger("cykafka.group")
 _METADATA_TOUCH_MS = 10_000  # re-adds the member's topics this often, so metadata.max.idle.ms never drops them
 _JOIN_TIMEOUT_LAPSE_MS = 5_000  # a JoinGroup may take the rebalance timeout plus this (Java's JOIN_GROUP_TIMEOUT_LAPSE)
+
+
+def member_for(cfg: ConsumerConfig) -> Membership:
+    """The group member a consumer's config asks for: the classic protocol's (core/group.py), or with
+    group.protocol=consumer KIP-848's (core/consumer_member.py), whose member id is the client's own (Java's)."""
+    assert cfg.group_id is not None
+    if cfg.consumer_protocol:
+        return ConsumerGroupMember(ConsumerGroupSettings(
+            cfg.group_id, base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode(),
+            cfg.max_poll_interval_ms, cfg.group_instance_id, cfg.group_remote_assignor, cfg.retry_backoff_ms,
+            cfg.client_rack or None))
+    return GroupMember(GroupSettings(
+        cfg.group_id, cfg.session_timeout_ms, cfg.heartbeat_interval_ms, cfg.max_poll_interval_ms,
+        cfg.group_instance_id, cfg.partition_assignment_strategy, cfg.retry_backoff_ms, cfg.client_rack or None))
 
 
 class GroupDriver:
