@@ -170,7 +170,7 @@ def test_transaction_states_are_compared_as_the_enum_never_by_name() -> None:
 
 
 MAX_MODULE_LINES = 800  # issue 26: a module past this is more than one room; split it by what it owns
-CONSUMER_MAX_LINES = 520  # the Consumer is API and wiring: its parts live in their own modules (docs/architecture.md)
+CONSUMER_MAX_LINES = 500  # the Consumer is API and wiring: its parts live in their own modules (docs/architecture.md)
 
 
 def test_no_module_of_the_package_is_too_big_to_read() -> None:
