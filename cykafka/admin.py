@@ -598,8 +598,10 @@ class Admin:
                                timeout_ms: int | None = None) -> dict[str, Result[None]]:
         """Deletes groups with no members (DeleteGroups at each coordinator): {group id: Result}."""
         names = checked_names(group_ids, "delete_consumer_groups' group ids")
-        deadline_ms = self._deadline(timeout_ms)
+        return self._deleted_groups(names, self._deadline(timeout_ms))
 
+    def _deleted_groups(self, names: list[str], deadline_ms: int) -> dict[str, Result[None]]:
+        """DeleteGroups at each group's coordinator (consumer and share groups alike): {group id: Result}."""
         def read(group_id: str, a: Mapping[str, Any], node: int) -> KafkaError | None:
             code = next((r["error_code"] for r in a["results"] if r["group_id"] == group_id), None)
             if code is None:

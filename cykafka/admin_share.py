@@ -20,7 +20,7 @@ from cykafka.errors import InvalidArgumentError, KafkaError
 from cykafka.ports.values import Result, TopicPartition, checked_partitions
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import ErrorCode, error_for
+from cykafka.protocol.error_codes import error_for
 from cykafka.requests.coordinators import group_coordinator
 from cykafka.serialization import validate_topic
 
@@ -237,17 +237,7 @@ def delete_share_group_offsets(admin: Admin, group_id: str, topics: Iterable[str
 
 def delete_share_groups(admin: Admin, group_ids: Iterable[str], timeout_ms: int | None) -> dict[str, Result[None]]:
     """Deletes share groups with no members (DeleteGroups at each coordinator): {group id: Result}."""
-    names = _group_ids(group_ids, "delete_share_groups")
-    deadline_ms = admin._deadline(timeout_ms)
-
-    def read(group_id: str, a: Mapping[str, Any], node: int) -> KafkaError | None:
-        code = next((r["error_code"] for r in a["results"] if r["group_id"] == group_id), None)
-        if code is None:
-            return KafkaError(f"group {group_id!r}: the broker's answer left it out")
-        return error_for(code, f"group {group_id!r}") if code != ErrorCode.NONE else None
-
-    return admin._call(lambda: admin._per_group(
-        names, deadline_ms, lambda g: Request(api.DELETE_GROUPS.key, {"groups_names": [g]}), read))
+    return admin._deleted_groups(_group_ids(group_ids, "delete_share_groups"), admin._deadline(timeout_ms))
 
 
 __all__ = [
