@@ -120,8 +120,8 @@ NOT_ALIASES = {
     "for DEBUG on those components",
     "log.queue": "cykafka logs through Python's logging module on the thread that has something to say; there is no "
     "log queue to serve",
-    "group.protocol.type": "cykafka's consumer uses the classic group protocol with consumer-style assignments; "
-    "nothing to set",
+    "group.protocol.type": "the classic group protocol's type is always consumer here; nothing to set (for KIP-848's "
+    "protocol: group.protocol=consumer)",
     "offset.store.method": "offsets are stored in Kafka (OffsetCommit), as Java's; nothing to set",
     "check.crcs.enable": "use check.crcs",
     "offset.commit.cb": "pass the callback to consumer.commit_async(offsets, callback=...): it is called with "

@@ -80,10 +80,6 @@ class Consumer:
         self._auto_commit_interval_s = _config.number(config, "auto.commit.interval.ms", _AUTO_COMMIT_INTERVAL_MS) \
             / 1000
         self._on_commit: CommitCallback | None = config.pop("on_commit", config.pop("offset_commit_cb", None))
-        protocol = str(config.pop("group.protocol", "classic")).lower()
-        if protocol != "classic":
-            raise _config.invalid(f"group.protocol={protocol} is not supported: cykafka's consumer uses the "
-                                  f"classic group protocol (leave group.protocol out, or set it to classic)")
         eof = _config.flag(config, "enable.partition.eof", False)
         config["enable.auto.commit"] = False  # this layer commits what it handed out (cykafka's would commit more)
         config.setdefault("isolation.level", "read_committed")  # librdkafka's default (Java's: read_uncommitted)
