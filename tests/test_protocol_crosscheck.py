@@ -109,12 +109,8 @@ def test_a_truncated_produce_answer_raises_protocol_error(version: int) -> None:
 
 # --- the facts: our descriptions against the message files kafka-python ships (read at test time, not copied) -----
 
-# Where the files kafka-python ships name a field otherwise (a later rename) or stop at an older version.
-_RENAMES = {"generation_id_or_member_epoch": "generation_id"}
-
-
 def _snake(name: str) -> str:
-    return _RENAMES.get(s := re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(), s)
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def _range(text: str | None) -> tuple[int, int]:
