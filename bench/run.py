@@ -461,12 +461,16 @@ def run_crosscheck(bootstrap: str, records: int, version: str) -> dict[str, Any]
     return {"records": records, "producer": produced, "consumer": consumed, "settings": settings, "version": version}
 
 
-def run_txn(rounds: int, transactions: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.join(HERE, "txn_bench.py"), "--rounds", str(rounds), "--transactions",
-               str(transactions), "--json"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
+def _run_script(script: str, *args: str, timeout_s: int = 3600) -> dict[str, Any]:
+    """A bench script that starts its own broker, run with --json: its last stdout line, parsed."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, script), *args, "--json"], capture_output=True,
+                         text=True, check=True, timeout=timeout_s)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def run_txn(rounds: int, transactions: int) -> dict[str, Any]:
+    return _run_script("txn_bench.py", "--rounds", str(rounds), "--transactions", str(transactions), timeout_s=1800)
 
 
 def run_observability(records: int, rounds: int) -> dict[str, Any]:
@@ -475,26 +479,15 @@ def run_observability(records: int, rounds: int) -> dict[str, Any]:
 
 
 def run_compat(records: int, rounds: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.join(HERE, "compat_bench.py"), "--records", str(records), "--rounds",
-               str(rounds), "--json"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return _run_script("compat_bench.py", "--records", str(records), "--rounds", str(rounds))
 
 
 def run_rebalance(rounds: int, settle_s: float) -> dict[str, Any]:
-    command = [sys.executable, os.path.join(HERE, "rebalance_bench.py"), "--rounds", str(rounds), "--settle-s",
-               str(settle_s), "--json"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return _run_script("rebalance_bench.py", "--rounds", str(rounds), "--settle-s", str(settle_s))
 
 
 def run_group(rounds: int) -> dict[str, Any]:
-    command = [sys.executable, os.path.join(HERE, "group_bench.py"), "--rounds", str(rounds), "--json"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return _run_script("group_bench.py", "--rounds", str(rounds), timeout_s=600)
 
 
 # The consumer's targets (issue 16), against confluent-kafka with its best setting: (client, codec, records/s at
