@@ -103,10 +103,7 @@ class AsyncProducer:
         self._producer = Producer(config, **kwargs)
         self._loop_thread: int | None = None  # the thread its Producer must never block (refuse_blocking_on)
         self._thread = _ClientThread(f"cykafka-aio-{self._producer.config.client_id}")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # the records handed out on self._loop whose batch is not final yet, by the batch's completion:
-        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
-        self._settling: dict[Completion, list[Any]] = {}
+        self._futures = LoopFutures(_settle)  # send()'s futures, resolved a batch at a time
 
     @property
     def producer(self) -> Producer:
@@ -151,26 +148,7 @@ class AsyncProducer:
                                          headers=headers)
         if type(record) is not RecordFuture:
             record = await self._send_blocked(record, topic, value, key, partition, timestamp_ms, headers)
-        return self._loop_future(record)
-
-    def _loop_future(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
-        """An asyncio future of the running loop for `record`, resolved on the loop together with the other records
-        of its batch: one call_soon_threadsafe per batch (from the sender thread's completion of it), none per
-        record."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new loop: the old one's records are resolved there still (their callbacks)
-            self._loop, self._settling = loop, {}
-        future = loop.create_future()
-        completion: Any = record.waitable()  # the producer's Completion
-        if completion is None:  # final already
-            _settle(future, record)
-            return future
-        settling = self._settling.get(completion)
-        if settling is None:
-            settling = self._settling[completion] = [loop.create_future()]
-            completion.call_soon_on(loop, functools.partial(_settle_batch, self._settling, completion, settling))
-        settling += (future, record)
-        return future
+        return self._futures.future_of(record)
 
     async def _send_blocked(self, blocked: NeedsMetadata | NeedsMemory, topic: str, value: object, key: object,
                             partition: int | None, timestamp_ms: int | None, headers: object) -> RecordFuture:
@@ -244,7 +222,7 @@ class AsyncProducer:
         Cancelled: stops waiting, the records are still sent."""
         producer = self._producer
         batches = producer.begin_flush()
-        settled = [settling[0] for settling in self._settling.values()]
+        settled = self._futures.unsettled()
         try:
             async with asyncio.timeout(timeout):
                 for batch in batches:
@@ -327,13 +305,48 @@ def _settle(future: asyncio.Future[Any], outcome: RecordFuture | BatchResult) ->
         future.set_exception(error)
 
 
-def _settle_batch(settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
-    """On the loop, once a batch is final: resolves the futures AsyncProducer.send handed out for its records."""
-    del settling[completion]
-    for i in range(1, len(futures), 2):
-        _settle(futures[i], futures[i + 1])
-    if not futures[0].done():
-        futures[0].set_result(None)
+class LoopFutures:
+    """Asyncio futures for a producer's records, each resolved on the loop that asked for it together with the other
+    records of its batch: one call_soon_threadsafe per batch (from the sender thread's completion of it), none per
+    record. `settle(future, record)` resolves one once its batch is final (AsyncProducer: with cykafka's
+    RecordMetadata; cykafka.compat.aiokafka: with aiokafka's)."""
+
+    def __init__(self, settle: Callable[[asyncio.Future[Any], RecordFuture], None]) -> None:
+        self._settle = settle
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # the records handed out on self._loop whose batch is not final yet, by the batch's completion:
+        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
+        self._settling: dict[Completion, list[Any]] = {}
+
+    def future_of(self, record: RecordFuture) -> asyncio.Future[Any]:
+        """A future of the running loop for `record`, resolved with its batch."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop: the old one's records are resolved there still (their callbacks)
+            self._loop, self._settling = loop, {}
+        future: asyncio.Future[Any] = loop.create_future()
+        completion: Any = record.waitable()  # the producer's Completion
+        if completion is None:  # final already
+            self._settle(future, record)
+            return future
+        settling = self._settling.get(completion)
+        if settling is None:
+            settling = self._settling[completion] = [loop.create_future()]
+            completion.call_soon_on(loop, functools.partial(self._settle_batch, self._settling, completion, settling))
+        settling += (future, record)
+        return future
+
+    def unsettled(self) -> list[asyncio.Future[None]]:
+        """One future per batch whose records' futures are not all resolved yet, set once they are (flush awaits
+        them)."""
+        return [settling[0] for settling in self._settling.values()]
+
+    def _settle_batch(self, settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
+        """On the loop, once a batch is final: resolves the futures handed out for its records."""
+        del settling[completion]
+        for i in range(1, len(futures), 2):
+            self._settle(futures[i], futures[i + 1])
+        if not futures[0].done():
+            futures[0].set_result(None)
 
 
 class AsyncRebalanceListener(Protocol):

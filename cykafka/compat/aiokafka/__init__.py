@@ -12,7 +12,6 @@ one ConsumerRecord tuple per record handed out. `from cykafka.compat.aiokafka.er
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import re
 import types
@@ -21,7 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
 from cykafka import errors as _cy
-from cykafka.aio import AsyncConsumer, AsyncProducer
+from cykafka.aio import AsyncConsumer, AsyncProducer, LoopFutures
 from cykafka.compat import kafka as _kp
 from cykafka.compat.aiokafka import errors as errors
 from cykafka.compat.aiokafka.errors import (
@@ -39,7 +38,6 @@ from cykafka.compat.kafka import (
     kafka_config,
 )
 from cykafka.compat.kafka import _config as _kp_config
-from cykafka.completion import Completion
 from cykafka.consumer import Consumer
 from cykafka.core import RecordFuture
 from cykafka.core import RecordMetadata as _CyRecordMetadata
@@ -254,10 +252,7 @@ class AIOKafkaProducer:
         with _T:
             self._inner = AsyncProducer(kafka)
         self._closed = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # the records handed out whose batch is not final yet, by the batch's completion:
-        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
-        self._settling: dict[Completion, list[Any]] = {}
+        self._futures = LoopFutures(_settle)  # send()'s futures, resolved a batch at a time (cykafka.aio's way)
 
     @property
     def producer(self) -> AsyncProducer:
@@ -289,7 +284,7 @@ class AIOKafkaProducer:
     async def flush(self) -> None:
         """Sends everything queued and awaits it; the futures send() returned before are resolved then."""
         await self._inner.flush()
-        settled = [settling[0] for settling in self._settling.values()]
+        settled = self._futures.unsettled()
         if settled:  # resolved on the loop right after their batch's completion
             await asyncio.wait(settled)
 
@@ -317,32 +312,13 @@ class AIOKafkaProducer:
             record = self._inner.producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
                                                    headers=headers)
         if type(record) is RecordFuture:
-            return self._future_of(record)
+            return self._futures.future_of(record)
         # metadata or memory to wait for (nothing was queued; no interceptors here, so asking again is safe):
         # AsyncProducer.send awaits them; its future is chained (one more hop, off the fast path)
         with _T:
             inner = await self._inner.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
                                            headers=headers)
         return _chained(inner)
-
-    def _future_of(self, record: RecordFuture) -> asyncio.Future[RecordMetadata]:
-        """A future of the running loop resolved with aiokafka's RecordMetadata of `record`, together with the other
-        records of its batch: one call_soon_threadsafe per batch from its Completion (cykafka.aio's way), none per
-        record."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            self._loop, self._settling = loop, {}
-        future: asyncio.Future[RecordMetadata] = loop.create_future()
-        completion = record.waitable()
-        if not isinstance(completion, Completion):  # final already
-            _settle(future, record)
-            return future
-        settling = self._settling.get(completion)
-        if settling is None:
-            settling = self._settling[completion] = [loop.create_future()]
-            completion.call_soon_on(loop, functools.partial(_settle_batch, self._settling, completion, settling))
-        settling += (future, record)
-        return future
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp_ms: int | None = None,
@@ -414,15 +390,6 @@ def _settle(future: asyncio.Future[RecordMetadata], record: RecordFuture) -> Non
         future.set_result(_metadata(record.result(0)))
     else:
         future.set_exception(translated(error))
-
-
-def _settle_batch(settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
-    """On the loop, once a batch is final: resolves the futures send() handed out for its records."""
-    del settling[completion]
-    for i in range(1, len(futures), 2):
-        _settle(futures[i], futures[i + 1])
-    if not futures[0].done():
-        futures[0].set_result(None)
 
 
 def _chained(inner: asyncio.Future[_CyRecordMetadata]) -> asyncio.Future[RecordMetadata]:
