@@ -59,10 +59,7 @@ def _cpu_s() -> float:
 
 def _timed(work: Callable[[], int]) -> dict[str, Any]:
     cpu, started = _cpu_s(), time.perf_counter()
-    records = work()
-    elapsed_s = time.perf_counter() - started
-    return {"records": records, "s": elapsed_s, "rate": records / elapsed_s, "cpu_us_per_record":
-            (_cpu_s() - cpu) / max(1, records) * 1e6}
+    return _result(work(), started, cpu)
 
 
 # -- the workers: one per peer, given the module to import (the peer's or cykafka's twin) ----------------------------
