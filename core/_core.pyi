@@ -508,6 +508,8 @@ class SendPath:
     def try_send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
                  timestamp_ms: int | None = None, headers: Any = None,
                  on_delivery: _Callback | None = None) -> object: ...
+    def _send_untraced(self, topic: str, value: Any, key: Any, partition: int | None, timestamp_ms: int | None,
+                       headers: Any, on_delivery: _Callback | None) -> RecordFuture: ...
     def _batch_columns(self, values: Any, keys: Any) -> tuple[_Column, _Column]: ...
     def _batch_lists(self, values: Any, keys: Any) -> tuple[list[Any], list[Any] | None]: ...
     def _batch_check(self, n: int, num_partitions: int, partitions: Any, timestamps_ms: Any,
@@ -517,6 +519,11 @@ class SendPath:
                       start: int, stop: int, buffer: bytearray | None) -> tuple[int, bytearray | None, int]: ...
     # the subclass (cykafka.Producer) implements _send_slow and _append_slow, which send() and try_send() call
     # (Producer types try_send's answers: RecordFuture | NeedsMetadata | NeedsMemory, cykafka.producer_seam)
+# trace_gate.pyx
+class TraceGate: ...  # its state is C-level; arm_send_trace sets the module's one gate
+def arm_send_trace(hook: Callable[..., RecordFuture] | None, always: bool = False, context_var: Any = None,
+                   span_key: Any = None, trace_globals: dict[str, Any] | None = None,
+                   silent_providers: tuple[type, ...] = ()) -> None: ...
 # transaction_manager.pyx
 class TransactionState(IntEnum):
     UNINITIALIZED = 0

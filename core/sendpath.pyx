@@ -100,6 +100,12 @@ cdef class SendPath:
         transactional producer, TransactionStateError outside a transaction and the transaction's error
         (TransactionAbortableError, ...) once it failed. Thread-safe.
         """
+        if _send_trace_gate.hook is not None and _send_trace_gate.wants():
+            return _send_trace_gate.hook(self, topic, value, key, partition, timestamp_ms, headers, on_delivery)
+        return self._send(topic, value, key, partition, timestamp_ms, headers, on_delivery, True)
+
+    def _send_untraced(self, topic, value, key, partition, timestamp_ms, headers, on_delivery):
+        """send() past the trace gate: the instrumentation's hook calls it once its span is current."""
         return self._send(topic, value, key, partition, timestamp_ms, headers, on_delivery, True)
 
     def try_send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,

@@ -195,7 +195,7 @@ def test_uninstrument_puts_the_clients_own_methods_back(tansu_broker: Any) -> No
     assert "send" not in vars(Producer) and Producer.send is SendPath.send
     originals = (Producer.send_batch, Consumer.poll, Consumer.poll_batch)
     CykafkaInstrumentor().instrument(tracer_provider=provider)
-    assert Producer.send is not SendPath.send
+    assert Producer.send is SendPath.send  # the compiled send() stays: its trace gate is armed instead
     CykafkaInstrumentor().uninstrument()
     assert "send" not in vars(Producer) and Producer.send is SendPath.send
     assert (Producer.send_batch, Consumer.poll, Consumer.poll_batch) == originals
@@ -238,3 +238,55 @@ def test_without_an_sdk_no_spans_but_the_callers_context_still_travels(tansu_bro
         CykafkaInstrumentor().uninstrument()
     assert outside.headers == []
     assert inside.headers == [("traceparent", b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")]
+
+
+def test_the_send_trace_gate_calls_the_hook_only_with_something_to_trace(tansu_broker: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled send()'s gate (core/trace_gate.pyx), with OpenTelemetry's API alone: no current span → the
+    record goes straight through (no Python hook call: the ~50 ns path of issue 30's overhead goal); a current span →
+    the hook (which injects its context); a recording provider set globally after instrument() → the hook for every
+    record; disarmed by uninstrument()."""
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    import cykafka.instrumentation as instrumentation
+
+    hooked: list[str] = []
+    real_no_sdk = instrumentation._no_sdk
+
+    def counting_no_sdk() -> bool:  # the hook's first step: one call per record that reached it
+        hooked.append("hook")
+        return real_no_sdk()
+
+    monkeypatch.setattr(instrumentation, "_no_sdk", counting_no_sdk)
+    remote = SpanContext(0x1AF7651916CD43DD8448EB211C80319C, 0xC7AD6B7169203331, is_remote=True,
+                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    topic = _topic()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    CykafkaInstrumentor().instrument()
+    try:
+        with Producer({"bootstrap.servers": tansu_broker.bootstrap_servers}) as producer:
+            for _ in range(3):
+                producer.send(topic, b"no span", partition=0)
+            assert hooked == []
+            with trace.use_span(NonRecordingSpan(remote)):
+                producer.send(topic, b"caller's span", partition=0)
+            assert hooked == ["hook"]
+            with monkeypatch.context() as m:
+                m.setattr(trace, "_TRACER_PROVIDER", provider)  # as trace.set_tracer_provider(provider) leaves it
+                producer.send(topic, b"sdk", partition=0)
+            assert hooked == ["hook", "hook"]
+            CykafkaInstrumentor().uninstrument()
+            with trace.use_span(NonRecordingSpan(remote)):
+                producer.send(topic, b"uninstrumented", partition=0)
+            assert hooked == ["hook", "hook"]
+            assert producer.flush(30) == 0
+        with _consumer(tansu_broker.bootstrap_servers, topic) as consumer:
+            records = _consume(consumer, 6)
+    finally:
+        CykafkaInstrumentor().uninstrument()
+        provider.shutdown()
+    assert [len(r.headers) for r in records] == [0, 0, 0, 1, 1, 0]
+    assert [s.name for s in exporter.get_finished_spans()] == [f"{topic} send"]

@@ -15,23 +15,29 @@ header through the global propagator), so a trace crosses between them and cykaf
 - `process_span(record)`: a CONSUMER span "{topic} process" around the caller's work on a record, child of its
   extracted context.
 Nothing is wrapped until instrument(): the methods are replaced on the classes then and restored by uninstrument(),
-so an uninstrumented client runs exactly its own code (the compiled send path included).
+so an uninstrumented client runs exactly its own code. `Producer.send` stays the compiled one: instrument() arms its
+trace gate (core/trace_gate.pyx), which calls the send hook here only when there is something to trace (a recording
+provider, or the API alone with a span current), so an instrumented send() without an SDK costs ~50 ns more, not a
+Python call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.propagators import textmap
 from opentelemetry.trace import Link, NoOpTracerProvider, ProxyTracerProvider, SpanKind
+from opentelemetry.trace.propagation import _SPAN_KEY
 
 import cykafka
-from cykafka import aio
+from cykafka import aio, core
 from cykafka.consumer import Consumer
 from cykafka.producer import Producer
 
@@ -110,23 +116,27 @@ def _with_context(headers: Any, carrier: list[tuple[str, bytes]]) -> list[Any]:
 _provider: trace.TracerProvider | None = None  # the one instrument() was given (None: the global one)
 
 
+_SILENT_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)  # OpenTelemetry's API alone: no span is recorded
+
+
 def _no_sdk() -> bool:
     """True while no SDK records spans (OpenTelemetry's API alone): checked once per call, it spares the spans
     nobody records; the caller's own trace context, if any, still goes into the headers."""
-    return isinstance(_provider or trace.get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
+    return isinstance(_provider or trace.get_tracer_provider(), _SILENT_PROVIDERS)
 
 
-def _wrap_send(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def send(self: Producer, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
-             timestamp_ms: int | None = None, headers: object = None, on_delivery: Any = None) -> Any:
+def _send_hook(tracer: trace.Tracer) -> Callable[..., Any]:
+    """Producer.send's tracing, called by the compiled send() when its trace gate wants it (core/trace_gate.pyx:
+    a recording provider, or the API alone with a span current); the record then goes through _send_untraced."""
+
+    def send(self: Producer, topic: str, value: object, key: object, partition: int | None, timestamp_ms: int | None,
+             headers: object, on_delivery: Any) -> Any:
         if _no_sdk():
             if trace.get_current_span().get_span_context().is_valid:
                 carrier: list[tuple[str, bytes]] = []
                 propagate.inject(carrier, setter=_setter)
                 headers = _with_context(headers, carrier)
-            return original(self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                            headers=headers, on_delivery=on_delivery)
+            return self._send_untraced(topic, value, key, partition, timestamp_ms, headers, on_delivery)
         with tracer.start_as_current_span(f"{topic} send", kind=SpanKind.PRODUCER) as span:
             if span.is_recording():
                 _base(span, self.config.bootstrap_servers, self.config.client_id, topic)
@@ -138,10 +148,25 @@ def _wrap_send(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[.
                     span.set_attribute(KEY, text)
             carrier = []
             propagate.inject(carrier, setter=_setter)
-            return original(self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                            headers=_with_context(headers, carrier), on_delivery=on_delivery)
+            return self._send_untraced(topic, value, key, partition, timestamp_ms, _with_context(headers, carrier),
+                                       on_delivery)
 
     return send
+
+
+def _arm_send_gate(tracer: trace.Tracer | None) -> None:
+    """Arms (tracer) or disarms (None) the compiled send()'s trace gate with OpenTelemetry's state: its ContextVar
+    runtime context and the global provider; an explicitly given recording provider, or a runtime context of another
+    kind, sends every record through the hook."""
+    if tracer is None:
+        core.arm_send_trace(None)
+        return
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    context_var = getattr(runtime, "_current_context", None)
+    readable = isinstance(context_var, contextvars.ContextVar) and isinstance(_SPAN_KEY, str)
+    always = not readable or (_provider is not None and not isinstance(_provider, _SILENT_PROVIDERS))
+    core.arm_send_trace(_send_hook(tracer), always, context_var if readable else None, _SPAN_KEY,
+                        vars(trace), _SILENT_PROVIDERS)
 
 
 def _wrap_send_batch(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -280,7 +305,6 @@ def process_span(record: Any, tracer_provider: trace.TracerProvider | None = Non
 
 # (owner, attribute name, wrapper factory): what instrument() replaces
 _TARGETS: list[tuple[Any, str, Callable[[trace.Tracer, Callable[..., Any]], Callable[..., Any]]]] = [
-    (Producer, "send", _wrap_send),
     (Producer, "send_batch", _wrap_send_batch),
     (Consumer, "poll", _wrap_poll),
     (Consumer, "poll_batch", _wrap_poll_batch),
@@ -302,6 +326,7 @@ class CykafkaInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         _provider = kwargs.get("tracer_provider")
         tracer = trace.get_tracer(__name__, cykafka.__version__, _provider)
         _tracer = tracer
+        _arm_send_gate(tracer)
         self._saved = {}
         for owner, name, wrap in _TARGETS:
             own = name in vars(owner)
@@ -313,6 +338,7 @@ class CykafkaInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _uninstrument(self, **kwargs: Any) -> None:
         global _tracer, _provider
         _tracer, _provider = None, None
+        _arm_send_gate(None)
         for owner, name, _ in _TARGETS:
             own, value = self._saved.pop((id(owner), name))
             if own:
