@@ -37,6 +37,7 @@ from cykafka.core._core import (
     murmur2,
     partition_for_key,
     rewrite_producer_state,
+    send_trace_wanted,
     transaction_state_name,
 )
 
@@ -77,5 +78,6 @@ __all__ = [
     "murmur2",
     "partition_for_key",
     "rewrite_producer_state",
+    "send_trace_wanted",
     "transaction_state_name",
 ]

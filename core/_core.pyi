@@ -521,6 +521,7 @@ class SendPath:
     # (Producer types try_send's answers: RecordFuture | NeedsMetadata | NeedsMemory, cykafka.producer_seam)
 # trace_gate.pyx
 class TraceGate: ...  # its state is C-level; arm_send_trace sets the module's one gate
+def send_trace_wanted() -> bool: ...
 def arm_send_trace(hook: Callable[..., RecordFuture] | None, always: bool = False, context_var: Any = None,
                    span_key: Any = None, trace_globals: dict[str, Any] | None = None,
                    silent_providers: tuple[type, ...] = ()) -> None: ...

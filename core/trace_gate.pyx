@@ -27,6 +27,12 @@ cdef class TraceGate:
 cdef TraceGate _send_trace_gate = TraceGate()
 
 
+def send_trace_wanted():
+    """Whether a send now must be traced (the gate's decision, for the sends that are not the compiled send():
+    AsyncProducer.send's wrapper)."""
+    return _send_trace_gate.wants()
+
+
 def arm_send_trace(hook, bint always=False, context_var=None, span_key=None, dict trace_globals=None,
                    tuple silent_providers=()):
     """send() calls hook(producer, topic, value, key, partition, timestamp_ms, headers, on_delivery) instead of its

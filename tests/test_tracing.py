@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
 
-from cykafka.aio import AsyncConsumer  # noqa: E402
+from cykafka.aio import AsyncConsumer, AsyncProducer  # noqa: E402
 from cykafka.core import SendPath  # noqa: E402
 from cykafka.instrumentation import CykafkaInstrumentor, process_span  # noqa: E402
 
@@ -139,6 +139,27 @@ def test_async_consumer_receive_spans(broker: Any, spans: Any) -> None:
     [send] = _named(exporter, f"{topic} send")
     [receive] = _named(exporter, f"{topic} receive")
     assert receive.context.trace_id == send.context.trace_id
+
+
+def test_async_producer_send_spans(broker: Any, spans: Any) -> None:
+    """AsyncProducer.send makes Producer.send's span (docs/observability.md's table), its context in the headers,
+    the caller's headers kept."""
+    exporter, _ = spans
+    topic = _topic()
+
+    async def send() -> None:
+        async with AsyncProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+            future = await producer.send(topic, b"v", b"k", partition=0, headers=[("mine", b"1")])
+            await asyncio.wait_for(future, 30)
+
+    asyncio.run(send())
+    [span] = _named(exporter, f"{topic} send")
+    assert span.kind == SpanKind.PRODUCER and span.attributes is not None
+    assert span.attributes["messaging.kafka.message.key"] == "k"
+    with _consumer(broker.bootstrap_servers, topic) as consumer:
+        [record] = _consume(consumer, 1)
+    traceparent = f"00-{span.context.trace_id:032x}-{span.context.span_id:016x}-{span.context.trace_flags:02x}".encode()
+    assert record.headers == [("mine", b"1"), ("traceparent", traceparent)]
 
 
 def test_a_confluent_kafka_trace_continues_in_cykafka(broker: Any, spans: Any) -> None:

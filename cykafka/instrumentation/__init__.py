@@ -5,7 +5,8 @@
 What it owns: the spans and the trace context in record headers, as opentelemetry-instrumentation-aiokafka and
 -confluent-kafka write them (same span names, kinds, messaging semantic-convention attributes, W3C `traceparent`
 header through the global propagator), so a trace crosses between them and cykafka either way:
-- `Producer.send`: a PRODUCER span "{topic} send", its context injected into the record's headers;
+- `Producer.send` and `AsyncProducer.send`: a PRODUCER span "{topic} send", its context injected into the record's
+  headers;
 - `Producer.send_batch`: one PRODUCER span "{topic} send" for the call, `messaging.batch.message_count`, its context
   in every record's headers;
 - `Consumer.poll` (and AsyncConsumer's getone/getmany/poll): a CONSUMER span "{topic} receive" per record, child
@@ -125,31 +126,58 @@ def _no_sdk() -> bool:
     return isinstance(_provider or trace.get_tracer_provider(), _SILENT_PROVIDERS)
 
 
+@contextlib.contextmanager
+def _send_span(tracer: trace.Tracer, producer: Producer, topic: str, key: object, partition: int | None,
+               headers: object) -> Iterator[object]:
+    """Around one record's send: yields the headers to send it with. The API alone: no span; the caller's current
+    trace context, if any, added to the headers. An SDK: a PRODUCER span "{topic} send", current while the record is
+    queued, its context added to the headers."""
+    if _no_sdk():
+        if trace.get_current_span().get_span_context().is_valid:
+            carrier: list[tuple[str, bytes]] = []
+            propagate.inject(carrier, setter=_setter)
+            headers = _with_context(headers, carrier)
+        yield headers
+        return
+    with tracer.start_as_current_span(f"{topic} send", kind=SpanKind.PRODUCER) as span:
+        if span.is_recording():
+            _base(span, producer.config.bootstrap_servers, producer.config.client_id, topic)
+            span.set_attribute(OPERATION_NAME, "send")
+            span.set_attribute(OPERATION_TYPE, "publish")
+            if partition is not None:
+                span.set_attribute(PARTITION, str(partition))
+            if (text := _key_text(key)) is not None:
+                span.set_attribute(KEY, text)
+        carrier = []
+        propagate.inject(carrier, setter=_setter)
+        yield _with_context(headers, carrier)
+
+
 def _send_hook(tracer: trace.Tracer) -> Callable[..., Any]:
     """Producer.send's tracing, called by the compiled send() when its trace gate wants it (core/trace_gate.pyx:
     a recording provider, or the API alone with a span current); the record then goes through _send_untraced."""
 
     def send(self: Producer, topic: str, value: object, key: object, partition: int | None, timestamp_ms: int | None,
              headers: object, on_delivery: Any) -> Any:
-        if _no_sdk():
-            if trace.get_current_span().get_span_context().is_valid:
-                carrier: list[tuple[str, bytes]] = []
-                propagate.inject(carrier, setter=_setter)
-                headers = _with_context(headers, carrier)
-            return self._send_untraced(topic, value, key, partition, timestamp_ms, headers, on_delivery)
-        with tracer.start_as_current_span(f"{topic} send", kind=SpanKind.PRODUCER) as span:
-            if span.is_recording():
-                _base(span, self.config.bootstrap_servers, self.config.client_id, topic)
-                span.set_attribute(OPERATION_NAME, "send")
-                span.set_attribute(OPERATION_TYPE, "publish")
-                if partition is not None:
-                    span.set_attribute(PARTITION, str(partition))
-                if (text := _key_text(key)) is not None:
-                    span.set_attribute(KEY, text)
-            carrier = []
-            propagate.inject(carrier, setter=_setter)
-            return self._send_untraced(topic, value, key, partition, timestamp_ms, _with_context(headers, carrier),
-                                       on_delivery)
+        with _send_span(tracer, self, topic, key, partition, headers) as traced:
+            return self._send_untraced(topic, value, key, partition, timestamp_ms, traced, on_delivery)
+
+    return send
+
+
+def _wrap_async_send(tracer: trace.Tracer, original: Callable[..., Any]) -> Callable[..., Any]:
+    """AsyncProducer.send: the same span as Producer.send (aiokafka's instrumentation wraps its send the same way),
+    asked of the same trace gate first."""
+
+    @functools.wraps(original)
+    async def send(self: aio.AsyncProducer, topic: str, value: object = None, key: object = None, *,
+                   partition: int | None = None, timestamp_ms: int | None = None, headers: object = None) -> Any:
+        if not core.send_trace_wanted():
+            return await original(self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                  headers=headers)
+        with _send_span(tracer, self.producer, topic, key, partition, headers) as traced:
+            return await original(self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                  headers=traced)
 
     return send
 
@@ -306,6 +334,7 @@ def process_span(record: Any, tracer_provider: trace.TracerProvider | None = Non
 # (owner, attribute name, wrapper factory): what instrument() replaces
 _TARGETS: list[tuple[Any, str, Callable[[trace.Tracer, Callable[..., Any]], Callable[..., Any]]]] = [
     (Producer, "send_batch", _wrap_send_batch),
+    (aio.AsyncProducer, "send", _wrap_async_send),
     (Consumer, "poll", _wrap_poll),
     (Consumer, "poll_batch", _wrap_poll_batch),
     (aio, "_poll_records", _wrap_poll_records),
