@@ -386,6 +386,8 @@ def _run_driver(params: dict[str, Any]) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 @pytest.mark.broker
+@pytest.mark.broker_only("kafka", reason="two driver runs (~80 s) test the replay skip, which is the client's logic on "
+                         "any broker; Tansu's read_committed path is tested by the other exactly-once tests here")
 def test_a_streaming_driver_killed_after_the_kafka_commit_writes_nothing_twice(broker: EmbeddedBroker,
                                                                                 tmp_path: Path) -> None:
     """Micro-batch 1's commit() commits its transactions, then SIGKILLs the driver's process group before Spark
