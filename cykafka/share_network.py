@@ -7,11 +7,12 @@ acknowledgement results for the caller's callback and commits, the first fatal e
 core/share.py's ShareMember (ShareGroupHeartbeat to the group's coordinator) and one ShareSession per broker: per
 broker at most one request at a time (the session epoch orders them): a ShareAcknowledge when a commit waits for
 acknowledgements, else a ShareFetch carrying the acknowledgements handed over (piggy-backed) when no fetched data of
-that broker waits to be handed out, else a ShareAcknowledge for acknowledgements alone; while that broker's data
-still waits for the caller, acknowledgements are held (up to _ACK_HOLD_MS) for the ShareFetch that follows, so a
-batch costs one request, as Java's (measured: 85 ShareFetch and ~35 ShareAcknowledge per 50,000 records before,
-85 and 1 after, 1.3-1.9x the records/s of one member). Acknowledgements holding a
-RENEW always go in a ShareAcknowledge with is_renew_ack (KIP-1222: a ShareFetch that renews fetches nothing).
+that broker waits to be handed out (or what waits would not fill the caller's next poll: `Fetched.low`), else a
+ShareAcknowledge for acknowledgements alone; while that broker's data still waits for the caller,
+acknowledgements are held (up to _ACK_HOLD_MS) for the ShareFetch that follows, so a batch costs one request, as
+Java's (measured: 85 ShareFetch and ~35 ShareAcknowledge per 50,000 records before, 85 and 1 after, 1.3-1.9x the
+records/s of one member). Acknowledgements holding a RENEW always go in a ShareAcknowledge with is_renew_ack
+(KIP-1222: a ShareFetch that renews fetches nothing).
 Closing: the member leaves (epoch -1) and every open session ends with a ShareAcknowledge at epoch -1 carrying the
 last acknowledgements (the broker releases what the member still held). Every request is a Call on the client's
 CallQueue: one way to wait for a connection and a coordinator. Nothing here runs user code.
@@ -68,6 +69,9 @@ class Fetched:
     tp: TopicPartition
     records: Any  # the records section (bytes-like)
     acquired: list[tuple[int, int, int]]  # (first offset, last offset, delivery count)
+    # what is left of it would not fill the caller's next poll: its broker may be fetched from again (the next
+    # answer is on its way while the caller takes the rest: one round trip less per poll)
+    low: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -211,7 +215,7 @@ class ShareNetwork:
     def _fetch(self, now_ms: int) -> None:
         state = self.state
         by_node = self._leaders()
-        buffered = {f.node_id for f in state.buffer}
+        buffered = {f.node_id for f in state.buffer if not f.low}
         fetched = False
         for node_id in set(by_node) | {n for n, a in state.acks.items() if a}:
             session = self.sessions.get(node_id)
