@@ -388,14 +388,14 @@ class ShareConsumer:
             decoding = self._decoding
             if decoding is None or decoding.fetched is not fetched:
                 decoding = self._decoding = _Decoding(fetched, self.config.consumer.check_crcs)
-            handed += take(decoding, limit - handed)
             left = decoding.counts[-1][1] - decoding.decoder.next_offset + 1  # acquired offsets not handed out
-            if not decoding.decoder.done and 0 < left < self.config.consumer.max_poll_records and not fetched.low:
-                with state.lock:  # would not fill the next poll: the next fetch goes now (ShareNetwork._fetch)
-                    fetched.low = True
+            if not fetched.low and left - (limit - handed) < self.config.consumer.max_poll_records:
+                with state.lock:  # what this take leaves would not fill the next poll: the next fetch goes now,
+                    fetched.low = True  # its answer on the way while this one is decoded (ShareNetwork._fetch)
                     state.fetch_wanted = True
                 self._transport.wakeup()
-            if decoding.decoder.done or left <= 0:
+            handed += take(decoding, limit - handed)
+            if decoding.decoder.done or decoding.decoder.next_offset > decoding.counts[-1][1]:
                 self._decoding = None
                 gaps = decoding.gaps()
                 if gaps:
