@@ -1,5 +1,6 @@
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from enum import IntEnum
+from types import GenericAlias
 from typing import Any, Generic, Protocol, Self, TypeVar, final
 
 from typing_extensions import Buffer
@@ -8,6 +9,7 @@ from cykafka.errors import KafkaError
 from cykafka.ports import Clock, ClusterSnapshot, Compressor
 
 _W = TypeVar("_W")
+_K = TypeVar("_K")
 
 def crc32c(data: Buffer, crc: int = 0, force: int = -1) -> int: ...
 def crc32c_hardware() -> bool: ...
@@ -299,6 +301,83 @@ class PartitionFetch:
     def transaction_markers(self) -> list[tuple[int, int, bool]]: ...
     @property
     def end_offset(self) -> int: ...
+
+# peer_records.pyx: the consumer's records in the compat layers' peer shapes
+@final
+class AIOKafkaRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any  # bytes | None as fetched, or what the key_deserializer made of them
+    value: Any
+    checksum: int | None
+    serialized_key_size: int
+    serialized_value_size: int
+    headers: Sequence[tuple[str, bytes | None]]
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        timestamp_type: int,
+        key: Any,
+        value: Any,
+        checksum: int | None,
+        serialized_key_size: int,
+        serialized_value_size: int,
+        headers: Sequence[tuple[str, bytes | None]],
+    ) -> None: ...
+    def __class_getitem__(cls, item: Any, /) -> GenericAlias: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+class ConfluentMessage:
+    def __init__(
+        self,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+        key: Any = None,
+        value: Any = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        error: Any = None,  # a cykafka.compat.confluent_kafka.KafkaError
+        timestamp: tuple[int, int] = (0, 0),
+        latency: float | None = None,
+        leader_epoch: int | None = None,
+    ) -> None: ...
+    def error(self) -> Any: ...
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+    def key(self) -> Any: ...
+    def value(self) -> Any: ...
+    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+    def latency(self) -> float | None: ...
+    def leader_epoch(self) -> int | None: ...
+    def len(self) -> int: ...
+    def __len__(self) -> int: ...
+    def set_key(self, key: Any) -> None: ...
+    def set_value(self, value: Any) -> None: ...
+    def set_headers(self, headers: list[tuple[str, bytes | None]] | None) -> None: ...
+
+def aiokafka_record(
+    record: ConsumerRecord,
+    key_deserializer: Callable[[Any], Any] | None = None,
+    value_deserializer: Callable[[Any], Any] | None = None,
+) -> AIOKafkaRecord: ...
+def aiokafka_records(
+    by_partition: dict[_K, list[ConsumerRecord]],
+    key_deserializer: Callable[[Any], Any] | None = None,
+    value_deserializer: Callable[[Any], Any] | None = None,
+) -> dict[_K, list[AIOKafkaRecord]]: ...
+def confluent_message(record: ConsumerRecord) -> ConfluentMessage: ...
+def confluent_messages(
+    records: list[ConsumerRecord], start: int, stop: int, positions: dict[tuple[str, int], int]
+) -> list[ConfluentMessage]: ...
 
 # arrow.pyx
 COLUMNS: tuple[str, ...]

@@ -24,7 +24,7 @@ from cykafka.errors import (
 
 # Two layers in one module (included in dependency order, not by layer):
 # - the pure core, under the rules above: checksum, partitioner, pool, records, arrow (the record columns builder),
-#   fetch (the consumer's record decoder), batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
+#   fetch (the consumer's record decoder), peer_records (its records in the compat layers' peer shapes), batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
 #   cykafka/transactions.py);
 # - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
 #   lock (the producer lock), columns (send_batch's inputs), trace_gate (whether send() calls the tracing hook),
@@ -40,6 +40,7 @@ include "lock.pyx"
 include "records.pyx"
 include "arrow.pyx"
 include "fetch.pyx"
+include "peer_records.pyx"
 include "batchresult.pyx"
 include "accumulator.pyx"
 include "columns.pyx"

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import gc
 import json
+import pickle
 import random
 import re
 import uuid
@@ -21,6 +24,7 @@ from typing import Any
 import pytest
 
 import cykafka
+import cykafka.core
 from cykafka.compat import aiokafka as compat
 from cykafka.compat.aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from cykafka.compat.aiokafka.errors import IllegalOperation, KafkaConfigurationError
@@ -490,6 +494,99 @@ def test_aiokafka_and_the_compat_module_agree(broker: Any) -> None:
     assert ours.get("offsets", ([0], [3])) == ([0], [3]) and ours["for_times"] == [0]
     assert ours["closed_send"] == "ProducerClosed" and ours["unknown_kwarg"] == "TypeError"
     assert ours["commit_without_group"] == "IllegalOperation"
+
+
+# -- records: the C-built ConsumerRecord against aiokafka's dataclass -------------------------------------------------
+
+_RECORD_ARGS = ("t", 1, 7, 1_700_000_000_123, 0, b"k", b"value", None, 1, 5, (("h", b"1"), ("e", b"")))
+
+
+def test_the_record_type_behaves_as_aiokafkas_dataclass() -> None:
+    """cykafka.compat.aiokafka.ConsumerRecord (built in C) beside aiokafka.structs.ConsumerRecord made of the same
+    fields: every attribute, the repr, equality (field by field, with its own class only), unhashable, mutable,
+    subscriptable in annotations; a record the C path builds is not tracked by the cyclic GC until a setter stores
+    an arbitrary object in it."""
+    structs = pytest.importorskip("aiokafka.structs")
+    theirs, ours = structs.ConsumerRecord(*_RECORD_ARGS), compat.ConsumerRecord(*_RECORD_ARGS)
+    assert [getattr(ours, f.name) for f in dataclasses.fields(theirs)] == list(dataclasses.astuple(theirs))
+    assert repr(ours) == repr(theirs)
+    assert ours == compat.ConsumerRecord(*_RECORD_ARGS) and ours != compat.ConsumerRecord(
+        *_RECORD_ARGS[:2], 8, *_RECORD_ARGS[3:])
+    assert (ours == theirs) is False and (theirs == ours) is False  # as two dataclasses of different classes
+    for record in (ours, theirs):
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(record)
+    assert compat.ConsumerRecord[bytes, bytes] is not None and pickle.loads(pickle.dumps(ours)) == ours
+    built = cykafka.core.aiokafka_record(cykafka.core.ConsumerRecord("t", 1, 7, 1_700_000_000_123, 0, b"k",
+                                                                     b"value", [("h", b"1"), ("e", b"")]))
+    assert isinstance(built, compat.ConsumerRecord) and built == ours and not gc.is_tracked(built)
+    built.value = {"parsed": built}  # aiokafka's is a mutable dataclass; a cycle through it stays collectable
+    assert built.value["parsed"] is built and gc.is_tracked(built)
+
+
+def _fields(record: Any, topic: str) -> tuple[Any, ...]:
+    """Every attribute aiokafka's ConsumerRecord has, the topic and the repr made run-independent."""
+    return (record.topic == topic, record.partition, record.offset, record.timestamp, record.timestamp_type,
+            record.key, record.value, record.checksum, record.serialized_key_size, record.serialized_value_size,
+            record.headers, type(record.headers).__name__, repr(record).replace(repr(topic), "'T'"))
+
+
+async def _records_through(module: Any, broker: Any, topic: str) -> dict[str, Any]:
+    """The same log read through getmany(max_records=2), and through getone() and `async for` with deserializers."""
+    sent = [(0, b"k0", b"v0", None), (0, None, b"v1", [("h", b"1"), ("e", b"")]), (0, b"k2", None, None),
+            (1, b"k3", b"\xff" * 300, [("a", b"x"), ("a", b"y")]), (1, b"", b"", None)]
+    producer = module.AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    await producer.start()
+    for i, (partition, key, value, headers) in enumerate(sent):
+        await producer.send_and_wait(topic, value, key=key, partition=partition, headers=headers,
+                                     timestamp_ms=1_700_000_000_000 + i)
+    await producer.stop()
+    tps = [module.TopicPartition(topic, p) for p in (0, 1)]
+    out: dict[str, Any] = {}
+    consumer = module.AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest")
+    await consumer.start()
+    consumer.assign(tps)
+    records: list[Any] = []
+    sizes: list[int] = []
+    while len(records) < len(sent):
+        got = await consumer.getmany(timeout_ms=1000, max_records=2)
+        assert all(isinstance(tp, module.TopicPartition) and all(r.partition == tp.partition for r in rs)
+                   for tp, rs in got.items())
+        sizes.append(sum(map(len, got.values())))
+        records += [r for rs in got.values() for r in rs]
+    await consumer.stop()
+    out["getmany"] = sorted(_fields(r, topic) for r in records)
+    out["at most max_records"] = max(sizes) <= 2
+
+    def text(data: bytes | None) -> str | None:
+        return None if data is None else data.decode("latin-1")
+
+    consumer = module.AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, auto_offset_reset="earliest",
+                                       key_deserializer=text, value_deserializer=text)
+    await consumer.start()
+    consumer.assign(tps)
+    records = [await consumer.getone() for _ in range(2)]
+    async for record in consumer:
+        records.append(record)
+        if len(records) == len(sent):
+            break
+    await consumer.stop()
+    out["getone and async for, deserialized"] = sorted(_fields(r, topic) for r in records)
+    return out
+
+
+def test_aiokafka_and_the_compat_module_hand_out_the_same_records(broker: Any) -> None:
+    """Keys, values, nulls, empty ones, headers (repeated keys, empty values), explicit timestamps: every attribute
+    and the repr of each record equal aiokafka's for the same log, through getmany(max_records=), getone() and the
+    async iterator, with and without deserializers."""
+    aiokafka = pytest.importorskip("aiokafka")
+    topic = _topic("records")
+    theirs = _run(_records_through(aiokafka, broker, topic + "-peer"))
+    ours = _run(_records_through(compat, broker, topic + "-ours"))
+    assert ours == theirs
+    assert ours["at most max_records"] is True and len(ours["getmany"]) == 5
+    assert ours["getmany"][0][:10] == (True, 0, 0, 1_700_000_000_000, 0, b"k0", b"v0", None, 2, 2)
+    assert ours["getone and async for, deserialized"][1][5:10] == (None, "v1", None, -1, 2)
 
 
 # -- docs/migrating-aiokafka.md: every snippet runs and prints what the guide says ----------------------------------

@@ -369,7 +369,8 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
             if len(msgs) < 4:
                 msgs += [m for m in c.consume(num_messages=4 - len(msgs), timeout=5) if m.error() is None]
         seen["records"] = sorted((m.topic() == topic, m.partition(), m.offset(), m.key(), m.value(), m.headers(),
-                                  m.timestamp()[0], m.error()) for m in msgs)
+                                  m.timestamp()[0], m.error(), len(m), m.latency(),
+                                  isinstance(m, kafka.Message)) for m in msgs)
         last_of_0 = max((m for m in msgs if m.partition() == 0), key=lambda m: m.offset())
         seen["commit message"] = [(tp.partition, tp.offset) for tp in c.commit(message=last_of_0,
                                                                                  asynchronous=False)]
@@ -390,7 +391,9 @@ def _same_calls(kafka: ModuleType, bootstrap: str, topic: str, group: str) -> di
         c.incremental_assign([kafka.TopicPartition(topic, 0, 1)])
         again0 = c.poll(10)
         seen["after incremental_assign"] = (sorted(tp.partition for tp in c.assignment()),
-                                            None if again0 is None else (again0.partition(), again0.offset()))
+                                            None if again0 is None else (again0.partition(), again0.offset(),
+                                                                         again0.key(), again0.value(),
+                                                                         again0.headers(), again0.timestamp()[0]))
         c.seek(kafka.TopicPartition(topic, 1, 0))
         again = c.poll(10)
         seen["after seek"] = None if again is None else (again.partition(), again.offset())
@@ -424,6 +427,35 @@ def test_confluent_kafka_and_the_compat_module_give_the_same_records_commits_and
     assert ours["store with auto store"] == ("KafkaException", ck.KafkaError._INVALID_ARG)
     assert ours["after close"] == ("RuntimeError", None)
     assert ours["no reset allowed"] == (ck.KafkaError._AUTO_OFFSET_RESET, 0)
+
+
+def test_a_consumed_message_is_built_in_c_wrapping_the_record_and_its_setters_replace_fields() -> None:
+    """Message (cykafka.core.ConfluentMessage): a consumed one reads the ConsumerRecord it wraps, is not tracked by
+    the cyclic GC until a setter stores an arbitrary object; consume()'s builder records the offset after each
+    partition's run; the constructor the producer's reports use is confluent's."""
+    import gc
+
+    from cykafka.core import ConsumerRecord, confluent_message, confluent_messages
+
+    record = ConsumerRecord("t", 1, 41, 1_700_000_000_000, 1, b"k", b"vv", [("h", b"1")], leader_epoch=3)
+    message = confluent_message(record)
+    assert isinstance(message, ck.Message) and not gc.is_tracked(message)
+    assert (message.topic(), message.partition(), message.offset(), message.key(), message.value(),
+            message.headers(), message.timestamp(), message.error(), message.latency(), message.leader_epoch(),
+            len(message)) == ("t", 1, 41, b"k", b"vv", [("h", b"1")], (ck.TIMESTAMP_LOG_APPEND_TIME,
+                                                                       1_700_000_000_000), None, None, 3, 2)
+    message.set_value({"parsed": message})
+    message.set_headers(None)
+    assert message.value()["parsed"] is message and message.headers() is None and gc.is_tracked(message)
+    assert message.key() == b"k" and confluent_message(ConsumerRecord("t", 0, 0, 5)).headers() is None
+    records = [ConsumerRecord("t", p, o, 0) for p, o in ((0, 5), (0, 6), (1, 2), (0, 9))]
+    positions: dict[tuple[str, int], int] = {}
+    assert [m.offset() for m in confluent_messages(records, 1, 3, positions)] == [6, 2]
+    assert positions == {("t", 0): 7, ("t", 1): 3}
+    assert confluent_messages(records, 3, 99, positions)[0].offset() == 9 and positions[("t", 0)] == 10
+    report = ck.Message("t", None, None, b"k", b"v", None, ck.KafkaError(ck.KafkaError._MSG_TIMED_OUT))
+    assert (report.partition(), report.offset(), report.timestamp(), report.error().code(), len(report)) == \
+        (None, None, (ck.TIMESTAMP_NOT_AVAILABLE, 0), ck.KafkaError._MSG_TIMED_OUT, 1)
 
 
 # -- rebalance callbacks, the offset store, async commits, pause ------------------------------------------------------

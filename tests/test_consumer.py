@@ -237,6 +237,19 @@ def test_auto_offset_reset_paths(broker: EmbeddedBroker) -> None:
         assert [r.value for r in _poll_all(consumer, 1)] == [b"new"]
 
 
+def test_the_first_poll_after_assign_waits_for_the_metadata_not_a_retry_backoff(broker: EmbeddedBroker) -> None:
+    """The first poll resolves the assigned partition's position before the metadata knows its leader: the
+    ListOffsets goes as soon as the metadata answers (Java's awaitMetadataUpdate), not retry.backoff.ms later (8 s
+    here; one poll of at most 15 s)."""
+    topic = _topic("first-poll")
+    _write(broker.bootstrap_servers, topic, [(0, None, b"first", [])])
+    with _consumer(broker.bootstrap_servers, retry_backoff_ms=8000, retry_backoff_max_ms=8000) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        started = time.monotonic()
+        got = consumer.poll(15)  # a poll longer than the backoff: before, it slept the backoff inside
+        assert [r.value for r in got] == [b"first"] and time.monotonic() - started < 4
+
+
 def test_pause_and_resume(broker: EmbeddedBroker) -> None:
     topic = _topic("pause")
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]

@@ -2,8 +2,9 @@
 partitions by their leader, groups by their coordinator, topics by the controller, resources by their broker.
 
 Owns the per-item loop: a lookup gives each item its route, its own error (final: no such topic), or `Again` (no route
-yet: a partition without a leader, looked up again); items of one route go in one request (`batch`) or one request each;
-the answer is read per item (a value, or the item's typed error). Whether an item is asked again is the error table's
+yet: a partition without a leader, looked up again as soon as the metadata answers, at most retry.backoff.ms later,
+Java's awaitMetadataUpdate); items of one route go in one request (`batch`) or one request each; the answer is read
+per item (a value, or the item's typed error). Whether an item is asked again is the error table's
 word: its error must be retriable, and when its kinds say a route moved (STALE_METADATA, COORDINATOR_MOVED /
 COORDINATOR_LOADING, CONTROLLER_MOVED) it must be the kind of route this call uses (`moves`): a DeleteTopics answering
 UNKNOWN_TOPIC_OR_PARTITION (stale metadata, for a leader) is final at the controller, NOT_LEADER_OR_FOLLOWER for a
@@ -39,6 +40,7 @@ ROUTE_MOVED = (ErrorKind.STALE_METADATA | ErrorKind.COORDINATOR_MOVED | ErrorKin
 LEADER_MOVED = ErrorKind.STALE_METADATA
 COORDINATOR_MOVED = ErrorKind.COORDINATOR_MOVED | ErrorKind.COORDINATOR_LOADING
 CONTROLLER_MOVED = ErrorKind.CONTROLLER_MOVED
+_METADATA_LOOK_MS = 2  # how often an item without a route looks whether the metadata answered
 
 
 
@@ -95,6 +97,7 @@ class Fanout(Generic[K, V]):
                     retry.append(item)
                 else:
                     by_route[route].append(item)
+            unrouted = len(retry)
             for route, group in by_route.items():
                 for part in [group] if self.batch else [[item] for item in group]:
                     retry += self._ask(route, part, deadline_ms, results)
@@ -102,7 +105,9 @@ class Fanout(Generic[K, V]):
             pending = [item for item in pending if item in asked_again]  # in the items' order
             if pending and self.asker.clock.monotonic_ms() + self.asker.retry_backoff_ms >= deadline_ms:
                 break
-            if pending:
+            if pending and unrouted == len(retry):
+                self._await_metadata(deadline_ms)
+            elif pending:
                 self.asker.backoff(deadline_ms)
         for item in pending:
             error = results[item].error if item in self._rerouted and item in results else None
@@ -115,6 +120,20 @@ class Fanout(Generic[K, V]):
             results.setdefault(item, Result(error=KafkaError(f"{self.name(item)}: no route found before the "
                                                              f"deadline")))
         return {item: results[item] for item in wanted}
+
+    def _await_metadata(self, deadline_ms: int) -> None:
+        """Items with no route yet (a partition whose leader the metadata does not know) wait for the next metadata
+        answer, at most retry.backoff.ms (Java's awaitMetadataUpdate), not a whole backoff: the first ListOffsets
+        after assign() goes as soon as the topic's metadata is in."""
+        asker = self.asker
+        metadata = asker.router.metadata
+        if metadata is None:
+            asker.backoff(deadline_ms)
+            return
+        before = metadata.snapshot()
+        end_ms = min(deadline_ms, asker.clock.monotonic_ms() + asker.retry_backoff_ms)
+        while metadata.snapshot() is before and (now_ms := asker.clock.monotonic_ms()) < end_ms:
+            asker.backoff(min(end_ms, now_ms + _METADATA_LOOK_MS))
 
     def _ask(self, route: Route, items: list[K], deadline_ms: int, results: dict[K, Result[V]]) -> list[K]:
         """Asks for items on route, files their results; returns those to ask again."""

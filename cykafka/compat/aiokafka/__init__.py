@@ -5,8 +5,9 @@ session_timeout_ms=10000, the round-robin assignor), its call shapes (start() al
 create_batch / send_batch, highwater, sync subscribe / assign / seek / pause), its tuples and its error types (the
 kafka-python ones of cykafka.compat.kafka plus aiokafka's own, each a cykafka KafkaError). No protocol work; per
 record only what the shape forces: a (de)serializer call where configured, the RecordMetadata future send returns,
-one ConsumerRecord tuple per record handed out. `from cykafka.compat.aiokafka.errors import ...` works as
-`from aiokafka.errors import ...`. What differs and why: docs/migrating-aiokafka.md.
+one ConsumerRecord per record handed out (built in C from cykafka's, a whole getmany in one pass). `from
+cykafka.compat.aiokafka.errors import ...` works as `from aiokafka.errors import ...`. What differs and why:
+docs/migrating-aiokafka.md.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from cykafka.compat.kafka import (
 )
 from cykafka.compat.kafka import _config as _kp_config
 from cykafka.consumer import Consumer
-from cykafka.core import RecordFuture
+from cykafka.core import AIOKafkaRecord, RecordFuture, aiokafka_record, aiokafka_records
 from cykafka.core import RecordMetadata as _CyRecordMetadata
 from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 
@@ -99,21 +100,9 @@ class RecordMetadata(NamedTuple):
     log_start_offset: int | None
 
 
-class ConsumerRecord(NamedTuple):
-    """A record as aiokafka hands it out, its fields in aiokafka's order (a tuple here, built once per record;
-    aiokafka's is a dataclass)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    checksum: int | None
-    serialized_key_size: int
-    serialized_value_size: int
-    headers: tuple[tuple[str, bytes | None], ...]
+ConsumerRecord = AIOKafkaRecord
+"""A record as aiokafka hands it out: aiokafka's attributes, repr and equality, built in C for a whole getmany
+(cykafka.core.AIOKafkaRecord; aiokafka's is a dataclass)."""
 
 
 class ConsumerRebalanceListener:
@@ -497,21 +486,6 @@ class AIOKafkaConsumer:
 
     # -- records ----------------------------------------------------------------------------------------------
 
-    def _records(self, records: list[Any]) -> list[ConsumerRecord]:
-        """cykafka's records as aiokafka's tuples (tuple.__new__: no Python-level __new__ per record; headers a tuple
-        as aiokafka's, so a record without headers holds nothing the cyclic GC must walk)."""
-        kd, vd = self._key_deserializer, self._value_deserializer
-        new, cls = tuple.__new__, ConsumerRecord
-        if kd is None and vd is None:
-            return [new(cls, (r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type, (k := r.key),
-                              (v := r.value), None, -1 if k is None else len(k), -1 if v is None else len(v),
-                              tuple(r.headers))) for r in records]
-        return [new(cls, (r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type,
-                          (k := r.key) if kd is None else kd(k := r.key),
-                          (v := r.value) if vd is None else vd(v := r.value),
-                          None, -1 if k is None else len(k), -1 if v is None else len(v), tuple(r.headers)))
-                for r in records]
-
     async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
                       max_records: int | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Up to max_records records, waiting up to timeout_ms for some: {TopicPartition: [ConsumerRecord]}."""
@@ -525,7 +499,7 @@ class AIOKafkaConsumer:
             got = await self._inner.getmany(timeout_ms=timeout_ms, max_records=max_records)
         except _cy.KafkaError as e:
             raise self._stopped_or(e) from e
-        return {tp: self._records(records) for tp, records in got.items()}
+        return aiokafka_records(got, self._key_deserializer, self._value_deserializer)
 
     def _stopped_or(self, error: BaseException) -> BaseException:
         """ConsumerStoppedError for a call stop() ended (aiokafka's), else the error translated."""
@@ -541,7 +515,7 @@ class AIOKafkaConsumer:
             record = await self._inner.getone()
         except _cy.KafkaError as e:
             raise self._stopped_or(e) from e
-        return self._records([record])[0]
+        return aiokafka_record(record, self._key_deserializer, self._value_deserializer)
 
     def __aiter__(self) -> AIOKafkaConsumer:
         return self

@@ -24,11 +24,10 @@ from cykafka.compat.confluent_kafka._types import (
     ClusterMetadata,
     Message,
     TopicPartition,
-    _RecordMessage,
 )
 from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, error_from, exception_from
 from cykafka.consumer import Consumer as _Consumer
-from cykafka.core import ConsumerRecord
+from cykafka.core import ConsumerRecord, confluent_message, confluent_messages
 from cykafka.ports import TopicPartition as _TP
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 
@@ -126,7 +125,7 @@ class Consumer:
             record = self._batch[self._next]
             self._next += 1
             self._positions[record.topic, record.partition] = record.offset + 1
-            return _RecordMessage(record)
+            return confluent_message(record)
         if self._events:
             return self._events.popleft()
         deadline_s = None if timeout is None or timeout < 0 else time.monotonic() + timeout
@@ -150,11 +149,9 @@ class Consumer:
         positions = self._positions
         while len(out) < num_messages:
             if self._next < len(self._batch):
-                take = self._batch[self._next:self._next + num_messages - len(out)]
+                take = confluent_messages(self._batch, self._next, self._next + num_messages - len(out), positions)
                 self._next += len(take)
-                for record in take:
-                    positions[record.topic, record.partition] = record.offset + 1
-                out += map(_RecordMessage, take)
+                out += take
                 continue
             while self._events and len(out) < num_messages:
                 out.append(self._events.popleft())
