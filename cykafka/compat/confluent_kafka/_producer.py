@@ -1,7 +1,8 @@
 """confluent-kafka's Producer over cykafka's: owns `produce()` (librdkafka's arguments, BufferError at once when the
 queue is full, never waiting: a record whose topic's metadata is not known yet is held, in order, until it is, or
 fails after max.block.ms), the delivery reports (completed on cykafka's sender thread, served by `poll()` /
-`flush()` on the caller's thread as `cb(err, Message)`), `len()` and confluent's transactional calls. Sending,
+`flush()` on the caller's thread as `cb(err, Message)`), `len()`, `purge()` (cykafka's Producer.purge, plus the
+records held for metadata) and confluent's transactional calls. Sending,
 batching and transactions are cykafka's Producer's; this adds one small object per record (the report).
 """
 
@@ -319,10 +320,25 @@ class Producer:
         return True
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
-        """Not supported: cykafka's producer has no purge (docs/migrating-confluent-kafka.md)."""
-        raise KafkaException(KafkaError(KafkaError._NOT_IMPLEMENTED, "purge() is not supported by cykafka's "
-                                        "producer: flush() delivers what is queued; a transaction's "
-                                        "abort_transaction() drops what it did not send"))
+        """librdkafka's purge: in_queue, the records not sent yet (held for metadata, or queued) fail with
+        _PURGE_QUEUE and are never sent; in_flight, the records sent and not answered fail with _PURGE_INFLIGHT
+        (whether the broker appended them is not known). Their delivery reports are served by the next poll() or
+        flush(). `blocking` is accepted: the purge is complete when this returns (cykafka's Producer.purge)."""
+        if in_queue:
+            self._drop_held(errors.RecordPurgedError("purged from the queue by purge(): never sent"))
+        try:
+            self._producer.purge(bool(in_queue), bool(in_flight))
+        except errors.KafkaError as e:
+            raise exception_from(e) from e
+
+    def _drop_held(self, error: errors.KafkaError) -> None:
+        """The records held for their topic's metadata fail with `error` (their reports queued)."""
+        with self._held_lock:
+            held, self._held = self._held, {}
+            self._held_deadline_ms.clear()
+        for waiting in held.values():
+            for record in waiting:
+                record[-1](error, None)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """The cluster's brokers and topics (one topic when given), waiting up to timeout seconds."""
@@ -372,12 +388,7 @@ class Producer:
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Aborts; records still held for metadata are dropped, reported with _PURGE_QUEUE."""
-        with self._held_lock:
-            held, self._held = self._held, {}
-            self._held_deadline_ms.clear()
-        for waiting in held.values():
-            for record in waiting:
-                record[-1](errors.KafkaError("the transaction was aborted", code=KafkaError._PURGE_QUEUE), None)
+        self._drop_held(errors.RecordPurgedError("the transaction was aborted"))
         try:
             self._txn(self._producer.abort_transaction, _seconds(timeout))
         finally:
