@@ -476,6 +476,13 @@ class Producer(SendPath, AppendSeam):
         self._transport.wakeup()
         return purged
 
+    @property
+    def completed_records(self) -> int:
+        """How many records this producer has completed (acknowledged, failed or purged; their on_delivery
+        callbacks have run) since it started: with a count of the records sent, how many are still pending, at the
+        cost of one attribute read (counted per batch by the sender)."""
+        return self.sender.completed_records
+
     def begin_flush(self) -> list[Any]:
         """flush()'s first half, never blocking (flush() is both halves; an event loop awaits in between): the
         batches queued now (each batch.waitable() a completion to wait on), sent at once (linger ends for them).

@@ -96,6 +96,9 @@ class Sender:
         self.force_close = False
         self.close_deadline_ms: int | None = None  # an unclosed producer's drain: polls end by then
         self._auth_error_seen: KafkaError | None = None
+        # records completed (acknowledged, failed, purged) with their callbacks run, counted per batch under the
+        # lock before its waiters go: Producer.completed_records
+        self.completed_records = 0
 
     # -- the loop body -----------------------------------------------------------------------------------------
 
@@ -519,6 +522,8 @@ class Sender:
             self._on_batch_done(batch)
         for future in with_callbacks:
             run_callback(future)
+        if not reported:
+            self._count_completed(batch)
         batch.release_waiters()  # last, as Java: flush() returns after the callbacks ran
 
     def _wake(self, waiter: Any) -> None:
@@ -573,8 +578,13 @@ class Sender:
                 self._on_batch_done(batch)
             for future in with_callbacks:
                 run_callback(future)
+            self._count_completed(batch)
             batch.release_waiters()
         return purged
+
+    def _count_completed(self, batch: ProducerBatch) -> None:
+        with self.lock:  # the sender thread and purge()'s caller both count
+            self.completed_records += batch.record_count
 
     def abort_all(self, error: KafkaError) -> None:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""
