@@ -92,6 +92,7 @@ def test_queued_records_are_never_sent_in_flight_ones_complete_in_the_background
     assert [purged_in_flight(f) for f in later] == [None] * 4
     assert values(cluster, 0) == [b"w0", b"s0", b"s1", b"a0", b"a2"] and values(cluster, 1) == [b"a1", b"a3"]
     assert cluster.produce_errors.get(OUT_OF_ORDER, 0) == 0
+    assert producer.completed_records == 1 + 2 + 3 + 2 + 4  # each record once, purged ones at the purge
     if idempotent:  # the sequences went on from the purged requests', no epoch bump
         assert [r.sequence for r in cluster.log(TOPIC, 0)] == [0, 1, 2, 3, 4]
         assert {r.producer_epoch for r in cluster.log(TOPIC, 0)} == {0}
