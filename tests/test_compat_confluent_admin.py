@@ -47,6 +47,7 @@ def _described(kafka: ModuleType, bootstrap: str, topic: str, tansu: bool) -> di
     seen["describe cluster"] = _outcome(a.describe_cluster(), lambda r: (
         r.controller.id if r.controller is not None else None, [(n.id, n.host, n.port) for n in r.nodes],
         r.cluster_id))
+    seen["cluster id"] = a.cluster_id(10) == seen["describe cluster"][1][2]
     specs = {"earliest": admin.OffsetSpec.earliest(), "latest": admin.OffsetSpec.latest(),
              "at 1500 ms": admin.OffsetSpec.for_timestamp(1_500)}
     if not tansu:  # Tansu closes the connection on ListOffsets v7 (max timestamp)
@@ -75,6 +76,7 @@ def test_describe_list_offsets_and_delete_records_as_confluent_kafka(broker: Any
     ours = _described(ck, broker.bootstrap_servers, _name("describe-ours"), tansu)
     assert ours == theirs
     assert ours["describe topics"][1] == ("KafkaException", ck.KafkaError.UNKNOWN_TOPIC_OR_PART)
+    assert ours["cluster id"] and ours["describe cluster"][0] == "ok"
     if not tansu:  # Tansu's answers are its own (docs/admin.md); both clients see them
         assert ours["list offsets earliest"] == ("ok", (0, -1)) and ours["list offsets at 1500 ms"] == ("ok", (1, 2000))
         assert ours["list offsets max timestamp"] == ("ok", (2, 3000))

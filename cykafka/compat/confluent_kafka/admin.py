@@ -583,6 +583,13 @@ class AdminClient:
                                          cluster_id, [] if include_authorized_operations else None)
         return self._one(run)
 
+    def cluster_id(self, timeout: float = -1) -> str | None:
+        """The cluster's id (DescribeCluster), waiting up to timeout seconds."""
+        try:
+            return self._admin.describe_cluster(timeout_ms=timeout_ms(timeout)).cluster_id
+        except errors.KafkaError as e:
+            raise exception_from(e) from e
+
     # -- offsets and records -------------------------------------------------------------------------------------
 
     def list_offsets(self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec],
