@@ -73,6 +73,8 @@ cdef class ProducerBatch:
     cdef ProducerBatch _parent
     cdef int _pending_children
     cdef list _segments                         # _Segment per send_batch call with records here, or None
+    cdef readonly bint given_up                 # purge(): its records were completed early; the batch is still the
+                                                # sender's (its sequence, its buffer, its answer)
 
     cdef RecordFuture _add_future(self, int32_t relative_offset, int64_t timestamp_ms, Py_ssize_t key_size,
                                   Py_ssize_t value_size, object callback)
@@ -83,6 +85,8 @@ cdef class ProducerBatch:
     cpdef object waitable(self)
     cpdef void release_waiters(self)
     cpdef list complete(self, int64_t base_offset, int64_t log_append_time_ms, object error)
+    cpdef list give_up(self, object error)
+    cdef list _complete_records(self, int64_t base_offset, int64_t log_append_time_ms, object error)
     cpdef void reset_producer_state(self, int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
                                     bint is_transactional)
     cdef void _reenqueued(self, int64_t now_ms, int64_t backoff_ms)

@@ -287,6 +287,8 @@ cdef class ProducerBatch:
         cdef ProducerBatch b = self
         cdef _Segment segment
         while True:
+            if b._released:  # released already (purge() gave up its records, or a split parent so released)
+                return
             b._released = True
             if b._completion is not None:
                 b._completion.set()
@@ -302,7 +304,8 @@ cdef class ProducerBatch:
 
     cpdef list complete(self, int64_t base_offset, int64_t log_append_time_ms, object error):
         """Marks every record done (success when error is None); returns the futures that have callbacks.
-        False-safe: a batch completes once (a late response for an expired batch is ignored: returns [])."""
+        False-safe: a batch completes once (a late response for an expired batch is ignored: returns []); the
+        records of a batch given up (give_up()) keep their first outcome."""
         if self.final_state != STATE_INCOMPLETE:
             return []
         if error is not None and not isinstance(error, KafkaError):
@@ -310,6 +313,21 @@ cdef class ProducerBatch:
         self.final_state = STATE_SUCCEEDED if error is None else STATE_FAILED
         self.error = error
         self.base_offset = base_offset
+        if self.given_up:
+            return []
+        return self._complete_records(base_offset, log_append_time_ms, error)
+
+    cpdef list give_up(self, object error):
+        """Producer.purge() of a batch the sender holds (sent, its outcome unknown): completes its records now with
+        `error` and returns the futures that have callbacks, leaving the batch itself incomplete: the sender still
+        settles its sequence and its buffer when the answer comes, and complete() then leaves the records as they
+        are (the first completion wins). [] when the batch is final or given up already."""
+        if self.final_state != STATE_INCOMPLETE or self.given_up:
+            return []
+        self.given_up = True
+        return self._complete_records(-1, -1, error)
+
+    cdef list _complete_records(self, int64_t base_offset, int64_t log_append_time_ms, object error):
         cdef list with_callbacks = []
         cdef RecordFuture f
         cdef _Segment segment
@@ -802,11 +820,14 @@ cdef class RecordAccumulator:
                 builder = RecordBatchBuilder(bytearray(size), size, self.codec, self._ratios.get(big.topic, 1.0))
                 piece = ProducerBatch(big.topic, big.partition, builder, big.created_ms, self.completion_factory)
                 piece._parent = big
+                piece.given_up = big.given_up  # its records are done already: the pieces only carry the bytes
                 piece.attempts = big.attempts
                 piece.last_attempt_ms = big.last_attempt_ms
                 pieces.append(piece)
                 if not builder.try_append(record.timestamp_ms, record.key, record.value, record.headers):
                     raise AssertionError("a split piece refused its first record")
+            if big.given_up:
+                continue
             if type(owner) is RecordFuture:
                 future = owner
                 future._batch = piece
@@ -879,19 +900,32 @@ cdef class RecordAccumulator:
         dq = parts.get(partition) if parts is not None else None
         return len(dq) if dq is not None else 0
 
-    def abort_unsequenced(self):
+    def abort_unsequenced(self, bint keep_sent=False):
         """Removes every queued batch that holds no sequence (never sent) and returns them: an aborting
-        transaction fails them; sequenced ones must still resolve at the broker (Java's abortUndrainedBatches)."""
+        transaction fails them; sequenced ones must still resolve at the broker (Java's abortUndrainedBatches).
+        keep_sent: also keeps the batches queued again for a retry (Producer.purge(): sent once, they are in flight
+        to it; without idempotence they hold no sequence)."""
         cdef list aborted = []
-        cdef ProducerBatch batch
+        cdef ProducerBatch b
         for parts in self._batches.values():
             for dq in (<dict>parts).values():
-                keep = [b for b in dq if (<ProducerBatch>b).base_sequence != -1]
+                keep = [b for b in dq if b.base_sequence != -1 or (keep_sent and b.in_retry)]
                 if len(keep) != len(dq):
-                    aborted.extend([b for b in dq if (<ProducerBatch>b).base_sequence == -1])
+                    aborted.extend([b for b in dq if not (b.base_sequence != -1 or (keep_sent and b.in_retry))])
                     dq.clear()
                     dq.extend(keep)
         return aborted
+
+    def sent_batches(self):
+        """The queued batches that were sent before (queued again for a retry; with idempotence, holding a
+        sequence): Producer.purge() gives up their records and leaves them queued, as their sequences must still
+        resolve at the broker."""
+        cdef list sent = []
+        cdef ProducerBatch b
+        for parts in self._batches.values():
+            for dq in (<dict>parts).values():
+                sent.extend([b for b in dq if b.base_sequence != -1 or b.in_retry])
+        return sent
 
     def set_transaction_manager(self, TransactionManager txn):
         """Idempotence/transactions: drained batches take sequences from `txn`, which also gates the drain."""

@@ -460,6 +460,29 @@ class Producer(SendPath, AppendSeam):
             pending = self.end_flush(batches)
         return pending
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True) -> int:
+        """Gives up records not delivered yet (librdkafka's rd_kafka_purge; Java has none) and returns how many.
+
+        `in_queue`: every record not sent yet fails with RecordPurgedError (`in_flight` False) and is never sent.
+        `in_flight`: every record sent and not answered yet (or waiting for a retry) fails with
+        RecordPurgedError(in_flight=True): whether the broker appended it is not known, and never will be. Its
+        request still completes in the background, so idempotent sequences stay in order and later records go on
+        as usual. The records' on_delivery callbacks run before purge() returns, on the calling thread; waiting
+        futures and flush() return. Never blocks. In a transaction, purged records make commit_transaction() fail:
+        abort it."""
+        if self._thread is not None and threading.current_thread() is self._thread:
+            raise KafkaError("purge() from a delivery callback or interceptor would deadlock the sender thread")
+        purged = self.sender.purge(in_queue, in_flight)
+        self._transport.wakeup()
+        return purged
+
+    @property
+    def completed_records(self) -> int:
+        """How many records this producer has completed (acknowledged, failed or purged; their on_delivery
+        callbacks have run) since it started: with a count of the records sent, how many are still pending, at the
+        cost of one attribute read (counted per batch by the sender)."""
+        return self.sender.completed_records
+
     def begin_flush(self) -> list[Any]:
         """flush()'s first half, never blocking (flush() is both halves; an event loop awaits in between): the
         batches queued now (each batch.waitable() a completion to wait on), sent at once (linger ends for them).
@@ -475,7 +498,7 @@ class Producer(SendPath, AppendSeam):
         of `batches` still pending."""
         with self._lock:
             self._accumulator.end_flush()
-        return sum(b.record_count for b in batches if not b.is_done)
+        return sum(b.record_count for b in batches if not (b.is_done or b.given_up))
 
     def close(self, timeout: float | None = None) -> None:
         """Flushes and stops the sender. After `timeout` seconds, fails what is left with ProducerClosedError."""

@@ -24,6 +24,7 @@ from cykafka.errors import (
     NetworkError,
     ProducerClosedError,
     ProducerFencedError,
+    RecordPurgedError,
     RecordTooLargeError,
     TransactionAbortableError,
     TransactionFatalError,
@@ -95,6 +96,9 @@ class Sender:
         self.force_close = False
         self.close_deadline_ms: int | None = None  # an unclosed producer's drain: polls end by then
         self._auth_error_seen: KafkaError | None = None
+        # records completed (acknowledged, failed, purged) with their callbacks run, counted per batch under the
+        # lock before its waiters go: Producer.completed_records
+        self.completed_records = 0
 
     # -- the loop body -----------------------------------------------------------------------------------------
 
@@ -504,6 +508,7 @@ class Sender:
         """Marks the batch final and frees its memory (release_buffer False: when its request answers); then, with the
         lock released, wakes memory waiters, runs interceptors and callbacks, and last releases the batch's waiters."""
         with self.lock:
+            reported = batch.given_up  # purge() completed its records already
             with_callbacks = batch.complete(base_offset, log_append_time_ms, error)
             if release_buffer:
                 waiter = self.accumulator.deallocate(batch)
@@ -513,10 +518,12 @@ class Sender:
         self._wake(waiter)
         if error is None:
             self.metrics.record_sent(batch)
-        if self._on_batch_done is not None:
+        if self._on_batch_done is not None and not reported:
             self._on_batch_done(batch)
         for future in with_callbacks:
             run_callback(future)
+        if not reported:
+            self._count_completed(batch)
         batch.release_waiters()  # last, as Java: flush() returns after the callbacks ran
 
     def _wake(self, waiter: Any) -> None:
@@ -539,6 +546,45 @@ class Sender:
         for batch in batches:
             if not batch.is_done:
                 self._fail_sent_batch(batch, error)
+
+    def purge(self, in_queue: bool, in_flight: bool) -> int:
+        """Producer.purge() (librdkafka's rd_kafka_purge): in_queue fails every queued batch never sent with
+        RecordPurgedError (removed from its deque, as an aborting transaction's: `abort_unsequenced`); in_flight
+        gives up the records of every batch sent and not answered yet (in a request, or queued again for a retry,
+        with its sequence): they fail now with RecordPurgedError(in_flight=True) while the batch stays with this
+        Sender, which still settles its sequence and its buffer when its answer comes (the records keep the first
+        outcome). Callbacks run on the caller's thread. Returns how many records were purged."""
+        with self.lock:
+            unsent = self.accumulator.abort_unsequenced(keep_sent=True) if in_queue else []
+            given_up: list[ProducerBatch] = []
+            if in_flight:
+                given_up = [b for batches in list(self._in_flight.values()) for b in list(batches)]
+                given_up += self.accumulator.sent_batches()
+        purged = 0
+        queued_error = RecordPurgedError("purged from the queue by Producer.purge(): never sent")
+        for batch in unsent:
+            if not batch.is_done:
+                purged += batch.record_count
+                self._fail_batch(batch, queued_error)  # in a transaction: it can no longer commit
+        in_flight_error = RecordPurgedError("purged in flight by Producer.purge(): whether the broker appended it "
+                                            "is not known", in_flight=True)
+        for batch in given_up:
+            with self.lock:
+                if batch.is_done or batch.given_up:  # answered meanwhile, or listed twice
+                    continue
+                with_callbacks = batch.give_up(in_flight_error)
+            purged += batch.record_count
+            if self._on_batch_done is not None:
+                self._on_batch_done(batch)
+            for future in with_callbacks:
+                run_callback(future)
+            self._count_completed(batch)
+            batch.release_waiters()
+        return purged
+
+    def _count_completed(self, batch: ProducerBatch) -> None:
+        with self.lock:  # the sender thread and purge()'s caller both count
+            self.completed_records += batch.record_count
 
     def abort_all(self, error: KafkaError) -> None:
         """Fails every queued and in-flight batch with `error` (close deadline passed, or fatal error)."""

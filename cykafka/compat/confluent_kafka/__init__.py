@@ -19,7 +19,14 @@ from cykafka.compat.confluent_kafka._types import (
     Message,
     TopicPartition,
 )
-from cykafka.compat.confluent_kafka.admin import ConsumerGroupState, ConsumerGroupTopicPartitions
+from cykafka.compat.confluent_kafka.admin import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    Node,
+    TopicCollection,
+    TopicPartitionInfo,
+)
 from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException
 from cykafka.ports.values import ConsumerGroupMetadata
 
@@ -27,8 +34,8 @@ __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE", "Consumer", "ConsumerGroupMetadata", "ConsumerGroupState",
     "ConsumerGroupTopicPartitions",
-    "DeserializingConsumer", "KafkaError", "KafkaException", "Message", "Producer", "SerializingProducer",
-    "TopicPartition", "libversion", "version",
+    "DeserializingConsumer", "IsolationLevel", "KafkaError", "KafkaException", "Message", "Node", "Producer",
+    "SerializingProducer", "TopicCollection", "TopicPartition", "TopicPartitionInfo", "libversion", "version",
 ]
 
 

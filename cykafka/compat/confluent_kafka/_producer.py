@@ -1,8 +1,10 @@
 """confluent-kafka's Producer over cykafka's: owns `produce()` (librdkafka's arguments, BufferError at once when the
 queue is full, never waiting: a record whose topic's metadata is not known yet is held, in order, until it is, or
 fails after max.block.ms), the delivery reports (completed on cykafka's sender thread, served by `poll()` /
-`flush()` on the caller's thread as `cb(err, Message)`), `len()` and confluent's transactional calls. Sending,
-batching and transactions are cykafka's Producer's; this adds one small object per record (the report).
+`flush()` on the caller's thread as `cb(err, Message)`), `len()`, `purge()` (cykafka's Producer.purge, plus the
+records held for metadata) and confluent's transactional calls. Sending, batching and transactions are cykafka's
+Producer's; this adds one small object per record with a callback (its report), and nothing per record without one
+(len() counts them with the producer's completed_records).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from cykafka.compat.confluent_kafka._types import (
     TopicPartition,
 )
 from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, error_from, exception_from
-from cykafka.completion import Completion
 from cykafka.core import RecordFuture, RecordMetadata
 from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata
 from cykafka.producer import Producer as _Producer
@@ -75,8 +76,9 @@ class _Report:
                        error, timestamp, self.done_s - self.started_s)
 
 
-# a produce() call's record: topic, value, key, partition, timestamp_ms, headers, its report
-_Record = tuple[str, Any, Any, int | None, int | None, Any, Callable[[errors.KafkaError | None, Any], None]]
+# a produce() call's record held for its topic's metadata: topic, value, key, partition, timestamp_ms, headers, its
+# report (None: no callback)
+_Record = tuple[str, Any, Any, int | None, int | None, Any, "_Report | None"]
 
 
 def _encoded(data: Any) -> Any:
@@ -121,13 +123,12 @@ class Producer:
         self._reports: collections.deque[_Report] = collections.deque()
         self._wakeup = threading.Event()
         self._waiting = False
-        self._produced = 0
-        self._served = 0
-        self._silent_done = 0  # records without a callback that completed (their reports are not queued)
-        self._silent_lock = threading.Lock()
-        # records without a callback, sent: [their batch's completion, how many], counted done once it is set (one
-        # entry per batch, no Python call per record on the sender thread)
-        self._silent_batches: list[list[Any]] = []
+        # len(): records held for metadata or given to cykafka's producer (`_queued`), less those it completed
+        # (its completed_records, counted per batch: no Python work per record without a callback), plus the
+        # reports not served yet. `_completed_seen`: completed_records when produce() last looked (a lower bound,
+        # so `_queued - _completed_seen + len(_reports)` never says the queue has room when it has none)
+        self._queued = 0
+        self._completed_seen = 0
         self._metadata = MetadataSource(config)
         self._held: dict[str, collections.deque[_Record]] = {}  # per topic, records waiting for its metadata
         self._held_deadline_ms: dict[str, int] = {}  # when they fail (max.block.ms after the first, Clock port ms)
@@ -142,72 +143,43 @@ class Producer:
         """Queues a record; its delivery report goes to on_delivery (or callback, or the config's on_delivery)
         from a later poll() or flush(). BufferError when queue.buffering.max.messages records (or
         queue.buffering.max.kbytes, as buffer.memory) are queued: call poll() and try again."""
-        if self._produced - self._served - self._silent_done >= self._max_messages and len(self) >= self._max_messages:
-            raise BufferError("Local: Queue full")
+        if self._queued - self._completed_seen + len(self._reports) >= self._max_messages:
+            self._completed_seen = self._producer.completed_records
+            if len(self) >= self._max_messages:
+                raise BufferError("Local: Queue full")
         cb = on_delivery or callback or self._default_callback
-        report = None if cb is None else _Report(self, cb, topic, key, value, headers)
-        part = None if partition == -1 else partition
         try:
             if self._held:
                 self._release_held()
                 if topic in self._held:  # behind the topic's records that wait for its metadata
                     with self._held_lock:
-                        self._held[topic].append((topic, value, key, part, timestamp or None, headers,
-                                                  report or self._silent_report))
-                    self._produced += 1
+                        self._held[topic].append((topic, value, key, None if partition == -1 else partition,
+                                                  timestamp or None, headers,
+                                                  None if cb is None else _Report(self, cb, topic, key, value,
+                                                                                  headers)))
+                    self._queued += 1
                     return
-            outcome = self._try_send(topic, value, key, partition=part, timestamp_ms=timestamp or None,
-                                     headers=headers, on_delivery=report)
+            if cb is None and partition == -1 and not timestamp and headers is None:  # the common case: no kwargs
+                report = None
+                outcome = self._try_send(topic, value, key)
+            else:
+                report = None if cb is None else _Report(self, cb, topic, key, value, headers)
+                outcome = self._try_send(topic, value, key, partition=None if partition == -1 else partition,
+                                         timestamp_ms=timestamp or None, headers=headers, on_delivery=report)
             if outcome.__class__ is not RecordFuture:
-                self._not_sent((topic, value, key, part, timestamp or None, headers, report or self._silent_report),
-                               outcome)
-            elif report is None:
-                self._count_silent(outcome)
+                self._not_sent((topic, value, key, None if partition == -1 else partition, timestamp or None,
+                                headers, report), outcome)
         except errors.BufferExhaustedError:
             raise BufferError("Local: Queue full") from None
         except errors.SerializationError:
             raise
         except errors.InvalidRecordError as e:
-            if part is not None and self._partition_unknown(topic, part):
+            if partition != -1 and self._partition_unknown(topic, partition):
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, str(e))) from e
             raise exception_from(e) from e
         except errors.KafkaError as e:
             raise exception_from(e) from e
-        self._produced += 1
-
-    def _count_silent(self, future: RecordFuture) -> None:
-        """A record without a callback went into a batch: counted done with the batch (_sweep_silent)."""
-        completion = future.waitable()
-        with self._silent_lock:
-            if not isinstance(completion, Completion):  # final already
-                self._silent_done += 1
-                return
-            batches = self._silent_batches
-            if batches and batches[-1][0] is completion:
-                batches[-1][1] += 1
-            else:
-                batches.append([completion, 1])
-
-    def _sweep_silent(self) -> None:
-        """The batches of records without a callback that completed: their records are done."""
-        with self._silent_lock:
-            if not self._silent_batches:
-                return
-            pending = []
-            for entry in self._silent_batches:
-                if entry[0].is_set():
-                    self._silent_done += entry[1]
-                else:
-                    pending.append(entry)
-            self._silent_batches = pending
-
-    def _silent_report(self, error: errors.KafkaError | None, metadata: RecordMetadata | None) -> None:
-        """The outcome of a record produced without any callback: done now, no report queued (librdkafka queues
-        none without a dr_cb)."""
-        with self._silent_lock:
-            self._silent_done += 1
-        if self._waiting:
-            self._wakeup.set()
+        self._queued += 1
 
     def _partition_unknown(self, topic: str, partition: int) -> bool:
         """Whether the topic's known metadata has no such partition (librdkafka: _UNKNOWN_PARTITION)."""
@@ -250,7 +222,9 @@ class Producer:
                     except errors.KafkaError as e:
                         waiting.popleft()
                         self._held_failed = True  # a transaction holding it cannot commit
-                        report(e, None)
+                        self._queued -= 1
+                        if report is not None:
+                            report(e, None)
                         continue
                     if not isinstance(outcome, RecordFuture):
                         break  # memory is full (or the partition not known yet): the next call tries again
@@ -263,7 +237,9 @@ class Producer:
         (None or negative: until one comes) for the first; returns how many it served."""
         if self._held:
             self._release_held()
-        if not self._reports and timeout != 0:
+        if not self._reports:
+            if timeout == 0:  # poll(0) after each produce(): nothing to serve, nothing to wait for
+                return 0
             self._wait(None if timeout is None or timeout < 0 else time.monotonic() + timeout,
                        lambda: bool(self._reports))
         return self._serve()
@@ -276,7 +252,7 @@ class Producer:
                 left_s = None if deadline_s is None else deadline_s - time.monotonic()
                 if left_s is not None and left_s <= 0:
                     return
-                if self._held or self._silent_batches:  # records wait for metadata, or batches for no report: soon
+                if self._held or self._queued > self._producer.completed_records:  # no report may come: soon
                     left_s = _HELD_RECHECK_S if left_s is None else min(left_s, _HELD_RECHECK_S)
                 self._wakeup.wait(left_s)
                 self._wakeup.clear()
@@ -290,7 +266,6 @@ class Producer:
         served = 0
         while reports:
             report = reports.popleft()
-            self._served += 1
             served += 1
             report.callback(None if report.error is None else error_from(
                 report.error, timeout_code=KafkaError._MSG_TIMED_OUT), report.message())
@@ -312,17 +287,33 @@ class Producer:
 
     def __len__(self) -> int:
         """Records queued or in flight, plus delivery reports not yet served."""
-        self._sweep_silent()
-        return self._produced - self._served - self._silent_done
+        return self._queued - self._producer.completed_records + len(self._reports)
 
     def __bool__(self) -> bool:
         return True
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
-        """Not supported: cykafka's producer has no purge (docs/migrating-confluent-kafka.md)."""
-        raise KafkaException(KafkaError(KafkaError._NOT_IMPLEMENTED, "purge() is not supported by cykafka's "
-                                        "producer: flush() delivers what is queued; a transaction's "
-                                        "abort_transaction() drops what it did not send"))
+        """librdkafka's purge: in_queue, the records not sent yet (held for metadata, or queued) fail with
+        _PURGE_QUEUE and are never sent; in_flight, the records sent and not answered fail with _PURGE_INFLIGHT
+        (whether the broker appended them is not known). Their delivery reports are served by the next poll() or
+        flush(). `blocking` is accepted: the purge is complete when this returns (cykafka's Producer.purge)."""
+        if in_queue:
+            self._drop_held(errors.RecordPurgedError("purged from the queue by purge(): never sent"))
+        try:
+            self._producer.purge(bool(in_queue), bool(in_flight))
+        except errors.KafkaError as e:
+            raise exception_from(e) from e
+
+    def _drop_held(self, error: errors.KafkaError) -> None:
+        """The records held for their topic's metadata fail with `error` (their reports queued)."""
+        with self._held_lock:
+            held, self._held = self._held, {}
+            self._held_deadline_ms.clear()
+        for waiting in held.values():
+            for record in waiting:
+                self._queued -= 1
+                if record[-1] is not None:
+                    record[-1](error, None)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """The cluster's brokers and topics (one topic when given), waiting up to timeout seconds."""
@@ -372,12 +363,7 @@ class Producer:
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Aborts; records still held for metadata are dropped, reported with _PURGE_QUEUE."""
-        with self._held_lock:
-            held, self._held = self._held, {}
-            self._held_deadline_ms.clear()
-        for waiting in held.values():
-            for record in waiting:
-                record[-1](errors.KafkaError("the transaction was aborted", code=KafkaError._PURGE_QUEUE), None)
+        self._drop_held(errors.RecordPurgedError("the transaction was aborted"))
         try:
             self._txn(self._producer.abort_transaction, _seconds(timeout))
         finally:

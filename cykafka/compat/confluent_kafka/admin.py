@@ -1,8 +1,10 @@
 """confluent_kafka.admin over cykafka's Admin: owns `AdminClient` (each call returns at once, its outcome in
 `concurrent.futures.Future`s keyed as confluent-kafka keys them, completed by one worker thread running cykafka's
 Admin call), confluent's argument types (NewTopic, NewPartitions, ConfigResource, ConfigEntry,
-ConsumerGroupTopicPartitions) and result types (ListConsumerGroupsResult, ConsumerGroupListing,
-ConsumerGroupDescription, MemberDescription). The requests are cykafka's Admin's.
+ConsumerGroupTopicPartitions, TopicCollection, OffsetSpec, IsolationLevel; the ACL values are _acl.py's) and result
+types (ListConsumerGroupsResult, ConsumerGroupListing, ConsumerGroupDescription, MemberDescription, TopicDescription,
+TopicPartitionInfo, Node, DescribeClusterResult, ListOffsetsResultInfo, DeletedRecords). The requests are cykafka's
+Admin's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from cykafka.admin import Admin
 from cykafka.admin_types import ConfigResource as _ConfigResource
 from cykafka.admin_types import NewPartitions as _NewPartitions
 from cykafka.admin_types import NewTopic as _NewTopic
-from cykafka.compat.confluent_kafka import _config
+from cykafka.compat.confluent_kafka import _acl, _config
+from cykafka.compat.confluent_kafka._acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+)
 from cykafka.compat.confluent_kafka._metadata import cluster_metadata, timeout_ms
 from cykafka.compat.confluent_kafka._types import (
     BrokerMetadata,
@@ -33,6 +42,10 @@ from cykafka.ports import TopicPartition as _TP
 from cykafka.ports.values import Result
 
 __all__ = [
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
     "AdminClient",
     "BrokerMetadata",
     "ClusterMetadata",
@@ -43,15 +56,25 @@ __all__ = [
     "ConsumerGroupListing",
     "ConsumerGroupState",
     "ConsumerGroupTopicPartitions",
+    "DeletedRecords",
+    "DescribeClusterResult",
+    "IsolationLevel",
     "KafkaError",
     "KafkaException",
     "ListConsumerGroupsResult",
+    "ListOffsetsResultInfo",
     "MemberDescription",
     "NewPartitions",
     "NewTopic",
+    "Node",
+    "OffsetSpec",
     "PartitionMetadata",
+    "ResourcePatternType",
     "ResourceType",
+    "TopicCollection",
+    "TopicDescription",
     "TopicMetadata",
+    "TopicPartitionInfo",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -63,6 +86,7 @@ class ResourceType(enum.Enum):
     TOPIC = 2
     GROUP = 3
     BROKER = 4
+    TRANSACTIONAL_ID = 5
 
 
 class ConfigSource(enum.Enum):
@@ -232,6 +256,109 @@ class ConsumerGroupDescription:
         self.partition_assignor = partition_assignor
         self.state = state
         self.coordinator = coordinator
+
+
+class Node:
+    """A broker: id, host, port, rack."""
+
+    def __init__(self, id: int, host: str, port: int, rack: str | None = None) -> None:
+        self.id = id
+        self.id_string = str(id)
+        self.host = host
+        self.port = port
+        self.rack = rack
+
+    def __repr__(self) -> str:
+        return f"Node(id={self.id}, host={self.host}, port={self.port}, rack={self.rack})"
+
+
+class TopicCollection:
+    """describe_topics' argument: the topic names."""
+
+    def __init__(self, topic_names: list[str]) -> None:
+        self.topic_names = topic_names
+
+
+class TopicPartitionInfo:
+    """A partition of a described topic: its id, leader, replicas and in-sync replicas (Nodes)."""
+
+    def __init__(self, id: int, leader: Node | None, replicas: list[Node], isr: list[Node]) -> None:
+        self.id = id
+        self.leader = leader
+        self.replicas = replicas
+        self.isr = isr
+
+
+class TopicDescription:
+    """describe_topics' value: name, topic_id (None: cykafka's Admin does not read it), is_internal, partitions."""
+
+    def __init__(self, name: str, topic_id: Any, is_internal: bool, partitions: list[TopicPartitionInfo],
+                 authorized_operations: list[Any] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = partitions
+        self.authorized_operations = authorized_operations
+
+
+class DescribeClusterResult:
+    """describe_cluster's value: controller (a Node, None when unknown), nodes, cluster_id."""
+
+    def __init__(self, controller: Node | None, nodes: list[Node], cluster_id: str | None = None,
+                 authorized_operations: list[Any] | None = None) -> None:
+        self.controller = controller
+        self.nodes = nodes
+        self.cluster_id = cluster_id
+        self.authorized_operations = authorized_operations
+
+
+class IsolationLevel(enum.Enum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+class OffsetSpec:
+    """list_offsets' spec of a partition: OffsetSpec.earliest(), latest(), max_timestamp(), for_timestamp(ms)."""
+
+    def __init__(self, value: int) -> None:
+        self._value = value
+
+    @classmethod
+    def earliest(cls) -> OffsetSpec:
+        return cls(-2)
+
+    @classmethod
+    def latest(cls) -> OffsetSpec:
+        return cls(-1)
+
+    @classmethod
+    def max_timestamp(cls) -> OffsetSpec:
+        return cls(-3)
+
+    @classmethod
+    def for_timestamp(cls, timestamp: int) -> OffsetSpec:
+        if timestamp < 0:
+            raise ValueError("timestamp must be >= 0")
+        return cls(timestamp)
+
+    def ours(self) -> str | int:
+        return {-2: "earliest", -1: "latest", -3: "max_timestamp"}.get(self._value, self._value)
+
+
+class ListOffsetsResultInfo:
+    """list_offsets' value: offset, timestamp, leader_epoch (None when unknown)."""
+
+    def __init__(self, offset: int, timestamp: int, leader_epoch: int | None) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.leader_epoch = leader_epoch if leader_epoch is not None and leader_epoch >= 0 else None
+
+
+class DeletedRecords:
+    """delete_records' value: the partition's low watermark after the deletion."""
+
+    def __init__(self, low_watermark: int) -> None:
+        self.low_watermark = low_watermark
 
 
 class AdminClient:
@@ -415,6 +542,113 @@ class AdminClient:
             return ConsumerGroupTopicPartitions(request.group_id, out)
 
         return {request.group_id: self._one(run)}
+
+    # -- topics and the cluster, described ----------------------------------------------------------------------
+
+    def _nodes(self, timeout_ms_: int | None) -> tuple[dict[int, Node], int, str | None]:
+        cluster = self._admin.describe_cluster(timeout_ms=timeout_ms_)
+        nodes = {n.node_id: Node(n.node_id, n.host, n.port, n.rack) for n in cluster.nodes}
+        return nodes, cluster.controller_id, cluster.cluster_id
+
+    def describe_topics(self, topics: TopicCollection, request_timeout: float = -1,
+                        include_authorized_operations: bool = False,
+                        ) -> dict[str, concurrent.futures.Future[TopicDescription]]:
+        if not isinstance(topics, TopicCollection):
+            raise TypeError("Expected input to be instance of TopicCollection")
+        names = list(topics.topic_names)
+        if not all(isinstance(n, str) and n for n in names):
+            raise ValueError("Expected list of non-empty topic names")
+        wait_ms = timeout_ms(request_timeout)
+        nodes: dict[int, Node] = {}
+
+        def call() -> Mapping[str, Result[Any]]:
+            nodes.update(self._nodes(wait_ms)[0])
+            return self._admin.describe_topics(names, timeout_ms=wait_ms)
+
+        def described(d: Any) -> TopicDescription:
+            def node(node_id: int) -> Node:
+                return nodes.get(node_id) or Node(node_id, "", -1)
+            return TopicDescription(d.name, None, d.internal, [
+                TopicPartitionInfo(p.partition, node(p.leader) if p.leader >= 0 else None,
+                                   [node(r) for r in p.replicas], [node(r) for r in p.isr]) for p in d.partitions],
+                [] if include_authorized_operations else None)
+
+        return self._each(names, call, value=described)
+
+    def describe_cluster(self, request_timeout: float = -1, include_authorized_operations: bool = False,
+                         ) -> concurrent.futures.Future[DescribeClusterResult]:
+        def run() -> DescribeClusterResult:
+            nodes, controller, cluster_id = self._nodes(timeout_ms(request_timeout))
+            return DescribeClusterResult(nodes.get(controller), sorted(nodes.values(), key=lambda n: n.id),
+                                         cluster_id, [] if include_authorized_operations else None)
+        return self._one(run)
+
+    def cluster_id(self, timeout: float = -1) -> str | None:
+        """The cluster's id (DescribeCluster), waiting up to timeout seconds."""
+        try:
+            return self._admin.describe_cluster(timeout_ms=timeout_ms(timeout)).cluster_id
+        except errors.KafkaError as e:
+            raise exception_from(e) from e
+
+    # -- offsets and records -------------------------------------------------------------------------------------
+
+    def list_offsets(self, topic_partition_offsets: Mapping[TopicPartition, OffsetSpec],
+                     isolation_level: IsolationLevel | None = None, request_timeout: float = -1,
+                     ) -> dict[TopicPartition, concurrent.futures.Future[ListOffsetsResultInfo]]:
+        if not isinstance(topic_partition_offsets, Mapping):
+            raise TypeError("Expected topic_partition_offsets to be a dict of TopicPartition: OffsetSpec")
+        if not all(isinstance(tp, TopicPartition) and isinstance(s, OffsetSpec)
+                   for tp, s in topic_partition_offsets.items()):
+            raise TypeError("Expected topic_partition_offsets to be a dict of TopicPartition: OffsetSpec")
+        level = "read_committed" if isolation_level is IsolationLevel.READ_COMMITTED else "read_uncommitted"
+        specs = {_TP(tp.topic, tp.partition): s.ours() for tp, s in topic_partition_offsets.items()}
+        return self._each(list(topic_partition_offsets), lambda: self._admin.list_offsets(
+            specs, isolation_level=level, timeout_ms=timeout_ms(request_timeout)),
+            lambda tp: _TP(tp.topic, tp.partition),
+            lambda info: ListOffsetsResultInfo(info.offset, info.timestamp, info.leader_epoch))
+
+    def delete_records(self, topic_partition_offsets: list[TopicPartition], request_timeout: float = -1,
+                       operation_timeout: float = 0,
+                       ) -> dict[TopicPartition, concurrent.futures.Future[DeletedRecords]]:
+        """Deletes each partition's records before its TopicPartition's offset (OFFSET_END, -1: all)."""
+        tps = self._checked_list(topic_partition_offsets, TopicPartition, "delete_records")
+        before = {_TP(tp.topic, tp.partition): tp.offset for tp in tps}
+        return self._each(tps, lambda: self._admin.delete_records(
+            before, timeout_ms=_wait_ms(operation_timeout, request_timeout)),
+            lambda tp: _TP(tp.topic, tp.partition), lambda d: DeletedRecords(d.low_watermark))
+
+    # -- ACLs ------------------------------------------------------------------------------------------------------
+
+    def create_acls(self, acls: list[AclBinding], request_timeout: float = -1,
+                    ) -> dict[AclBinding, concurrent.futures.Future[None]]:
+        bindings = self._checked_list(acls, AclBinding, "create_acls")
+        if any(isinstance(b, AclBindingFilter) for b in bindings):
+            raise TypeError("create_acls: expected a list of AclBinding")
+        ours = {b: _acl.binding(b) for b in bindings}
+        return self._each(bindings, lambda: self._admin.create_acls(
+            ours.values(), timeout_ms=timeout_ms(request_timeout)), ours.__getitem__)
+
+    def describe_acls(self, acl_binding_filter: AclBindingFilter, request_timeout: float = -1,
+                      ) -> concurrent.futures.Future[list[AclBinding]]:
+        if not isinstance(acl_binding_filter, AclBindingFilter):
+            raise TypeError("Expected input to be instance of AclBindingFilter")
+        wanted = _acl.binding_filter(acl_binding_filter)
+        return self._one(lambda: [_acl.from_binding(b) for b in self._admin.describe_acls(
+            wanted, timeout_ms=timeout_ms(request_timeout))])
+
+    def delete_acls(self, acl_binding_filters: list[AclBindingFilter], request_timeout: float = -1,
+                    ) -> dict[AclBindingFilter, concurrent.futures.Future[list[AclBinding]]]:
+        filters = self._checked_list(acl_binding_filters, AclBindingFilter, "delete_acls")
+        ours = {f: _acl.binding_filter(f) for f in filters}
+
+        def deleted(matched: list[Any]) -> list[AclBinding]:
+            failed = next((m.error for m in matched if m.error is not None), None)
+            if failed is not None:
+                raise exception_from(failed)
+            return [_acl.from_binding(m.binding) for m in matched]
+
+        return self._each(filters, lambda: self._admin.delete_acls(
+            ours.values(), timeout_ms=timeout_ms(request_timeout)), ours.__getitem__, deleted)
 
     def close(self) -> None:
         self._worker.shutdown(wait=True)

@@ -369,6 +369,8 @@ def error_from(error: BaseException, *, timeout_code: int | None = None) -> Kafk
     fatal = isinstance(error, errors.TransactionFatalError)
     abortable = isinstance(error, errors.TransactionAbortableError)
     code = next((c for cls, c in ERROR_CODES_BY_CLASS if isinstance(error, cls)), None)
+    if isinstance(error, errors.RecordPurgedError):
+        code = KafkaError._PURGE_INFLIGHT if error.in_flight else KafkaError._PURGE_QUEUE
     if isinstance(error, errors.BrokerResponseError) or (code is None and error.code is not None) or (
             abortable and error.code):
         code = error.code

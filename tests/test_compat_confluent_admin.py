@@ -1,0 +1,150 @@
+"""cykafka.compat.confluent_kafka.admin's AdminClient calls over cykafka's Admin (issue 31): describe_topics,
+describe_cluster, list_offsets, delete_records, create_acls, describe_acls, delete_acls; each sequence of calls run
+against the real confluent_kafka on the same broker gives the same values and error codes."""
+
+from __future__ import annotations
+
+import importlib
+import time
+import uuid
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import cykafka.compat.confluent_kafka as ck
+from cykafka.broker import EmbeddedBroker
+
+pytestmark = pytest.mark.broker
+
+
+def _name(prefix: str) -> str:
+    return f"ck-{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _outcome(future: Any, value: Any = lambda v: v) -> tuple[str, Any]:
+    try:
+        return "ok", value(future.result(30))
+    except Exception as e:
+        return type(e).__name__, e.args[0].code()
+
+
+def _described(kafka: ModuleType, bootstrap: str, topic: str, tansu: bool) -> dict[str, Any]:
+    admin = importlib.import_module(kafka.__name__ + ".admin")
+    a = admin.AdminClient({"bootstrap.servers": bootstrap})
+    seen: dict[str, Any] = {"create": _outcome(a.create_topics([admin.NewTopic(topic, 2, 1)])[topic])}
+    p = kafka.Producer({"bootstrap.servers": bootstrap})
+    for i, ts in enumerate((1_000, 2_000, 3_000)):
+        p.produce(topic, b"v%d" % i, partition=0, timestamp=ts)
+    seen["flush"] = p.flush(30)
+
+    def topic_description(d: Any) -> Any:
+        return (d.name == topic, d.is_internal, [(i.id, i.leader.id, [r.id for r in i.replicas],
+                                                  [r.id for r in i.isr]) for i in d.partitions])
+
+    described = a.describe_topics(kafka.TopicCollection([topic, topic + "-none"]))
+    seen["describe topics"] = [_outcome(described[topic], topic_description), _outcome(described[topic + "-none"])]
+    seen["describe cluster"] = _outcome(a.describe_cluster(), lambda r: (
+        r.controller.id if r.controller is not None else None, [(n.id, n.host, n.port) for n in r.nodes],
+        r.cluster_id))
+    seen["cluster id"] = a.cluster_id(10) == seen["describe cluster"][1][2]
+    specs = {"earliest": admin.OffsetSpec.earliest(), "latest": admin.OffsetSpec.latest(),
+             "at 1500 ms": admin.OffsetSpec.for_timestamp(1_500)}
+    if not tansu:  # Tansu closes the connection on ListOffsets v7 (max timestamp)
+        specs["max timestamp"] = admin.OffsetSpec.max_timestamp()
+    for label, spec in specs.items():
+        tp = kafka.TopicPartition(topic, 0)
+        seen[f"list offsets {label}"] = _outcome(a.list_offsets({tp: spec})[tp], lambda i: (
+            i.offset, None if tansu else i.timestamp))  # Tansu answers its clock's time, not the record's
+    tp = kafka.TopicPartition(topic, 0)
+    seen["list offsets read_committed"] = _outcome(a.list_offsets(
+        {tp: admin.OffsetSpec.latest()}, isolation_level=kafka.IsolationLevel.READ_COMMITTED)[tp], lambda i: i.offset)
+    if not tansu:  # Tansu closes the connection on DeleteRecords (librdkafka fails at once, cykafka at its deadline)
+        tp = kafka.TopicPartition(topic, 0, 2)
+        seen["delete records"] = _outcome(a.delete_records([tp])[tp], lambda d: d.low_watermark)
+        tp = kafka.TopicPartition(topic, 0)
+        seen["earliest after delete"] = _outcome(a.list_offsets({tp: admin.OffsetSpec.earliest()})[tp],
+                                                 lambda i: i.offset)
+    seen["delete"] = _outcome(a.delete_topics([topic])[topic])
+    return seen
+
+
+def test_describe_list_offsets_and_delete_records_as_confluent_kafka(broker: Any) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    tansu = isinstance(broker, EmbeddedBroker)
+    theirs = _described(confluent_kafka, broker.bootstrap_servers, _name("describe-theirs"), tansu)
+    ours = _described(ck, broker.bootstrap_servers, _name("describe-ours"), tansu)
+    assert ours == theirs
+    assert ours["describe topics"][1] == ("KafkaException", ck.KafkaError.UNKNOWN_TOPIC_OR_PART)
+    assert ours["cluster id"] and ours["describe cluster"][0] == "ok"
+    if not tansu:  # Tansu's answers are its own (docs/admin.md); both clients see them
+        assert ours["list offsets earliest"] == ("ok", (0, -1)) and ours["list offsets at 1500 ms"] == ("ok", (1, 2000))
+        assert ours["list offsets max timestamp"] == ("ok", (2, 3000))
+        assert ours["delete records"] == ("ok", 2) and ours["earliest after delete"] == ("ok", 2)
+
+
+def _acls(kafka: ModuleType, config: dict[str, Any], base: str) -> dict[str, Any]:
+    admin = importlib.import_module(kafka.__name__ + ".admin")
+    a = admin.AdminClient(config)
+
+    def plain(b: Any) -> tuple[str, ...]:
+        return (b.restype.name, b.name.replace(base, "B"), b.resource_pattern_type.name, b.principal, b.host,
+                b.operation.name, b.permission_type.name)
+
+    literal = admin.AclBinding(admin.ResourceType.TOPIC, f"{base}-orders", admin.ResourcePatternType.LITERAL,
+                               "User:alice", "*", admin.AclOperation.READ, admin.AclPermissionType.ALLOW)
+    prefixed = admin.AclBinding(admin.ResourceType.TOPIC, base, admin.ResourcePatternType.PREFIXED, "User:bob", "*",
+                                admin.AclOperation.WRITE, admin.AclPermissionType.DENY)
+    group = admin.AclBinding("group", base, "literal", "User:alice", "*", "read", "allow")  # names as strings
+    created = a.create_acls([literal, prefixed, group])
+    seen: dict[str, Any] = {"created": sorted((plain(b), _outcome(f)) for b, f in created.items())}
+    orders = admin.AclBindingFilter(admin.ResourceType.TOPIC, f"{base}-orders", admin.ResourcePatternType.MATCH,
+                                    None, None, admin.AclOperation.ANY, admin.AclPermissionType.ANY)
+    deadline = time.monotonic() + 10  # the authorizer applies ACLs from the metadata log a moment later
+    while True:
+        found = _outcome(a.describe_acls(orders), lambda bs: sorted(plain(b) for b in bs))
+        if found[0] != "ok" or len(found[1]) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    seen["described by a MATCH filter"] = found
+    everything_of_base = [admin.AclBindingFilter(kind, base, admin.ResourcePatternType.ANY, None, None,
+                                                 admin.AclOperation.ANY, admin.AclPermissionType.ANY)
+                          for kind in (admin.ResourceType.TOPIC, admin.ResourceType.GROUP)]
+    orders_literal = admin.AclBindingFilter(admin.ResourceType.TOPIC, f"{base}-orders",
+                                            admin.ResourcePatternType.LITERAL, None, None, admin.AclOperation.ANY,
+                                            admin.AclPermissionType.ANY)
+    filters = [*everything_of_base, orders_literal]
+    deleted = a.delete_acls(filters)
+    seen["deleted"] = [_outcome(deleted[f], lambda bs: sorted(plain(b) for b in bs)) for f in filters]
+    seen["create again"] = _outcome(a.create_acls([literal])[literal])
+    a.delete_acls([orders_literal])[orders_literal].result(30)
+    return seen
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu keeps no ACLs; Kafka's StandardAuthorizer does")
+def test_acl_calls_as_confluent_kafka(broker: Any) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    config = {**broker.security_config("SASL_PLAINTEXT", user="admin")}
+    theirs = _acls(confluent_kafka, config, _name("acl-theirs"))
+    ours = _acls(ck, config, _name("acl-ours"))
+    assert ours == theirs and ours["create again"] == ("ok", None)
+    assert [outcome for _, outcome in ours["created"]] == [("ok", None)] * 3
+    assert ours["described by a MATCH filter"] == ("ok", [
+        ("TOPIC", "B", "PREFIXED", "User:bob", "*", "WRITE", "DENY"),
+        ("TOPIC", "B-orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")])
+    assert ours["deleted"] == [("ok", [("TOPIC", "B", "PREFIXED", "User:bob", "*", "WRITE", "DENY")]),
+                               ("ok", [("GROUP", "B", "LITERAL", "User:alice", "*", "READ", "ALLOW")]),
+                               ("ok", [("TOPIC", "B-orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")])]
+
+
+def test_the_values_refuse_what_confluent_kafka_refuses() -> None:
+    admin = ck.admin
+    with pytest.raises(ValueError, match="Cannot use enum ANY"):
+        admin.AclBinding(admin.ResourceType.ANY, "t", "literal", "User:a", "*", "read", "allow")
+    with pytest.raises(TypeError, match="name must be a str"):
+        admin.AclBinding("topic", None, "literal", "User:a", "*", "read", "allow")
+    assert admin.AclBindingFilter("any", None, "match", None, None, "any", "any").name is None
+    with pytest.raises(TypeError, match="TopicCollection"):
+        admin.AdminClient({"bootstrap.servers": "127.0.0.1:1"}).describe_topics(["t"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timestamp"):
+        admin.OffsetSpec.for_timestamp(-5)
