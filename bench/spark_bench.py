@@ -194,11 +194,74 @@ def arrow_ceiling_source(rows: int, partitions: int, value_bytes: int) -> Any:
     return ArrowCeiling
 
 
+def arrow_sink_ceiling() -> Any:
+    """Spark's Python write path with nothing to write: a Data Source whose writers count each task's Arrow batches
+    (no Kafka, no encoding) and whose commit (in a Python worker of the driver) appends the count to the file of its
+    `count_file` option — what any Python data source's writes cost on this Spark before it does anything (batch:
+    DataSourceArrowWriter; streaming: DataSourceStreamArrowWriter, pyspark >= 4.1). The ceiling of
+    format("cykafka")'s writes, as arrow_ceiling_source is of its reads."""
+    import pyspark.sql.datasource as ds
+
+    class Counted(ds.WriterCommitMessage):  # type: ignore[misc]
+        def __init__(self, rows: int) -> None:
+            self.rows = rows
+
+    def counted(iterator: Any) -> Counted:
+        return Counted(sum(batch.num_rows for batch in iterator))
+
+    def commit(count_file: str, messages: list[Any]) -> None:
+        with open(count_file, "a") as out:
+            out.write(f"{sum(m.rows for m in messages if isinstance(m, Counted))}\n")
+
+    class Writer(ds.DataSourceArrowWriter):  # type: ignore[misc]
+        def __init__(self, count_file: str) -> None:
+            self.count_file = count_file
+
+        def write(self, iterator: Any) -> Counted:
+            return counted(iterator)
+
+        def commit(self, messages: list[Any]) -> None:
+            commit(self.count_file, messages)
+
+    class ArrowSinkCeiling(ds.DataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return "arrow_sink_ceiling_bench"
+
+        def writer(self, schema: Any, overwrite: bool) -> Writer:
+            return Writer(self.options["count_file"])
+
+    if hasattr(ds, "DataSourceStreamArrowWriter"):
+        class StreamWriter(ds.DataSourceStreamArrowWriter):  # type: ignore[misc,name-defined,unused-ignore]
+            def __init__(self, count_file: str) -> None:
+                self.count_file = count_file
+
+            def write(self, iterator: Any) -> Counted:
+                return counted(iterator)
+
+            def commit(self, messages: list[Any], batch_id: int) -> None:
+                commit(self.count_file, messages)
+
+        ArrowSinkCeiling.streamWriter = lambda self, schema, overwrite: StreamWriter(self.options["count_file"])
+    return ArrowSinkCeiling
+
+
+def committed_rows(count_file: str) -> int:
+    """The rows arrow_sink_ceiling's commits counted so far."""
+    try:
+        with open(count_file) as lines:
+            return sum(int(line) for line in lines)
+    except FileNotFoundError:
+        return 0
+
+
 # -- --jvm: Spark's own Kafka connector beside format("cykafka") ----------------------------------------------------
 
+SINK_CEILING = "ceiling: Spark's Python write path alone (Arrow to a no-op writer, no Kafka)"
 JVM_WRITERS = {"format(\"kafka\")": ("kafka", {}),
                "format(\"cykafka\")": ("cykafka", {}),
-               "format(\"cykafka\") exactly-once": ("cykafka", {"cykafka.delivery": "exactly-once"})}
+               "format(\"cykafka\") exactly-once": ("cykafka", {"cykafka.delivery": "exactly-once"}),
+               SINK_CEILING: ("arrow_sink_ceiling_bench", {"count_file": ""})}  # jvm_child sets its file
 JVM_READERS = {"format(\"kafka\")": "kafka", "format(\"cykafka\")": "cykafka",
                "ceiling: Spark's Python read path alone (prebuilt Arrow, no Kafka)": "arrow_ceiling_bench"}
 JVM_BASE = "format(\"kafka\")"
@@ -243,6 +306,8 @@ def jvm_child(args: argparse.Namespace) -> None:
                                                                  "spark.executor.memory": "512m"})
         try:
             spark.dataSource.register(arrow_ceiling_source(args.rows, args.partitions, 100))
+            spark.dataSource.register(arrow_sink_ceiling())
+            count_file = os.path.join(workdir, "ceiling-rows")
             frame = demo_frame(spark, args.rows, 100, args.partitions).cache()
             frame.count()  # generated once, outside the timings
 
@@ -252,7 +317,7 @@ def jvm_child(args: argparse.Namespace) -> None:
                           .option("kafka.compression.type", args.compression).option("kafka.linger.ms", "5")
                           .option("topic", topic))
                 for key, value in options.items():
-                    writer = writer.option(key, value)
+                    writer = writer.option(key, value or count_file if key == "count_file" else value)
                 writer.mode("append").save()
 
             def read(source: str, topic: str) -> tuple[int, int]:
@@ -262,8 +327,8 @@ def jvm_child(args: argparse.Namespace) -> None:
                 return int(row["rows"]), int(row["bytes"] or 0)
 
             def stream(name: str, source_topic: str, topic: str) -> None:
-                source, options = JVM_WRITERS[name]
-                stream_with(source, source, options, source_topic, topic)
+                sink, options = JVM_WRITERS[name]  # the ceiling's stream: the JVM's Kafka source into it
+                stream_with("kafka" if name == SINK_CEILING else sink, sink, options, source_topic, topic)
 
             def stream_with(source: str, sink: str, options: dict[str, str], source_topic: str, topic: str) -> None:
                 query = (spark.readStream.format(source).option("kafka.bootstrap.servers", bootstrap)
@@ -273,7 +338,7 @@ def jvm_child(args: argparse.Namespace) -> None:
                          .option("kafka.compression.type", args.compression).option("kafka.linger.ms", "5")
                          .option("topic", topic).option("checkpointLocation", tempfile.mkdtemp(dir=workdir)))
                 for key, value in options.items():
-                    query = query.option(key, value)
+                    query = query.option(key, value or count_file if key == "count_file" else value)
                 query.trigger(availableNow=True).start().awaitTermination()
 
             for name in JVM_WRITERS:  # warm up: the Python workers, the JVM's classes, each path once
@@ -285,15 +350,19 @@ def jvm_child(args: argparse.Namespace) -> None:
                                                                                                JVM_READERS},
                                       "stream_s": {n: [] for n in JVM_WRITERS},
                                       "stream_topics": {n: [] for n in JVM_WRITERS}}
+            ceiling_rows: dict[str, list[int]] = {"write": [], "stream": []}  # rows the ceiling's writers counted
             for round_ in range(args.rounds):
                 names = list(JVM_WRITERS)
                 names = names[round_ % len(names):] + names[:round_ % len(names)]  # no writer always first
                 for name in names:
                     topic = new_topic("spark-jvm-write")
+                    committed = committed_rows(count_file)
                     started = time.perf_counter()
                     write(name, topic)
                     result["write_s"][name].append(time.perf_counter() - started)
                     result["write_topics"][name].append(topic)
+                    if name == SINK_CEILING:
+                        ceiling_rows["write"].append(committed_rows(count_file) - committed)
             read_topic = result["write_topics"][JVM_BASE][0]
             for source in JVM_READERS.values():  # warm up
                 read(source, read_topic)
@@ -309,10 +378,13 @@ def jvm_child(args: argparse.Namespace) -> None:
                 names = list(JVM_WRITERS)
                 for name in names[round_ % len(names):] + names[:round_ % len(names)]:
                     topic = new_topic("spark-jvm-stream")
+                    committed = committed_rows(count_file)
                     started = time.perf_counter()
                     stream(name, read_topic, topic)
                     result["stream_s"][name].append(time.perf_counter() - started)
                     result["stream_topics"][name].append(topic)
+                    if name == SINK_CEILING:
+                        ceiling_rows["stream"].append(committed_rows(count_file) - committed)
             if args.stream_parts:  # where a stream's time goes: each source into each sink, and into "noop"
                 result["parts_s"] = {f"{a} -> {b}": [] for a, b in STREAM_PARTS}
                 for source, sink in STREAM_PARTS:  # warm up
@@ -327,11 +399,15 @@ def jvm_child(args: argparse.Namespace) -> None:
     finally:
         if cluster is not None:
             cluster.stop()
-    counts = {t: count_back(bootstrap, t, unique_header="seq") for ts in result["write_topics"].values() for t in ts}
+    counts = {t: count_back(bootstrap, t, unique_header="seq") for n, ts in result["write_topics"].items()
+              if n != SINK_CEILING for t in ts}
     result["write_counted"] = {n: [[counts[t].records, counts[t].unique] for t in ts]
-                               for n, ts in result["write_topics"].items()}
+                               for n, ts in result["write_topics"].items() if n != SINK_CEILING}
     result["stream_counted"] = {n: [count_back(bootstrap, t).records for t in ts]
-                                for n, ts in result["stream_topics"].items()}
+                                for n, ts in result["stream_topics"].items() if n != SINK_CEILING}
+    # the ceiling wrote no topic: its rows as its writers counted them, per write and per stream
+    result["write_counted"][SINK_CEILING] = [[rows, rows] for rows in ceiling_rows["write"]]
+    result["stream_counted"][SINK_CEILING] = ceiling_rows["stream"]
     print(json.dumps(result))
 
 
