@@ -517,6 +517,33 @@ class SendPath:
                       start: int, stop: int, buffer: bytearray | None) -> tuple[int, bytearray | None, int]: ...
     # the subclass (cykafka.Producer) implements _send_slow and _append_slow, which send() and try_send() call
     # (Producer types try_send's answers: RecordFuture | NeedsMetadata | NeedsMemory, cykafka.producer_seam)
+# aiofutures.pyx: send()'s asyncio futures (cykafka.aio, cykafka.compat.aiokafka)
+@final
+class Sent:
+    """The awaitable AsyncSends.send returns: `await` gives the record's future (done at once)."""
+    def __await__(self) -> Generator[Any, None, Any]: ...
+    def send(self, value: object, /) -> Any: ...
+    def throw(self, typ: object, val: object = None, tb: object = None, /) -> Any: ...
+    def close(self) -> None: ...
+
+@final
+class LoopFutures:
+    slice_records: int
+    def __init__(self, future_type: Callable[..., Any], get_running_loop: Callable[[], Any], *,
+                 error_of: Callable[[KafkaError], BaseException] | None = None,
+                 metadata_type: type[tuple[Any, ...]] | None = None,
+                 partition_type: type[tuple[Any, ...]] | None = None, slice_records: int = 1000) -> None: ...
+    def future_of(self, record: RecordFuture) -> Any: ...
+    def unsettled(self) -> list[Any]: ...
+
+class AsyncSends:
+    futures: LoopFutures
+    def _init_async_sends(self, send_path: SendPath, futures: LoopFutures, on_new_thread: Callable[[int], object],
+                          blocked: Callable[..., Any],
+                          translate: Callable[[BaseException], BaseException] | None = None) -> None: ...
+    def send(self, topic: str, value: Any = None, key: Any = None, *, partition: int | None = None,
+             timestamp_ms: int | None = None, headers: Any = None) -> Any: ...
+
 # transaction_manager.pyx
 class TransactionState(IntEnum):
     UNINITIALIZED = 0

@@ -27,7 +27,8 @@ from cykafka.errors import (
 #   fetch (the consumer's record decoder), batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
 #   cykafka/transactions.py);
 # - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
-#   lock (the producer lock), columns (send_batch's inputs), clock (SystemCoreClock reads clock_gettime, PortClock
+#   aiofutures (the asyncio futures of AsyncProducer.send, resolved a batch at a time), lock (the producer lock),
+#   columns (send_batch's inputs), clock (SystemCoreClock reads clock_gettime, PortClock
 #   calls the Clock port).
 # The shell calls the core; the core reaches the shell only through the CoreClock (clock.pyx) an append is handed.
 # Declarations: each included <name>.pyx has <name>.pxd beside it (its cdef classes' fields and C methods, the structs
@@ -44,4 +45,5 @@ include "batchresult.pyx"
 include "accumulator.pyx"
 include "columns.pyx"
 include "sendpath.pyx"
+include "aiofutures.pyx"
 include "transaction_manager.pyx"
