@@ -33,6 +33,7 @@ cdef class LoopFutures:
     cdef object _metadata_type       # None: cykafka's RecordMetadata; else a tuple type in aiokafka's layout
     cdef object _partition_type      # with _metadata_type: the tuple type of its topic_partition field
     cdef readonly Py_ssize_t slice_records  # the most futures resolved in one turn of the loop
+    cdef bint _untrack               # a future resolved with a value leaves the cyclic GC (nothing to find there)
     cdef _LoopQueue _queue           # the running loop's (a new loop: a new queue; the old one's ends there)
     cdef object _last_completion     # the last record's batch (most records join the batch before them)
     cdef _BatchFutures _last_batch

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import os
 import signal
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -337,6 +339,21 @@ async def test_a_batch_of_futures_is_resolved_slice_records_a_turn_of_the_loop()
     assert len(resolved_on) == 2500 and producer._futures.slice_records == 1000
     # 1000, 1000, 500: three turns; the loop ran between them
     assert [resolved_on.count(t) for t in sorted(set(resolved_on))] == [1000, 1000, 500]
+
+
+@pytest.mark.asyncio
+async def test_a_future_resolved_with_metadata_leaves_the_cyclic_gc_a_failed_one_stays() -> None:
+    producer, cluster = _fake_producer(retries=0)
+    cluster.inject_error(ErrorCode.INVALID_RECORD, topic="t", partition=1)
+    async with producer:
+        futures = [await producer.send("t", b"v", partition=i % 2) for i in range(6)]
+        assert all(gc.is_tracked(f) for f in futures)  # pending: its callbacks may refer to anything
+        await asyncio.gather(*futures, return_exceptions=True)
+    assert [gc.is_tracked(f) for f in futures] == [False, True] * 3  # an error's traceback may hold a cycle
+    assert [f.exception() is None for f in futures] == [True, False] * 3
+    first = weakref.ref(futures[0])
+    del futures
+    assert first() is None  # an untracked future is freed by its reference count as any other
 
 
 def test_one_producer_resolves_the_futures_of_each_loop_it_is_used_on() -> None:
