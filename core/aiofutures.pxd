@@ -39,6 +39,7 @@ cdef class LoopFutures:
     cdef _BatchFutures _last_batch
 
     cpdef object future_of(self, RecordFuture record)
+    cdef object _future_on(self, RecordFuture record, object loop)
     cdef int _resolve(self, object future, RecordFuture record, _BatchFutures batch) except -1
     cdef int _drain(self, _LoopQueue queue) except -1
 

@@ -53,11 +53,10 @@ cdef class _LoopQueue:
     def __call__(self):
         self.scheduled = False
         if self.batches:
+            self.scheduled = True  # first: a drain that raises leaves the rest to the next turn, not to nobody
+            self.loop.call_soon(self)
             self.budget = self.owner.slice_records
             self.owner._drain(self)
-            if self.batches:
-                self.scheduled = True
-                self.loop.call_soon(self)
 
 
 @cython.final
@@ -69,10 +68,10 @@ cdef class _BatchFutures:
         cdef _LoopQueue queue = self.queue
         queue.batches.append(self)
         if not queue.scheduled:  # the first completion of this turn: resolve a slice now, the rest next turn
-            queue.budget = queue.owner.slice_records
-            queue.owner._drain(queue)
             queue.scheduled = True
             queue.loop.call_soon(queue)
+            queue.budget = queue.owner.slice_records
+            queue.owner._drain(queue)
 
 
 @cython.final
@@ -105,10 +104,12 @@ cdef class LoopFutures:
 
     cpdef object future_of(self, RecordFuture record):
         """A future of the running loop for `record`, resolved with its batch (at once when it is final)."""
+        return self._future_on(record, self._get_running_loop())
+
+    cdef object _future_on(self, RecordFuture record, object loop):
         cdef _BatchFutures batch
         cdef _LoopQueue queue = self._queue
         cdef ProducerBatch wait_batch
-        loop = self._get_running_loop()
         if queue is None or loop is not queue.loop:  # a new loop: the old one's futures are resolved there still
             queue = self._queue = _LoopQueue.__new__(_LoopQueue)
             queue.owner = self
@@ -191,7 +192,11 @@ cdef class LoopFutures:
             return 0
         if record._error is not None:
             error = record._error
-            future.set_exception(_fresh_error(error) if self._error_of is None else self._error_of(error))
+            try:
+                error = _fresh_error(error) if self._error_of is None else self._error_of(error)
+            except Exception as failed:  # the future still gets an error: what went wrong making it
+                error = failed
+            future.set_exception(error)
             return 0
         if self._metadata_type is None:
             future.set_result(record._get_metadata())
@@ -255,13 +260,14 @@ cdef class AsyncSends:
         once."""
         cdef unsigned long thread = PyThread_get_thread_ident()
         try:
+            loop = self.futures._get_running_loop()  # first: without a running loop nothing is queued
             if thread != self._loop_thread or not self._has_loop_thread:
                 self._on_new_thread(thread)
                 self._loop_thread = thread
                 self._has_loop_thread = True
             record = self._send_path._send(topic, value, key, partition, timestamp_ms, headers, None, False)
             if type(record) is RecordFuture:
-                future = self.futures.future_of(<RecordFuture>record)
+                future = self.futures._future_on(<RecordFuture>record, loop)
                 return cyk_sent_new(<PyObject*>future, NULL)
         except BaseException as error:
             raised = error if self._translate is None else self._translate(error)

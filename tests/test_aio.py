@@ -356,6 +356,18 @@ async def test_a_future_resolved_with_metadata_leaves_the_cyclic_gc_a_failed_one
     assert first() is None  # an untracked future is freed by its reference count as any other
 
 
+def test_send_without_a_running_loop_queues_nothing() -> None:
+    producer, cluster = _fake_producer()
+    try:
+        sent = producer.send("t", b"v", partition=0)
+        with pytest.raises(RuntimeError, match="no running event loop"):
+            sent.send(None)  # what a Task does with it: the error, nothing queued
+        assert asyncio.run(producer.flush(5)) == 0
+        assert cluster.log("t", 0) == [] and producer.producer.metrics()["record-send-total"] == 0
+    finally:
+        asyncio.run(producer.stop(5))
+
+
 def test_one_producer_resolves_the_futures_of_each_loop_it_is_used_on() -> None:
     producer, _ = _fake_producer()
 
