@@ -24,11 +24,13 @@ from cykafka.errors import (
 
 # Two layers in one module (included in dependency order, not by layer):
 # - the pure core, under the rules above: checksum, partitioner, pool, records, arrow (the record columns builder),
-#   fetch (the consumer's record decoder), peer_records (its records in the compat layers' peer shapes), batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
+#   fetch (the consumer's record decoder), peer_records (its records in the compat layers' peer shapes),
+#   batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
 #   cykafka/transactions.py);
 # - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
-#   lock (the producer lock), columns (send_batch's inputs), trace_gate (whether send() calls the tracing hook),
-#   clock (SystemCoreClock reads clock_gettime, PortClock calls the Clock port).
+#   aiofutures (the asyncio futures of AsyncProducer.send, resolved a batch at a time), lock (the producer lock),
+#   columns (send_batch's inputs), trace_gate (whether send() calls the tracing hook), clock (SystemCoreClock reads
+#   clock_gettime, PortClock calls the Clock port).
 # The shell calls the core; the core reaches the shell only through the CoreClock (clock.pyx) an append is handed.
 # Declarations: each included <name>.pyx has <name>.pxd beside it (its cdef classes' fields and C methods, the structs
 # and constants they pass), included in this order by this module's own .pxd, core/pxd/cykafka/core/_core.pxd.
@@ -46,4 +48,5 @@ include "accumulator.pyx"
 include "columns.pyx"
 include "trace_gate.pyx"
 include "sendpath.pyx"
+include "aiofutures.pyx"
 include "transaction_manager.pyx"

@@ -84,9 +84,16 @@ cdef class RecordFuture:
         return self._done
 
     cdef object _get_metadata(self):
+        cdef RecordMetadata metadata
         if self._metadata is None and self._done and self._error is None:
-            self._metadata = RecordMetadata(self._topic, self._partition, self._offset, self._timestamp_ms,
-                                            self._key_size, self._value_size)
+            metadata = RecordMetadata.__new__(RecordMetadata)  # the fields set in C: no __init__ call
+            metadata.topic = self._topic
+            metadata.partition = self._partition
+            metadata.offset = self._offset
+            metadata.timestamp_ms = self._timestamp_ms
+            metadata.serialized_key_size = self._key_size
+            metadata.serialized_value_size = self._value_size
+            self._metadata = metadata
         return self._metadata
 
     @property

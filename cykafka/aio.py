@@ -7,10 +7,13 @@ sender and network threads; no second protocol implementation). Nothing here blo
   memory wait (`memory_wait`: a waiter in the pool's FIFO queue that the sender thread wakes with
   loop.call_soon_threadsafe). Both share one max.block.ms deadline and raise what the sync send raises
   (KafkaTimeoutError, BufferExhaustedError). The Producer's public members only: no subclass, no private hook.
-- Acknowledgements: send() returns an asyncio future of the running loop (send_batch one per call), so gather,
+- Acknowledgements: send() gives an asyncio future of the running loop (send_batch one per call), so gather,
   wait, as_completed and shield take it as it is (no Task each). The sender thread completes a batch; its Completion
   (cykafka.completion) hands the loop one call_soon_threadsafe, which resolves the futures of every record of that
   batch: one cross-thread call per batch, none per record. The sync RecordFuture and BatchResult are awaitable too.
+- send() itself is compiled (cykafka.core's AsyncSends, this class's base; LoopFutures makes and resolves the
+  futures in C, at most slice_records per turn of the loop): the common case queues the record in the call and
+  returns an awaitable that is done at once; what must wait is the coroutine _send_blocked, as before.
 - send_batch, transactions and close, and every AsyncConsumer call, run on one thread per client, in call order
   (the Consumer is single-threaded).
 Cancellation and the other decisions: docs/asyncio.md.
@@ -23,14 +26,14 @@ import concurrent.futures
 import functools
 import inspect
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from cykafka.completion import Completion
 from cykafka.consumer import Consumer, ConsumerRebalanceListener
-from cykafka.core import BatchResult, ConsumerRecord, RecordFuture, RecordMetadata
+from cykafka.core import AsyncSends, BatchResult, ConsumerRecord, LoopFutures, RecordFuture, RecordMetadata
 from cykafka.errors import KafkaError
 from cykafka.fetch_collector import RecordsByPartition
 from cykafka.metrics import MetricsSnapshot
@@ -94,16 +97,22 @@ class _ClientThread:
             self._executor = None
 
 
-class AsyncProducer:
+def loop_futures(**kwargs: Any) -> LoopFutures:
+    """A LoopFutures (cykafka.core) making asyncio futures: send()'s, resolved a batch at a time on their loop."""
+    return LoopFutures(asyncio.Future, asyncio.get_running_loop, **kwargs)
+
+
+class AsyncProducer(AsyncSends):
     """The Producer for asyncio: `async with AsyncProducer({"bootstrap.servers": ...}) as producer:` then
     `await producer.send_and_wait(topic, value)`, or `future = await producer.send(...)` and `await future` later.
     Config keys and record arguments as Producer's (docs/config.md). Bound to one event loop; docs/asyncio.md."""
 
     def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         self._producer = Producer(config, **kwargs)
-        self._loop_thread: int | None = None  # the thread its Producer must never block (refuse_blocking_on)
         self._thread = _ClientThread(f"cykafka-aio-{self._producer.config.client_id}")
-        self._futures = LoopFutures(_settle)  # send()'s futures, resolved a batch at a time
+        self._futures = loop_futures()  # send()'s futures, resolved a batch at a time
+        # send() is AsyncSends.send (compiled): the try_send path and the future in one C call; what waits, here
+        self._init_async_sends(self._producer, self._futures, self._on_thread, self._send_blocked)
 
     @property
     def producer(self) -> Producer:
@@ -112,14 +121,12 @@ class AsyncProducer:
 
     async def start(self) -> None:
         """Optional (aiokafka's shape): the producer runs from construction."""
-        self._on_loop_thread()
+        self._on_thread(threading.get_ident())
 
-    def _on_loop_thread(self) -> None:
-        """The sync Producer's calls that would wait raise WouldBlockError on the loop's thread."""
-        thread = threading.get_ident()
-        if thread != self._loop_thread:
-            self._loop_thread = thread
-            self._producer.refuse_blocking_on(thread)
+    def _on_thread(self, thread: int) -> None:
+        """send() runs on a new thread (the loop's): the sync Producer's calls that would wait raise
+        WouldBlockError there."""
+        self._producer.refuse_blocking_on(thread)
 
     async def stop(self, timeout: float | None = None) -> None:
         """Flushes (up to `timeout` s), then closes: records still pending then fail with ProducerClosedError."""
@@ -135,22 +142,20 @@ class AsyncProducer:
                         tb: TracebackType | None) -> None:
         await self.stop()
 
-    async def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers: object = None) -> asyncio.Future[RecordMetadata]:
-        """Queues the record, waiting (not blocking) up to max.block.ms for its topic's metadata or for buffer
-        memory, and returns an asyncio future of the running loop: `await` it for the RecordMetadata or the
-        record's KafkaError (aiokafka's two awaits; one: send_and_wait); gather, wait, as_completed and shield take
-        it as it is. Raises what Producer.send raises. Cancelled while waiting for room: nothing was queued.
-        Cancelling the returned future only stops waiting for it: the record is sent."""
-        if threading.get_ident() != self._loop_thread:
-            self._on_loop_thread()
-        record = self._producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                         headers=headers)
-        if type(record) is not RecordFuture:
-            record = await self._send_blocked(record, topic, value, key, partition, timestamp_ms, headers)
-        return self._futures.future_of(record)
+    if TYPE_CHECKING:  # AsyncSends.send (compiled), typed with this producer's futures
+        def send(self, topic: str, value: object = None, key: object = None, *, partition: int | None = None,
+                 timestamp_ms: int | None = None,
+                 headers: object = None) -> Coroutine[Any, Any, asyncio.Future[RecordMetadata]]: ...
 
     async def _send_blocked(self, blocked: NeedsMetadata | NeedsMemory, topic: str, value: object, key: object,
+                            partition: int | None, timestamp_ms: int | None,
+                            headers: object) -> asyncio.Future[RecordMetadata]:
+        """send() of a record that must wait (try_send's answer): awaited, then its future."""
+        record = await self._append_blocked(blocked, topic, value, key, partition, timestamp_ms, headers)
+        future: asyncio.Future[RecordMetadata] = self._futures.future_of(record)
+        return future
+
+    async def _append_blocked(self, blocked: NeedsMetadata | NeedsMemory, topic: str, value: object, key: object,
                             partition: int | None, timestamp_ms: int | None, headers: object) -> RecordFuture:
         """try_send's answer awaited: the metadata, then the call again; memory through the Producer's memory wait.
         One deadline, the first answer's (max.block.ms from the send)."""
@@ -303,50 +308,6 @@ def _settle(future: asyncio.Future[Any], outcome: RecordFuture | BatchResult) ->
         future.set_result(outcome.result(0))
     except KafkaError as error:
         future.set_exception(error)
-
-
-class LoopFutures:
-    """Asyncio futures for a producer's records, each resolved on the loop that asked for it together with the other
-    records of its batch: one call_soon_threadsafe per batch (from the sender thread's completion of it), none per
-    record. `settle(future, record)` resolves one once its batch is final (AsyncProducer: with cykafka's
-    RecordMetadata; cykafka.compat.aiokafka: with aiokafka's)."""
-
-    def __init__(self, settle: Callable[[asyncio.Future[Any], RecordFuture], None]) -> None:
-        self._settle = settle
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # the records handed out on self._loop whose batch is not final yet, by the batch's completion:
-        # [a future set once all are resolved, then (asyncio future, RecordFuture) flattened]
-        self._settling: dict[Completion, list[Any]] = {}
-
-    def future_of(self, record: RecordFuture) -> asyncio.Future[Any]:
-        """A future of the running loop for `record`, resolved with its batch."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new loop: the old one's records are resolved there still (their callbacks)
-            self._loop, self._settling = loop, {}
-        future: asyncio.Future[Any] = loop.create_future()
-        completion: Any = record.waitable()  # the producer's Completion
-        if completion is None:  # final already
-            self._settle(future, record)
-            return future
-        settling = self._settling.get(completion)
-        if settling is None:
-            settling = self._settling[completion] = [loop.create_future()]
-            completion.call_soon_on(loop, functools.partial(self._settle_batch, self._settling, completion, settling))
-        settling += (future, record)
-        return future
-
-    def unsettled(self) -> list[asyncio.Future[None]]:
-        """One future per batch whose records' futures are not all resolved yet, set once they are (flush awaits
-        them)."""
-        return [settling[0] for settling in self._settling.values()]
-
-    def _settle_batch(self, settling: dict[Completion, list[Any]], completion: Completion, futures: list[Any]) -> None:
-        """On the loop, once a batch is final: resolves the futures handed out for its records."""
-        del settling[completion]
-        for i in range(1, len(futures), 2):
-            self._settle(futures[i], futures[i + 1])
-        if not futures[0].done():
-            futures[0].set_result(None)
 
 
 class AsyncRebalanceListener(Protocol):

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import os
 import signal
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -22,6 +24,7 @@ from cykafka import (
     BufferExhaustedError,
     Consumer,
     IllegalStateError,
+    InvalidRecordError,
     InvalidTopicError,
     KafkaError,
     KafkaTimeoutError,
@@ -275,6 +278,108 @@ async def test_failed_records_fail_their_futures_each_with_its_own_error() -> No
     assert len({id(e) for e in errors}) == 5  # a copy each: tracebacks of one never pile up on another's
 
 
+
+
+def _fake_producer(**config: Any) -> tuple[AsyncProducer, FakeCluster]:
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 2)
+    return AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 50, **config},
+                         ports=Ports(transport=cluster)), cluster
+
+
+@pytest.mark.asyncio
+async def test_send_queues_in_one_call_and_its_await_gives_the_future_or_raises() -> None:
+    producer, _ = _fake_producer()
+    async with producer:
+        await producer.send_and_wait("t", b"warm-up", partition=0)  # metadata known: the compiled path from here
+        sent = producer.send("t", b"v", partition=0)
+        assert asyncio.iscoroutine(sent)  # create_task and ensure_future take it as an async def's coroutine
+        future = await sent
+        assert asyncio.isfuture(future) and future.get_loop() is asyncio.get_running_loop()
+        task_future = await asyncio.create_task(producer.send("t", b"w", partition=1))
+        refused = producer.send("t", b"x", partition=7)  # no exception at the call, as a coroutine's
+        with pytest.raises(InvalidRecordError, match="partition"):
+            await refused
+        assert (await future).offset == 1 and (await task_future).partition == 1
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_future_leaves_its_batch_resolved_and_its_record_sent() -> None:
+    producer, cluster = _fake_producer()
+    async with producer:
+        futures = [await producer.send("t", b"v%d" % i, partition=0) for i in range(10)]
+        futures[3].cancel()
+        assert await producer.flush(30) == 0
+    assert futures[3].cancelled()
+    assert [f.result().offset for i, f in enumerate(futures) if i != 3] == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    assert len(cluster.log("t", 0)) == 10
+
+
+@pytest.mark.asyncio
+async def test_a_batch_of_futures_is_resolved_slice_records_a_turn_of_the_loop() -> None:
+    turn = 0
+
+    async def turns() -> None:
+        nonlocal turn
+        while True:
+            await asyncio.sleep(0)
+            turn += 1
+
+    producer, _ = _fake_producer(**{"batch.size": 1 << 20, "linger.ms": 200})
+    async with producer:
+        await producer.send_and_wait("t", b"warm-up", partition=0)
+        counting = asyncio.create_task(turns())
+        futures = [await producer.send("t", b"v", partition=0) for _ in range(2500)]  # one batch
+        resolved_on: list[int] = []
+        for future in futures:
+            future.add_done_callback(lambda _: resolved_on.append(turn))
+        assert await producer.flush(30) == 0
+        await asyncio.sleep(0)
+        counting.cancel()
+    assert len(resolved_on) == 2500 and producer._futures.slice_records == 1000
+    # 1000, 1000, 500: three turns; the loop ran between them
+    assert [resolved_on.count(t) for t in sorted(set(resolved_on))] == [1000, 1000, 500]
+
+
+@pytest.mark.asyncio
+async def test_a_future_resolved_with_metadata_leaves_the_cyclic_gc_a_failed_one_stays() -> None:
+    producer, cluster = _fake_producer(retries=0)
+    cluster.inject_error(ErrorCode.INVALID_RECORD, topic="t", partition=1)
+    async with producer:
+        futures = [await producer.send("t", b"v", partition=i % 2) for i in range(6)]
+        assert all(gc.is_tracked(f) for f in futures)  # pending: its callbacks may refer to anything
+        await asyncio.gather(*futures, return_exceptions=True)
+    assert [gc.is_tracked(f) for f in futures] == [False, True] * 3  # an error's traceback may hold a cycle
+    assert [f.exception() is None for f in futures] == [True, False] * 3
+    first = weakref.ref(futures[0])
+    del futures
+    assert first() is None  # an untracked future is freed by its reference count as any other
+
+
+def test_send_without_a_running_loop_queues_nothing() -> None:
+    producer, cluster = _fake_producer()
+    try:
+        sent = producer.send("t", b"v", partition=0)
+        with pytest.raises(RuntimeError, match="no running event loop"):
+            sent.send(None)  # what a Task does with it: the error, nothing queued
+        assert asyncio.run(producer.flush(5)) == 0
+        assert cluster.log("t", 0) == [] and producer.producer.metrics()["record-send-total"] == 0
+    finally:
+        asyncio.run(producer.stop(5))
+
+
+def test_one_producer_resolves_the_futures_of_each_loop_it_is_used_on() -> None:
+    producer, _ = _fake_producer()
+
+    async def send_some(tag: bytes) -> list[int]:
+        futures = [await producer.send("t", tag, partition=0) for _ in range(5)]
+        return [(await f).offset for f in futures]
+
+    try:
+        assert asyncio.run(send_some(b"a")) == [0, 1, 2, 3, 4]
+        assert asyncio.run(send_some(b"b")) == [5, 6, 7, 8, 9]
+    finally:
+        asyncio.run(producer.stop(5))
 
 
 @pytest.mark.broker

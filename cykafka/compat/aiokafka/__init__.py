@@ -16,12 +16,12 @@ import asyncio
 import itertools
 import re
 import types
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
 from cykafka import errors as _cy
-from cykafka.aio import AsyncConsumer, AsyncProducer, LoopFutures
+from cykafka.aio import AsyncConsumer, AsyncProducer, loop_futures
 from cykafka.compat import kafka as _kp
 from cykafka.compat.aiokafka import errors as errors
 from cykafka.compat.aiokafka.errors import (
@@ -40,7 +40,7 @@ from cykafka.compat.kafka import (
 )
 from cykafka.compat.kafka import _config as _kp_config
 from cykafka.consumer import Consumer
-from cykafka.core import AIOKafkaRecord, RecordFuture, aiokafka_record, aiokafka_records
+from cykafka.core import AIOKafkaRecord, AsyncSends, aiokafka_record, aiokafka_records
 from cykafka.core import RecordMetadata as _CyRecordMetadata
 from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 
@@ -241,7 +241,12 @@ class AIOKafkaProducer:
         with _T:
             self._inner = AsyncProducer(kafka)
         self._closed = False
-        self._futures = LoopFutures(_settle)  # send()'s futures, resolved a batch at a time (cykafka.aio's way)
+        # send()'s futures, resolved a batch at a time in C with aiokafka's RecordMetadata (cykafka.aio's way), and
+        # the compiled send path that makes them (try_send and the future in one C call)
+        self._futures = loop_futures(error_of=translated, metadata_type=RecordMetadata, partition_type=TopicPartition)
+        self._sends = AsyncSends()
+        self._sends._init_async_sends(self._inner.producer, self._futures, self._inner._on_thread, self._send_waiting,
+                                      translated)
 
     @property
     def producer(self) -> AsyncProducer:
@@ -281,29 +286,33 @@ class AIOKafkaProducer:
         with _T:
             return {p.partition for p in await self._inner.partitions_for(topic)}
 
-    async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
-                   timestamp_ms: int | None = None,
-                   headers: list[tuple[str, bytes]] | None = None) -> asyncio.Future[RecordMetadata]:
-        """Queues the record (waiting for metadata or memory); returns a future of its RecordMetadata."""
+    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+             timestamp_ms: int | None = None,
+             headers: list[tuple[str, bytes]] | None = None) -> Awaitable[asyncio.Future[RecordMetadata]]:
+        """Queues the record (waiting for metadata or memory); `await` it for a future of its RecordMetadata. Errors
+        are raised by the await, as aiokafka's `async def send`'s. The common case is one C call (AsyncSends.send):
+        the record is queued by the call, its await is done at once."""
         if value is None and key is None:
-            raise IllegalArgumentError("Need at least one: key or value")
+            return _raising(IllegalArgumentError("Need at least one: key or value"))
         if self._closed:
-            raise ProducerClosed("AIOKafkaProducer is stopped")
-        if self._key_serializer is not None:
-            key = self._key_serializer(key)
-        if self._value_serializer is not None:
-            value = self._value_serializer(value)
-        return await self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+            return _raising(ProducerClosed("AIOKafkaProducer is stopped"))
+        if self._key_serializer is not None or self._value_serializer is not None:
+            try:
+                if self._key_serializer is not None:
+                    key = self._key_serializer(key)
+                if self._value_serializer is not None:
+                    value = self._value_serializer(value)
+            except Exception as error:
+                return _raising(error)
+        sent: Awaitable[asyncio.Future[RecordMetadata]] = self._sends.send(
+            topic, value, key, partition=partition, timestamp_ms=timestamp_ms, headers=headers)
+        return sent
 
-    async def _send_serialized(self, topic: str, value: Any, key: Any, partition: int | None,
-                               timestamp_ms: int | None, headers: Any) -> asyncio.Future[RecordMetadata]:
-        with _T:
-            record = self._inner.producer.try_send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
-                                                   headers=headers)
-        if type(record) is RecordFuture:
-            return self._futures.future_of(record)
-        # metadata or memory to wait for (nothing was queued; no interceptors here, so asking again is safe):
-        # AsyncProducer.send awaits them; its future is chained (one more hop, off the fast path)
+    async def _send_waiting(self, blocked: object, topic: str, value: Any, key: Any, partition: int | None,
+                            timestamp_ms: int | None, headers: Any) -> asyncio.Future[RecordMetadata]:
+        """send() of a record that must wait for metadata or memory (nothing was queued; no interceptors here, so
+        asking again is safe): AsyncProducer.send awaits them; its future is chained (one more hop, off the fast
+        path)."""
         with _T:
             inner = await self._inner.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
                                            headers=headers)
@@ -324,7 +333,8 @@ class AIOKafkaProducer:
         batch.close()
         first: asyncio.Future[RecordMetadata] | None = None
         for key, value, timestamp_ms, headers in batch._records:
-            future = await self._send_serialized(topic, value, key, partition, timestamp_ms, headers)
+            future = await self._sends.send(topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
+                                            headers=headers)
             if first is None:
                 first = future
         if first is None:
@@ -371,14 +381,9 @@ class AIOKafkaProducer:
             raise IllegalOperation("You need to configure transaction_id to use transactions")
 
 
-def _settle(future: asyncio.Future[RecordMetadata], record: RecordFuture) -> None:
-    if future.done():  # cancelled by its awaiter
-        return
-    error = record.exception(0)
-    if error is None:
-        future.set_result(_metadata(record.result(0)))
-    else:
-        future.set_exception(translated(error))
+async def _raising(error: BaseException) -> Any:
+    """What send() returns for a record refused before it reaches cykafka: its await raises the error."""
+    raise error
 
 
 def _chained(inner: asyncio.Future[_CyRecordMetadata]) -> asyncio.Future[RecordMetadata]:
