@@ -57,6 +57,7 @@ from cykafka.ports.values import (
     PartitionInfo,
     Result,
     TopicPartition,
+    checked_offset,
     checked_partitions,
 )
 from cykafka.protocol import Request
@@ -75,10 +76,13 @@ from cykafka.requests.calls import CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators, group_coordinator
 from cykafka.requests.fanout import CONTROLLER_MOVED, COORDINATOR_MOVED, LEADER_MOVED, Again, Fanout, Lookup
 from cykafka.requests.offsets import (
+    admin_offset_commit_request,
     list_offsets_request,
+    offset_commit_retriable,
     offset_fetch_error,
     offset_fetch_request,
     read_list_offsets,
+    read_offset_commit,
     read_offset_fetch,
 )
 from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
@@ -627,6 +631,27 @@ class Admin:
                     for tp, found in read_offset_fetch(answer.body, group).items()}
 
         return self._call(fetch)
+
+    def alter_consumer_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+                                     *, timeout_ms: int | None = None) -> dict[TopicPartition, Result[None]]:
+        """Sets a group's committed offsets (OffsetCommit at its coordinator, from outside the group: Java's
+        alterConsumerGroupOffsets), {TopicPartition: Result}. The group must have no members (else each Result
+        holds the coordinator's error, UNKNOWN_MEMBER_ID); a group-level error raises."""
+        (group,) = checked_names([group_id], "alter_consumer_group_offsets' group_id")
+        if not isinstance(offsets, Mapping):
+            raise InvalidArgumentError("alter_consumer_group_offsets: offsets must be a mapping of TopicPartition to "
+                                       f"an offset or OffsetAndMetadata, got {type(offsets).__name__}")
+        checked = {tp: checked_offset(o, f"alter_consumer_group_offsets: the offset of {tp}") for tp, o in zip(
+            checked_partitions(offsets, "alter_consumer_group_offsets"), offsets.values(), strict=True)}
+        deadline_ms = self._deadline(timeout_ms)
+
+        def commit() -> dict[TopicPartition, Result[None]]:
+            answer = self._asker.ask(admin_offset_commit_request(group, checked), group_coordinator(group),
+                                     deadline_ms, check=lambda body: offset_commit_retriable(body, group))
+            return {tp: Result(error=error) if error is not None else Result(None)
+                    for tp, error in read_offset_commit(answer.body, group).items()}
+
+        return self._call(commit)
 
     # -- ACLs -------------------------------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from cykafka import (
     protocol,
 )
 from cykafka.broker import EmbeddedBroker
+from cykafka.protocol.error_codes import ErrorCode
 
 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER = 36, 3, 41
 INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT = 37, 39
@@ -411,6 +412,39 @@ def test_consumer_groups_list_describe_offsets_delete(admin: Admin, broker: Embe
     assert admin.delete_consumer_groups([group])[group].error is None
     assert group not in [g.group_id for g in admin.list_consumer_groups()]
     assert admin.list_consumer_group_offsets(group) == {}
+
+
+def test_alter_consumer_group_offsets_sets_an_empty_groups_offsets(admin: Admin, broker: EmbeddedBroker) -> None:
+    """Java's alterConsumerGroupOffsets: an empty group's offsets set from outside it (read back by
+    confluent-kafka's committed()), refused per partition while the group has a member (UNKNOWN_MEMBER_ID), bad
+    arguments typed."""
+    confluent = pytest.importorskip("confluent_kafka")
+    from cykafka import OffsetAndMetadata
+
+    topic, group = _name("altered"), _name("group")
+    admin.create_topics([NewTopic(topic, 2)])[topic].result()
+    done = admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 5,
+                                                      TopicPartition(topic, 1): OffsetAndMetadata(7, "m")})
+    assert {tp: r.error for tp, r in done.items()} == {TopicPartition(topic, 0): None, TopicPartition(topic, 1): None}
+    member = confluent.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                                 "session.timeout.ms": 6000})
+    try:
+        committed = member.committed([confluent.TopicPartition(topic, 0), confluent.TopicPartition(topic, 1)], 30)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 5), (1, 7)]
+        member.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment()
+        refused = admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): 9})[TopicPartition(topic, 0)]
+        assert isinstance(refused.error, KafkaError) and refused.error.code == ErrorCode.UNKNOWN_MEMBER_ID
+    finally:
+        member.close()
+    assert admin.list_consumer_group_offsets(group)[TopicPartition(topic, 0)].result().offset == 5
+    with pytest.raises(InvalidArgumentError, match=r"alter_consumer_group_offsets: the offset of .* must be an int"):
+        admin.alter_consumer_group_offsets(group, {TopicPartition(topic, 0): -5})
+    with pytest.raises(InvalidArgumentError, match=r"alter_consumer_group_offsets: offsets must be a mapping"):
+        admin.alter_consumer_group_offsets(group, [TopicPartition(topic, 0)])  # type: ignore[arg-type]
 
 
 # -- cykafka topics ---------------------------------------------------------------------------------------------------

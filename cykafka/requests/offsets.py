@@ -1,5 +1,6 @@
 """The offset APIs, once for every client: OffsetFetch (request and reader), ListOffsets (request and reader) and
-the OffsetCommit reader (its request carries a group member's generation: core/group.py builds it).
+the OffsetCommit reader (a member's request carries its generation: core/group.py builds it; Admin's, from outside
+the group, is admin_offset_commit_request).
 
 Owns the bodies' shapes and the reading of their answers into values (cykafka.ports.values) and typed errors (from
 the one error table): Admin's list_offsets and list_consumer_group_offsets, the Consumer's committed offsets and
@@ -15,7 +16,7 @@ from typing import Any
 from cykafka.errors import KafkaError
 from cykafka.ports.values import ListOffsetsResultInfo, OffsetAndMetadata, TopicPartition
 from cykafka.protocol import Request
-from cykafka.protocol.apis import LIST_OFFSETS, OFFSET_FETCH
+from cykafka.protocol.apis import LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH
 from cykafka.protocol.bodies import (
     ListOffsetsRequestBody,
     ListOffsetsRequestTopics,
@@ -82,12 +83,31 @@ def read_offset_fetch(body: Mapping[str, Any], group_id: str) -> dict[TopicParti
 # -- OffsetCommit -------------------------------------------------------------------------------------------------
 
 
+def admin_offset_commit_request(group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Request:
+    """An OffsetCommit from outside the group (Java's Admin.alterConsumerGroupOffsets): no generation, no member
+    id, so the coordinator takes it only while the group has no members."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp, om in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "committed_offset": om.offset,
+                                                  "committed_leader_epoch": om.leader_epoch,
+                                                  "committed_metadata": om.metadata})
+    return Request(OFFSET_COMMIT.key, {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+                                       "group_instance_id": None,
+                                       "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+
+
 def read_offset_commit(body: Mapping[str, Any], group_id: str) -> dict[TopicPartition, KafkaError | None]:
     """An OffsetCommit answer per partition: None when committed, else the typed error."""
     return {TopicPartition(t["name"], p["partition_index"]):
             error_for(p["error_code"], f"group {group_id!r}: commit {t['name']} [{p['partition_index']}]")
             if p["error_code"] else None
             for t in body["topics"] for p in t["partitions"]}
+
+
+def offset_commit_retriable(body: Mapping[str, Any], group_id: str) -> KafkaError | None:
+    """An OffsetCommit answer's first retriable error (the coordinator moved or is loading: asked again); the
+    others are the partitions' own."""
+    return next((e for e in read_offset_commit(body, group_id).values() if e is not None and e.retriable), None)
 
 
 def offset_commit_codes(body: Mapping[str, Any]) -> set[int]:

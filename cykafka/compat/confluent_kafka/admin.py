@@ -39,6 +39,7 @@ from cykafka.compat.confluent_kafka.error import KafkaError, KafkaException, exc
 from cykafka.config import ADMIN_KEYS
 from cykafka.config_spellings import ALIASES
 from cykafka.ports import TopicPartition as _TP
+from cykafka.ports.values import OffsetAndMetadata as _CyOffsetAndMetadata
 from cykafka.ports.values import Result
 
 __all__ = [
@@ -537,7 +538,35 @@ class AdminClient:
                     ours.error = exception_from(result.error).args[0]
                 elif result.value is not None:
                     ours.offset = result.value.offset
-                    ours.metadata = result.value.metadata
+                    ours.metadata = result.value.metadata or None  # librdkafka reads an empty one as None
+                out.append(ours)
+            return ConsumerGroupTopicPartitions(request.group_id, out)
+
+        return {request.group_id: self._one(run)}
+
+    def alter_consumer_group_offsets(self, alter_consumer_group_offsets_request: list[ConsumerGroupTopicPartitions],
+                                     request_timeout: float = -1,
+                                     ) -> dict[str, concurrent.futures.Future[ConsumerGroupTopicPartitions]]:
+        """Sets one group's committed offsets (confluent-kafka takes one request per call), {group_id: Future}: its
+        ConsumerGroupTopicPartitions, each partition's error set where the coordinator refused it."""
+        requests = self._checked_list(alter_consumer_group_offsets_request, ConsumerGroupTopicPartitions,
+                                      "alter_consumer_group_offsets")
+        if len(requests) != 1:
+            raise ValueError("Currently we support altering offsets for a single consumer group only")
+        (request,) = requests
+        if not request.topic_partitions:
+            raise ValueError("Non empty topic partition list must be present")
+        offsets = {_TP(tp.topic, tp.partition): _CyOffsetAndMetadata(tp.offset, tp.metadata)
+                   for tp in request.topic_partitions}
+
+        def run() -> ConsumerGroupTopicPartitions:
+            done = self._admin.alter_consumer_group_offsets(request.group_id, offsets,
+                                                            timeout_ms=timeout_ms(request_timeout))
+            out = []
+            for tp, result in sorted(done.items()):
+                ours = TopicPartition(tp.topic, tp.partition, offsets[tp].offset, metadata=offsets[tp].metadata)
+                if result.error is not None:
+                    ours.error = exception_from(result.error).args[0]
                 out.append(ours)
             return ConsumerGroupTopicPartitions(request.group_id, out)
 
