@@ -291,6 +291,15 @@ cdef object _header_column(object obj, Py_ssize_t n):
     key_field = structs.field("key")
     if str(key_field.type) not in _HEADER_KEY_TYPES:
         raise SerializationError(f"headers: an Arrow header key must be string or binary, not {key_field.type}")
+    if n and str(key_field.type) in ("binary", "large_binary"):  # the keys these lists hold must be UTF-8
+        offsets = obj.offsets
+        first, last = offsets[0].as_py(), offsets[n].as_py()
+        try:
+            key_field.slice(first, last - first).cast("large_string" if str(key_field.type) == "large_binary"
+                                                      else "string")
+        except ValueError as e:  # pyarrow's ArrowInvalid
+            raise SerializationError(f"headers: an Arrow header key must be UTF-8 (Kafka's header keys are "
+                                     f"strings): {e}") from None
     col = _HeaderColumn.__new__(_HeaderColumn)
     col.array = obj
     col.length = n

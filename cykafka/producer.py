@@ -314,7 +314,7 @@ class Producer(SendPath, AppendSeam):
         current time); a partition is an int (not a bool) in [0, partition count), a timestamp an int in [0, 2**63).
         headers: None or, per record, what send() takes: None, a dict or a list of (str, value) pairs, each value
         bytes-like, str or None; or a pyarrow list<struct<key, value>> array (list or large_list; key string or
-        binary, written as given; value binary, string or their large forms, or fixed_size_binary; a chunked array is
+        binary holding UTF-8; value binary, string or their large forms, or fixed_size_binary; a chunked array is
         combined, a slice's offsets honoured), read in place in C with no Python object per header: a null or empty
         list means no headers, a null value a null header value; a null header or key raises SerializationError
         naming headers[i], as the list path does. The BatchResult's delivered_by_partition counts the acknowledged

@@ -167,12 +167,17 @@ def test_arrow_header_errors_name_headers_and_queue_nothing() -> None:
         int_values = pa.array([[{"key": "k", "value": 1}]], type=pa.list_(_struct(pa.string(), pa.int32())))
         with pytest.raises(SerializationError, match="headers must be an Arrow binary, string"):
             producer.send_batch(T, [b"a"], headers=int_values)
+        not_utf8 = pa.array([[{"key": b"ok", "value": b"1"}], [{"key": b"\xff", "value": b"1"}]],
+                            type=pa.list_(_struct(pa.binary(), pa.binary())))
+        with pytest.raises(SerializationError, match="headers: an Arrow header key must be UTF-8"):
+            producer.send_batch(T, [b"a", b"b"], headers=not_utf8)
         with pytest.raises(InvalidRecordError, match=r"^headers has 2 entries for 1 records$"):
             producer.send_batch(T, [b"a"], headers=null_key)
-        assert producer.flush(5) == 0 and cluster.all_records(T) == []
-        # a null key or header outside the slice (or in a null list) is not a record's header: accepted
+        assert producer.flush(5) == 0 and cluster.all_records(T) == [], "nothing queued by the calls refused"
+        # a bad key outside the slice is not a record's header: accepted
+        assert producer.send_batch(T, [b"a"], headers=not_utf8.slice(0, 1)).result(10) == 1
         assert producer.send_batch(T, [b"a"], headers=null_key.slice(0, 1)).result(10) == 1
-        assert [r.headers for _, r in cluster.all_records(T)] == [[("a", b"1")]]
+        assert sorted(r.headers for _, r in cluster.all_records(T)) == [[("a", b"1")], [("ok", b"1")]]
     finally:
         producer.close(5)
 
