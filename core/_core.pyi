@@ -438,6 +438,14 @@ class _Column:
     def length(self) -> int: ...
 
 @final
+class _HeaderColumn:
+    """send_batch's headers as an Arrow list<struct<key, value>> array, read in place."""
+
+    @property
+    def length(self) -> int: ...
+    def __getitem__(self, i: int) -> list[tuple[str, bytes | None]] | None: ...
+
+@final
 class BatchResult:
     """The outcome of one send_batch call: result(timeout) -> records delivered, or raises BatchDeliveryError with
     (index, error) per failed record; KafkaTimeoutError if timeout s pass first."""
@@ -596,9 +604,11 @@ class SendPath:
     def _batch_columns(self, values: Any, keys: Any) -> tuple[_Column, _Column]: ...
     def _batch_lists(self, values: Any, keys: Any) -> tuple[list[Any], list[Any] | None]: ...
     def _batch_check(self, n: int, num_partitions: int, partitions: Any, timestamps_ms: Any,
-                     headers: Any) -> tuple[int | list[int] | None, int | list[int] | None, list[Any] | None]: ...
+                     headers: Any) -> tuple[int | list[int] | None, int | list[int] | None,
+                                            list[Any] | _HeaderColumn | None]: ...
     def _send_columns(self, topic: str, values: _Column, keys: _Column, partitions: int | list[int] | None,
-                      timestamps_ms: int | list[int] | None, headers: list[Any] | None, result: BatchResult,
+                      timestamps_ms: int | list[int] | None, headers: list[Any] | _HeaderColumn | None,
+                      result: BatchResult,
                       start: int, stop: int, buffer: bytearray | None) -> tuple[int, bytearray | None, int]: ...
     # the subclass (cykafka.Producer) implements _send_slow and _append_slow, which send() and try_send() call
     # (Producer types try_send's answers: RecordFuture | NeedsMetadata | NeedsMemory, cykafka.producer_seam)

@@ -37,6 +37,7 @@ cdef struct _OpenRun:
     int open_count
     PyObject* values            # _Column
     PyObject* keys              # _Column
+    PyObject* headers           # _HeaderColumn, or NULL (no headers)
     bint keyed
     int fixed_partition
     int num_partitions

@@ -7,7 +7,8 @@
 # PortClock calls the Producer's Clock port.
 # send_batch's loop (_send_columns) is here too: one lock hold per chunk, records appended straight from the columns
 # into the accumulator, one BatchResult segment per (call, batch) instead of a RecordFuture per record; runs of
-# Arrow records into batches the call has open are appended with the GIL released (_append_run).
+# Arrow records (headers too: an Arrow list<struct> column, columns.pyx's _HeaderColumn) into batches the call has
+# open are appended with the GIL released (_append_run).
 # Input rule, one for both paths: send_batch checks every argument (each list entry, header, partition, timestamp)
 # before it queues anything, with the same functions the append loop then reads through, so that loop cannot fail on
 # an argument; send() and send_batch() accept the same key/value/header shapes (_checked_headers, _span_acquire).
@@ -226,11 +227,13 @@ cdef class SendPath:
 
     def _batch_check(self, Py_ssize_t n, int num_partitions, partitions, timestamps_ms, headers):
         """Validates the per-record arguments before anything is queued; (partitions, timestamps_ms, headers) as
-        the core reads them: None, one int for all, or a list of n; headers None or a list of n tuples-or-None."""
+        the core reads them: None, one int for all, or a list of n; headers None, a list of n tuples-or-None or a
+        _HeaderColumn (an Arrow list<struct<key, value>> array, read in place)."""
         cdef Py_ssize_t i
         partitions = _int_column(partitions, n, "partitions", num_partitions, str(num_partitions))
         timestamps_ms = _int_column(timestamps_ms, n, "timestamps_ms", _TIMESTAMP_END_MS, "2**63")
-        if headers is not None:
+        headers = _header_column(headers, n)
+        if headers is not None and type(headers) is not _HeaderColumn:
             entries = _as_list(headers, "headers", SerializationError)
             if len(entries) != n:
                 raise InvalidRecordError(f"headers has {len(entries)} entries for {n} records")
@@ -238,7 +241,7 @@ cdef class SendPath:
         return partitions, timestamps_ms, headers
 
     def _send_columns(self, str topic, _Column values, _Column keys, object partitions, object timestamps_ms,
-                      list headers, BatchResult result, Py_ssize_t start, Py_ssize_t stop, bytearray buffer):
+                      object headers, BatchResult result, Py_ssize_t start, Py_ssize_t stop, bytearray buffer):
         """Appends records [start, stop) under the lock in one loop. Returns (next, unused buffer, bytes needed):
         next < stop when record `next` needs a new batch of that many bytes and the pool is empty (the caller waits
         for memory, then calls again with the buffer it got); a given buffer no new batch took comes back. Records
@@ -254,6 +257,8 @@ cdef class SendPath:
         cdef bint keyed = keys.kind != _COL_NULL and not self._ignore_keys
         cdef bint wake = False
         cdef list partition_list = None, ts_list = None
+        cdef list header_list = headers if type(headers) is list else None
+        cdef _HeaderColumn header_col = headers if type(headers) is _HeaderColumn else None
         infos = self._partitions.get(topic)
         if infos is None:
             raise AssertionError("send_batch before the topic's metadata arrived")
@@ -273,14 +278,14 @@ cdef class SendPath:
         cdef list open_batches = [None] * n_parts    # per partition: the batch this call last appended to
         cdef list open_segments = [None] * n_parts   # and this call's segment in it
         # runs of records into those batches are appended with the GIL released (the sender thread runs meanwhile)
-        # when nothing per record is a Python object: Arrow or no keys and values, no headers, no per-record
-        # partitions or timestamps, and a partition from the key or the call
-        cdef bint runs = (values.kind != _COL_LIST and keys.kind != _COL_LIST and headers is None
+        # when nothing per record is a Python object: Arrow or no keys and values, Arrow or no headers, no
+        # per-record partitions or timestamps, and a partition from the key or the call
+        cdef bint runs = (values.kind != _COL_LIST and keys.kind != _COL_LIST and header_list is None
                           and partition_list is None and ts_list is None and (keyed or fixed_partition >= 0))
         # every field set (zeroed) before the `if runs` below fills them: _append_run reads them only when runs,
         # which the compiler cannot see through (it warned -Wmaybe-uninitialized for each field)
         cdef _OpenRun run = _OpenRun(builders=NULL, segments=NULL, open_count=0, values=NULL, keys=NULL,
-                                     keyed=False, fixed_partition=-1, num_partitions=0, timestamp_ms=0,
+                                     headers=NULL, keyed=False, fixed_partition=-1, num_partitions=0, timestamp_ms=0,
                                      max_record_bytes=0, wake=False)
         if runs:
             run.builders = <PyObject**>PyMem_Calloc(2 * n_parts, sizeof(PyObject*))
@@ -290,6 +295,8 @@ cdef class SendPath:
             run.open_count = 0
             run.values = <PyObject*>values
             run.keys = <PyObject*>keys
+            if header_col is not None:
+                run.headers = <PyObject*>header_col
             run.keyed = keyed
             run.fixed_partition = fixed_partition
             run.num_partitions = n_parts
@@ -312,7 +319,9 @@ cdef class SendPath:
                 try:
                     values.span(i, &parts.value, "values")
                     keys.span(i, &parts.key, "keys")
-                    _parts_finish(&parts, None if headers is None else <object>PyList_GET_ITEM(headers, i))
+                    _parts_finish(&parts, None if header_list is None else <object>PyList_GET_ITEM(header_list, i))
+                    if header_col is not None:
+                        header_col.headers(i, &parts)
                     size_bytes = _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes
                     if size_bytes > self._max_record_bytes:
                         result._record_done(i, RecordTooLargeError(
@@ -398,6 +407,8 @@ cdef Py_ssize_t _append_run(_OpenRun* run, Py_ssize_t i, Py_ssize_t stop) except
         (<_Column>run.keys)._span_nogil(i, &parts.key)
         parts.fields_size_bytes = (_bytes_field_size(parts.key.size_bytes)
                                    + _bytes_field_size(parts.value.size_bytes) + 1)
+        if run.headers != NULL and not (<_HeaderColumn>run.headers)._headers_nogil(i, &parts):
+            return i  # more headers than the inline spans: the GIL path allocates
         if _HEADER_BYTES + _MAX_RECORD_OVERHEAD_BYTES + parts.fields_size_bytes > run.max_record_bytes:
             return i
         if run.fixed_partition >= 0:

@@ -313,8 +313,12 @@ class Producer(SendPath, AppendSeam):
         one per record (list or Arrow array; a None entry: the key's partition or the built-in partitioner's / the
         current time); a partition is an int (not a bool) in [0, partition count), a timestamp an int in [0, 2**63).
         headers: None or, per record, what send() takes: None, a dict or a list of (str, value) pairs, each value
-        bytes-like, str or None. The BatchResult's delivered_by_partition counts the acknowledged records per
-        (topic, partition). A transactional producer takes it only inside a transaction, as send().
+        bytes-like, str or None; or a pyarrow list<struct<key, value>> array (list or large_list; key string or
+        binary holding UTF-8; value binary, string or their large forms, or fixed_size_binary; a chunked array is
+        combined, a slice's offsets honoured), read in place in C with no Python object per header: a null or empty
+        list means no headers, a null value a null header value; a null header or key raises SerializationError
+        naming headers[i], as the list path does. The BatchResult's delivered_by_partition counts the acknowledged
+        records per (topic, partition). A transactional producer takes it only inside a transaction, as send().
         With interceptors, a partitioner.class or key/value serializers configured each record goes through send()'s
         steps (entries are then what the serializers take); every record is intercepted, serialized and checked
         before any is queued. Argument errors (InvalidRecordError, SerializationError, which name the argument and

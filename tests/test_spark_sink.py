@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import pyarrow as pa
+from fakes import fake_cluster, fake_producer
 from pyspark.sql import Row
 from pyspark.sql import datasource as ds
 from pyspark.sql.types import (
@@ -27,10 +28,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cykafka import SerializationError
 from cykafka import spark as sink
+from cykafka.adapters.clock import SystemClock
 from cykafka.broker import EmbeddedBroker
 from cykafka.core import partition_for_key
 from cykafka.errors import ConfigError, KafkaTimeoutError
+from cykafka.spark.sink import _headers_column, _send_columns
 from cykafka.verify import read_back
 
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -136,7 +140,17 @@ def test_arrow_columns_every_type_on_a_sliced_batch() -> None:
     assert cols.topic == ["t1", "t2", "t3"]
     assert cols.partition == [0, None, 3]
     assert cols.timestamp_ms == [1, None, 2_000]
-    assert cols.headers == [None, None, [("h1", b"1"), ("h2", None)]]
+    # the headers column goes to send_batch as it is (read in place in C), the slice's offset kept
+    assert cols.headers.offset == 1 and cols.headers.to_pylist() == [
+        None, [], [{"key": "h1", "value": b"1"}, {"key": "h2", "value": None}]]
+
+
+def test_view_typed_headers_are_cast_for_send_batch() -> None:
+    views = pa.array([[{"key": "h", "value": b"1"}], None],
+                     type=pa.list_(pa.struct([("key", pa.string_view()), ("value", pa.binary_view())])))
+    cast = _headers_column(views)
+    assert cast.type == HEADERS_ARROW and cast.to_pylist() == views.to_pylist()
+    assert _headers_column(pa.array([None], type=HEADERS_ARROW)).type == HEADERS_ARROW
 
 
 @pytest.mark.parametrize(("arrow_type", "raw", "expected_ms"), [
@@ -156,8 +170,14 @@ def test_null_topic_and_null_header_key_are_errors() -> None:
         sink._arrow_columns(nulls, plan)
     null_key = pa.record_batch({"value": pa.array([b"v"]), "topic": pa.array(["t"]),
                                 "headers": pa.array([[{"key": None, "value": b"x"}]], type=HEADERS_ARROW)})
-    with pytest.raises(sink.SinkSchemaError, match="null key"):
-        sink._arrow_columns(null_key, plan)
+    cols = sink._arrow_columns(null_key, plan)  # send_batch refuses the null key before anything is queued
+    producer = fake_producer(fake_cluster(SystemClock(), "t"), topic="t")
+    try:
+        with pytest.raises(SerializationError, match=r"^headers\[0\]: header keys must be str, got NoneType$"):
+            _send_columns(producer, plan, cols)
+        assert producer.flush(5) == 0
+    finally:
+        producer.close(5)
 
 
 def test_row_columns_match_the_arrow_path() -> None:

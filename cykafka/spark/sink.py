@@ -69,36 +69,22 @@ def _timestamp_ms_list(column: Any) -> list[int | None]:
     return result
 
 
-def _headers_list(column: Any) -> list[list[tuple[str, Any]] | None]:
-    """Per row a list of (key, bytes) pairs, or None; built from the flattened key and value columns."""
-    lengths = column.value_lengths().to_pylist()
-    entries = column.flatten()  # the struct entries of this slice, null lists skipped
-    names = [entries.type.field(i).name for i in range(entries.type.num_fields)]
-    children = dict(zip(names, entries.flatten(), strict=True))
-    keys = children["key"]
-    if keys.null_count:
-        raise SinkSchemaError("cykafka sink: a header has a null key; header keys must be non-null strings")
-    values = children["value"]
-    if pa.types.is_string(values.type):  # the values as bytes: a view of the same buffers
-        values = values.view(pa.binary())
-    elif pa.types.is_large_string(values.type):
-        values = values.view(pa.large_binary())
-    pairs = list(zip(keys.to_pylist(), _bytes_column(values).to_pylist(), strict=True))
-    out: list[list[tuple[str, Any]] | None] = []
-    position = 0
-    for length in lengths:
-        if not length:
-            out.append(None)
-            continue
-        out.append(pairs[position:position + length])
-        position += length
-    return out
+def _headers_column(column: Any) -> Any:
+    """The headers column as send_batch reads it in place (a list<struct<key, value>> array, no Python object per
+    header; view-typed fields, which it does not read, are cast to string / binary)."""
+    entry_type = column.type.value_type
+    fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
+    if any(pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type) for f in fields):
+        struct = pa.struct([pa.field(f.name, pa.string() if pa.types.is_string_view(f.type) else
+                                     pa.binary() if pa.types.is_binary_view(f.type) else f.type) for f in fields])
+        return column.cast(pa.list_(struct))
+    return column
 
 
 @dataclass(slots=True)
 class _Columns:
-    """One batch as send_batch takes it: value and key are Arrow arrays (the Arrow path, read in place) or lists
-    (the row path); the others lists, None entries meaning the default; None: the column is absent."""
+    """One batch as send_batch takes it: value, key and headers are Arrow arrays (the Arrow path, read in place) or
+    lists (the row path); the others lists, None entries meaning the default; None: the column is absent."""
 
     rows: int
     value: Any
@@ -106,7 +92,7 @@ class _Columns:
     topic: list[Any] | None = None
     partition: list[Any] | None = None
     timestamp_ms: list[Any] | None = None
-    headers: list[Any] | None = None
+    headers: Any = None
 
 
 def _arrow_columns(batch: Any, plan: SinkPlan) -> _Columns:
@@ -130,7 +116,7 @@ def _arrow_columns(batch: Any, plan: SinkPlan) -> _Columns:
         topic=topics,
         partition=column("partition").to_pylist() if "partition" in present else None,
         timestamp_ms=_timestamp_ms_list(column("timestamp")) if "timestamp" in present else None,
-        headers=_headers_list(column("headers")) if "headers" in present else None,
+        headers=_headers_column(column("headers")) if "headers" in present else None,
     )
 
 
