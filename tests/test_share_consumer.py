@@ -371,6 +371,25 @@ def test_a_share_consumer_used_from_two_threads_at_once_raises_concurrent_access
     consumer.close(0)
 
 
+def _read_all_watching_submits(consumer: ShareConsumer, total: int, watch: Any, *, work_s: float) -> None:
+    """Polls until the records 0..total-1 were all read (60 s at most), work_s of work after each poll, each call
+    the consumer submits shown to watch(call) first."""
+    calls = consumer._network.calls
+    submit = calls.submit
+
+    def watched(call: Any, now_ms: int | None = None) -> None:
+        watch(call)
+        submit(call, now_ms)
+
+    calls.submit = watched  # type: ignore[method-assign]
+    got: list[ShareRecord] = []
+    deadline = time.monotonic() + 60
+    while len(got) < total and time.monotonic() < deadline:
+        got.extend(consumer.poll(0.5))
+        time.sleep(work_s)
+    assert sorted(r.offset for r in got) == list(range(total))
+
+
 def test_implicit_acknowledgements_ride_the_next_share_fetch(share_kafka: Any, share: Any) -> None:
     """The previous poll's acceptances go with the ShareFetch that follows the caller taking the fetched data (one
     request per batch, as Java's), not in a ShareAcknowledge of their own: counted on the consumer's call queue."""
@@ -378,21 +397,13 @@ def test_implicit_acknowledgements_ride_the_next_share_fetch(share_kafka: Any, s
     topic, group = share(total, batch=250)  # a fetch acquires whole batches: more than a poll takes
     consumer = _consumer(share_kafka, group, topic, **{"max.poll.records": 100})
     sent: dict[str, int] = {}
-    calls = consumer._network.calls
-    submit = calls.submit
 
-    def counting(call: Any, now_ms: int | None = None) -> None:
+    def counting(call: Any) -> None:
         sent[call.what.split(" ")[0]] = sent.get(call.what.split(" ")[0], 0) + 1
-        submit(call, now_ms)
 
-    calls.submit = counting  # type: ignore[method-assign]
     try:
-        got: list[ShareRecord] = []
-        deadline = time.monotonic() + 60
-        while len(got) < total and time.monotonic() < deadline:
-            got.extend(consumer.poll(0.5))
-            time.sleep(0.03)  # the work: the next fetch's answer is in before the next poll hands over acceptances
-        assert sorted(r.offset for r in got) == list(range(total))
+        # the work between polls: the next fetch's answer is in before the next poll hands over acceptances
+        _read_all_watching_submits(consumer, total, counting, work_s=0.03)
         fetches, acknowledges = sent.get("ShareFetch", 0), sent.get("ShareAcknowledge", 0)
     finally:
         consumer.close(10)
@@ -410,22 +421,14 @@ def test_the_next_share_fetch_goes_while_the_rest_of_an_answer_would_not_fill_a_
     topic, group = share(total, batch=250)
     consumer = _consumer(share_kafka, group, topic, **{"max.poll.records": 200})
     ahead: list[int] = []  # per ShareFetch submitted: the records still buffered then (acquired, not handed out)
-    calls, state = consumer._network.calls, consumer._state
-    submit = calls.submit
+    state = consumer._state
 
-    def watching(call: Any, now_ms: int | None = None) -> None:
+    def watching(call: Any) -> None:
         if call.what.startswith("ShareFetch"):
             ahead.append(sum(f.acquired[-1][1] - f.acquired[0][0] + 1 for f in state.buffer))
-        submit(call, now_ms)
 
-    calls.submit = watching  # type: ignore[method-assign]
-    try:
-        got: list[ShareRecord] = []
-        deadline = time.monotonic() + 60
-        while len(got) < total and time.monotonic() < deadline:
-            got.extend(consumer.poll(0.5))
-            time.sleep(0.05)  # the work: the network thread sends what it may meanwhile
-        assert sorted(r.offset for r in got) == list(range(total))
+    try:  # the work between polls: the network thread sends what it may meanwhile
+        _read_all_watching_submits(consumer, total, watching, work_s=0.05)
     finally:
         consumer.close(10)
     print(f"{total} records: {len(ahead)} ShareFetch, records buffered when each went: {ahead}")
