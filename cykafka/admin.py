@@ -57,7 +57,7 @@ from cykafka.ports.values import (
     PartitionInfo,
     Result,
     TopicPartition,
-    checked_offset,
+    checked_offsets,
     checked_partitions,
 )
 from cykafka.protocol import Request
@@ -638,11 +638,7 @@ class Admin:
         alterConsumerGroupOffsets), {TopicPartition: Result}. The group must have no members (else each Result
         holds the coordinator's error, UNKNOWN_MEMBER_ID); a group-level error raises."""
         (group,) = checked_names([group_id], "alter_consumer_group_offsets' group_id")
-        if not isinstance(offsets, Mapping):
-            raise InvalidArgumentError("alter_consumer_group_offsets: offsets must be a mapping of TopicPartition to "
-                                       f"an offset or OffsetAndMetadata, got {type(offsets).__name__}")
-        checked = {tp: checked_offset(o, f"alter_consumer_group_offsets: the offset of {tp}") for tp, o in zip(
-            checked_partitions(offsets, "alter_consumer_group_offsets"), offsets.values(), strict=True)}
+        checked = checked_offsets(offsets, "alter_consumer_group_offsets")
         deadline_ms = self._deadline(timeout_ms)
 
         def commit() -> dict[TopicPartition, Result[None]]:

@@ -23,8 +23,8 @@ from cykafka.config import ConsumerConfig
 from cykafka.consumer_group import GroupDriver
 from cykafka.core.consumer_member import Membership
 from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError
-from cykafka.ports import Clock, TopicPartition, checked_partitions
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, checked_offset
+from cykafka.ports import Clock, TopicPartition
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, checked_offsets
 from cykafka.protocol import Request
 from cykafka.requests.ask import Asker
 from cykafka.requests.calls import Call
@@ -201,11 +201,7 @@ class ConsumerCoordinator:
         """The offsets a commit call names, checked; None: every known position."""
         if offsets is None:
             return self.subscriptions.positions()
-        if not isinstance(offsets, Mapping):
-            raise InvalidArgumentError(f"{call}: offsets must be a mapping of TopicPartition to an offset or "
-                                       f"OffsetAndMetadata, got {type(offsets).__name__}")
-        return {tp: checked_offset(offset, f"{call}: the offset of {tp}")
-                for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True)}
+        return checked_offsets(offsets, call)
 
     def commit_async(self, positions: dict[TopicPartition, OffsetAndMetadata],
                      callback: CommitCallback | None) -> None:

@@ -99,6 +99,16 @@ def checked_offset(offset: object, what: str) -> OffsetAndMetadata:
     return OffsetAndMetadata(operator.index(om.offset), om.metadata, operator.index(om.leader_epoch))
 
 
+def checked_offsets(offsets: object, call: str) -> dict[TopicPartition, OffsetAndMetadata]:
+    """A {TopicPartition: offset or OffsetAndMetadata} mapping a commit names, each key through checked_partitions and
+    each offset through checked_offset; else InvalidArgumentError naming call."""
+    if not isinstance(offsets, Mapping):
+        raise InvalidArgumentError(f"{call}: offsets must be a mapping of TopicPartition to an offset or "
+                                   f"OffsetAndMetadata, got {type(offsets).__name__}")
+    return {tp: checked_offset(offset, f"{call}: the offset of {tp}")
+            for tp, offset in zip(checked_partitions(offsets, call), offsets.values(), strict=True)}
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMetadata:
     """The consumer group whose offsets a transaction commits (Java's ConsumerGroupMetadata). generation_id and
