@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cykafka.adapters import security
+from cykafka.core import sock_recv_into, sock_send, wait_events
 from cykafka.errors import (
     AllBrokersDownError,
     AuthenticationError,
@@ -85,6 +86,8 @@ class _Connection:
     port: int
     state: str = _DISCONNECTED
     sock: socket.socket | None = None
+    fd: int = -1  # sock's descriptor (core/netio.pyx reads and writes a plain socket through it)
+    events: int = 0  # what the selector watches sock for (_watch)
     outgoing: deque[memoryview] = field(default_factory=deque)
     unwritten_requests: deque[tuple[_Request, int]] = field(default_factory=deque)  # request, bytes left to write
     in_flight: deque[_Request] = field(default_factory=deque)
@@ -114,7 +117,7 @@ class SocketTransport:
     def __init__(self, settings: ConnectionSettings, *, clock_ms: Callable[[], int] | None = None) -> None:
         self.settings = settings
         self._security = security.Security(settings.security)  # first: a bad ssl.* file fails before any socket exists
-        self._selector = selectors.DefaultSelector()
+        self._selector = selectors.EpollSelector()  # wait_events waits on its epoll set
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -134,6 +137,7 @@ class SocketTransport:
         self._all_down_reported = False  # error_cb heard AllBrokersDownError since a connection was last ready
         self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
         self._features = FinalizedFeatures()
+        self._wake_buffer = bytearray(4096)
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
 
@@ -206,7 +210,13 @@ class SocketTransport:
                 self._write(conn, now_ms)
         if self._completed:
             timeout_ms = 0
-        for key, events in self._selector.select(max(timeout_ms, 0) / 1000):
+        fd_to_key = self._selector.get_map()
+        # the one wait that releases the GIL, which the application's next send() or poll() hands back (core/netio.pyx)
+        for fd, events in wait_events(self._selector.fileno(), max(timeout_ms, 0)):
+            key = fd_to_key.get(fd)
+            if key is None or not events & key.events:
+                continue
+            events &= key.events
             conn = key.data
             if conn is None:
                 self._drain_wakeups()
@@ -310,7 +320,7 @@ class SocketTransport:
         for conn in self._connections.values():
             if conn.sock is not None:
                 conn.sock.close()
-                conn.sock = None
+                conn.sock, conn.fd = None, -1
             conn.state = _DISCONNECTED
         self._selector.close()
         self._wake_r.close()
@@ -339,7 +349,7 @@ class SocketTransport:
             sock.close()
             self._fail_connect(conn, now_ms, e)
             return
-        conn.sock = sock
+        conn.sock, conn.fd = sock, sock.fileno()
         conn.state = _CONNECTING
         conn.connect_started_ms = now_ms
         conn.incoming.clear()
@@ -349,7 +359,7 @@ class SocketTransport:
         except OSError as e:
             self._disconnect(conn, now_ms, NetworkError(f"connect to {conn.host}:{conn.port} failed: {e}"))
             return
-        self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+        self._watch(conn, selectors.EVENT_READ | selectors.EVENT_WRITE, register=True)
 
     def _fail_connect(self, conn: _Connection, now_ms: int, error: Exception) -> None:
         self._connection_problem = f"cannot connect to {conn.host}:{conn.port}: {error}"
@@ -404,7 +414,7 @@ class SocketTransport:
             return
         conn.tls = True
         conn.state = _TLS_HANDSHAKING
-        self._selector.register(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+        self._watch(conn, selectors.EVENT_READ | selectors.EVENT_WRITE, register=True)
         self._tls_handshake(conn, now_ms)
 
     def _tls_handshake(self, conn: _Connection, now_ms: int) -> None:
@@ -413,10 +423,10 @@ class SocketTransport:
         try:
             sock.do_handshake()
         except ssl.SSLWantReadError:
-            self._selector.modify(sock, selectors.EVENT_READ, conn)
+            self._watch(conn, selectors.EVENT_READ)
             return
         except ssl.SSLWantWriteError:
-            self._selector.modify(sock, selectors.EVENT_WRITE, conn)
+            self._watch(conn, selectors.EVENT_WRITE)
             return
         except (ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:  # the peer went away: a network failure
             self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
@@ -434,8 +444,17 @@ class SocketTransport:
     def _start_negotiating(self, conn: _Connection, now_ms: int) -> None:
         assert conn.sock is not None
         conn.state = _NEGOTIATING
-        self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
+        self._watch(conn, selectors.EVENT_READ)
         self._send_api_versions(conn, API_VERSIONS.valid[1], now_ms)
+
+    def _watch(self, conn: _Connection, events: int, register: bool = False) -> None:
+        """The selector watches conn's socket for events (registered first when register)."""
+        assert conn.sock is not None
+        if register:
+            self._selector.register(conn.sock, events, conn)
+        else:
+            self._selector.modify(conn.sock, events, conn)
+        conn.events = events
 
     @staticmethod
     def _peer(conn: _Connection) -> str:
@@ -533,7 +552,7 @@ class SocketTransport:
             except (KeyError, ValueError):
                 pass
             conn.sock.close()
-            conn.sock = None
+            conn.sock, conn.fd, conn.events = None, -1, 0
         conn.tls = False
         conn.tls_retry = None
         conn.sasl = None
@@ -616,7 +635,9 @@ class SocketTransport:
                     written = sock.send(data)
                     conn.tls_retry = None
                 else:
-                    written = sock.sendmsg(list(conn.outgoing)[:64])
+                    written = sock_send(conn.fd, conn.outgoing)
+                    if written < 0:  # the socket's buffer is full
+                        break
             except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
             except OSError as e:
@@ -633,8 +654,8 @@ class SocketTransport:
                     self._account_written(conn, written, now_ms)
                     written = 0
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0)
-        if conn.sock is not None and conn.state != _CONNECTING:
-            self._selector.modify(conn.sock, events, conn)
+        if conn.sock is not None and conn.state != _CONNECTING and events != conn.events:
+            self._watch(conn, events)
 
     @staticmethod
     def _tls_chunk(conn: _Connection) -> memoryview | bytes:
@@ -677,9 +698,11 @@ class SocketTransport:
             try:
                 if large is not None:  # straight into the frame's own memory
                     with memoryview(large) as view:
-                        size_bytes = sock.recv_into(view[conn.large_frame_filled:])
+                        size_bytes = self._recv_into(conn, view[conn.large_frame_filled:])
                 else:
-                    size_bytes = sock.recv_into(buffer)
+                    size_bytes = self._recv_into(conn, buffer)
+                if size_bytes < 0:  # nothing more there
+                    break
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as e:
@@ -709,6 +732,15 @@ class SocketTransport:
             elif size_bytes < _READ_CHUNK_BYTES:
                 break
         self._parse_frames(conn, now_ms)
+
+    @staticmethod
+    def _recv_into(conn: _Connection, buffer: memoryview) -> int:
+        """What the socket has, into buffer: bytes read, -1 when nothing is there; a plain socket's read keeps the GIL
+        (core/netio.pyx), a TLS socket's goes through ssl."""
+        if conn.tls:
+            assert conn.sock is not None
+            return conn.sock.recv_into(buffer)
+        return sock_recv_into(conn.fd, buffer)
 
     def _io_failed(self, conn: _Connection, now_ms: int, what: str, error: OSError) -> None:
         if conn.tls and conn.state == _NEGOTIATING:
@@ -789,8 +821,8 @@ class SocketTransport:
 
     def _drain_wakeups(self) -> None:
         try:  # one recv: wakeup() writes one byte until this runs; a leftover only makes the next select return
-            self._wake_r.recv(4096)
-        except (BlockingIOError, OSError):
+            sock_recv_into(self._wake_r.fileno(), self._wake_buffer)
+        except OSError:
             pass
         # cleared after draining: a wakeup racing with this sees the flag set and skips its byte, but its append
         # happened before our next ready(), so nothing is missed

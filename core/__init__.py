@@ -43,10 +43,14 @@ from cykafka.core._core import (
     estimate_size_upper_bound,
     leader_unavailable,
     murmur2,
+    network_yield,
     partition_for_key,
     rewrite_producer_state,
     send_trace_wanted,
+    sock_recv_into,
+    sock_send,
     transaction_state_name,
+    wait_events,
 )
 
 __all__ = [
@@ -92,8 +96,12 @@ __all__ = [
     "estimate_size_upper_bound",
     "leader_unavailable",
     "murmur2",
+    "network_yield",
     "partition_for_key",
     "rewrite_producer_state",
     "send_trace_wanted",
+    "sock_recv_into",
+    "sock_send",
     "transaction_state_name",
+    "wait_events",
 ]

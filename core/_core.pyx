@@ -36,6 +36,7 @@ from cykafka.errors import (
 # and constants they pass), included in this order by this module's own .pxd, core/pxd/cykafka/core/_core.pxd.
 include "checksum.pyx"
 include "clock.pyx"
+include "netio.pyx"
 include "partitioner.pyx"
 include "pool.pyx"
 include "lock.pyx"

@@ -101,6 +101,7 @@ cdef class SendPath:
         transactional producer, TransactionStateError outside a transaction and the transaction's error
         (TransactionAbortableError, ...) once it failed. Thread-safe.
         """
+        yield_to_network()
         if _send_trace_gate.hook is not None and _send_trace_gate.wants():
             return _send_trace_gate.hook(self, topic, value, key, partition, timestamp_ms, headers, on_delivery)
         return self._send(topic, value, key, partition, timestamp_ms, headers, on_delivery, True)
@@ -116,6 +117,7 @@ cdef class SendPath:
         nothing queued: a NeedsMetadata (the topic's metadata: look with poll_metadata(), then call again) or a
         NeedsMemory (buffer.memory is full: memory_wait() appends it once a buffer is free); both carry the
         max.block.ms deadline of this call (cykafka.producer_seam). Raises what send() raises."""
+        yield_to_network()
         return self._send(topic, value, key, partition, timestamp_ms, headers, on_delivery, False)
 
     @cython.final  # a direct C call the compiler inlines into send() and try_send(): no vtable on the hot path
@@ -249,6 +251,7 @@ cdef class SendPath:
         cdef RecordAccumulator accumulator = self._accumulator
         cdef AppendResult appended
         cdef ProducerBatch batch
+        yield_to_network()
         cdef _Segment segment
         cdef _Parts parts
         cdef Py_ssize_t i

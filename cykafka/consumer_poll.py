@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from cykafka.consumer_coordinator import ConsumerCoordinator
 from cykafka.consumer_lock import ConsumerLock
+from cykafka.core import network_yield
 from cykafka.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 from cykafka.fetch_collector import FetchCollector, RecordSink
 from cykafka.metrics import ConsumerMetrics
@@ -43,6 +44,7 @@ class PollLoop:
 
     def poll(self, sink: RecordSink, deadline_ms: int, limit: int) -> int:
         """At most `limit` records into sink, waiting for some until deadline_ms; how many it took."""
+        network_yield()  # a network thread waiting for the GIL gets it now (core/netio.pyx)
         self.metrics.record_poll()
         taken = self._collect(sink, deadline_ms, limit)
         if taken:

@@ -34,7 +34,7 @@ from cykafka.arrow_schema import kafka_source_schema
 from cykafka.consumer_lock import ConsumerLock, one_thread
 from cykafka.consumer_network import NetworkThread, stop_network, stop_unclosed
 from cykafka.consumer_waits import ConsumerWaits
-from cykafka.core import ArrowBatchBuilder, PartitionFetch
+from cykafka.core import ArrowBatchBuilder, PartitionFetch, network_yield
 from cykafka.core.share import Acknowledgements, ShareMember, TopicIdPartition
 from cykafka.errors import (
     IllegalStateError,
@@ -256,6 +256,7 @@ class ShareConsumer:
         came or timeout seconds passed."""
         if not self._member.topics:
             raise IllegalStateError("poll: the share consumer is not subscribed to any topic; subscribe() first")
+        network_yield()  # a network thread waiting for the GIL gets it now (core/netio.pyx)
         self._settle_delivered()
         self._hand_over(None)
         deadline_ms = self._waits.deadline(timeout, "timeout", none_is_default=False)

@@ -1,0 +1,171 @@
+# The network threads' system calls (the compiled shell; adapters/socket_transport.py calls them):
+# - wait_events: the one blocking wait of a network thread (epoll_wait on its selector's epoll set), with the GIL
+#   released;
+# - sock_send / sock_recv_into: non-blocking socket writes and reads that keep the GIL (a few µs each);
+# - yield_to_network: where the application's thread holds no cykafka lock (send(), poll()), it hands the GIL to a
+#   network thread whose wait ended.
+# Why: a network thread needs the GIL to go on after every system call that released it. While the application's
+# thread runs Python without pause (a computation, a spin between sends), CPython gives the GIL back only after a
+# whole switch interval (sys.getswitchinterval(), 5 ms) — and Python's socket methods release it on every call, so one
+# record's way from send() to its acknowledgement crossed several such waits. Here a network thread releases the GIL
+# only while it waits, and when that wait ends the application's next send() or poll() releases the GIL until the
+# network thread holds it (at most HANDOFF_MAX_US; at once if nobody waits). An application thread that never calls
+# cykafka gives the GIL back as before, after the switch interval.
+
+import os as _os
+
+from libc.errno cimport EAGAIN, EINTR, errno
+from libc.stdint cimport uint32_t
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+
+
+cdef extern from *:
+    """
+    #include <sched.h>
+    #include <sys/socket.h>
+    #include <sys/uio.h>
+    #include <sys/epoll.h>
+    static int cyk_handoff_waiting = 0;         /* network threads whose wait ended and that want the GIL back */
+    static unsigned int cyk_handoff_taken = 0;  /* bumped by each such thread once it holds the GIL */
+    #define cyk_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+    #define cyk_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
+    """
+    int cyk_handoff_waiting
+    unsigned int cyk_handoff_taken
+    int cyk_load(int*) nogil
+    unsigned int cyk_load_u "cyk_load"(unsigned int*) nogil
+    int cyk_add(int*, int) nogil
+    unsigned int cyk_add_u "cyk_add"(unsigned int*, unsigned int) nogil
+    int sched_yield() nogil
+    int EWOULDBLOCK
+    ctypedef union epoll_data_t:
+        int fd
+    struct epoll_event:
+        uint32_t events
+        epoll_data_t data
+    int epoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) nogil
+    uint32_t EPOLLIN, EPOLLOUT
+    struct iovec:
+        void* iov_base
+        size_t iov_len
+    ssize_t writev(int fd, const iovec* iov, int iovcnt) nogil
+    ssize_t recv(int fd, void* buf, size_t n, int flags) nogil
+
+cdef enum:
+    HANDOFF_MAX_US = 1000
+    SEND_MAX_BUFFERS = 64
+    WAIT_MAX_EVENTS = 64
+    EVENT_READ = 1  # selectors.EVENT_READ
+    EVENT_WRITE = 2  # selectors.EVENT_WRITE
+
+
+cdef inline int64_t _clock_us() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <int64_t>ts.tv_sec * 1000000 + ts.tv_nsec // 1000
+
+
+cdef inline void yield_to_network() noexcept:
+    """When a network thread's wait ended and it waits for the GIL: releases the GIL until it holds it."""
+    if cyk_load(&cyk_handoff_waiting) == 0:
+        return
+    cdef unsigned int seen = cyk_load_u(&cyk_handoff_taken)
+    cdef int64_t until_us
+    with nogil:
+        until_us = _clock_us() + HANDOFF_MAX_US
+        while (cyk_load_u(&cyk_handoff_taken) == seen and cyk_load(&cyk_handoff_waiting) > 0
+               and _clock_us() < until_us):
+            sched_yield()
+
+
+def wait_events(int epoll_fd, int timeout_ms):
+    """wait_events(epoll_fd, timeout_ms)\n--\n
+    The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
+    selectors.EpollSelector.select reports them (at most WAIT_MAX_EVENTS; the rest are there on the next call). With
+    timeout_ms > 0 (-1: no limit) it waits that long with the GIL released, which comes back through the
+    application's next send() or poll() (module comment); with 0 it keeps the GIL."""
+    cdef epoll_event ready[WAIT_MAX_EVENTS]
+    cdef int count, code, i
+    cdef uint32_t mask
+    if timeout_ms == 0:
+        count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)
+        code = errno
+    else:
+        with nogil:
+            count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, timeout_ms)
+            code = errno
+            cyk_add(&cyk_handoff_waiting, 1)
+        cyk_add(&cyk_handoff_waiting, -1)
+        cyk_add_u(&cyk_handoff_taken, 1)
+    if count < 0:
+        if code == EINTR:
+            return []
+        raise OSError(code, _os.strerror(code))
+    events = []
+    for i in range(count):
+        mask = ready[i].events
+        events.append((ready[i].data.fd, (EVENT_WRITE if mask & ~EPOLLIN else 0) | (EVENT_READ if mask & ~EPOLLOUT else 0)))
+    return events
+
+
+def network_yield():
+    """network_yield()\n--\n
+    yield_to_network() for Python callers (the consumers' poll())."""
+    yield_to_network()
+
+
+cdef inline object _io_error(int code):
+    """None for a call that would block (or was interrupted), else the OSError to raise."""
+    if code == EAGAIN or code == EWOULDBLOCK or code == EINTR:
+        return None
+    return OSError(code, _os.strerror(code))
+
+
+def sock_send(int fd, object buffers):
+    """sock_send(fd, buffers)\n--\n
+    Writes the first SEND_MAX_BUFFERS of buffers (bytes-like) to the non-blocking socket fd in one writev, keeping the
+    GIL. Returns the bytes written, -1 when the socket's buffer is full; raises OSError on a failure."""
+    cdef Py_buffer views[SEND_MAX_BUFFERS]
+    cdef iovec vectors[SEND_MAX_BUFFERS]
+    cdef int count = 0, i, code = 0
+    cdef ssize_t written
+    try:
+        for buffer in buffers:
+            if count == SEND_MAX_BUFFERS:
+                break
+            PyObject_GetBuffer(buffer, &views[count], PyBUF_SIMPLE)
+            vectors[count].iov_base = views[count].buf
+            vectors[count].iov_len = <size_t>views[count].len
+            count += 1
+        written = writev(fd, vectors, count)
+        code = errno
+    finally:
+        for i in range(count):
+            PyBuffer_Release(&views[i])
+    if written < 0:
+        error = _io_error(code)
+        if error is None:
+            return -1
+        raise error
+    return written
+
+
+def sock_recv_into(int fd, object buffer):
+    """sock_recv_into(fd, buffer)\n--\n
+    Reads what the non-blocking socket fd has, up to len(buffer) bytes, into buffer, keeping the GIL. Returns the
+    bytes read (0: the peer closed the connection), -1 when nothing is there; raises OSError on a failure."""
+    cdef Py_buffer view
+    cdef ssize_t got
+    cdef int code = 0
+    PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
+    try:
+        got = recv(fd, view.buf, <size_t>view.len, 0)
+        code = errno
+    finally:
+        PyBuffer_Release(&view)
+    if got < 0:
+        error = _io_error(code)
+        if error is None:
+            return -1
+        raise error
+    return got

@@ -1,0 +1,85 @@
+"""The network threads get the GIL from an application thread that never gives it up of its own accord.
+
+core/netio.pyx: a network thread releases the GIL only in its one wait (wait_events), and the application's next
+send() / poll() hands the GIL to a network thread whose wait ended. Here the switch interval is 10 s, so CPython's
+own forced switch never comes within a test: the main thread spins in Python and calls only send() / poll(0), and the
+records must still be acknowledged / received (each test's deadline is 20 s; without the handoff nothing moves for the
+10 s of a switch interval per GIL wait, and a record needs several). Real sockets, Tansu.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cykafka import Consumer, Producer, TopicPartition
+
+SWITCH_INTERVAL_S = 10.0
+DEADLINE_S = 20.0
+
+
+@pytest.fixture()
+def no_forced_switch() -> Iterator[None]:
+    """CPython forces a thread waiting for the GIL onto it only after the switch interval: 10 s here."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _spin(seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def test_a_caller_that_only_spins_and_sends_gets_its_records_acknowledged(tansu_broker: Any,
+                                                                        no_forced_switch: None) -> None:
+    topic = f"handoff-{uuid.uuid4().hex[:8]}"
+    with Producer({"bootstrap.servers": tansu_broker.bootstrap_servers, "linger.ms": 0}) as producer:
+        producer.send(topic, b"warm-up", partition=0).result(30)  # metadata and the connection (a connection's set-up
+        # releases the GIL in calls such as getaddrinfo: it comes back after the switch interval)
+        futures = []
+        started = time.monotonic()
+        while time.monotonic() - started < DEADLINE_S:
+            futures.append(producer.send(topic, b"v%d" % len(futures), partition=0))
+            _spin(0.0001)
+            if len(futures) >= 50 and all(f.done() for f in futures[:50]):
+                break
+        acknowledged = sum(f.done() for f in futures[:50])
+        elapsed_s = time.monotonic() - started
+        producer.flush(30)
+    assert acknowledged == 50, f"{acknowledged} of the first 50 records acknowledged in {elapsed_s:.1f} s"
+    assert elapsed_s < SWITCH_INTERVAL_S
+
+
+def test_a_caller_that_only_spins_and_polls_receives_its_records(tansu_broker: Any, no_forced_switch: None) -> None:
+    topic = f"handoff-{uuid.uuid4().hex[:8]}"
+    bootstrap = tansu_broker.bootstrap_servers
+    sys.setswitchinterval(0.005)  # the records go in first, with the usual switch interval
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for i in range(100):
+            producer.send(topic, b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        warm_up_deadline = time.monotonic() + 30
+        while not consumer.poll(0.5) and time.monotonic() < warm_up_deadline:  # the connections, GIL free
+            pass
+        consumer.seek(TopicPartition(topic, 0), 0)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        received = 0
+        started = time.monotonic()
+        while received < 100 and time.monotonic() - started < DEADLINE_S:
+            received += len(consumer.poll(0))
+            _spin(0.0001)
+        elapsed_s = time.monotonic() - started
+    assert received == 100, f"{received} of 100 records in {elapsed_s:.1f} s"
+    assert elapsed_s < SWITCH_INTERVAL_S
