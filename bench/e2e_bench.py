@@ -4,7 +4,7 @@ round. bench/run.py runs every scenario through this file's workers; this file a
 
     python bench/e2e_bench.py [--records N] [--slow-records M] [--rounds R] [--value-bytes B] [--codec none|lz4|...]
                               [--clients cykafka,cykafka-batch,confluent,aiokafka,kafka-python] [--bootstrap H:P]
-                              [--mode throughput|latency|overload] [--rate N] [--busy-us N]
+                              [--mode throughput|latency|overload] [--rate N] [--busy-us N] [--spin]
     python -m cProfile -o e2e.prof bench/e2e_bench.py --worker cykafka --bootstrap HOST:PORT
 
 A worker (--worker CLIENT) measures one client in one --mode:
@@ -12,7 +12,8 @@ A worker (--worker CLIENT) measures one client in one --mode:
               prints records, elapsed_s, cpu_s (user+sys of the process), errors;
   latency     send at --rate records/s (linger.ms 0 unless given) and time each record from send to its ack;
               prints p50_ms, p99_ms (the first 10% are warm-up); with --busy-us N the sending thread runs N µs of
-              pure Python (holding the GIL) after each send, then sleeps until the next record is due;
+              pure Python (holding the GIL) after each send, then sleeps until the next record is due; with
+              --spin it spins in pure Python until then instead of sleeping (a caller that never gives up the GIL);
   overload    as throughput, against a broker slower than the client (bench/run.py puts a throttling proxy in
               front): prints rss_growth_mib (peak RSS - RSS before the first send) and the longest send call.
 Same payloads (keyed, B-byte values), same batching (linger.ms, batch.size, the codec) for every client, each in its
@@ -73,6 +74,8 @@ class Job:
         self.mode: str = args.mode
         self.rate: int = args.rate
         self.busy_s: float = args.busy_us / 1e6
+        self.spin: bool = args.spin
+        self.threads: int = args.threads
         self.settings: dict[str, Any] = json.loads(args.settings or "{}")
         self.used_config: dict[str, Any] = {}
         self.max_block_s = 0.0  # overload: the longest single send/produce call
@@ -106,13 +109,15 @@ class Job:
         return delay_s
 
     def paced(self) -> Callable[[int], None]:
-        """latency mode: wait(i) returns when record i is due (pacer's delay, slept)."""
+        """latency mode: wait(i) returns when record i is due (pacer's delay, slept; with --spin spent in a
+        pure-Python loop, so the caller never gives up the GIL of its own accord)."""
         delay_s = self.pacer()
+        pause = busy if self.spin else time.sleep
 
         def wait(i: int) -> None:
             delay = delay_s(i)
             if delay > 0:
-                time.sleep(delay)
+                pause(delay)
 
         return wait
 
@@ -161,11 +166,28 @@ def run_cykafka(job: Job, topic: str, keys: list[bytes], values: list[bytes]) ->
                 started = time.perf_counter()
                 send(topic, value, key)
                 job.max_block_s = max(job.max_block_s, time.perf_counter() - started)
+        elif job.threads > 1:  # throughput
+            in_threads(job.threads, keys, values, lambda part_keys, part_values: [
+                send(topic, value, key) for key, value in zip(part_keys, part_values, strict=True)])
         else:
             for key, value in zip(keys, values, strict=True):
                 send(topic, value, key)
         producer.flush()
         return {"errors": int(producer.metrics()["record-error-total"])}
+
+
+def in_threads(threads: int, keys: list[bytes], values: list[bytes],
+               send_all: Callable[[list[bytes], list[bytes]], object]) -> None:
+    """--threads N: the records in N equal slices, each sent by its own thread through one shared producer."""
+    import threading
+
+    step = -(-len(values) // threads)
+    workers = [threading.Thread(target=send_all, args=(keys[i:i + step], values[i:i + step]))
+               for i in range(0, len(values), step)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 def as_arrow(keys: list[bytes], values: list[bytes]) -> tuple[Any, Any]:
@@ -223,18 +245,25 @@ def run_confluent(job: Job, topic: str, keys: list[bytes], values: list[bytes]) 
             poll(0)
         producer.flush()
         return {"errors": len(values) - len(latencies), **latency_percentiles(latencies)}
-    for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-        started = time.perf_counter()
-        while True:
-            try:
-                produce(topic, value, key, on_delivery=on_delivery)
-                break
-            except BufferError:  # its queue is full: wait for deliveries (its way of blocking)
-                poll(0.01)
-        if job.mode == "overload":
-            job.max_block_s = max(job.max_block_s, time.perf_counter() - started)
-        if i % 10000 == 0:
-            poll(0)
+
+    def send_all(part_keys: list[bytes], part_values: list[bytes]) -> None:
+        for i, (key, value) in enumerate(zip(part_keys, part_values, strict=True)):
+            started = time.perf_counter()
+            while True:
+                try:
+                    produce(topic, value, key, on_delivery=on_delivery)
+                    break
+                except BufferError:  # its queue is full: wait for deliveries (its way of blocking)
+                    poll(0.01)
+            if job.mode == "overload":
+                job.max_block_s = max(job.max_block_s, time.perf_counter() - started)
+            if i % 10000 == 0:
+                poll(0)
+
+    if job.threads > 1 and job.mode == "throughput":
+        in_threads(job.threads, keys, values, send_all)
+    else:
+        send_all(keys, values)
     producer.flush()
     return {"errors": errors}
 
@@ -334,6 +363,7 @@ def worker(args: argparse.Namespace) -> None:
               "config": job.used_config}
     if args.mode == "latency":
         result["busy_us"] = args.busy_us
+        result["spin"] = args.spin
     if args.mode == "overload":
         result["rss_growth_mib"] = (after.ru_maxrss * 1024 - rss_before) / 2**20  # ru_maxrss: KiB on Linux
         result["max_block_s"] = job.max_block_s
@@ -341,8 +371,9 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def worker_command(client: str, bootstrap: str, records: int, *, value_bytes: int = 100, codec: str = "none",
-                   mode: str = "throughput", rate: int = 10_000, busy_us: int = 0, linger_ms: int | None = None,
-                   batch_size: int = BATCH_SIZE, buffer_memory: int = 32 * 2**20,
+                   mode: str = "throughput", rate: int = 10_000, busy_us: int = 0, spin: bool = False,
+                   threads: int = 1, linger_ms: int | None = None, batch_size: int = BATCH_SIZE,
+                   buffer_memory: int = 32 * 2**20,
                    settings: dict[str, Any] | None = None, profile_path: str | None = None) -> list[str]:
     """The command line of one worker process (under cProfile when profile_path is given); settings: what the
     client's constructor gets on top of the scenario's batching (bench/run.py's PEER_SETTINGS[client])."""
@@ -355,6 +386,10 @@ def worker_command(client: str, bootstrap: str, records: int, *, value_bytes: in
                 "--settings", json.dumps(settings or {})]
     if linger_ms is not None:
         command += ["--linger-ms", str(linger_ms)]
+    if spin:
+        command.append("--spin")
+    if threads > 1:
+        command += ["--threads", str(threads)]
     return command
 
 
@@ -379,6 +414,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="throughput", choices=["throughput", "latency", "overload"])
     p.add_argument("--rate", type=int, default=10_000, help="latency mode: records per second")
     p.add_argument("--busy-us", type=int, default=0, help="latency mode: µs of pure-Python work after each send")
+    p.add_argument("--spin", action="store_true", help="latency mode: the caller spins in pure Python until each "
+                   "record is due instead of sleeping (it never gives up the GIL of its own accord)")
+    p.add_argument("--threads", type=int, default=1, help="throughput mode, cykafka and confluent: the records sent "
+                   "by N threads through one producer")
     p.add_argument("--linger-ms", type=int, default=None, help=f"default {LINGER_MS} (latency mode: 0)")
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     p.add_argument("--buffer-memory", type=int, default=32 * 2**20)
@@ -410,8 +449,8 @@ def main() -> None:
                 records = args.slow_records if client in SLOW else args.records
                 runs[client].append(measure(worker_command(
                     client, bootstrap, records, value_bytes=args.value_bytes, codec=args.codec, mode=args.mode,
-                    rate=args.rate, busy_us=args.busy_us, linger_ms=args.linger_ms, batch_size=args.batch_size,
-                    buffer_memory=args.buffer_memory,
+                    rate=args.rate, busy_us=args.busy_us, spin=args.spin, threads=args.threads,
+                    linger_ms=args.linger_ms, batch_size=args.batch_size, buffer_memory=args.buffer_memory,
                     settings=json.loads(args.settings) if args.settings else peer_settings(client))))
     finally:
         if broker is not None:

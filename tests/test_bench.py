@@ -69,33 +69,48 @@ def test_run_writes_the_report_and_the_targets(tmp_path: object) -> None:
 
 
 @pytest.mark.broker
-def test_busy_caller_latency_scenario_end_to_end(run: Any, tmp_path: object) -> None:
-    """latency-busy (the sending thread busy in Python between sends) through bench/run.py on its own broker, at the
-    smallest size: its table, its targets against idempotent confluent-kafka, the settings header, and what each
-    worker says it ran with."""
+def test_busy_and_spinning_caller_latency_scenarios_end_to_end(run: Any, tmp_path: object) -> None:
+    """latency-busy (the sending thread busy in Python between sends), latency-spin (it spins until each record is
+    due) and consume-latency (a consumer whose caller spins between polls) through bench/run.py on its own broker,
+    at the smallest size: their tables, their targets against idempotent confluent-kafka (<= 1.5x; <= 1.0x for the
+    spinning callers, issue 32), the settings header, and what each worker says it ran with."""
     busy = next(s for s in run.scenarios(1.0) if s.name == "latency-busy")
+    spin = next(s for s in run.scenarios(1.0) if s.name == "latency-spin")
     assert busy.mode == "latency" and busy.busy_us > 0 and {"cykafka", "confluent"} <= set(busy.clients)
+    assert spin.mode == "latency" and spin.spin and set(spin.clients) == {"cykafka", "confluent"}
     out = str(tmp_path)
-    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "latency-busy", "--quick", "--scale", "0.001",
-            "--out", out]
+    args = [sys.executable, os.path.join(BENCH, "run.py"), "--only", "latency-busy,latency-spin,consume-latency",
+            "--quick", "--scale", "0.001", "--out", out]
     printed = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
     report = open(os.path.join(out, "results.md")).read()
     assert report.strip() in printed
-    assert f"### Latency (send->ack): {busy.title}" in report
-    for p in ("p50", "p99"):
-        assert f"| send->ack {p} vs confluent, {busy.title} |" in report
+    for scenario, goal in ((busy, "1.5"), (spin, "1.0")):
+        assert f"### Latency (send->ack): {scenario.title}" in report
+        for p in ("p50", "p99"):
+            assert f"| send->ack {p} vs confluent, {scenario.title} | " in report
+            assert f"x (<= {goal}x) |" in report.split(f"| send->ack {p} vs confluent, {scenario.title} | ")[1][:30]
     assert "| confluent | " in report and "enable.idempotence=true" in report.split("### Targets")[0]
-    runs = json.load(open(os.path.join(out, "runs.json")))["brokers"]["tansu"]["scenarios"]["latency-busy"]
-    assert set(runs) == set(busy.clients)
-    for client, results in runs.items():
-        (result,) = results
-        assert result["errors"] == 0 and result["busy_us"] == busy.busy_us
-        assert result["p99_ms"] >= result["p50_ms"] > 0
-        assert result["config"]["acks"] == "all"
-        if run.missing_idempotence(client) is None:
-            assert result["config"][IDEMPOTENCE_KEY[client]] is True
-        else:  # aiokafka on Tansu (InitProducerId v0): said in the header's notes
-            assert IDEMPOTENCE_KEY[client] not in result["config"] and run.missing_idempotence(client) in report
+    assert "### Consumer end-to-end latency (send → received): 2,000 records at 10,000 records/s, the caller " \
+        "spinning 100 µs in Python between polls" in report
+    assert "| consumer end-to-end p50 vs confluent, 2,000 records" in report
+    tansu = json.load(open(os.path.join(out, "runs.json")))["brokers"]["tansu"]
+    for client, rounds in tansu["consume_latency"]["runs"].items():
+        (result,) = rounds
+        assert result["records"] == 2000 and result["p99_ms"] >= result["p50_ms"] > 0, client
+    scenarios = tansu["scenarios"]
+    for scenario in (busy, spin):
+        runs = scenarios[scenario.name]
+        assert set(runs) == set(scenario.clients)
+        for client, results in runs.items():
+            (result,) = results
+            assert result["errors"] == 0 and result["busy_us"] == scenario.busy_us
+            assert result["spin"] is scenario.spin
+            assert result["p99_ms"] >= result["p50_ms"] > 0
+            assert result["config"]["acks"] == "all"
+            if run.missing_idempotence(client) is None:
+                assert result["config"][IDEMPOTENCE_KEY[client]] is True
+            else:  # aiokafka on Tansu (InitProducerId v0): said in the header's notes
+                assert IDEMPOTENCE_KEY[client] not in result["config"] and run.missing_idempotence(client) in report
 
 
 @pytest.mark.broker
