@@ -7,6 +7,7 @@
 # package layout Cython looks for (cykafka/core/_core.pxd). Decision: docs/architecture.md, "The .pxd contracts".
 include "checksum.pxd"
 include "clock.pxd"
+include "netio.pxd"
 include "partitioner.pxd"
 include "pool.pxd"
 include "lock.pxd"
