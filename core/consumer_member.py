@@ -51,7 +51,7 @@ from uuid import UUID
 from cykafka.core.group import GroupEvent, GroupMember
 from cykafka.errors import IllegalStateError, KafkaError
 from cykafka.protocol import apis
-from cykafka.protocol.bodies import OffsetCommitRequestBody, OffsetCommitRequestTopicsPartitions
+from cykafka.protocol.bodies import OffsetCommitRequestBody
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.protocol.frames import Request
 
@@ -335,16 +335,10 @@ class ConsumerGroupMember:
     def commit_request(self, offsets: Mapping[TP, int | tuple[int, str | None, int]]) -> Request:
         """OffsetCommit (v9) with the member id and epoch (outside the group, -1 and no id: assign() mode)."""
         member_id, epoch = self._in_group_fields()
-        by_topic: dict[str, list[OffsetCommitRequestTopicsPartitions]] = {}
-        for (topic, partition), value in sorted(offsets.items()):
-            offset, metadata, leader_epoch = (value, None, -1) if isinstance(value, int) else value
-            by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
-                                                   "committed_leader_epoch": leader_epoch,
-                                                   "committed_metadata": metadata})
         body: OffsetCommitRequestBody = {
             "group_id": self.settings.group_id, "generation_id_or_member_epoch": epoch, "member_id": member_id,
             "group_instance_id": self.settings.group_instance_id if member_id else None,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+            "topics": apis.offset_commit_topics(offsets)}
         self._commits_in_flight += 1
         return Request(apis.OFFSET_COMMIT.key, body)
 

@@ -72,7 +72,7 @@ from cykafka.core.assignors import (
 )
 from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.protocol import apis
-from cykafka.protocol.bodies import OffsetCommitRequestBody, OffsetCommitRequestTopicsPartitions
+from cykafka.protocol.bodies import OffsetCommitRequestBody
 from cykafka.protocol.consumer_protocol import (
     PROTOCOL_TYPE,
     decode_assignment,
@@ -400,17 +400,12 @@ class GroupMember:
         if subscribed and self.state is not MemberState.STABLE:
             raise error_for(ErrorCode.REBALANCE_IN_PROGRESS, f"group {self.settings.group_id!r}: offset commit "
                             "cannot be completed since the consumer is undergoing a rebalance")
-        by_topic: dict[str, list[OffsetCommitRequestTopicsPartitions]] = {}
-        for (topic, partition), value in sorted(offsets.items()):
-            offset, metadata, epoch = (value, None, -1) if isinstance(value, int) else value
-            by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
-                                                   "committed_leader_epoch": epoch, "committed_metadata": metadata})
         body: OffsetCommitRequestBody = {
             "group_id": self.settings.group_id,
             "generation_id_or_member_epoch": self.generation_id if subscribed else NO_GENERATION,
             "member_id": self.member_id if subscribed else "",
             "group_instance_id": self.settings.group_instance_id if subscribed else None,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+            "topics": apis.offset_commit_topics(offsets)}
         self._commits_in_flight += 1
         return Request(apis.OFFSET_COMMIT.key, body)
 

@@ -17,9 +17,12 @@ generated from these descriptions, gives mypy every body's field names (scripts/
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cykafka.protocol.schema import Api, F, Field, api
+
+if TYPE_CHECKING:
+    from cykafka.protocol.bodies import OffsetCommitRequestTopics, OffsetCommitRequestTopicsPartitions
 
 INT32_MIN = -(2**31)
 ALL = "0+"
@@ -338,6 +341,19 @@ OFFSET_COMMIT = api(8, "OffsetCommit", "0-9", "8+", request=(  # 9: as 8, for KI
     _throttle("3+"),
     _topics(*_PARTITION_ERRORS, about="the outcome per topic"),
 ))
+
+
+def offset_commit_topics(
+        offsets: Mapping[tuple[str, int], int | tuple[int, str | None, int]]) -> list[OffsetCommitRequestTopics]:
+    """OffsetCommit's `topics` from {(topic, partition): offset, or (offset, metadata, leader epoch)}: grouped by
+    topic, partitions in order; what a group member (classic or KIP-848) and the Admin commit."""
+    by_topic: dict[str, list[OffsetCommitRequestTopicsPartitions]] = {}
+    for (topic, partition), value in sorted(offsets.items()):
+        offset, metadata, epoch = (value, None, -1) if isinstance(value, int) else value
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                               "committed_leader_epoch": epoch, "committed_metadata": metadata})
+    return [{"name": topic, "partitions": partitions} for topic, partitions in by_topic.items()]
+
 
 _OFFSET_FETCH_PARTITION = (_PARTITION_INDEX, F("committed_offset", "int64", about="the committed offset, -1 if none"))
 _OFFSET_FETCH_METADATA = F("metadata", "string", **NULL, about="the offset's metadata")

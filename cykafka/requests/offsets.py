@@ -16,7 +16,7 @@ from typing import Any
 from cykafka.errors import KafkaError
 from cykafka.ports.values import ListOffsetsResultInfo, OffsetAndMetadata, TopicPartition
 from cykafka.protocol import Request
-from cykafka.protocol.apis import LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH
+from cykafka.protocol.apis import LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, offset_commit_topics
 from cykafka.protocol.bodies import (
     ListOffsetsRequestBody,
     ListOffsetsRequestTopics,
@@ -86,14 +86,9 @@ def read_offset_fetch(body: Mapping[str, Any], group_id: str) -> dict[TopicParti
 def admin_offset_commit_request(group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Request:
     """An OffsetCommit from outside the group (Java's Admin.alterConsumerGroupOffsets): no generation, no member
     id, so the coordinator takes it only while the group has no members."""
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for tp, om in sorted(offsets.items()):
-        by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "committed_offset": om.offset,
-                                                  "committed_leader_epoch": om.leader_epoch,
-                                                  "committed_metadata": om.metadata})
+    topics = offset_commit_topics({tp: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()})
     return Request(OFFSET_COMMIT.key, {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
-                                       "group_instance_id": None,
-                                       "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+                                       "group_instance_id": None, "topics": topics})
 
 
 def read_offset_commit(body: Mapping[str, Any], group_id: str) -> dict[TopicPartition, KafkaError | None]:
