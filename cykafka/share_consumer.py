@@ -266,12 +266,12 @@ class ShareConsumer:
             if take(limit):
                 with state.lock:  # all handed out: one fetch ahead of the next poll (at most one per poll)
                     if not state.buffer:
-                        state.fetch_wanted = True
+                        state.fetch_wanted = state.fetch_ahead = True
                 self._transport.wakeup()
                 return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
-            with state.lock:
-                state.fetch_wanted = True
+            with state.lock:  # nothing in hand: the fetch may wait at the broker (this poll's acks are on board)
+                state.fetch_wanted, state.fetch_ahead = True, False
             self._transport.wakeup()
             if remaining_ms <= 0:
                 return
@@ -392,7 +392,7 @@ class ShareConsumer:
             if not fetched.low and left - (limit - handed) < self.config.consumer.max_poll_records:
                 with state.lock:  # what this take leaves would not fill the next poll: the next fetch goes now,
                     fetched.low = True  # its answer on the way while this one is decoded (ShareNetwork._fetch)
-                    state.fetch_wanted = True
+                    state.fetch_wanted = state.fetch_ahead = True
                 self._transport.wakeup()
             handed += take(decoding, limit - handed)
             if decoding.decoder.done or decoding.decoder.next_offset > decoding.counts[-1][1]:
