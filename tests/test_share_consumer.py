@@ -308,19 +308,38 @@ def test_a_renewed_record_keeps_its_lock_past_the_lock_duration_then_goes_to_the
         b.close(10)
 
 
-def test_renew_is_per_record_and_explicit_mode_only(share_kafka: Any, share: Any) -> None:
+def test_renew_is_explicit_mode_only_and_renews_rows_of_a_batch_as_records(share_kafka: Any, share: Any) -> None:
+    """acknowledge_batch takes RENEW as acknowledge does (the same path: ShareAcknowledge v2 with is_renew_ack): once
+    the broker took it, the renewed rows come back in the next poll_batch, or as ShareRecords in the next poll, and a
+    record renewed by acknowledge comes back as a row in the next poll_batch; same offset, same delivery count."""
     topic, group = share(2, batch=2)
     with _consumer(share_kafka, group, topic) as implicit:
         [first, *_] = _poll_until(implicit, 1)
         with pytest.raises(IllegalStateError, match="implicit acknowledgement"):
             implicit.acknowledge(first, AcknowledgeType.RENEW)
     topic, group = share(2, batch=2)
+    tp = TopicPartition(topic, 0)
     with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
         batch = consumer.poll_batch(10)
-        assert batch.num_rows >= 1
-        with pytest.raises(InvalidArgumentError, match="RENEW is per record"):
-            consumer.acknowledge_batch(batch, AcknowledgeType.RENEW)
-        consumer.acknowledge_batch(batch, AcknowledgeType.RELEASE)
+        assert batch.column("offset").to_pylist() == [0, 1]
+        consumer.acknowledge_batch(batch, AcknowledgeType.RENEW, rows=range(0, 1))
+        consumer.acknowledge_batch(batch, AcknowledgeType.ACCEPT, rows=range(1, 2))
+        assert consumer.commit_sync(10) == {tp: None}
+        again = consumer.poll_batch(5)  # the renewed row, still this member's
+        assert again.column("offset").to_pylist() == [0]
+        assert again.column("delivery_count").to_pylist() == [1]
+        assert again.column("value").to_pylist() == [b"0"]
+        consumer.acknowledge_batch(again, AcknowledgeType.RENEW)
+        assert consumer.commit_sync(10) == {tp: None}
+        [record] = consumer.poll(5)  # a renewed row through poll: a ShareRecord
+        assert (record.offset, record.delivery_count, record.value) == (0, 1, b"0")
+        consumer.acknowledge(record, AcknowledgeType.RENEW)
+        assert consumer.commit_sync(10) == {tp: None}
+        row = consumer.poll_batch(5)  # a renewed ShareRecord through poll_batch: a row
+        assert (row.column("offset").to_pylist(), row.column("value").to_pylist()) == ([0], [b"0"])
+        consumer.acknowledge_batch(row)
+        assert consumer.commit_sync(10) == {tp: None}
+        assert consumer.poll_batch(0.5).num_rows == 0  # accepted: gone
 
 
 def test_a_share_consumer_checks_its_timeouts_and_is_closed_for_every_call_as_java() -> None:
