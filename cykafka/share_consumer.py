@@ -10,7 +10,8 @@ thread, in poll, commit_sync, commit_async and close.
 Acknowledgement modes (`share.acknowledgement.mode`, Java's): implicit (default): the records of a poll are accepted
 by the next poll, commit or close; explicit: every record of a poll must be acknowledged (`acknowledge(record,
 AcknowledgeType.X)`) before the next poll, which otherwise raises IllegalStateError, as Java's does.
-RENEW (explicit mode) restarts a record's lock; the broker's answer puts the record back in the next poll (Java's).
+RENEW (explicit mode) restarts a record's lock; the broker's answer puts the record back in the next poll (Java's),
+or the row in the next poll_batch (acknowledge_batch).
 One thread at a time: a call while another thread is inside one raises ConcurrentAccessError (Java's).
 docs/share-groups.md says when to use a share group and what it guarantees.
 """
@@ -24,7 +25,7 @@ import logging
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from types import TracebackType
+from types import SimpleNamespace, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from cykafka.adapters.clock import SystemClock
@@ -125,6 +126,28 @@ class _Decoding:
         return [o for first, last, _ in self.counts for o in range(first, last + 1) if o not in self.seen]
 
 
+def _row_record(row: pyarrow.RecordBatch) -> ShareRecord:
+    """A renewed row of poll_batch handed out again by poll: as a ShareRecord."""
+    fields = row.to_pylist()[0]
+    timestamp_us = row.column("timestamp").cast("int64")[0].as_py()
+    return ShareRecord(SimpleNamespace(
+        topic=fields["topic"], partition=fields["partition"], offset=fields["offset"],
+        timestamp_ms=timestamp_us // 1000, timestamp_type=fields["timestampType"], key=fields["key"],
+        value=fields["value"], leader_epoch=None,
+        headers=[(h["key"], h["value"]) for h in fields.get("headers") or []]), fields["delivery_count"])
+
+
+def _record_row(record: ShareRecord, schema: pyarrow.Schema) -> pyarrow.RecordBatch:
+    """A renewed ShareRecord of poll handed out again by poll_batch: as a one-row RecordBatch of its schema."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pylist([{
+        "key": record.key, "value": record.value, "topic": record.topic, "partition": record.partition,
+        "offset": record.offset, "timestamp": record.timestamp_ms * 1000, "timestampType": record.timestamp_type,
+        "headers": [{"key": k, "value": v} for k, v in record.headers], "delivery_count": record.delivery_count}],
+        schema=schema)
+
+
 class ShareConsumer:
     """A share group member (Java's KafkaShareConsumer): subscribe(topics), poll(timeout) -> [ShareRecord],
     acknowledge(record, type), commit_sync / commit_async, close(timeout). One thread at a time (module docstring)."""
@@ -153,8 +176,9 @@ class ShareConsumer:
         self._callback: AcknowledgementCommitCallback | None = None
         self._decoding: _Decoding | None = None
         self._delivered: dict[RecordKey, Where] = {}  # handed out, not acked
-        self._renewing: dict[RecordKey, tuple[ShareRecord, Where]] = {}  # acknowledged RENEW, not answered yet
-        self._renewed: list[tuple[ShareRecord, Where]] = []  # renewed: the next poll hands them out again
+        # acknowledged RENEW, not answered yet: a ShareRecord (acknowledge) or a one-row RecordBatch (acknowledge_batch)
+        self._renewing: dict[RecordKey, tuple[Any, Where]] = {}
+        self._renewed: list[tuple[Any, Where]] = []  # renewed: the next poll or poll_batch hands them out again
         self._lock = ConsumerLock("ShareConsumer", "KafkaShareConsumer", "share consumer")  # one thread inside
         self._waits = ConsumerWaits(self._clock, self._lock, consumer_cfg.retry_backoff_ms,
                                     consumer_cfg.default_api_timeout_ms, None if ports.start_sender else
@@ -267,12 +291,12 @@ class ShareConsumer:
             if take(limit):
                 with state.lock:  # all handed out: one fetch ahead of the next poll (at most one per poll)
                     if not state.buffer:
-                        state.fetch_wanted = True
+                        state.fetch_wanted = state.fetch_ahead = True
                 self._transport.wakeup()
                 return
             remaining_ms = deadline_ms - self._clock.monotonic_ms()
-            with state.lock:
-                state.fetch_wanted = True
+            with state.lock:  # nothing in hand: the fetch may wait at the broker (this poll's acks are on board)
+                state.fetch_wanted, state.fetch_ahead = True, False
             self._transport.wakeup()
             if remaining_ms <= 0:
                 return
@@ -284,29 +308,43 @@ class ShareConsumer:
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Acknowledges a record of the last poll (explicit mode only): ACCEPT, RELEASE, REJECT or RENEW. It goes to the
         broker with the next poll, commit_sync or commit_async."""
+        kind = self._kind("acknowledge", type)  # first: explicit mode, as Java's
+        self._acknowledge(record.topic, record.partition, record.offset, kind, record)
+
+    def _kind(self, call: str, type: object) -> AcknowledgeType:
+        """The acknowledgement type of a call (explicit mode only)."""
         if not self.config.explicit:
-            raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
+            raise IllegalStateError(f"{call}: implicit acknowledgement of delivery is being used (set "
                                     "share.acknowledgement.mode=explicit to acknowledge records one by one)")
         try:
-            kind = AcknowledgeType(type)
+            return AcknowledgeType(type)  # type: ignore[arg-type]
         except ValueError:
-            raise InvalidArgumentError(f"acknowledge: type must be an AcknowledgeType (ACCEPT, RELEASE, REJECT, "
-                                       f"RENEW), got {type!r}") from None
-        where = self._acknowledge(record.topic, record.partition, record.offset, kind)
-        if kind == AcknowledgeType.RENEW:
-            self._renewing[(record.topic, record.partition, record.offset)] = (record, where)
+            raise InvalidArgumentError(f"{call}: type must be an AcknowledgeType (ACCEPT, RELEASE, REJECT, RENEW), "
+                                       f"got {type!r}") from None
 
-    def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType) -> Where:
-        if not self.config.explicit:
-            raise IllegalStateError("acknowledge: implicit acknowledgement of delivery is being used (set "
-                                    "share.acknowledgement.mode=explicit to acknowledge records one by one)")
-        where = self._delivered.pop((topic, partition, offset), None)
+    def _acknowledge(self, topic: str, partition: int, offset: int, kind: AcknowledgeType, again: Any) -> None:
+        """One record of the last poll acknowledged; again: what the next poll hands out once a RENEW was answered
+        (the ShareRecord, or its one-row RecordBatch)."""
+        key = (topic, partition, offset)
+        where = self._delivered.pop(key, None)
         if where is None:
             raise IllegalStateError(f"acknowledge: {topic} [{partition}] offset {offset} is not a record of the last "
                                     f"poll still unacknowledged")
         node_id, tip = where
-        self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset, int(AcknowledgeType(kind)))
-        return where
+        self._acks.setdefault(node_id, {}).setdefault(tip, Acknowledgements()).add(offset, int(kind))
+        if kind == AcknowledgeType.RENEW:
+            self._renewing[key] = (again, where)
+
+    def _take_renewed(self, limit: int) -> list[Any]:
+        """Up to limit renewed records, handed out again first (this member's still), each as it was acknowledged:
+        a ShareRecord or a one-row RecordBatch."""
+        taken, self._renewed = self._renewed[:limit], self._renewed[limit:]
+        for item, where in taken:
+            record = item if isinstance(item, ShareRecord) else item.to_pylist()[0]
+            key = (record.topic, record.partition, record.offset) if isinstance(record, ShareRecord) else (
+                record["topic"], record["partition"], record["offset"])
+            self._delivered[key] = where
+        return [item for item, _ in taken]
 
     @one_thread
     def commit_sync(self, timeout: float | None = None) -> AckResults:
@@ -354,11 +392,7 @@ class ShareConsumer:
 
     def _take(self, limit: int) -> list[ShareRecord]:
         """Up to limit records of the fetched data, decoded here (ShareRecords)."""
-        out: list[ShareRecord] = []
-        while self._renewed and len(out) < limit:  # renewed records first: they are this member's still
-            record, where = self._renewed.pop(0)
-            self._delivered[(record.topic, record.partition, record.offset)] = where
-            out.append(record)
+        out = [item if isinstance(item, ShareRecord) else _row_record(item) for item in self._take_renewed(limit)]
 
         def take(decoding: _Decoding, room: int) -> int:
             fetched, taken = decoding.fetched, 0
@@ -393,7 +427,7 @@ class ShareConsumer:
             if not fetched.low and left - (limit - handed) < self.config.consumer.max_poll_records:
                 with state.lock:  # what this take leaves would not fill the next poll: the next fetch goes now,
                     fetched.low = True  # its answer on the way while this one is decoded (ShareNetwork._fetch)
-                    state.fetch_wanted = True
+                    state.fetch_wanted = state.fetch_ahead = True
                 self._transport.wakeup()
             handed += take(decoding, limit - handed)
             if decoding.decoder.done or decoding.decoder.next_offset > decoding.counts[-1][1]:
@@ -418,7 +452,14 @@ class ShareConsumer:
 
         self.config.consumer.refuse_deserializers("poll_batch")
         limit = self.config.consumer.poll_limit(max_records, "poll_batch")
+        schema = kafka_source_schema().append(pa.field("delivery_count", pa.int16()))
         segments: list[Any] = []
+
+        def take_all(room: int) -> int:  # renewed rows first (this member's still), then the fetched data
+            renewed = [_record_row(item, schema) if isinstance(item, ShareRecord) else item
+                       for item in self._take_renewed(room)]
+            segments.extend(renewed)
+            return len(renewed) + self._drain(room - len(renewed), take)
 
         def take(decoding: _Decoding, room: int) -> int:
             builder = ArrowBatchBuilder(kafka_source_schema())
@@ -439,8 +480,7 @@ class ShareConsumer:
                                                   pa.array(counts, pa.int16())))
             return len(offsets)
 
-        self._poll(timeout, lambda room: self._drain(room, take), limit)
-        schema = kafka_source_schema().append(pa.field("delivery_count", pa.int16()))
+        self._poll(timeout, take_all, limit)
         if not segments:
             return pa.RecordBatch.from_pylist([], schema=schema)
         return pa.Table.from_batches(segments, schema).combine_chunks().to_batches()[0]
@@ -449,17 +489,17 @@ class ShareConsumer:
     def acknowledge_batch(self, batch: pyarrow.RecordBatch, type: AcknowledgeType = AcknowledgeType.ACCEPT,
                           rows: range | None = None) -> None:
         """Acknowledges the rows of a poll_batch batch (all of them, or those of rows: a range of row indexes) as
-        one type (explicit mode)."""
-        if type == AcknowledgeType.RENEW:
-            raise InvalidArgumentError("acknowledge_batch: type RENEW is per record (acknowledge(record, "
-                                       "AcknowledgeType.RENEW) on a record of poll()); a batch takes ACCEPT, RELEASE "
-                                       "or REJECT")
+        one type (explicit mode). RENEW, as acknowledge's: once the broker took it, the next poll_batch hands those
+        rows out again (a broker without ShareAcknowledge v2 fails it with UnsupportedVersionError)."""
+        kind = self._kind("acknowledge_batch", type)
         picked = batch if rows is None else batch.slice(rows.start, len(rows)) if rows.step == 1 else None
         if picked is None:
             raise InvalidArgumentError("acknowledge_batch: rows must be a range with step 1")
-        for topic, partition, offset in zip(picked.column("topic").to_pylist(), picked.column("partition").to_pylist(),
-                                            picked.column("offset").to_pylist(), strict=True):
-            self._acknowledge(topic, partition, offset, type)
+        renew = kind == AcknowledgeType.RENEW
+        for row, (topic, partition, offset) in enumerate(zip(
+                picked.column("topic").to_pylist(), picked.column("partition").to_pylist(),
+                picked.column("offset").to_pylist(), strict=True)):
+            self._acknowledge(topic, partition, offset, kind, picked.slice(row, 1) if renew else None)
 
     def _run_callbacks(self) -> None:
         with self._state.lock:

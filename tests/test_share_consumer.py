@@ -308,19 +308,38 @@ def test_a_renewed_record_keeps_its_lock_past_the_lock_duration_then_goes_to_the
         b.close(10)
 
 
-def test_renew_is_per_record_and_explicit_mode_only(share_kafka: Any, share: Any) -> None:
+def test_renew_is_explicit_mode_only_and_renews_rows_of_a_batch_as_records(share_kafka: Any, share: Any) -> None:
+    """acknowledge_batch takes RENEW as acknowledge does (the same path: ShareAcknowledge v2 with is_renew_ack): once
+    the broker took it, the renewed rows come back in the next poll_batch, or as ShareRecords in the next poll, and a
+    record renewed by acknowledge comes back as a row in the next poll_batch; same offset, same delivery count."""
     topic, group = share(2, batch=2)
     with _consumer(share_kafka, group, topic) as implicit:
         [first, *_] = _poll_until(implicit, 1)
         with pytest.raises(IllegalStateError, match="implicit acknowledgement"):
             implicit.acknowledge(first, AcknowledgeType.RENEW)
     topic, group = share(2, batch=2)
+    tp = TopicPartition(topic, 0)
     with _consumer(share_kafka, group, topic, **{"share.acknowledgement.mode": "explicit"}) as consumer:
         batch = consumer.poll_batch(10)
-        assert batch.num_rows >= 1
-        with pytest.raises(InvalidArgumentError, match="RENEW is per record"):
-            consumer.acknowledge_batch(batch, AcknowledgeType.RENEW)
-        consumer.acknowledge_batch(batch, AcknowledgeType.RELEASE)
+        assert batch.column("offset").to_pylist() == [0, 1]
+        consumer.acknowledge_batch(batch, AcknowledgeType.RENEW, rows=range(0, 1))
+        consumer.acknowledge_batch(batch, AcknowledgeType.ACCEPT, rows=range(1, 2))
+        assert consumer.commit_sync(10) == {tp: None}
+        again = consumer.poll_batch(5)  # the renewed row, still this member's
+        assert again.column("offset").to_pylist() == [0]
+        assert again.column("delivery_count").to_pylist() == [1]
+        assert again.column("value").to_pylist() == [b"0"]
+        consumer.acknowledge_batch(again, AcknowledgeType.RENEW)
+        assert consumer.commit_sync(10) == {tp: None}
+        [record] = consumer.poll(5)  # a renewed row through poll: a ShareRecord
+        assert (record.offset, record.delivery_count, record.value) == (0, 1, b"0")
+        consumer.acknowledge(record, AcknowledgeType.RENEW)
+        assert consumer.commit_sync(10) == {tp: None}
+        row = consumer.poll_batch(5)  # a renewed ShareRecord through poll_batch: a row
+        assert (row.column("offset").to_pylist(), row.column("value").to_pylist()) == ([0], [b"0"])
+        consumer.acknowledge_batch(row)
+        assert consumer.commit_sync(10) == {tp: None}
+        assert consumer.poll_batch(0.5).num_rows == 0  # accepted: gone
 
 
 def test_a_share_consumer_checks_its_timeouts_and_is_closed_for_every_call_as_java() -> None:
@@ -412,27 +431,34 @@ def test_implicit_acknowledgements_ride_the_next_share_fetch(share_kafka: Any, s
     assert acknowledges <= 1  # without piggy-backing: about one per fetch
 
 
-def test_the_next_share_fetch_goes_while_the_rest_of_an_answer_would_not_fill_a_poll(share_kafka: Any,
-                                                                                     share: Any) -> None:
+def test_the_next_share_fetch_goes_while_the_rest_of_an_answer_would_not_fill_a_poll_and_waits_0_ms(
+        share_kafka: Any, share: Any) -> None:
     """A ShareFetch acquires whole batches (250 here) while a poll hands out max.poll.records (200): once what is left
     of an answer (50) would not fill the next poll, the next ShareFetch goes, before the caller takes that rest, so
-    its answer is on the way (one round trip less per poll; Fetched.low). Every record read once."""
+    its answer is on the way (one round trip less per poll; Fetched.low). Such a fetch ahead of the caller waits 0 ms
+    at the broker: one that waited fetch.max.wait.ms for the share partition's record locks held the session and the
+    acknowledgements behind it that would free them (4 members on one partition: 1/3 of Java's rate); a fetch for a
+    poll that found nothing waits fetch.max.wait.ms. Every record read once."""
     total = 1000
     topic, group = share(total, batch=250)
-    consumer = _consumer(share_kafka, group, topic, **{"max.poll.records": 200})
-    ahead: list[int] = []  # per ShareFetch submitted: the records still buffered then (acquired, not handed out)
+    consumer = _consumer(share_kafka, group, topic, **{"max.poll.records": 200, "fetch.max.wait.ms": 400})
+    fetches: list[tuple[int, int]] = []  # per ShareFetch submitted: records still buffered then, its max_wait_ms
     state = consumer._state
 
     def watching(call: Any) -> None:
         if call.what.startswith("ShareFetch"):
-            ahead.append(sum(f.acquired[-1][1] - f.acquired[0][0] + 1 for f in state.buffer))
+            fetches.append((sum(f.acquired[-1][1] - f.acquired[0][0] + 1 for f in state.buffer),
+                            call.request.body["max_wait_ms"]))
 
     try:  # the work between polls: the network thread sends what it may meanwhile
         _read_all_watching_submits(consumer, total, watching, work_s=0.05)
     finally:
         consumer.close(10)
-    print(f"{total} records: {len(ahead)} ShareFetch, records buffered when each went: {ahead}")
-    assert sum(1 for n in ahead if n > 0) >= 2
+    print(f"{total} records: {len(fetches)} ShareFetch, (records buffered, max_wait_ms) when each went: {fetches}")
+    ahead = [wait_ms for buffered, wait_ms in fetches if buffered > 0]
+    assert len(ahead) >= 2
+    assert ahead == [0] * len(ahead)
+    assert fetches[0] == (0, 400)  # the first poll found nothing: its fetch waits at the broker
 
 
 def test_close_releases_held_records_at_once(share_kafka: Any, share: Any) -> None:
