@@ -55,6 +55,7 @@ cdef enum:
     HANDOFF_MAX_US = 1000
     SEND_MAX_BUFFERS = 64
     WAIT_MAX_EVENTS = 64
+    WAIT_MAX_MS = 2147483647  # epoll_wait's int: a longer timeout waits this long
     EVENT_READ = 1  # selectors.EVENT_READ
     EVENT_WRITE = 2  # selectors.EVENT_WRITE
 
@@ -78,7 +79,7 @@ cdef inline void yield_to_network() noexcept:
             sched_yield()
 
 
-def wait_events(int epoll_fd, int timeout_ms):
+def wait_events(int epoll_fd, long long timeout_ms):
     """wait_events(epoll_fd, timeout_ms)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
     selectors.EpollSelector.select reports them (at most WAIT_MAX_EVENTS; the rest are there on the next call). With
@@ -86,13 +87,14 @@ def wait_events(int epoll_fd, int timeout_ms):
     application's next send() or poll() (module comment); with 0 it keeps the GIL."""
     cdef epoll_event ready[WAIT_MAX_EVENTS]
     cdef int count, code, i
+    cdef int wait_ms = <int>min(timeout_ms, WAIT_MAX_MS) if timeout_ms >= 0 else -1
     cdef uint32_t mask
-    if timeout_ms == 0:
+    if wait_ms == 0:
         count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)
         code = errno
     else:
         with nogil:
-            count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, timeout_ms)
+            count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
             cyk_add(&cyk_handoff_waiting, 1)
         cyk_add(&cyk_handoff_waiting, -1)

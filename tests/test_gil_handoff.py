@@ -83,3 +83,46 @@ def test_a_caller_that_only_spins_and_polls_receives_its_records(tansu_broker: A
         elapsed_s = time.monotonic() - started
     assert received == 100, f"{received} of 100 records in {elapsed_s:.1f} s"
     assert elapsed_s < SWITCH_INTERVAL_S
+
+
+def test_the_system_calls_answer_as_the_transport_expects() -> None:
+    """wait_events reports what selectors would (a timeout beyond epoll_wait's int waits its longest, not an
+    OverflowError); sock_send / sock_recv_into return -1 where Python's socket raises BlockingIOError, 0 at the
+    peer's end, and raise the OSError subclass of a failure."""
+    import select
+    import selectors
+    import socket
+
+    from cykafka.core import sock_recv_into, sock_send, wait_events
+
+    left, right = socket.socketpair()
+    left.setblocking(False)
+    right.setblocking(False)
+    selector = selectors.EpollSelector()
+    try:
+        selector.register(left, selectors.EVENT_READ)
+        assert wait_events(selector.fileno(), 0) == []
+        buffer = bytearray(16)
+        assert sock_recv_into(left.fileno(), buffer) == -1  # nothing there
+        assert sock_send(right.fileno(), [b"ab", memoryview(b"cde")]) == 5
+        assert wait_events(selector.fileno(), 2**40) == [(left.fileno(), selectors.EVENT_READ)]
+        assert sock_recv_into(left.fileno(), buffer) == 5 and bytes(buffer[:5]) == b"abcde"
+        selector.modify(left, selectors.EVENT_READ | selectors.EVENT_WRITE)
+        assert wait_events(selector.fileno(), 1000) == [(left.fileno(), selectors.EVENT_WRITE)]
+        big = b"x" * 2**20
+        while sock_send(left.fileno(), [big]) > 0:  # until the socket's buffers are full
+            pass
+        assert sock_send(left.fileno(), [big]) == -1
+        right.close()  # with unread data: a reset
+        with pytest.raises(ConnectionError):
+            sock_send(left.fileno(), [b"x"])
+        quiet_left, quiet_right = socket.socketpair()
+        with quiet_left, quiet_right:
+            quiet_right.close()
+            assert sock_recv_into(quiet_left.fileno(), buffer) == 0  # the peer's end
+        assert select.EPOLLIN == selectors.EVENT_READ  # the bits wait_events maps from (core/netio.pyx)
+    finally:
+        selector.close()
+        left.close()
+        if right.fileno() >= 0:
+            right.close()
