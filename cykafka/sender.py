@@ -253,8 +253,10 @@ class Sender:
 
     def _send_coordinator_lookups(self, handler: TxnHandler, now_ms: int) -> int | None:
         """The coordinator lookup a transactional request waits for goes in the transactional slot (Java's
-        FindCoordinator, first in its queue): while it is out, answers only; when it cannot go yet (retry.backoff.ms
-        after a failed one, no broker ready), the request waits as long."""
+        FindCoordinator, first in its queue): while it is out, answers only; while the broker it would go to is
+        still connecting, the request goes on the first loop after that connection is ready (its progress ends the
+        poll; retry.backoff.ms at most); when it cannot go yet for another reason (retry.backoff.ms after a failed
+        one, no broker), the request waits as long."""
         requests, router = self.txn_requests, self._router
         assert requests is not None and router is not None
         delay_ms = requests.coordinators.send_ready(now_ms)
@@ -268,7 +270,12 @@ class Sender:
                 with self.lock:
                     requests.lookup_failed(handler, e)
                 return None
-            handler.not_before_ms = max(handler.not_before_ms, now_ms + min(delay_ms, self.config.retry_backoff_ms))
+            connecting = self.transport.least_loaded_node(now_ms)
+            if connecting is not None and not self.transport.ready(connecting, now_ms):
+                handler.awaiting_node_id = connecting  # not a whole retry.backoff.ms after the connection is up
+            else:
+                handler.not_before_ms = max(handler.not_before_ms,
+                                            now_ms + min(delay_ms, self.config.retry_backoff_ms))
         return None
 
     def _connection_delay_ms(self, node_id: int) -> int:

@@ -1,7 +1,10 @@
 """TopicMetadataFetcher (Java's consumer TopicMetadataFetcher): a topic's partitions for Consumer.partitions_for.
 
-Owns: asking the metadata for one topic and waiting (the consumer's backoff, bounded by the call's deadline) until
-it lists the topic's partitions, or until an answer asked for after the wait began says the topic does not exist.
+Owns: asking the metadata for one topic and waiting (bounded by the call's deadline) until it lists the topic's
+partitions, or until an answer asked for after the wait began says the topic does not exist. The wait looks every
+METADATA_LOOK_MS whether an answer came (Java's waits on the Metadata request itself): the metadata paces its
+requests by retry.backoff.ms, so looking often asks no more often, and a first answer is seen when it arrives
+instead of a whole retry.backoff.ms later.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Callable
 from cykafka.errors import KafkaTimeoutError
 from cykafka.ports import Clock, MetadataSource, PartitionInfo
 from cykafka.protocol.error_codes import ErrorCode
+
+METADATA_LOOK_MS = 2  # how often a wait for a topic's metadata looks whether an answer came
 
 
 class TopicMetadataFetcher:
@@ -41,4 +46,4 @@ class TopicMetadataFetcher:
             self.wakeup()
             if self.clock.monotonic_ms() >= deadline_ms:
                 raise KafkaTimeoutError(f"partitions_for({topic!r}): no metadata for the topic before the timeout")
-            self.backoff(deadline_ms)
+            self.backoff(min(deadline_ms, self.clock.monotonic_ms() + METADATA_LOOK_MS))

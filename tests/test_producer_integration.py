@@ -7,12 +7,14 @@ order within each partition.
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 
 import pytest
 from mock_cluster import MockCluster
 
-from cykafka import Admin, NewTopic, Producer, TopicPartition
+from cykafka import Admin, Consumer, NewTopic, Producer, TopicPartition
 from cykafka.broker import EmbeddedBroker
 from cykafka.core import partition_for_key
 from cykafka.verify import read_back
@@ -85,6 +87,31 @@ def test_every_codec_and_acks_round_trip_through_tansu(broker: EmbeddedBroker, c
     read = produce_and_verify(broker.bootstrap_servers, topic, {"compression.type": codec, "acks": acks,
                                                                 "linger.ms": 5})
     assert len({r.partition for r in read}) == 4
+
+
+def test_a_new_client_waits_for_its_connection_and_answers_not_for_retry_backoffs(broker: EmbeddedBroker) -> None:
+    """A new transactional producer's init_transactions sends its FindCoordinator once the connection is up, and a
+    new consumer's partitions_for returns once the metadata answers: neither waits retry.backoff.ms (5 s here) on a
+    healthy broker (the Spark sink's exactly-once tasks and its source's planning build new ones every time)."""
+    topic = f"it-no-backoff-{uuid.uuid4().hex[:8]}"
+    bootstrap = broker.bootstrap_servers
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 2)], timeout_ms=30_000)[topic].result()
+    with Producer({"bootstrap.servers": bootstrap, "transactional.id": f"warm-{topic}"}) as warm:
+        warm.init_transactions(30)  # the transaction coordinator is loaded (a new Kafka creates its topic first)
+    with Consumer({"bootstrap.servers": bootstrap}) as warm_consumer:
+        deadline_s = time.monotonic() + 30
+        while len(warm_consumer.partitions_for(topic, 30)) != 2 and time.monotonic() < deadline_s:
+            time.sleep(0.05)  # the new topic is in the metadata
+    slow_retries = {"bootstrap.servers": bootstrap, "retry.backoff.ms": 5000, "retry.backoff.max.ms": 5000}
+    started_s = time.monotonic()
+    with Producer({**slow_retries, "transactional.id": f"txn-{topic}"}) as producer:
+        producer.init_transactions(30)
+    assert time.monotonic() - started_s < 3
+    with Consumer(slow_retries) as consumer:
+        started_s = time.monotonic()
+        assert len(consumer.partitions_for(topic, 30)) == 2
+        assert time.monotonic() - started_s < 3
 
 
 def test_futures_resolve_to_the_offsets_the_broker_assigned(broker: EmbeddedBroker) -> None:

@@ -180,6 +180,21 @@ def _plan(bootstrap: str, topic: str) -> sink.SinkPlan:
     return plan
 
 
+def test_a_task_without_rows_does_not_wait_for_its_transaction_to_begin() -> None:
+    """Each exactly-once task begins its transaction on a thread while Spark hands over the first batch; a task that
+    gets no rows returns at once and leaves that thread to close its producer (here the broker is unreachable, so the
+    begin would wait kafka.max.block.ms)."""
+    schema = StructType([StructField("value", BinaryType())])
+    writer = sink.CykafkaDataSource({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "nowhere",
+                                     "kafka.max.block.ms": "3000", "cykafka.delivery": "exactly-once"}
+                                    ).writer(schema, False)
+    plan: sink.SinkPlan = writer.plan  # type: ignore[attr-defined]
+    started_s = time.monotonic()
+    message = sink.write_task(plan, [_batch([])], "arrow", sink.TaskIdentity(0, 0, plan.write_id))
+    assert time.monotonic() - started_s < 2
+    assert (message.rows, message.transaction, message.producer) == (0, None, "none")
+
+
 @pytest.mark.broker
 def test_a_fenced_zombie_attempt_commits_nothing(broker: EmbeddedBroker) -> None:
     """Attempt 0 of a task writes a batch; Spark gives up on it and attempt 1 runs to the end (its

@@ -7,6 +7,7 @@ micro-batch inside the same transaction, so a replayed micro-batch whose transac
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -68,11 +69,48 @@ class _TaskTransaction:
     """An exactly-once task's transaction, in a producer of its own whose transactional.id is the task's (not the
     worker's cached producer: one transactional.id per producer). Streaming records the micro-batch inside the same
     transaction, as the committed offset `batch_id` of the consumer group named like the transactional.id (on
-    partition 0 of a topic the task wrote), so a replay of a micro-batch whose transaction committed is skipped."""
+    partition 0 of a topic the task wrote), so a replay of a micro-batch whose transaction committed is skipped.
+
+    start() begins it on a thread of its own while the task waits for Spark's first batch (the producer built,
+    init_transactions, the replay check: tens of ms per task); begun() waits for that. A task that ends without
+    rows does not wait: close() leaves the thread to close its producer when it is done."""
 
     def __init__(self, plan: SinkPlan, task: TaskIdentity) -> None:
         self.plan, self.task = plan, task
         self.producer: Producer | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._outcome: tuple[Producer | None, BaseException | None] | None = None  # begin()'s, once it is done
+        self._abandoned = False  # closed before begin() was done: the thread closes the producer
+
+    def start(self) -> None:
+        """begin() on a thread of its own; begun() gets its outcome."""
+        self._thread = threading.Thread(target=self._begin_in_background, daemon=True,
+                                        name=f"cykafka-begin-{self.task.transactional_id}")
+        self._thread.start()
+
+    def _begin_in_background(self) -> None:
+        outcome: tuple[Producer | None, BaseException | None]
+        try:
+            outcome = (self.begin(), None)
+        except BaseException as e:  # raised in the task by begun()
+            outcome = (None, e)
+        with self._lock:
+            self._outcome = outcome
+            abandoned = self._abandoned
+        if abandoned:
+            self._close_producer()
+
+    def begun(self) -> Producer | None:
+        """The outcome of start()'s begin(): its producer, None for a replayed micro-batch, or its error raised."""
+        if self._thread is None:
+            return self.begin()
+        self._thread.join()
+        assert self._outcome is not None
+        producer, error = self._outcome
+        if error is not None:
+            raise error
+        return producer
 
     def begin(self) -> Producer | None:
         """init_transactions (fences older attempts, aborts what they left open), then begins; None: this
@@ -102,7 +140,15 @@ class _TaskTransaction:
                                    time.time_ns() // 1_000_000)
 
     def close(self) -> None:
-        """Leaves a prepared transaction open for the driver; aborts one that was not prepared (Java's close)."""
+        """Leaves a prepared transaction open for the driver; aborts one that was not prepared (Java's close). A
+        begin() still running on start()'s thread closes its producer itself when it is done."""
+        with self._lock:
+            if self._thread is not None and self._outcome is None:
+                self._abandoned = True
+                return
+        self._close_producer()
+
+    def _close_producer(self) -> None:
         if self.producer is not None:
             self.producer.close(self.plan.flush_timeout_ms / 1000)
 

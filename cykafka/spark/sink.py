@@ -254,6 +254,8 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str, task: Task
     deliveries = _TaskDeliveries()
     producer: Producer | None = None
     transaction = _TaskTransaction(plan, task) if plan.exactly_once else None
+    if transaction is not None:
+        transaction.start()  # begins while Spark hands over the first batch
     prepared: PreparedTransaction | None = None
     skipped = False
     rest = iter(batches)
@@ -264,7 +266,7 @@ def write_task(plan: SinkPlan, batches: Iterable[Any], encoding: str, task: Task
             if not cols.rows:
                 continue
             if producer is None:
-                producer = (transaction.begin() if transaction is not None
+                producer = (transaction.begun() if transaction is not None
                             else PRODUCERS.acquire(plan.producer_config, plan.idle_timeout_ms))
                 if producer is None:  # a replayed micro-batch, committed already
                     skipped = True
