@@ -211,7 +211,7 @@ class SocketTransport:
         if self._completed:
             timeout_ms = 0
         fd_to_key = self._selector.get_map()
-        # the one wait that releases the GIL, which the application's next send() or poll() hands back (core/netio.pyx)
+        # the wait without the GIL, which the application's next send() or poll() hands back (core/netio.pyx)
         for fd, events in wait_events(self._selector.fileno(), max(timeout_ms, 0)):
             key = fd_to_key.get(fd)
             if key is None or not events & key.events:
@@ -735,8 +735,8 @@ class SocketTransport:
 
     @staticmethod
     def _recv_into(conn: _Connection, buffer: memoryview) -> int:
-        """What the socket has, into buffer: bytes read, -1 when nothing is there; a plain socket's read keeps the GIL
-        (core/netio.pyx), a TLS socket's goes through ssl."""
+        """What the socket has, into buffer: bytes read, -1 when nothing is there; a plain socket's read through
+        core/netio.pyx (the GIL handed back by the application's next call), a TLS socket's through ssl."""
         if conn.tls:
             assert conn.sock is not None
             return conn.sock.recv_into(buffer)

@@ -30,8 +30,8 @@ from cykafka.errors import (
 # - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
 #   aiofutures (the asyncio futures of AsyncProducer.send, resolved a batch at a time), lock (the producer lock),
 #   columns (send_batch's inputs), trace_gate (whether send() calls the tracing hook), clock (SystemCoreClock reads
-#   clock_gettime, PortClock calls the Clock port), netio (the network threads' system calls: their one wait without
-#   the GIL, socket reads and writes that keep it, and the GIL handed to them by send() and poll()).
+#   clock_gettime, PortClock calls the Clock port), netio (the network threads' system calls without the GIL, and the
+#   GIL handed back to them by send() and poll()).
 # The shell calls the core; the core reaches the shell only through the CoreClock (clock.pyx) an append is handed.
 # Declarations: each included <name>.pyx has <name>.pxd beside it (its cdef classes' fields and C methods, the structs
 # and constants they pass), included in this order by this module's own .pxd, core/pxd/cykafka/core/_core.pxd.

@@ -1,16 +1,17 @@
 # The network threads' system calls (the compiled shell; adapters/socket_transport.py calls them):
-# - wait_events: the one blocking wait of a network thread (epoll_wait on its selector's epoll set), with the GIL
-#   released;
-# - sock_send / sock_recv_into: non-blocking socket writes and reads that keep the GIL (a few µs each);
-# - yield_to_network: where the application's thread holds no cykafka lock (send(), poll()), it hands the GIL to a
-#   network thread whose wait ended.
-# Why: a network thread needs the GIL to go on after every system call that released it. While the application's
-# thread runs Python without pause (a computation, a spin between sends), CPython gives the GIL back only after a
-# whole switch interval (sys.getswitchinterval(), 5 ms) — and Python's socket methods release it on every call, so one
-# record's way from send() to its acknowledgement crossed several such waits. Here a network thread releases the GIL
-# only while it waits, and when that wait ends the application's next send() or poll() releases the GIL until the
-# network thread holds it (at most HANDOFF_MAX_US; at once if nobody waits). An application thread that never calls
-# cykafka gives the GIL back as before, after the switch interval.
+# - wait_events: the blocking wait of a network thread (epoll_wait on its selector's epoll set);
+# - sock_send / sock_recv_into: its non-blocking socket writes and reads;
+# - yield_to_network: where the application's thread holds no cykafka lock (send(), send_batch(), poll()), it hands
+#   the GIL to a network thread whose system call ended.
+# Each releases the GIL for the system call, as Python's own socket methods do (an event loop or another thread runs
+# meanwhile), and marks the thread as wanting it back once the call ended. Why: while the application's thread runs
+# Python without pause (a computation, a spin between sends), CPython hands the GIL back to a thread that wants it
+# only after a whole switch interval (sys.getswitchinterval(), 5 ms), and one record's way from send() to its
+# acknowledgement crossed several such waits. With the mark, the application's next send() or poll() releases the GIL
+# until the network thread holds it (at most HANDOFF_MAX_US; at once when nobody waits). An application thread that
+# never calls cykafka gives the GIL back as before, after the switch interval. (Keeping the GIL through the socket
+# calls instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
+# its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py.)
 
 import os as _os
 
@@ -79,6 +80,16 @@ cdef inline void yield_to_network() noexcept:
             sched_yield()
 
 
+cdef inline void _wants_gil() noexcept nogil:
+    """A network thread's system call ended: it wants the GIL back (yield_to_network hands it over)."""
+    cyk_add(&cyk_handoff_waiting, 1)
+
+
+cdef inline void _holds_gil() noexcept:
+    cyk_add(&cyk_handoff_waiting, -1)
+    cyk_add_u(&cyk_handoff_taken, 1)
+
+
 def wait_events(int epoll_fd, long long timeout_ms):
     """wait_events(epoll_fd, timeout_ms)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
@@ -96,9 +107,8 @@ def wait_events(int epoll_fd, long long timeout_ms):
         with nogil:
             count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
-            cyk_add(&cyk_handoff_waiting, 1)
-        cyk_add(&cyk_handoff_waiting, -1)
-        cyk_add_u(&cyk_handoff_taken, 1)
+            _wants_gil()
+        _holds_gil()
     if count < 0:
         if code == EINTR:
             return []
@@ -125,8 +135,9 @@ cdef inline object _io_error(int code):
 
 def sock_send(int fd, object buffers):
     """sock_send(fd, buffers)\n--\n
-    Writes the first SEND_MAX_BUFFERS of buffers (bytes-like) to the non-blocking socket fd in one writev, keeping the
-    GIL. Returns the bytes written, -1 when the socket's buffer is full; raises OSError on a failure."""
+    Writes the first SEND_MAX_BUFFERS of buffers (bytes-like) to the non-blocking socket fd in one writev (the GIL
+    released, handed back as the module comment says). Returns the bytes written, -1 when the socket's buffer is
+    full; raises OSError on a failure."""
     cdef Py_buffer views[SEND_MAX_BUFFERS]
     cdef iovec vectors[SEND_MAX_BUFFERS]
     cdef int count = 0, i, code = 0
@@ -139,8 +150,11 @@ def sock_send(int fd, object buffers):
             vectors[count].iov_base = views[count].buf
             vectors[count].iov_len = <size_t>views[count].len
             count += 1
-        written = writev(fd, vectors, count)
-        code = errno
+        with nogil:
+            written = writev(fd, vectors, count)
+            code = errno
+            _wants_gil()
+        _holds_gil()
     finally:
         for i in range(count):
             PyBuffer_Release(&views[i])
@@ -154,15 +168,19 @@ def sock_send(int fd, object buffers):
 
 def sock_recv_into(int fd, object buffer):
     """sock_recv_into(fd, buffer)\n--\n
-    Reads what the non-blocking socket fd has, up to len(buffer) bytes, into buffer, keeping the GIL. Returns the
-    bytes read (0: the peer closed the connection), -1 when nothing is there; raises OSError on a failure."""
+    Reads what the non-blocking socket fd has, up to len(buffer) bytes, into buffer (the GIL released, handed back as
+    the module comment says). Returns the bytes read (0: the peer closed the connection), -1 when nothing is there;
+    raises OSError on a failure."""
     cdef Py_buffer view
     cdef ssize_t got
     cdef int code = 0
     PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
     try:
-        got = recv(fd, view.buf, <size_t>view.len, 0)
-        code = errno
+        with nogil:
+            got = recv(fd, view.buf, <size_t>view.len, 0)
+            code = errno
+            _wants_gil()
+        _holds_gil()
     finally:
         PyBuffer_Release(&view)
     if got < 0:

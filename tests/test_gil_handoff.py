@@ -1,10 +1,10 @@
 """The network threads get the GIL from an application thread that never gives it up of its own accord.
 
-core/netio.pyx: a network thread releases the GIL only in its one wait (wait_events), and the application's next
-send() / poll() hands the GIL to a network thread whose wait ended. Here the switch interval is 10 s, so CPython's
-own forced switch never comes within a test: the main thread spins in Python and calls only send() / poll(0), and the
-records must still be acknowledged / received (each test's deadline is 20 s; without the handoff nothing moves for the
-10 s of a switch interval per GIL wait, and a record needs several). Real sockets, Tansu.
+core/netio.pyx: a network thread's system calls (its wait, its socket reads and writes) mark it as wanting the GIL
+back once they end, and the application's next send() / poll() hands the GIL to it. Here the switch interval is 10 s,
+so CPython's own forced switch never comes within a test: the main thread spins in Python and calls only send() /
+poll(0), and the records must still be acknowledged / received (each test's deadline is 20 s; without the handoff
+nothing moves for the 10 s of a switch interval per GIL wait, and a record needs several). Real sockets, Tansu.
 """
 
 from __future__ import annotations
