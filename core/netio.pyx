@@ -7,8 +7,10 @@
 # meanwhile), and marks the thread as wanting it back once the call ended. Why: while the application's thread runs
 # Python without pause (a computation, a spin between sends), CPython hands the GIL back to a thread that wants it
 # only after a whole switch interval (sys.getswitchinterval(), 5 ms), and one record's way from send() to its
-# acknowledgement crossed several such waits. With the mark, the application's next send() or poll() releases the GIL
-# until the network thread holds it (at most HANDOFF_MAX_US; at once when nobody waits). An application thread that
+# acknowledgement crossed several such waits. With the mark, the application's next send() or poll() once the thread
+# has wanted the GIL for HANDOFF_AFTER_US releases the GIL until the network thread holds it (at most HANDOFF_MAX_US;
+# at once when nobody waits). HANDOFF_AFTER_US lets a caller sending flat out append a few more records per turn of
+# the sender (bench/e2e_bench.py, send() records/s: 0 cost 12%, 200 µs nothing). An application thread that
 # never calls cykafka gives the GIL back as before, after the switch interval. (Keeping the GIL through the socket
 # calls instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
 # its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py.)
@@ -27,14 +29,19 @@ cdef extern from *:
     #include <sys/uio.h>
     #include <sys/epoll.h>
     static int cyk_handoff_waiting = 0;         /* network threads whose wait ended and that want the GIL back */
+    static long long cyk_handoff_since_us = 0;  /* when the first of them began to want it */
     static unsigned int cyk_handoff_taken = 0;  /* bumped by each such thread once it holds the GIL */
     #define cyk_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
     #define cyk_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
     """
     int cyk_handoff_waiting
+    long long cyk_handoff_since_us
     unsigned int cyk_handoff_taken
     int cyk_load(int*) nogil
     unsigned int cyk_load_u "cyk_load"(unsigned int*) nogil
+    long long cyk_load_ll "cyk_load"(long long*) nogil
+    void cyk_store_ll "__atomic_store_n"(long long*, long long, int) nogil
+    int ATOMIC_SEQ_CST "__ATOMIC_SEQ_CST"
     int cyk_add(int*, int) nogil
     unsigned int cyk_add_u "cyk_add"(unsigned int*, unsigned int) nogil
     int sched_yield() nogil
@@ -54,6 +61,7 @@ cdef extern from *:
 
 cdef enum:
     HANDOFF_MAX_US = 1000
+    HANDOFF_AFTER_US = 200  # a network thread wanting the GIL this long gets it at the caller's next call
     SEND_MAX_BUFFERS = 64
     WAIT_MAX_EVENTS = 64
     WAIT_MAX_MS = 2147483647  # epoll_wait's int: a longer timeout waits this long
@@ -69,7 +77,7 @@ cdef inline int64_t _clock_us() noexcept nogil:
 
 cdef inline void yield_to_network() noexcept:
     """When a network thread's wait ended and it waits for the GIL: releases the GIL until it holds it."""
-    if cyk_load(&cyk_handoff_waiting) == 0:
+    if cyk_load(&cyk_handoff_waiting) == 0 or _clock_us() - cyk_load_ll(&cyk_handoff_since_us) < HANDOFF_AFTER_US:
         return
     cdef unsigned int seen = cyk_load_u(&cyk_handoff_taken)
     cdef int64_t until_us
@@ -82,7 +90,8 @@ cdef inline void yield_to_network() noexcept:
 
 cdef inline void _wants_gil() noexcept nogil:
     """A network thread's system call ended: it wants the GIL back (yield_to_network hands it over)."""
-    cyk_add(&cyk_handoff_waiting, 1)
+    if cyk_add(&cyk_handoff_waiting, 1) == 1:
+        cyk_store_ll(&cyk_handoff_since_us, _clock_us(), ATOMIC_SEQ_CST)
 
 
 cdef inline void _holds_gil() noexcept:
