@@ -28,7 +28,7 @@ cdef extern from *:
     #include <sys/socket.h>
     #include <sys/uio.h>
     #include <sys/epoll.h>
-    static int cyk_handoff_waiting = 0;         /* network threads whose wait ended and that want the GIL back */
+    static int cyk_handoff_waiting = 0;         /* network threads whose system call ended, wanting the GIL */
     static long long cyk_handoff_since_us = 0;  /* when the first of them began to want it */
     static unsigned int cyk_handoff_taken = 0;  /* bumped by each such thread once it holds the GIL */
     #define cyk_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
@@ -76,7 +76,8 @@ cdef inline int64_t _clock_us() noexcept nogil:
 
 
 cdef inline void yield_to_network() noexcept:
-    """When a network thread's wait ended and it waits for the GIL: releases the GIL until it holds it."""
+    """When a network thread whose system call ended has wanted the GIL for HANDOFF_AFTER_US: releases the GIL until
+    it holds it (at most HANDOFF_MAX_US)."""
     if cyk_load(&cyk_handoff_waiting) == 0 or _clock_us() - cyk_load_ll(&cyk_handoff_since_us) < HANDOFF_AFTER_US:
         return
     cdef unsigned int seen = cyk_load_u(&cyk_handoff_taken)
