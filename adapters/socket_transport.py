@@ -86,8 +86,6 @@ class _Connection:
     port: int
     state: str = _DISCONNECTED
     sock: socket.socket | None = None
-    fd: int = -1  # sock's descriptor (core/netio.pyx reads and writes a plain socket through it)
-    events: int = 0  # what the selector watches sock for (_watch)
     outgoing: deque[memoryview] = field(default_factory=deque)
     unwritten_requests: deque[tuple[_Request, int]] = field(default_factory=deque)  # request, bytes left to write
     in_flight: deque[_Request] = field(default_factory=deque)
@@ -320,7 +318,7 @@ class SocketTransport:
         for conn in self._connections.values():
             if conn.sock is not None:
                 conn.sock.close()
-                conn.sock, conn.fd = None, -1
+                conn.sock = None
             conn.state = _DISCONNECTED
         self._selector.close()
         self._wake_r.close()
@@ -349,7 +347,7 @@ class SocketTransport:
             sock.close()
             self._fail_connect(conn, now_ms, e)
             return
-        conn.sock, conn.fd = sock, sock.fileno()
+        conn.sock = sock
         conn.state = _CONNECTING
         conn.connect_started_ms = now_ms
         conn.incoming.clear()
@@ -359,7 +357,7 @@ class SocketTransport:
         except OSError as e:
             self._disconnect(conn, now_ms, NetworkError(f"connect to {conn.host}:{conn.port} failed: {e}"))
             return
-        self._watch(conn, selectors.EVENT_READ | selectors.EVENT_WRITE, register=True)
+        self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
 
     def _fail_connect(self, conn: _Connection, now_ms: int, error: Exception) -> None:
         self._connection_problem = f"cannot connect to {conn.host}:{conn.port}: {error}"
@@ -414,7 +412,7 @@ class SocketTransport:
             return
         conn.tls = True
         conn.state = _TLS_HANDSHAKING
-        self._watch(conn, selectors.EVENT_READ | selectors.EVENT_WRITE, register=True)
+        self._selector.register(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
         self._tls_handshake(conn, now_ms)
 
     def _tls_handshake(self, conn: _Connection, now_ms: int) -> None:
@@ -423,10 +421,10 @@ class SocketTransport:
         try:
             sock.do_handshake()
         except ssl.SSLWantReadError:
-            self._watch(conn, selectors.EVENT_READ)
+            self._selector.modify(sock, selectors.EVENT_READ, conn)
             return
         except ssl.SSLWantWriteError:
-            self._watch(conn, selectors.EVENT_WRITE)
+            self._selector.modify(sock, selectors.EVENT_WRITE, conn)
             return
         except (ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:  # the peer went away: a network failure
             self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
@@ -444,17 +442,8 @@ class SocketTransport:
     def _start_negotiating(self, conn: _Connection, now_ms: int) -> None:
         assert conn.sock is not None
         conn.state = _NEGOTIATING
-        self._watch(conn, selectors.EVENT_READ)
+        self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
         self._send_api_versions(conn, API_VERSIONS.valid[1], now_ms)
-
-    def _watch(self, conn: _Connection, events: int, register: bool = False) -> None:
-        """The selector watches conn's socket for events (registered first when register)."""
-        assert conn.sock is not None
-        if register:
-            self._selector.register(conn.sock, events, conn)
-        else:
-            self._selector.modify(conn.sock, events, conn)
-        conn.events = events
 
     @staticmethod
     def _peer(conn: _Connection) -> str:
@@ -552,7 +541,7 @@ class SocketTransport:
             except (KeyError, ValueError):
                 pass
             conn.sock.close()
-            conn.sock, conn.fd, conn.events = None, -1, 0
+            conn.sock = None
         conn.tls = False
         conn.tls_retry = None
         conn.sasl = None
@@ -635,7 +624,7 @@ class SocketTransport:
                     written = sock.send(data)
                     conn.tls_retry = None
                 else:
-                    written = sock_send(conn.fd, conn.outgoing)
+                    written = sock_send(sock.fileno(), conn.outgoing)
                     if written < 0:  # the socket's buffer is full
                         break
             except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
@@ -654,8 +643,9 @@ class SocketTransport:
                     self._account_written(conn, written, now_ms)
                     written = 0
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0)
-        if conn.sock is not None and conn.state != _CONNECTING and events != conn.events:
-            self._watch(conn, events)
+        # the selector's key says what it watches: told again only when that changes (an epoll_ctl less per request)
+        if conn.sock is not None and conn.state != _CONNECTING and self._selector.get_key(conn.sock).events != events:
+            self._selector.modify(conn.sock, events, conn)
 
     @staticmethod
     def _tls_chunk(conn: _Connection) -> memoryview | bytes:
@@ -737,10 +727,9 @@ class SocketTransport:
     def _recv_into(conn: _Connection, buffer: memoryview) -> int:
         """What the socket has, into buffer: bytes read, -1 when nothing is there; a plain socket's read through
         core/netio.pyx (the GIL handed back by the application's next call), a TLS socket's through ssl."""
-        if conn.tls:
-            assert conn.sock is not None
-            return conn.sock.recv_into(buffer)
-        return sock_recv_into(conn.fd, buffer)
+        sock = conn.sock
+        assert sock is not None
+        return sock.recv_into(buffer) if conn.tls else sock_recv_into(sock.fileno(), buffer)
 
     def _io_failed(self, conn: _Connection, now_ms: int, what: str, error: OSError) -> None:
         if conn.tls and conn.state == _NEGOTIATING:
