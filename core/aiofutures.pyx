@@ -84,7 +84,8 @@ cdef class LoopFutures:
     NamedTuple of aiokafka's RecordMetadata fields: topic, partition, topic_partition, offset, timestamp,
     timestamp_type, log_start_offset) that tuple, its topic_partition a partition_type (topic, partition) tuple; a
     failed record's future gets error_of(its KafkaError) (default: a copy of it). At most slice_records futures are
-    resolved in one turn of the loop. untrack: a future resolved with a value leaves the cyclic GC (see _resolve)."""
+    resolved in one turn of the loop. untrack: a future is outside the cyclic GC while pending and once resolved with a value (see
+    _future_on)."""
 
     def __init__(self, future_type, get_running_loop, *, error_of=None, metadata_type=None, partition_type=None,
                  Py_ssize_t slice_records=1000, bint untrack=True):
@@ -118,6 +119,13 @@ cdef class LoopFutures:
             queue.batches = deque()
             self._last_completion = self._last_batch = None
         future = self._future_type(loop=loop)
+        if self._untrack and type(future) is self._future_type:
+            # outside the cyclic GC while pending: its batch holds it (and so whatever its callbacks refer to) until
+            # _resolve, so the collector could free nothing through it; back in it when it fails or was cancelled
+            # (_track, peer_records.pyx), out for good when resolved with a value. The futures a program keeps (200,000 of a send
+            # loop) are then not walked by every collection: each full one took ~30 ms with them, the loop's lag
+            # (docs/asyncio.md)
+            PyObject_GC_UnTrack(future)
         wait_batch = record._wait_batch
         completion = None if record._done or wait_batch is None else _completion_of(wait_batch)
         if completion is None:  # final already (or a producer without completions: its error says so)
@@ -182,12 +190,14 @@ cdef class LoopFutures:
     cdef int _resolve(self, object future, RecordFuture record, _BatchFutures batch) except -1:
         cdef PyObject* items[7]
         cdef object topic, partition, topic_partition, offset, timestamp
-        if future.done():  # cancelled by its awaiter
+        if future.done():  # cancelled by its awaiter: its cancel message may lead back to it
+            _track(future)
             return 0
         if not record._done:  # only without a completion: result(0) says it is pending
             try:
                 record.result(0)
             except KafkaError as error:
+                _track(future)
                 future.set_exception(error)
             return 0
         if record._error is not None:
@@ -196,6 +206,7 @@ cdef class LoopFutures:
                 error = _fresh_error(error) if self._error_of is None else self._error_of(error)
             except Exception as failed:  # the future still gets an error: what went wrong making it
                 error = failed
+            _track(future)  # an error's traceback may hold a cycle
             future.set_exception(error)
             return 0
         if self._metadata_type is None:
@@ -221,12 +232,8 @@ cdef class LoopFutures:
             items[5] = <PyObject*>_CREATE_TIME
             items[6] = <PyObject*>None
             future.set_result(cyk_tuple_as(self._metadata_type, items, 7))
-        if self._untrack and type(future) is self._future_type:
-            # resolved with a value that refers to nothing mutable, its callbacks handed to the loop: it can be in
-            # no reference cycle but through its loop, which refers to no future: the collector has nothing to find
-            # in it. Untracked, the futures a program keeps (200,000 of a send loop) are not walked by every full
-            # collection (each ~30 ms with them: the loop's lag p99, docs/asyncio.md)
-            PyObject_GC_UnTrack(future)
+        # resolved with a value that refers to nothing mutable, its callbacks handed to the loop: it can be in no
+        # reference cycle but through its loop, which refers to no future; it stays outside the collector
         return 0
 
 

@@ -37,10 +37,11 @@ cdef inline Py_ssize_t _size(object data) except -2:
     return len(data)
 
 
-cdef inline void _track(object record):
-    """Tracks a record again once it may hold any object (a setter ran)."""
-    if not PyObject_GC_IsTracked(record):
-        PyObject_GC_Track(record)
+cdef inline void _track(object untracked):
+    """Puts an object back in the cyclic GC once it may be part of a cycle (a record once a setter ran; aiofutures.pyx:
+    a future that failed or was cancelled)."""
+    if not PyObject_GC_IsTracked(untracked):
+        PyObject_GC_Track(untracked)
 
 
 @cython.final
