@@ -301,3 +301,11 @@ def test_a_nullable_struct_is_an_int8_marker_then_its_fields() -> None:
     body["assignment"] = {"topic_partitions": [{"topic_id": UUID(int=7), "partitions": [0, 2]}]}
     raw = encode_message(SHARE_GROUP_HEARTBEAT, 1, body, response=True)
     assert raw[len(null) - 2] == 1 and decode_message(SHARE_GROUP_HEARTBEAT, 1, raw, response=True) == body
+
+
+def test_an_api_description_is_equal_only_to_itself_so_the_codec_cache_finds_it_without_hashing_its_fields() -> None:
+    """codec.plan's cache is keyed by the Api: hashed field by field (both bodies, every nested field) that cost ~30
+    µs on every request encoded and every answer decoded (a Fetch of one partition: 42 -> 17 µs to encode)."""
+    assert type(FETCH).__hash__ is object.__hash__ and type(FETCH).__eq__ is object.__eq__
+    assert FETCH == APIS[FETCH.key] and FETCH != api(FETCH.key, FETCH.name, "4-12", "12+", FETCH.request,
+                                                     FETCH.response)
