@@ -683,6 +683,7 @@ class SocketTransport:
         assert sock is not None
         read_bytes = 0
         buffer = self._read_buffer
+        ended: KafkaError | OSError | None = None  # the peer's close, or a failed read, acted on after the parse
         while True:
             large = conn.large_frame
             try:
@@ -696,12 +697,11 @@ class SocketTransport:
             except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as e:
-                self._io_failed(conn, now_ms, "read from", e)
-                return
+                ended = e
+                break
             if not size_bytes:
-                self._disconnect(conn, now_ms, NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed "
-                                                            f"the connection"))
-                return
+                ended = NetworkError(f"node {conn.node_id} ({conn.host}:{conn.port}) closed the connection")
+                break
             read_bytes += size_bytes
             if large is not None:
                 conn.large_frame_filled += size_bytes
@@ -721,7 +721,15 @@ class SocketTransport:
                     break
             elif size_bytes < _READ_CHUNK_BYTES:
                 break
+        # what came before a close is answered first (a TLS read goes on after a short record: a broker that writes
+        # its SASL failure and closes at once was seen as a lost connection, and retried)
         self._parse_frames(conn, now_ms)
+        if ended is None or conn.sock is None:
+            return
+        if isinstance(ended, OSError):
+            self._io_failed(conn, now_ms, "read from", ended)
+        else:
+            self._disconnect(conn, now_ms, ended)
 
     @staticmethod
     def _recv_into(conn: _Connection, buffer: memoryview) -> int:

@@ -6,6 +6,7 @@ SslAuthenticationError."""
 from __future__ import annotations
 
 import os
+import struct
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ from typing import Any
 import pytest
 from security_peers import CLIENT_KEY_PASSWORD, HOST, Pki, Stunnel, fails_fast, make_pki, require_stunnel
 
+from cykafka.adapters.socket_transport import SocketTransport, _Connection
 from cykafka.broker import EmbeddedBroker, free_port
-from cykafka.errors import ConfigError, KafkaTimeoutError, SslAuthenticationError
+from cykafka.errors import ConfigError, KafkaError, KafkaTimeoutError, SslAuthenticationError
+from cykafka.ports import ConnectionSettings
 from cykafka.producer import Producer
 from cykafka.verify import read_back
 
@@ -154,3 +157,41 @@ def test_no_ca_file_uses_system_cas_and_rejects_the_test_ca(tls: TlsCluster, tmp
     del config["ssl.ca.location"]
     error = _fails_fast(config)
     assert "certificate verify failed" in str(error)
+
+
+class _ClosingTlsSocket:
+    """A TLS socket whose peer wrote one answer and closed: a read gives the answer, the next one the close."""
+
+    def __init__(self, *reads: bytes) -> None:
+        self.reads = list(reads)
+
+    def recv_into(self, buffer: memoryview) -> int:
+        data = self.reads.pop(0)
+        buffer[:len(data)] = data
+        return len(data)
+
+    def pending(self) -> int:
+        return 0
+
+
+def test_an_answer_read_with_the_peers_close_on_a_tls_connection_is_handled_before_the_close() -> None:
+    """A TLS read goes on after a short record; finding the peer's close there dropped what it had read, so a broker
+    that wrote its SASL failure and closed at once was seen as a lost connection and tried again (CI: the wrong
+    password reported after 5.05 s, past its request timeout)."""
+    transport = SocketTransport(ConnectionSettings(("127.0.0.1:1",)))
+    try:
+        conn = _Connection(1, "127.0.0.1", 1, tls=True)
+        conn.sock = _ClosingTlsSocket(struct.pack(">ii", 8, 7) + b"body", b"")  # type: ignore[assignment]
+        events: list[tuple[str, object]] = []
+        transport._on_frame = lambda c, frame, now_ms: events.append(("answer", frame))  # type: ignore[method-assign]
+
+        def disconnect(c: _Connection, now_ms: int, error: KafkaError, backoff: bool = True) -> None:
+            events.append(("closed", str(error)))
+            c.sock = None
+
+        transport._disconnect = disconnect  # type: ignore[method-assign]
+        transport._read(conn, 0)
+        assert events == [("answer", struct.pack(">i", 7) + b"body"),
+                          ("closed", "node 1 (127.0.0.1:1) closed the connection")]
+    finally:
+        transport.close()
