@@ -84,8 +84,8 @@ cdef class LoopFutures:
     NamedTuple of aiokafka's RecordMetadata fields: topic, partition, topic_partition, offset, timestamp,
     timestamp_type, log_start_offset) that tuple, its topic_partition a partition_type (topic, partition) tuple; a
     failed record's future gets error_of(its KafkaError) (default: a copy of it). At most slice_records futures are
-    resolved in one turn of the loop. untrack: a future is outside the cyclic GC while pending and once resolved with a value (see
-    _future_on)."""
+    resolved in one turn of the loop. untrack: a future is outside the cyclic GC while pending and once resolved with
+    a value (see _future_on)."""
 
     def __init__(self, future_type, get_running_loop, *, error_of=None, metadata_type=None, partition_type=None,
                  Py_ssize_t slice_records=1000, bint untrack=True):
@@ -122,9 +122,9 @@ cdef class LoopFutures:
         if self._untrack and type(future) is self._future_type:
             # outside the cyclic GC while pending: its batch holds it (and so whatever its callbacks refer to) until
             # _resolve, so the collector could free nothing through it; back in it when it fails or was cancelled
-            # (_track, peer_records.pyx), out for good when resolved with a value. The futures a program keeps (200,000 of a send
-            # loop) are then not walked by every collection: each full one took ~30 ms with them, the loop's lag
-            # (docs/asyncio.md)
+            # (_track, peer_records.pyx), out for good when resolved with a value. The futures a program keeps
+            # (200,000 of a send loop) are then not walked by every collection: each full one took ~30 ms with them,
+            # the loop's lag (docs/asyncio.md)
             PyObject_GC_UnTrack(future)
         wait_batch = record._wait_batch
         completion = None if record._done or wait_batch is None else _completion_of(wait_batch)
