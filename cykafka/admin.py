@@ -235,8 +235,11 @@ class Admin:
         return lookup
 
     def _leaders(self, deadline_ms: int) -> Lookup[TopicPartition]:
-        """Partitions' route: their leader, from a fresh Metadata answer; a partition the metadata does not name fails,
-        one without a leader is looked up again."""
+        """Partitions' route: their leader, from a fresh Metadata answer. A topic the answer does not know is looked up
+        again until the deadline, as Java's PartitionLeaderStrategy does: on KRaft a broker learns of a topic after the
+        controller answered its CreateTopics, so one just created can be unknown for a moment (at the deadline its
+        items end with UNKNOWN_TOPIC_OR_PARTITION); a partition a known topic does not have fails at once; one without
+        a leader is looked up again."""
         def lookup(items: list[TopicPartition]) -> dict[TopicPartition, Route | KafkaError | Again]:
             answer = self._metadata(sorted({tp.topic for tp in items}), deadline_ms)
             nodes = self._metadata_seen.snapshot().nodes
@@ -248,13 +251,16 @@ class Admin:
                     tp = TopicPartition(t["name"], p["partition_index"])
                     leaders[tp], codes[tp] = p["leader_id"], p["error_code"] or t["error_code"]
             routes: dict[TopicPartition, Route | KafkaError | Again] = {}
+            unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             for tp in items:
                 code = codes.get(tp) or topic_codes.get(tp.topic) or ErrorCode.NONE
                 where = f"{tp.topic} [{tp.partition}]"
                 if leaders.get(tp, -1) in nodes:
                     routes[tp] = Broker(leaders[tp])
-                elif tp not in leaders or code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:  # final: no such partition
-                    routes[tp] = error_for(code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, where)
+                elif topic_codes.get(tp.topic, unknown) == unknown:  # not known yet
+                    routes[tp] = Again(error_for(unknown, where))
+                elif tp not in leaders or code == unknown:  # final: no such partition
+                    routes[tp] = error_for(code or unknown, where)
                 else:  # no leader yet (an election): looked up again
                     routes[tp] = Again(error_for(code or ErrorCode.LEADER_NOT_AVAILABLE, where))
             return routes

@@ -482,6 +482,37 @@ def test_list_offsets_asks_again_when_the_leader_moved(mock_cluster: Any) -> Non
         assert latest[TopicPartition("moved", 0)].result().offset == 3
 
 
+def test_a_topic_the_metadata_does_not_know_yet_is_looked_up_again(broker: EmbeddedBroker) -> None:
+    """On KRaft a broker learns of a topic after the controller answered its CreateTopics, so list_offsets right after
+    create_topics can meet a Metadata answer without the topic: the partition is looked up again (Java's
+    PartitionLeaderStrategy), and one whose topic never appears ends with UNKNOWN_TOPIC_OR_PARTITION at the deadline.
+    The proxy says the new topic is unknown in the first two Metadata answers naming it."""
+    from kafka_proxy import KafkaProxy
+
+    topic, absent = _name("late"), _name("absent")
+    asked: list[str] = []
+
+    def not_known_yet(answer: dict[str, Any]) -> dict[str, Any]:
+        for t in answer["topics"]:
+            asked.append(t["name"])
+            if t["name"] == topic and asked.count(topic) <= 2:
+                t.update(error_code=UNKNOWN_TOPIC_OR_PARTITION, partitions=[])
+        return answer
+
+    proxy = KafkaProxy(broker.host, broker.port)
+    try:
+        with Admin({"bootstrap.servers": proxy.bootstrap_servers, "retry.backoff.ms": 10}) as a:
+            a.create_topics([NewTopic(topic, 1)], timeout_ms=20000)[topic].result()
+            proxy.rewrite[protocol.apis.METADATA.key] = not_known_yet
+            found = a.list_offsets({TopicPartition(topic, 0): "earliest"}, timeout_ms=20000)
+            missing = a.list_offsets({TopicPartition(absent, 0): "earliest"}, timeout_ms=1000)
+    finally:
+        proxy.close()
+    assert asked.count(topic) >= 3 and found[TopicPartition(topic, 0)].result().offset == 0
+    assert asked.count(absent) >= 2  # asked again until the deadline
+    assert getattr(missing[TopicPartition(absent, 0)].error, "code", None) == UNKNOWN_TOPIC_OR_PARTITION
+
+
 def test_close_from_another_thread_ends_a_running_call() -> None:
     import threading
 

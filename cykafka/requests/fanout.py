@@ -1,21 +1,21 @@
 """One call on many items, split by where each item's request goes (Java's AdminApiDriver and its lookup strategies):
 partitions by their leader, groups by their coordinator, topics by the controller, resources by their broker.
 
-Owns the per-item loop: a lookup gives each item its route, its own error (final: no such topic), or `Again` (no route
-yet: a partition without a leader, looked up again as soon as the metadata answers, at most retry.backoff.ms later,
-Java's awaitMetadataUpdate); items of one route go in one request (`batch`) or one request each; the answer is read
-per item (a value, or the item's typed error). Whether an item is asked again is the error table's
-word: its error must be retriable, and when its kinds say a route moved (STALE_METADATA, COORDINATOR_MOVED /
-COORDINATOR_LOADING, CONTROLLER_MOVED) it must be the kind of route this call uses (`moves`): a DeleteTopics answering
+Owns the per-item loop: a lookup gives each item its route, its own error (final: no such partition), or `Again` (no
+route yet: a partition without a leader, looked up again as soon as the metadata answers, at most retry.backoff.ms
+later, Java's awaitMetadataUpdate); items of one route go in one request (`batch`) or one request each; the answer is
+read per item (a value, or the item's typed error). Whether an item is asked again is the error table's word: its error
+must be retriable, and when its kinds say a route moved (STALE_METADATA, COORDINATOR_MOVED / COORDINATOR_LOADING,
+CONTROLLER_MOVED) it must be the kind of route this call uses (`moves`): a DeleteTopics answering
 UNKNOWN_TOPIC_OR_PARTITION (stale metadata, for a leader) is final at the controller, NOT_LEADER_OR_FOLLOWER for a
 ListOffsets is asked again of the new leader. Asked again means after retry.backoff.ms, its route looked up afresh (the
-kinds marked what went stale), until the deadline, when the item keeps its last error. A whole request failing with a
-broker's error or UnsupportedVersionError fails its items; with `reroute` (routes resolved from metadata, as the
-consumer's leaders) a retriable failure of the whole request (its broker died) sends its items back to the lookup after
-a metadata update, and one still without an answer at the deadline ends with a KafkaTimeoutError naming that last
-failure (Java's AdminApiDriver: the key's future times out); any other failure (no broker reached before the deadline,
-the client closed) fails the call. `kept`: the Asker's kept calls (a call still out at the deadline is waited for by the
-same call made again).
+kinds marked what went stale), until the deadline, when the item keeps its last error (also when the lookup itself was
+not answered by then). A whole request failing with a broker's error or UnsupportedVersionError fails its items; with
+`reroute` (routes resolved from metadata, as the consumer's leaders) a retriable failure of the whole request (its
+broker died) sends its items back to the lookup after a metadata update, and one still without an answer at the deadline
+ends with a KafkaTimeoutError naming that last failure (Java's AdminApiDriver: the key's future times out); any other
+failure (no broker reached before the deadline, the client closed) fails the call. `kept`: the Asker's kept calls (a
+call still out at the deadline is waited for by the same call made again).
 """
 
 from __future__ import annotations
@@ -83,7 +83,12 @@ class Fanout(Generic[K, V]):
         self._rerouted.clear()
         pending = wanted
         while pending:
-            routes = self.lookup(pending)
+            try:
+                routes = self.lookup(pending)
+            except KafkaTimeoutError:
+                if not all(item in results for item in pending):
+                    raise
+                break  # looked up again until the deadline: each item keeps its last error
             by_route: dict[Route, list[K]] = defaultdict(list)
             retry: list[K] = []
             for item in pending:
