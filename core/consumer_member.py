@@ -45,15 +45,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from cykafka.core.group import GroupEvent, GroupMember
 from cykafka.errors import IllegalStateError, KafkaError
 from cykafka.protocol import apis
-from cykafka.protocol.bodies import OffsetCommitRequestBody
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.protocol.frames import Request
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import OffsetCommitRequestBody
 
 TP = tuple[str, int]
 TopicIdPartition = tuple[UUID, int]

@@ -58,7 +58,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from cykafka.core.assignors import (
@@ -72,7 +72,6 @@ from cykafka.core.assignors import (
 )
 from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.protocol import apis
-from cykafka.protocol.bodies import OffsetCommitRequestBody
 from cykafka.protocol.consumer_protocol import (
     PROTOCOL_TYPE,
     decode_assignment,
@@ -82,6 +81,9 @@ from cykafka.protocol.consumer_protocol import (
 )
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.protocol.frames import Request
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import OffsetCommitRequestBody
 
 NO_GENERATION = -1
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})  # never matched by a pattern (Java)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from cykafka.errors import InvalidArgumentError, KafkaError
-from cykafka.protocol.bodies import DeleteAclsRequestFilters
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import DeleteAclsRequestFilters
 
 WILDCARD_RESOURCE = "*"  # ResourcePattern.WILDCARD_RESOURCE: a literal name matching every resource of its type
 WILDCARD_PRINCIPAL = "User:*"  # every principal (AclEntry.WILDCARD_PRINCIPAL_STRING)

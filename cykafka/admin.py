@@ -17,7 +17,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cykafka import admin_share
 from cykafka.acl import AclBinding, AclBindingFilter, FilterResult, binding_from_wire, checked_acls, filter_body
@@ -62,14 +62,6 @@ from cykafka.ports.values import (
 )
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.bodies import (
-    CreateAclsRequestBody,
-    CreateAclsRequestCreations,
-    CreatePartitionsRequestBody,
-    CreatePartitionsRequestTopics,
-    DeleteAclsRequestBody,
-    DescribeAclsRequestBody,
-)
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.requests.ask import Answer, Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
@@ -87,6 +79,16 @@ from cykafka.requests.offsets import (
 )
 from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
 from cykafka.serialization import validate_topic
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import (
+        CreateAclsRequestBody,
+        CreateAclsRequestCreations,
+        CreatePartitionsRequestBody,
+        CreatePartitionsRequestTopics,
+        DeleteAclsRequestBody,
+        DescribeAclsRequestBody,
+    )
 
 T = TypeVar("T")
 _client_ids = itertools.count(1)  # an Admin without client.id reports its metrics as cykafka-admin-N

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cykafka.errors import InvalidArgumentError, KafkaError, ProtocolError
 from cykafka.ports.values import Node, PartitionInfo, TopicPartition
-from cykafka.protocol.bodies import CreatePartitionsRequestTopicsAssignments
 from cykafka.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from cykafka.protocol.error_codes import ErrorCode, error_for
 from cykafka.serialization import validate_topic
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import CreatePartitionsRequestTopicsAssignments
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,15 +21,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cykafka.errors import KafkaError, ProtocolError
 from cykafka.ports import ClientResponse, Node, Transport
 from cykafka.protocol import Request
 from cykafka.protocol.apis import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, FIND_COORDINATOR, coordinators_of
-from cykafka.protocol.bodies import FindCoordinatorRequestBody
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
 from cykafka.requests.routes import Coordinator, ready_node
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import FindCoordinatorRequestBody
 
 log = logging.getLogger("cykafka.network")
 

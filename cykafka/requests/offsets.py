@@ -11,19 +11,21 @@ messages name the group or the call and the partition.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cykafka.errors import KafkaError
 from cykafka.ports.values import ListOffsetsResultInfo, OffsetAndMetadata, TopicPartition
 from cykafka.protocol import Request
 from cykafka.protocol.apis import LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, offset_commit_topics
-from cykafka.protocol.bodies import (
-    ListOffsetsRequestBody,
-    ListOffsetsRequestTopics,
-    OffsetFetchRequestBody,
-    OffsetFetchRequestTopics,
-)
 from cykafka.protocol.error_codes import error_for
+
+if TYPE_CHECKING:  # the generated bodies are for mypy only
+    from cykafka.protocol.bodies import (
+        ListOffsetsRequestBody,
+        ListOffsetsRequestTopics,
+        OffsetFetchRequestBody,
+        OffsetFetchRequestTopics,
+    )
 
 
 def by_topic_name(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
