@@ -5,8 +5,9 @@ auto.offset.reset, pause/resume, a bounded close with the broker gone, a leader 
 from __future__ import annotations
 
 import math
-import os
 import struct
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -664,31 +665,45 @@ def test_a_second_thread_gets_a_typed_error_naming_the_misuse(broker: EmbeddedBr
         assert not polling.is_alive() and time.monotonic() - started < 5  # the poll's 30 s wait was interrupted
 
 
+_FORKED_CONSUMER = """
+import os
+from cykafka import Consumer, IllegalStateError, TopicPartition
+
+consumer = Consumer({"bootstrap.servers": "127.0.0.1:1"})
+consumer.assign([TopicPartition("t", 0)])
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # the child: report what poll raised, and leave without running the parent's cleanup
+    try:
+        consumer.poll(0)
+        outcome = b"no error"
+    except IllegalStateError as e:
+        outcome = str(e).encode()
+    except BaseException as e:  # anything else fails the test in the parent
+        outcome = repr(e).encode()
+    consumer.close()
+    os.write(write, outcome)
+    os._exit(0)
+os.close(write)
+with os.fdopen(read, "rb") as pipe:
+    print(pipe.read().decode())
+os.waitpid(pid, 0)
+print(consumer.assignment() == {TopicPartition("t", 0)})  # the parent's consumer is untouched
+consumer.close(0)
+"""
+
+
 def test_a_consumer_used_in_a_forked_child_says_so() -> None:
     """A Consumer made before fork() belongs to the parent (threads, connections, group, fetched records): in the
-    child every call raises IllegalStateError saying so, instead of handing out the parent's records, then []."""
-    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1"})
-    consumer.assign([TopicPartition("t", 0)])
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report what poll raised, and leave without running the parent's cleanup
-        try:
-            consumer.poll(0)
-            outcome = b"no error"
-        except IllegalStateError as e:
-            outcome = str(e).encode()
-        except BaseException as e:  # anything else fails the test in the parent
-            outcome = repr(e).encode()
-        consumer.close()
-        os.write(write, outcome)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        outcome = pipe.read().decode()
-    os.waitpid(pid, 0)
-    assert "made in process" in outcome and "before a fork()" in outcome, outcome
-    assert consumer.assignment() == {TopicPartition("t", 0)}  # the parent's consumer is untouched
-    consumer.close(0)
+    child every call raises IllegalStateError saying so, instead of handing out the parent's records, then []. Forked
+    from an interpreter of its own: a child of the test process would also inherit (and rebuild, in their fork hooks)
+    whatever other tests left running there, and a fork is only as safe as every thread it copies."""
+    done = subprocess.run([sys.executable, "-c", _FORKED_CONSUMER], capture_output=True, text=True, timeout=60,
+                          cwd="/")
+    outcome, untouched = (done.stdout.strip().splitlines() or [""])[0], done.stdout.strip().splitlines()[-1:]
+    assert done.returncode == 0, done.stderr
+    assert "made in process" in outcome and "before a fork()" in outcome, done.stdout
+    assert untouched == ["True"], done.stdout
 
 
 @pytest.mark.parametrize(("call", "error", "message"), [
