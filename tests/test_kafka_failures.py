@@ -132,9 +132,9 @@ class _Cluster:
         """Elects each partition's preferred replica and waits until a Metadata answer shows it leading: the election
         is answered once the controller has it, a broker's metadata learns it a moment later (so does the ISR a
         PREFERRED_LEADER_NOT_AVAILABLE answer was checked against: elected again until then)."""
+        partitions = [ConfluentPartition(topic, p) for p in self.partitions(topic)]
+
         def led_by_preferred() -> bool:
-            described = self.admin.list_topics(topic, timeout=10).topics[topic].partitions
-            partitions = [ConfluentPartition(topic, p) for p in described]
             self.admin.elect_leaders(ElectionType.PREFERRED, partitions).result(30)  # per-partition errors: see above
             described = self.admin.list_topics(topic, timeout=10).topics[topic].partitions
             return all(m.leader == m.replicas[0] for m in described.values())
