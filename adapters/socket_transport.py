@@ -311,6 +311,7 @@ class SocketTransport:
                     return
         except OSError:
             return
+
     def abandon_after_fork(self) -> None:
         """In a forked child: closes this process's copies of the inherited fds and nothing else. No epoll_ctl (the
         epoll set is shared with the parent), no shutdown(), no wakeup byte: the parent's connections stay intact."""

@@ -10,7 +10,8 @@ Fork safety: threads, sockets and locks do not survive fork(). Every live Produc
 thread and (when the producer built them) a fresh transport and metadata. Batches queued before the fork are dropped
 in the child without delivery or callbacks: the parent still owns and delivers them (their futures, as copied into
 the child, never complete there). The child closes only its own copies of the inherited sockets; the parent keeps
-working.
+working. close() in a child before that hook ran (an at-fork hook registered earlier, such as a client cache's, closes
+it; or a fork skipped Python's hooks) does that and no more: it never stops, flushes or disconnects the parent's.
 
 Unclosed producers: the sender thread holds no strong reference to its Producer, so a dropped one is finalized
 (ResourceWarning; its thread delivers what is queued within UNCLOSED_TIMEOUT_S, then closes the sockets), and an
@@ -162,6 +163,7 @@ class Producer(SendPath, AppendSeam):
     def _build_runtime(self, transport: Transport | None, metadata: MetadataSource | None) -> None:
         """Pool, accumulator, transport, metadata, Sender and its thread: at construction and again after a fork."""
         cfg = self.config
+        self._runtime_pid = os.getpid()  # the process these threads, sockets and locks belong to
         self._pool: BufferPool[Any] = BufferPool(  # waiters: threading.Condition, cykafka.aio's loop waiters
             cfg.buffer_memory, cfg.batch_size)
         self._accumulator = RecordAccumulator(
@@ -220,15 +222,20 @@ class Producer(SendPath, AppendSeam):
 
     def _after_fork_in_child(self) -> None:
         """Runs in a forked child: drops the parent's batches undelivered, rebuilds everything a fork breaks."""
-        if self._closed:
+        if self._closed or self._runtime_pid == os.getpid():
             return
-        abandon = getattr(self._transport, "abandon_after_fork", None)
-        if self._owns_transport and abandon is not None:
-            abandon()  # close this process's copies of the parent's sockets; never touch the parent's connections
+        self._abandon_inherited()
         self._lock = ProducerLock()
         self._metrics = ProducerMetrics()
         self._build_runtime(None if self._owns_transport else self._transport,
                             None if self._owns_metadata else self._metadata)
+
+    def _abandon_inherited(self) -> None:
+        """In a forked child: closes this process's copies of the parent's sockets and nothing else (no shutdown,
+        no epoll_ctl on the epoll set the two processes share): the parent's connections stay intact."""
+        abandon = getattr(self._transport, "abandon_after_fork", None)
+        if self._owns_transport and abandon is not None:
+            abandon()
 
     # -- sending: SendPath.send (compiled) handles the common case and calls these for everything else -------------
 
@@ -511,6 +518,13 @@ class Producer(SendPath, AppendSeam):
         if self._closed:
             return
         self._closed = True
+        if self._runtime_pid != os.getpid():
+            # forked and not rebuilt yet (an at-fork hook registered before ours closes it, or a fork that skips
+            # Python's hooks): the threads, sockets and queued records are the parent's, to stop and deliver
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            self._abandon_inherited()
+            return
         if self._stats is not None:
             self._stats.stop()
         if self._finalizer is not None:

@@ -127,7 +127,8 @@ class ClientCache(Generic[Client]):
                 log.exception("cykafka: closing an idle %s failed", self._kind)
 
     def after_fork_in_child(self) -> None:
-        # each client's own hook already gave it fresh threads in this child: close those, start over
+        # start over; close() in a forked child is safe in either hook order: a client its own hook already rebuilt
+        # closes its fresh threads, one not rebuilt yet only lets go of its copies of the parent's (never theirs)
         entries = [e for es in self._entries.values() for e in es]
         self._reset()
         for entry in entries:
