@@ -1,6 +1,8 @@
 """cykafka: a Kafka client for Python (producer, consumer, admin, asyncio, Spark) with a Cython core, built as ports
 and adapters (composition root here)."""
 
+from typing import TYPE_CHECKING
+
 from cykafka.errors import (
     AllBrokersDownError,
     AuthenticationError,
@@ -41,43 +43,80 @@ from cykafka.errors import (
     TransactionStateError,
     UnsupportedVersionError,
 )
+from cykafka.lazy import lazy_names
 
-from cykafka.core import BatchResult, RecordFuture, RecordMetadata  # isort: skip  (the core imports cykafka.errors)
-from cykafka.producer import Producer, ProducerRecord  # isort: skip
-from cykafka.admin import (  # isort: skip
-    Admin,
-    ClusterDescription,
-    ConfigEntry,
-    ConfigResource,
-    NewPartitions,
-    NewTopic,
-    TopicDescription,
-)
-from cykafka.acl import (  # isort: skip
-    AccessControlEntry,
-    AccessControlEntryFilter,
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    FilterResult,
-    PatternType,
-    ResourcePattern,
-    ResourcePatternFilter,
-    ResourceType,
-)
-from cykafka.ports.values import (  # isort: skip
-    ConsumerGroupMetadata,
-    ListOffsetsResultInfo,
-    OffsetAndMetadata,
-    Result,
-    TopicPartition,
-    TransactionInfo,
-)
-from cykafka.consumer import Consumer, ConsumerRebalanceListener  # isort: skip
-from cykafka.core import ConsumerRecord  # isort: skip
-from cykafka.share_consumer import AcknowledgeType, ShareConsumer, ShareRecord  # isort: skip
-from cykafka import aio  # isort: skip  (AsyncProducer, AsyncConsumer: cykafka.aio)
+# The clients' names load on first use (PEP 562): a process that needs only the consumer (a Spark stream's planner, a
+# task's worker) does not import the producer, the admin client or asyncio. `_HOMES` is the table; the imports below
+# say the same to mypy (tests/test_typing.py checks they agree).
+if TYPE_CHECKING:
+    from cykafka import aio
+    from cykafka.acl import (
+        AccessControlEntry,
+        AccessControlEntryFilter,
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        FilterResult,
+        PatternType,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+    from cykafka.admin import (
+        Admin,
+        ClusterDescription,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        NewTopic,
+        TopicDescription,
+    )
+    from cykafka.consumer import (
+        Consumer,
+        ConsumerRebalanceListener,
+    )
+    from cykafka.core import (
+        BatchResult,
+        ConsumerRecord,
+        RecordFuture,
+        RecordMetadata,
+    )
+    from cykafka.ports.values import (
+        ConsumerGroupMetadata,
+        ListOffsetsResultInfo,
+        OffsetAndMetadata,
+        Result,
+        TopicPartition,
+        TransactionInfo,
+    )
+    from cykafka.producer import (
+        Producer,
+        ProducerRecord,
+    )
+    from cykafka.share_consumer import (
+        AcknowledgeType,
+        ShareConsumer,
+        ShareRecord,
+    )
+
+_HOMES: dict[str, str] = {name: module for module, names in (  # name -> the module it loads from
+    ("cykafka.core", ("BatchResult", "ConsumerRecord", "RecordFuture", "RecordMetadata")),
+    ("cykafka.producer", ("Producer", "ProducerRecord")),
+    ("cykafka.admin", ("Admin", "ClusterDescription", "ConfigEntry", "ConfigResource", "NewPartitions", "NewTopic",
+                       "TopicDescription")),
+    ("cykafka.acl", ("AccessControlEntry", "AccessControlEntryFilter", "AclBinding", "AclBindingFilter",
+                     "AclOperation", "AclPermissionType", "FilterResult", "PatternType", "ResourcePattern",
+                     "ResourcePatternFilter", "ResourceType")),
+    ("cykafka.ports.values", ("ConsumerGroupMetadata", "ListOffsetsResultInfo", "OffsetAndMetadata", "Result",
+                              "TopicPartition", "TransactionInfo")),
+    ("cykafka.consumer", ("Consumer", "ConsumerRebalanceListener")),
+    ("cykafka.share_consumer", ("AcknowledgeType", "ShareConsumer", "ShareRecord")),
+) for name in names}
+
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
+
 
 __version__ = "0.1.0"
 

@@ -184,3 +184,33 @@ def test_a_callback_only_ever_sees_a_kafka_error() -> None:
     assert seen == [error]
     assert batch.errors == [(0, error)]
     producer.close(0)
+
+
+@pytest.mark.parametrize("package", ["cykafka", "cykafka.spark"])
+def test_the_lazy_names_are_the_ones_mypy_sees_and_all_load(package: str) -> None:
+    """A package's table of names loaded on first use (cykafka/lazy.py) says what its imports under TYPE_CHECKING
+    say to mypy, name for name and module for module; __all__ names only what it has; each name loads."""
+    import ast
+    import importlib
+
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__ or "").read_text())
+    checked = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    for_mypy = {alias.name: node.module for node in checked.body if isinstance(node, ast.ImportFrom)
+                for alias in node.names if node.module != package}
+    assert for_mypy == module._HOMES
+    eager = set(vars(module))
+    assert set(module.__all__) <= eager | set(module._HOMES) | {"aio"}
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        module.nope  # noqa: B018
+
+
+def test_the_stream_planners_import_leaves_the_producer_admin_asyncio_and_sink_out() -> None:
+    """What Spark's stream-reader planner process imports (format("cykafka")'s data source) stays the consumer's:
+    every query starts that process, so each module it need not load is time off every stream (docs/spark.md)."""
+    code = ("import sys, cykafka.spark.datasource; print(' '.join(m for m in ('cykafka.producer', 'cykafka.admin', "
+            "'asyncio', 'cykafka.spark.sink', 'pyarrow.compute', 'cykafka.protocol.bodies') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert loaded.stdout.split() == [], loaded.stdout

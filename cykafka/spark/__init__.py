@@ -26,29 +26,70 @@ try:
 except ImportError as e:  # pragma: no cover - the spark extra is missing
     raise ImportError("cykafka's Spark data source needs pyspark>=4.0 and pyarrow: pip install 'cykafka[spark]'") from e
 
-from cykafka.producer import Producer
-from cykafka.spark.clients import CONSUMERS, PRODUCERS, ClientCache, ProducerCache
-from cykafka.spark.datasource import CykafkaDataSource, local_session, register
-from cykafka.spark.exactly_once import TaskIdentity, complete_transactions
-from cykafka.spark.plan import (
-    EOS_TRANSACTION_TIMEOUT_MS,
-    SINK_OPTIONS,
-    CykafkaCommitMessage,
-    DeliveryError,
-    PreparedTransaction,
-    SinkPlan,
-    SinkSchemaError,
-    plan_sink,
-)
-from cykafka.spark.sink import (
-    CykafkaArrowWriter,
-    CykafkaStreamRowWriter,
-    _arrow_columns,
-    _row_columns,
-    _timestamp_ms_list,
-    write_task,
-)
-from cykafka.spark.source import CykafkaReader, CykafkaStreamReader, _Offsets, read_range, source_schema
+from typing import TYPE_CHECKING
+
+from cykafka.lazy import lazy_names
+
+# Names load on first use (cykafka/lazy.py): the process that plans a stream's reads imports the source's modules,
+# not the sink's, the producer or pyarrow.compute.
+if TYPE_CHECKING:
+    from cykafka.producer import (
+        Producer,
+    )
+    from cykafka.spark.clients import (
+        CONSUMERS,
+        PRODUCERS,
+        ClientCache,
+        ProducerCache,
+    )
+    from cykafka.spark.datasource import (
+        CykafkaDataSource,
+        local_session,
+        register,
+    )
+    from cykafka.spark.exactly_once import (
+        TaskIdentity,
+        complete_transactions,
+    )
+    from cykafka.spark.plan import (
+        EOS_TRANSACTION_TIMEOUT_MS,
+        SINK_OPTIONS,
+        CykafkaCommitMessage,
+        DeliveryError,
+        PreparedTransaction,
+        SinkPlan,
+        SinkSchemaError,
+        plan_sink,
+    )
+    from cykafka.spark.sink import (
+        CykafkaArrowWriter,
+        CykafkaStreamRowWriter,
+        _arrow_columns,
+        _row_columns,
+        _timestamp_ms_list,
+        write_task,
+    )
+    from cykafka.spark.source import (
+        CykafkaReader,
+        CykafkaStreamReader,
+        _Offsets,
+        read_range,
+        source_schema,
+    )
+
+_HOMES: dict[str, str] = {name: module for module, names in (  # name -> the module it loads from
+    ("cykafka.producer", ("Producer",)),
+    ("cykafka.spark.clients", ("CONSUMERS", "PRODUCERS", "ClientCache", "ProducerCache")),
+    ("cykafka.spark.datasource", ("CykafkaDataSource", "local_session", "register")),
+    ("cykafka.spark.exactly_once", ("TaskIdentity", "complete_transactions")),
+    ("cykafka.spark.plan", ("EOS_TRANSACTION_TIMEOUT_MS", "SINK_OPTIONS", "CykafkaCommitMessage", "DeliveryError",
+                            "PreparedTransaction", "SinkPlan", "SinkSchemaError", "plan_sink")),
+    ("cykafka.spark.sink", ("CykafkaArrowWriter", "CykafkaStreamRowWriter", "_arrow_columns", "_row_columns",
+                            "_timestamp_ms_list", "write_task")),
+    ("cykafka.spark.source", ("CykafkaReader", "CykafkaStreamReader", "_Offsets", "read_range", "source_schema")),
+) for name in names}
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
 
 __all__ = [
     "CONSUMERS", "EOS_TRANSACTION_TIMEOUT_MS", "PRODUCERS", "SINK_OPTIONS", "ClientCache", "CykafkaArrowWriter",

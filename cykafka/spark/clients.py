@@ -11,10 +11,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from cykafka.consumer import Consumer
-from cykafka.producer import Producer
+if TYPE_CHECKING:
+    from cykafka.consumer import Consumer
+    from cykafka.producer import Producer
 
 log = logging.getLogger("cykafka.spark")
 
@@ -135,15 +136,27 @@ class ClientCache(Generic[Client]):
             entry.client.close(0)
 
 
-class ProducerCache(ClientCache[Producer]):
+def _producer(config: dict[str, str]) -> Producer:
+    from cykafka.producer import Producer  # imported by the first task that writes: a reader's process never does
+
+    return Producer(config)
+
+
+def _consumer(config: dict[str, str]) -> Consumer:
+    from cykafka.consumer import Consumer  # a read task's or the planner's: a writer's process never does
+
+    return Consumer(config)
+
+
+class ProducerCache(ClientCache["Producer"]):
     """The producers of this process: one per config, shared by its tasks."""
 
     def __init__(self) -> None:
-        super().__init__(Producer, "producer", exclusive=False)
+        super().__init__(_producer, "producer", exclusive=False)
 
 
 PRODUCERS = ProducerCache()
 os.register_at_fork(after_in_child=PRODUCERS.after_fork_in_child)
 
 
-CONSUMERS: ClientCache[Consumer] = ClientCache(Consumer, "consumer", exclusive=True)
+CONSUMERS: ClientCache[Consumer] = ClientCache(_consumer, "consumer", exclusive=True)

@@ -18,7 +18,6 @@ from pyspark.sql.types import StructType
 
 from cykafka.errors import ConfigError
 from cykafka.spark.plan import SOURCE_NAME, plan_sink
-from cykafka.spark.sink import stream_writer, writer
 from cykafka.spark.source import CykafkaReader, CykafkaStreamReader, source_schema
 from cykafka.spark.source_options import (
     parse_source_options,
@@ -51,10 +50,14 @@ class CykafkaDataSource(ds.DataSource):
         plan = plan_sink(self.options, schema)
         if plan.exactly_once:  # one id for the job, shipped to its tasks inside the writer
             plan = replace(plan, write_id=f"cykafka-{uuid.uuid4().hex}")
+        from cykafka.spark.sink import writer  # the sink's modules (the producer's too) only where a query writes
+
         return writer(plan)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ds.DataSourceStreamWriter:
         # overwrite means output mode "complete": like Spark's Kafka sink, each micro-batch's rows are appended
+        from cykafka.spark.sink import stream_writer
+
         return stream_writer(plan_sink(self.options, schema))
 
 
