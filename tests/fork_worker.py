@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import traceback
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported inside each scenario: the cached one imports in a chosen order
@@ -93,8 +94,9 @@ class _Kept(logging.Handler):
 
 def cached(bootstrap: str, topic: str, cache_first: bool) -> None:
     """A Spark-cached producer, then fork(): the cache's at-fork hook closes it in the child, before or after the
-    producers' own hook rebuilt it (the hooks run in the order their modules were first imported). Either way the
-    parent's connection must stay as it was: 10 records before the fork, 10 after, nothing logged."""
+    producers' own hook rebuilt it (the hooks run in the order their modules were first imported), and the child's
+    next acquire builds a producer of its own (1 record). Either way the parent keeps its producer and its connection
+    as it was: 10 records before the fork, 10 after, nothing logged."""
     first_use = ["cykafka.spark.clients", "cykafka.producer"]  # each registers its at-fork hook when imported
     for module in first_use if cache_first else reversed(first_use):
         importlib.import_module(module)
@@ -108,10 +110,24 @@ def cached(bootstrap: str, topic: str, cache_first: bool) -> None:
     for i in range(10):
         producer.send(topic, b"before-%d" % i).result(timeout=30)
     pid = os.fork()
-    if pid == 0:
-        os._exit(0 if producer._closed else 3)  # the cache closed its producer in the child
+    if pid == 0:  # the child forgets and closes the parent's producer, and builds its own on the next acquire
+        code = 3
+        try:
+            assert producer._closed and len(PRODUCERS) == 0, "the child's cache kept the parent's producer"
+            fresh = PRODUCERS.acquire(config, 60_000)
+            assert fresh is not producer
+            fresh.send(topic, b"child").result(timeout=30)
+            PRODUCERS.release(config)
+            PRODUCERS.close_all(10)
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
     _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child's cache hook did not close the cached producer"
+    assert os.waitstatus_to_exitcode(status) == 0, "the child kept the parent's producer or could not send"
+    assert PRODUCERS.acquire(config, 60_000) is producer, "the parent keeps its producer"
+    PRODUCERS.release(config)
     for i in range(10):
         producer.send(topic, b"after-%d" % i).result(timeout=30)
     PRODUCERS.release(config)

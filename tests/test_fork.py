@@ -52,4 +52,4 @@ def test_a_cached_producer_closed_in_the_child_leaves_the_parents_connection_alo
     topic = f"fork-cached-{uuid.uuid4().hex[:8]}"
     _run(order, broker, topic)
     values = sorted(r.value or b"" for r in read_back(broker.bootstrap_servers, topic))
-    assert values == sorted([b"before-%d" % i for i in range(10)] + [b"after-%d" % i for i in range(10)])
+    assert values == sorted([b"before-%d" % i for i in range(10)] + [b"after-%d" % i for i in range(10)] + [b"child"])

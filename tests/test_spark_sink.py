@@ -4,7 +4,6 @@ task write path against the embedded broker, and the per-process producer cache 
 from __future__ import annotations
 
 import datetime
-import multiprocessing
 import uuid
 from typing import Any
 
@@ -310,27 +309,3 @@ def test_cache_reuses_per_config_and_evicts_idle() -> None:
         assert cache.evict_idle(far_future_s) == 1 and first._closed and len(cache) == 0
     finally:
         cache.close_all(0)
-
-
-def _child_gets_a_new_producer(cache: sink.ProducerCache, config: Any, parent_producer: Any) -> None:
-    assert len(cache) == 0, "the child forgets the parent's producers"
-    producer = cache.acquire(config, 60_000)
-    assert producer is not parent_producer
-    cache.release(config)
-    cache.close_all(0)
-
-
-def test_cache_after_fork_builds_new_producers() -> None:
-    config = (("bootstrap.servers", "127.0.0.1:1"),)
-    parent_producer = sink.PRODUCERS.acquire(config, 60_000)
-    try:
-        child = multiprocessing.get_context("fork").Process(
-            target=_child_gets_a_new_producer, args=(sink.PRODUCERS, config, parent_producer))
-        child.start()
-        child.join(60)
-        assert child.exitcode == 0
-        assert sink.PRODUCERS.acquire(config, 60_000) is parent_producer, "the parent keeps its producer"
-        sink.PRODUCERS.release(config)
-    finally:
-        sink.PRODUCERS.release(config)
-        sink.PRODUCERS.evict_idle(10**9)
