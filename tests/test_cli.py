@@ -27,6 +27,20 @@ from cykafka.verify import read_back
 CYKAFKA = str(Path(sys.executable).parent / "cykafka")  # the console script pip installed next to this Python
 
 
+def _wait_or_dump(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Waits for a CLI started with PYTHONFAULTHANDLER=1 (DUMPING); one that has not ended by then is made to print
+    every thread's stack (SIGABRT, faulthandler) and the test fails with that on stderr."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"{proc.args} did not end within {timeout_s} s; its threads:\n{err.decode(errors='replace')}")
+
+
+DUMPING = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+
+
 def _topic() -> str:
     return f"cli-{uuid.uuid4().hex[:12]}"
 
@@ -363,7 +377,7 @@ def test_a_ctrl_c_produce_sends_what_it_read_and_prints_its_summary(broker: Embe
     waited for, and the summary says so; exit code 130 (the input was not read to its end)."""
     topic = _topic()
     proc = subprocess.Popen([CYKAFKA, "produce", topic, "-b", broker.bootstrap_servers], stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=DUMPING)
     assert proc.stdin is not None
     proc.stdin.write(b"a\nb\nc\n")
     proc.stdin.flush()
@@ -375,7 +389,7 @@ def test_a_ctrl_c_produce_sends_what_it_read_and_prints_its_summary(broker: Embe
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(timeout=60)  # stdin kept open: the input's end must not race the Ctrl-C (communicate closes it)
+        _wait_or_dump(proc, 60)  # stdin kept open: the input's end must not race the Ctrl-C (communicate closes it)
     finally:
         proc.kill()
         proc.stdin.close()
