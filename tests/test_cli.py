@@ -376,8 +376,11 @@ def test_a_ctrl_c_produce_sends_what_it_read_and_prints_its_summary(broker: Embe
     """A Ctrl-C'd `cykafka produce` printed no summary (issue 24): now reading stops, what was read is sent and
     waited for, and the summary says so; exit code 130 (the input was not read to its end)."""
     topic = _topic()
+    # SIGINT as a terminal gives it: a test run started in the background (bash `cmd &`) ignores SIGINT, its children
+    # inherit that, and Python then installs no KeyboardInterrupt handler
     proc = subprocess.Popen([CYKAFKA, "produce", topic, "-b", broker.bootstrap_servers], stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=DUMPING)
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=DUMPING,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdin is not None
     proc.stdin.write(b"a\nb\nc\n")
     proc.stdin.flush()
