@@ -518,17 +518,15 @@ class Producer(SendPath, AppendSeam):
         if self._closed:
             return
         self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
         if self._runtime_pid != os.getpid():
             # forked and not rebuilt yet (an at-fork hook registered before ours closes it, or a fork that skips
             # Python's hooks): the threads, sockets and queued records are the parent's, to stop and deliver
-            if self._finalizer is not None:
-                self._finalizer.detach()
             self._abandon_inherited()
             return
         if self._stats is not None:
             self._stats.stop()
-        if self._finalizer is not None:
-            self._finalizer.detach()
         with self._lock:
             self._accumulator.close()
         self.sender.running = False
