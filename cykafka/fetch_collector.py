@@ -140,7 +140,9 @@ class FetchCollector:
                     continue
                 if not self._advance(item, state, got):
                     break  # more data, none taken: the sink is full (an Arrow column at 2 GiB), finish it first
-            self.wakeup()  # room in the buffer, or a partition to fetch again
+                fetching = state.in_flight
+            if not fetching:  # room in the buffer, or a partition to fetch again (else its answer wakes the loop)
+                self.wakeup()
         return taken
 
     def _advance(self, item: CompletedFetch, state: PartitionState, got: int) -> bool:
