@@ -10,7 +10,9 @@
 # acknowledgement crossed several such waits. With the mark, the application's next send() or poll() once the thread
 # has wanted the GIL for HANDOFF_AFTER_US releases the GIL until the network thread holds it (at most HANDOFF_MAX_US;
 # at once when nobody waits). HANDOFF_AFTER_US lets a caller sending flat out append a few more records per turn of
-# the sender (bench/e2e_bench.py, send() records/s: 0 cost 12%, 200 µs nothing). An application thread that
+# the sender (bench/e2e_bench.py, send() records/s: 0 cost 12%, 200 µs nothing); a consumer's poll() hands over
+# at once (it takes what the network thread files: waiting helps nothing). A wait with events already ready returns
+# them keeping the GIL (a busy network thread gives it up only where it would block). An application thread that
 # never calls cykafka gives the GIL back as before, after the switch interval. (Keeping the GIL through the socket
 # calls instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
 # its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py.)
@@ -75,10 +77,10 @@ cdef inline int64_t _clock_us() noexcept nogil:
     return <int64_t>ts.tv_sec * 1000000 + ts.tv_nsec // 1000
 
 
-cdef inline void yield_to_network() noexcept:
-    """When a network thread whose system call ended has wanted the GIL for HANDOFF_AFTER_US: releases the GIL until
-    it holds it (at most HANDOFF_MAX_US)."""
-    if cyk_load(&cyk_handoff_waiting) == 0 or _clock_us() - cyk_load_ll(&cyk_handoff_since_us) < HANDOFF_AFTER_US:
+cdef inline void yield_to_network(int64_t after_us=HANDOFF_AFTER_US) noexcept:
+    """When a network thread whose system call ended has wanted the GIL for after_us: releases the GIL until it
+    holds it (at most HANDOFF_MAX_US)."""
+    if cyk_load(&cyk_handoff_waiting) == 0 or _clock_us() - cyk_load_ll(&cyk_handoff_since_us) < after_us:
         return
     cdef unsigned int seen = cyk_load_u(&cyk_handoff_taken)
     cdef int64_t until_us
@@ -104,16 +106,15 @@ def wait_events(int epoll_fd, long long timeout_ms):
     """wait_events(epoll_fd, timeout_ms)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
     selectors.EpollSelector.select reports them (at most WAIT_MAX_EVENTS; the rest are there on the next call). With
-    timeout_ms > 0 (-1: no limit) it waits that long with the GIL released, which comes back through the
-    application's next send() or poll() (module comment); with 0 it keeps the GIL."""
+    timeout_ms > 0 (-1: no limit) and nothing ready yet it waits that long with the GIL released, which comes back
+    through the application's next send() or poll() (module comment); what is ready at once is returned keeping it."""
     cdef epoll_event ready[WAIT_MAX_EVENTS]
     cdef int count, code, i
     cdef int wait_ms = <int>min(timeout_ms, WAIT_MAX_MS) if timeout_ms >= 0 else -1
     cdef uint32_t mask
-    if wait_ms == 0:
-        count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)
-        code = errno
-    else:
+    count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)  # what is ready now, keeping the GIL
+    code = errno
+    if count == 0 and wait_ms != 0:
         with nogil:
             count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
@@ -132,8 +133,8 @@ def wait_events(int epoll_fd, long long timeout_ms):
 
 def network_yield():
     """network_yield()\n--\n
-    yield_to_network() for Python callers (the consumers' poll())."""
-    yield_to_network()
+    yield_to_network() for Python callers (the consumers' poll()), handing over at once."""
+    yield_to_network(0)
 
 
 cdef inline object _io_error(int code):
