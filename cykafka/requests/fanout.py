@@ -150,7 +150,11 @@ class Fanout(Generic[K, V]):
             results.update((item, Result(error=e)) for item in items)
             return []
         except KafkaError as e:
-            if not (self.reroute and e.retriable and self.asker.clock.monotonic_ms() < deadline_ms):
+            if isinstance(e, KafkaTimeoutError):  # still out at the deadline
+                if self.reroute and all(item in self._rerouted for item in items):
+                    return items  # asked again after a failure: each keeps its last one (run() says timed out)
+                raise
+            if not (self.reroute and e.retriable):
                 raise
             results.update((item, Result(error=e)) for item in items)
             self._rerouted.update(items)
