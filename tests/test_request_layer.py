@@ -416,39 +416,10 @@ def test_a_rerouting_fanout_sends_the_items_of_a_dead_broker_back_to_the_lookup(
     assert client.metadata.updates > updates  # the dead broker's partitions: a metadata update first
 
 
-def test_a_rerouted_item_still_unanswered_at_the_deadline_ends_with_a_timeout_naming_its_last_failure() -> None:
-    """Java's AdminApiDriver: a key whose broker keeps failing is looked up and asked again until the deadline, then
-    its future fails with a TimeoutException; here the item's Result is a KafkaTimeoutError naming the API and the
-    last failure (its cause), while the call itself returns."""
+def _reset_items_timeout(client: Client, deadline_ms: int = 1_000) -> None:
+    """One partition's ListOffsets through a rerouting Fanout (routes from metadata: node 1) until deadline_ms from
+    now; its Result must be the KafkaTimeoutError naming the API and the connection's reset (its cause)."""
     tp = TopicPartition("t", 0)
-    client = Client(lambda node, request: NetworkError("the connection closed"))
-
-    def read(items: list[TopicPartition], body: Mapping[str, Any], node: int) -> Mapping[TopicPartition, Any]:
-        return read_list_offsets(body)
-
-    fanout: Any = Fanout(client.asker, lambda items: dict.fromkeys(items, Broker(1)),
-                         lambda items: list_offsets_request(dict.fromkeys(items, -1), read_committed=False),
-                         read, moves=LEADER_MOVED, reroute=True)
-    result = fanout.run([tp], client.clock.monotonic_ms() + 1_000)[tp]
-    with pytest.raises(KafkaTimeoutError, match=r"ListOffsets not answered before the deadline; last: "
-                                                r"the connection closed") as raised:
-        result.result()
-    assert isinstance(raised.value.__cause__, NetworkError)
-    assert len(client.transport.sent) > 1  # asked again, not given up after the first failure
-
-
-def test_a_rerouted_items_failure_arriving_as_the_deadline_passes_ends_it_with_the_timeout_too() -> None:
-    """The broker's failure (Tansu resetting the connection on DeleteRecords) arriving just after the deadline: the
-    item still ends with the KafkaTimeoutError naming its last failure, not the raw NetworkError raised out of the
-    call (test_admin's test_delete_records_on_tansu_fails_the_call failed so in a CI run, and 2 runs in 8 here)."""
-    tp = TopicPartition("t", 0)
-    deadline_ms = 1_000
-
-    def answer(node: int, request: Any) -> NetworkError:
-        client.clock.advance(deadline_ms)  # the answer comes as the deadline passes
-        return NetworkError("the connection closed")
-
-    client = Client(answer)
 
     def read(items: list[TopicPartition], body: Mapping[str, Any], node: int) -> Mapping[TopicPartition, Any]:
         return read_list_offsets(body)
@@ -460,29 +431,42 @@ def test_a_rerouted_items_failure_arriving_as_the_deadline_passes_ends_it_with_t
     with pytest.raises(KafkaTimeoutError, match=r"ListOffsets not answered before the deadline; last: "
                                                 r"the connection closed") as raised:
         result.result()
-    assert isinstance(raised.value.__cause__, NetworkError) and len(client.transport.sent) == 1
+    assert isinstance(raised.value.__cause__, NetworkError)
+
+
+def test_a_rerouted_item_still_unanswered_at_the_deadline_ends_with_a_timeout_naming_its_last_failure() -> None:
+    """Java's AdminApiDriver: a key whose broker keeps failing is looked up and asked again until the deadline, then
+    its future fails with a TimeoutException; here the item's Result is a KafkaTimeoutError naming the API and the
+    last failure (its cause), while the call itself returns."""
+    client = Client(lambda node, request: NetworkError("the connection closed"))
+    _reset_items_timeout(client)
+    assert len(client.transport.sent) > 1  # asked again, not given up after the first failure
+
+
+def test_a_rerouted_items_failure_arriving_as_the_deadline_passes_ends_it_with_the_timeout_too() -> None:
+    """The broker's failure (Tansu resetting the connection on DeleteRecords) arriving just after the deadline: the
+    item still ends with the KafkaTimeoutError naming its last failure, not the raw NetworkError raised out of the
+    call (test_admin's test_delete_records_on_tansu_fails_the_call failed so in a CI run, and 2 runs in 8 here)."""
+    deadline_ms = 1_000
+
+    def answer(node: int, request: Any) -> NetworkError:
+        client.clock.advance(deadline_ms)  # the answer comes as the deadline passes
+        return NetworkError("the connection closed")
+
+    client = Client(answer)
+    _reset_items_timeout(client, deadline_ms)
+    assert len(client.transport.sent) == 1
 
 
 def test_a_rerouted_item_asked_again_and_unanswered_at_the_deadline_ends_with_the_timeout_naming_its_failure() -> None:
     """The item's first request failed (a reset), the one asking again is still out at the deadline: the item ends
     with the KafkaTimeoutError naming the reset, and the call returns (it raised the Asker's own timeout: the other
     way test_delete_records_on_tansu_fails_the_call failed, 1 run in 10)."""
-    tp = TopicPartition("t", 0)
 
     def answer(node: int, request: Any) -> NetworkError:
         client.transport.poll = lambda timeout_ms, now_ms: []  # never answered again
         return NetworkError("the connection closed")
 
     client = Client(answer)
-
-    def read(items: list[TopicPartition], body: Mapping[str, Any], node: int) -> Mapping[TopicPartition, Any]:
-        return read_list_offsets(body)
-
-    fanout: Any = Fanout(client.asker, lambda items: dict.fromkeys(items, Broker(1)),
-                         lambda items: list_offsets_request(dict.fromkeys(items, -1), read_committed=False),
-                         read, moves=LEADER_MOVED, reroute=True)
-    result = fanout.run([tp], client.clock.monotonic_ms() + 1_000)[tp]
-    with pytest.raises(KafkaTimeoutError, match=r"ListOffsets not answered before the deadline; last: "
-                                                r"the connection closed") as raised:
-        result.result()
-    assert isinstance(raised.value.__cause__, NetworkError) and len(client.transport.sent) == 2
+    _reset_items_timeout(client)
+    assert len(client.transport.sent) == 2
