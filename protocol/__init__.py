@@ -2,9 +2,9 @@
 
 Owns: the notation (`schema`: `F`, `api`), the descriptions of every API cykafka speaks (`apis`, with the version
 tables derived from them: SUPPORTED_VERSIONS, FLEXIBLE_FROM, API_NAMES), the generic body codec (`codec`), frames
-with their request/response headers (`frames`), the Produce hot path (`produce`), the one dispatch a transport calls
-for any request (`wire`), Kafka's error codes (`error_codes`) and the consumer protocol's embedded structs
-(`consumer_protocol`). No sockets, no clocks: dicts in, bytes out, and back.
+with their request/response headers (`frames`), the Produce and Fetch hot paths (`produce`, `fetch`), the one
+dispatch a transport calls for any request (`wire`), Kafka's error codes (`error_codes`) and the consumer protocol's
+embedded structs (`consumer_protocol`). No sockets, no clocks: dicts in, bytes out, and back.
 
 An inner layer (the folder `protocol/`, installed as `cykafka.protocol`): it imports nothing of cykafka but the
 errors (`errors/`, installed as `cykafka.errors`), so the core, the ports and the adapters can all stand on it.
@@ -12,8 +12,8 @@ errors (`errors/`, installed as `cykafka.errors`), so the core, the ports and th
 Why compiled at first use rather than generated code: the plans are closures built from the descriptions the first
 time an (API, version, direction) is used and cached, so the description is the only source (no generated file to
 keep in step, no "regenerate" step to forget) and importing costs nothing for the ~400 plans never used. Hot paths
-(Produce request encoding, ProduceResponse and later FetchResponse decoding) stay hand-written where speed matters,
-each with a test that it equals this codec.
+(Produce and Fetch requests and answers, what a client sends and reads on every turn of its network threads) stay
+hand-written where speed matters, each with a test that it equals this codec.
 """
 
 from cykafka.protocol.apis import API_NAMES, APIS, FLEXIBLE_FROM, SUPPORTED_VERSIONS

@@ -13,11 +13,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from cykafka.errors import ProtocolError, RequestEncodeError
 from cykafka.protocol.schema import Api, Field
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 Put = Callable[[bytearray, Any], None]
 Get = Callable[["Reader"], Any]
@@ -84,10 +87,52 @@ def put_uvarint(out: bytearray, value: int, max_value: int = 0xFFFFFFFF) -> None
 
 
 def put_length(out: bytearray, length: int, flexible: bool, int16_prefix: bool = False) -> None:
-    if flexible:
-        put_uvarint(out, length + 1)
-    else:
+    if not flexible:
         out += (_I16 if int16_prefix else _I32).pack(length)
+    elif -1 <= length < 0x7F:
+        out.append(length + 1)  # a one-byte varint: the usual
+    else:
+        put_uvarint(out, length + 1)
+
+
+def put_string(out: bytearray, text: str, flexible: bool) -> None:
+    """A string with its length (compact, or int16); RequestEncodeError past 32767 bytes."""
+    raw = text.encode()
+    if len(raw) > _MAX_STRING_BYTES:
+        raise RequestEncodeError(f"string of {len(raw)} bytes exceeds the 32767-byte limit")
+    put_length(out, len(raw), flexible, int16_prefix=True)
+    out += raw
+
+
+# --- for the hand-written hot paths (produce.py, fetch.py): reads in place, no Reader ---------------------------------
+
+
+def read_length(data: Buffer, pos: int, flexible: bool, int16_prefix: bool = False) -> tuple[int, int]:
+    """(length, position after it): compact (unsigned varint - 1) or int16/int32; -1 is null, -2 an overlong varint
+    (never a usual answer). struct.error / IndexError past the end."""
+    if not flexible:
+        layout = _I16 if int16_prefix else _I32
+        return layout.unpack_from(data, pos)[0], pos + layout.size
+    value = shift = 0
+    for _ in range(5):
+        byte = data[pos]  # type: ignore[index]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value - 1, pos
+        shift += 7
+    return -2, pos
+
+
+def read_topic_head(data: Buffer, pos: int, flexible: bool) -> tuple[str, int, int] | None:
+    """A topic's entry in an answer, up to its partitions: (name, partition count, position after), or None where
+    the usual answer has no null (a null name or array, a name past the end, an overlong varint)."""
+    name_bytes, pos = read_length(data, pos, flexible, int16_prefix=True)
+    if name_bytes < 0 or pos + name_bytes > len(data):  # type: ignore[arg-type]
+        return None
+    name = str(data[pos:pos + name_bytes], "utf-8")  # type: ignore[index]
+    count, pos = read_length(data, pos + name_bytes, flexible)
+    return None if count < 0 else (name, count, pos)
 
 
 # --- primitives: (put, get, minimum wire bytes) ---------------------------------------------------------------------
@@ -127,12 +172,8 @@ def _primitive(type_: str, flexible: bool) -> tuple[Put, Get, int]:
 
         return put_uuid, lambda r: UUID(bytes=bytes(r.take(16))), 16
     if type_ == "string":
-        def put_string(out: bytearray, v: str) -> None:
-            data = v.encode()
-            if len(data) > _MAX_STRING_BYTES:
-                raise RequestEncodeError(f"string of {len(data)} bytes exceeds the 32767-byte limit")
-            put_length(out, len(data), flexible, int16_prefix=True)
-            out += data
+        def put_text(out: bytearray, v: str) -> None:
+            put_string(out, v, flexible)
 
         def get_string(r: Reader) -> str:
             length = r.length(flexible, int16_prefix=True)
@@ -140,7 +181,7 @@ def _primitive(type_: str, flexible: bool) -> tuple[Put, Get, int]:
                 raise ProtocolError(f"null string before offset {r.pos} where a string is required")
             return str(r.take(length), "utf-8")
 
-        return put_string, get_string, 1 if flexible else 2
+        return put_text, get_string, 1 if flexible else 2
     # bytes, records
     def put_bytes(out: bytearray, v: Any) -> None:
         view = memoryview(v).cast("B")

@@ -18,16 +18,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from cykafka.errors import RequestEncodeError
 from cykafka.protocol.apis import PRODUCE
-from cykafka.protocol.codec import put_length
-from cykafka.protocol.frames import decode_response, lookup
+from cykafka.protocol.codec import put_length, put_string, read_length, read_topic_head
+from cykafka.protocol.frames import decode_response, lookup, request_head
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-_I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
-_HEAD = struct.Struct(">hhi")  # api key, version, correlation id
+_I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
-_MAX_STRING_BYTES = 0x7FFF
 # a partition's answer: index, error code, base offset, log append time (, log start offset: v5+)
 _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
@@ -56,35 +54,20 @@ class ProduceRequest:
                                for name, partitions in self.topics]}
 
 
-def _put_string(out: bytearray, text: str, flexible: bool) -> None:
-    raw = text.encode()
-    if len(raw) > _MAX_STRING_BYTES:
-        raise RequestEncodeError(f"string of {len(raw)} bytes exceeds the 32767-byte limit")
-    put_length(out, len(raw), flexible, int16_prefix=True)
-    out += raw
-
-
 def _encode(request: ProduceRequest, version: int, correlation_id: int,
             client_id: str | None) -> list[bytes | memoryview]:
     flexible = PRODUCE.is_flexible(version)
-    head = bytearray(4)
-    head += _HEAD.pack(PRODUCE.key, version, correlation_id)
-    if client_id is None:
-        head += b"\xff\xff"
-    else:
-        _put_string(head, client_id, False)  # int16 length in every header
-    if flexible:
-        head.append(0)
+    head = request_head(PRODUCE, version, correlation_id, client_id)
     if request.transactional_id is None:
         head += b"\x00" if flexible else b"\xff\xff"
     else:
-        _put_string(head, request.transactional_id, flexible)
+        put_string(head, request.transactional_id, flexible)
     head += _ACKS_TIMEOUT.pack(request.acks, request.timeout_ms)
     put_length(head, len(request.topics), flexible)
     chunks: list[bytes | memoryview] = []
     size_bytes = 0
     for name, partitions in request.topics:
-        _put_string(head, name, flexible)
+        put_string(head, name, flexible)
         put_length(head, len(partitions), flexible)
         for index, records in partitions:
             head += _I32.pack(index)
@@ -123,22 +106,6 @@ def encode_produce_request(request: ProduceRequest, version: int, correlation_id
         raise RequestEncodeError(f"cannot encode the Produce v{version} request: {e}") from e
 
 
-def _length(data: bytes, pos: int, flexible: bool, int16_prefix: bool = False) -> tuple[int, int]:
-    """(length, position after it): compact (unsigned varint - 1) or int16/int32; -1 is null."""
-    if not flexible:
-        layout = _I16 if int16_prefix else _I32
-        return layout.unpack_from(data, pos)[0], pos + layout.size
-    value = shift = 0
-    for _ in range(5):
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value - 1, pos
-        shift += 7
-    return -2, pos  # overlong: not the usual answer
-
-
 def _decode_usual(version: int, data: bytes) -> tuple[int, dict[str, Any]] | None:
     """The usual answer as the generic codec decodes it, or None for anything else (the generic decoder's turn).
     Raises struct.error / IndexError / UnicodeDecodeError on truncated or malformed input (the same)."""
@@ -153,19 +120,15 @@ def _decode_usual(version: int, data: bytes) -> tuple[int, dict[str, Any]] | Non
         if data[pos]:
             return None
         pos += 1
-    topic_count, pos = _length(data, pos, flexible)
+    topic_count, pos = read_length(data, pos, flexible)
     if topic_count < 0:
         return None
     topics = []
     for _ in range(topic_count):
-        name_bytes, pos = _length(data, pos, flexible, int16_prefix=True)
-        if name_bytes < 0 or pos + name_bytes > len(data):
+        topic = read_topic_head(data, pos, flexible)
+        if topic is None:
             return None
-        name = str(data[pos:pos + name_bytes], "utf-8")
-        pos += name_bytes
-        count, pos = _length(data, pos, flexible)
-        if count < 0:
-            return None
+        name, count, pos = topic
         partitions = []
         for _ in range(count):
             fields = head.unpack_from(data, pos)

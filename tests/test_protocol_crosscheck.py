@@ -1,6 +1,6 @@
-"""The codecs against independent sources: the hand-written Produce hot path (cykafka/protocol/produce.py) against
-the generic codec on every Produce version, the generic codec against kafka-python's encoders, and the descriptions
-against the field facts in kafka-python's message files."""
+"""The codecs against independent sources: the hand-written Produce and Fetch hot paths (cykafka/protocol/produce.py,
+fetch.py) against the generic codec on every version of theirs, the generic codec against kafka-python's encoders,
+and the descriptions against the field facts in kafka-python's message files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from hypothesis import strategies as st
 from protocol_strategies import each_message, message_values
 
-from cykafka.errors import ProtocolError, UnsupportedVersionError
+from cykafka.errors import ProtocolError, RequestEncodeError, UnsupportedVersionError
+from cykafka.fetcher import fetch_request
+from cykafka.ports import TopicPartition
 from cykafka.protocol import (
     APIS,
     ProduceRequest,
@@ -21,9 +23,11 @@ from cykafka.protocol import (
     encode_produce_request,
     encode_request,
     encode_response,
+    fetch,
     produce,
 )
-from cykafka.protocol.apis import PRODUCE
+from cykafka.protocol.apis import FETCH, PRODUCE
+from cykafka.protocol.fetch import decode_fetch_response, encode_fetch_request
 from cykafka.protocol.schema import MAX_VERSION, Field
 
 # --- the hand-written Produce hot path against the generic codec ---------------------------------------------------
@@ -105,6 +109,111 @@ def test_a_truncated_produce_answer_raises_protocol_error(version: int) -> None:
     for end in range(len(frame)):
         with pytest.raises(ProtocolError):
             decode_produce_response(version, frame[:end])
+
+
+# --- the hand-written Fetch hot path against the generic codec -----------------------------------------------------
+
+FETCH_CASES = [(FETCH.key, v, response) for v in FETCH.versions for response in (False, True)]
+
+
+@each_message(FETCH_CASES, 40)
+def test_fetch_hot_path_equals_the_generic_codec(case: tuple[int, int, bool], data: st.DataObject) -> None:
+    """Request: the hand-written frame is the generic codec's, byte for byte, for the Fetcher's keys (cluster_id left
+    out when null, as the Fetcher does) and for any other body (the generic encoder's turn). Response: the hand-written
+    decoder gives the generic decoder's value, whether it takes its fast path (no tagged field set) or falls back."""
+    _, version, response = case
+    value = data.draw(message_values(FETCH, version, response))
+    if response:
+        frame = encode_response(FETCH.key, version, 9, value)
+        assert decode_fetch_response(version, frame[4:]) == decode_response(FETCH.key, version, frame[4:]) \
+            == (9, value)
+        return
+    if value["cluster_id"] is None:
+        assert encode_fetch_request(version, 9, "cross", value) == encode_request(FETCH.key, version, 9, "cross", value)
+        del value["cluster_id"]
+    try:
+        expected = encode_request(FETCH.key, version, 9, "cross", value)
+    except RequestEncodeError as e:  # last_fetched_epoch set below v12: refused the same way
+        with pytest.raises(RequestEncodeError, match=re.escape(str(e))):
+            encode_fetch_request(version, 9, "cross", value)
+        return
+    assert encode_fetch_request(version, 9, "cross", value) == expected
+
+
+def _no_fallback(*args: Any) -> Any:
+    raise AssertionError("the Fetcher's usual message fell back to the generic codec")
+
+
+@pytest.mark.parametrize("version", FETCH.versions)
+def test_the_fetchers_request_takes_the_fast_path(version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fetch_request's body, in a session forgetting a partition (v7+, sessions) and not (200 partitions: a two-byte
+    compact length),
+    never goes to the generic encoder, and its bytes are the generic encoder's."""
+    wanted = {TopicPartition(f"t{i % 3}\u00e9", i): (10 * i, 1 << 20, i % 5 - 1) for i in range(200)}
+    requests = [fetch_request(wanted, max_wait_ms=500, min_bytes=1, max_bytes=50 << 20, read_committed=True,
+                              session_id=77, session_epoch=3, forgotten=[TopicPartition("gone", 4)] * (version >= 7),
+                              rack_id="r1"),
+                fetch_request({TopicPartition("t", 0): (5, 1, -1)}, max_wait_ms=0, min_bytes=0, max_bytes=1,
+                              read_committed=False)]
+    expected = [encode_request(FETCH.key, version, 3, "c", r.body) for r in requests]
+    monkeypatch.setattr(fetch, "encode_request", _no_fallback)
+    assert [encode_fetch_request(version, 3, "c", r.body) for r in requests] == expected
+
+
+def test_a_fetch_value_out_of_range_gets_the_generic_encoders_error() -> None:
+    body = dict(fetch_request({TopicPartition("t", 0): (1 << 63, 1, -1)}, max_wait_ms=0, min_bytes=0, max_bytes=1,
+                              read_committed=False).body)
+    with pytest.raises(RequestEncodeError, match="Fetch v12"):
+        encode_fetch_request(12, 1, None, body)
+    with pytest.raises(UnsupportedVersionError, match="Fetch v13"):
+        encode_fetch_request(13, 1, None, body)
+
+
+def _usual_fetch_answer(version: int, partitions: int = 200) -> bytes:
+    body = {"throttle_time_ms": 7, "error_code": 0, "session_id": 12, "responses": [
+        {"topic": "t\u00e9", "partitions": [
+            {"partition_index": i, "error_code": i % 2, "high_watermark": 10 * i, "last_stable_offset": 9 * i,
+             "log_start_offset": 3, "preferred_read_replica": -1,
+             "aborted_transactions": None if i % 3 == 0 else [{"producer_id": i, "first_offset": 2}] * (i % 3),
+             "records": None if i % 4 == 0 else b"r" * (i % 200)}
+            for i in range(partitions)]},
+        {"topic": "u", "partitions": []}]}
+    return encode_response(FETCH.key, version, 5, body)[4:]
+
+
+@pytest.mark.parametrize("version", FETCH.versions)
+def test_the_usual_fetch_answer_takes_the_fast_path(version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Errors, aborted transactions, null and empty records, 200 partitions (two-byte compact lengths), from bytes
+    and from a memoryview into a larger buffer: never the generic decoder, and the generic decoder's value."""
+    frame = _usual_fetch_answer(version)
+    expected = decode_response(FETCH.key, version, frame)
+    monkeypatch.setattr(fetch, "decode_response", _no_fallback)
+    assert decode_fetch_response(version, frame) == expected
+    assert decode_fetch_response(version, memoryview(b"\x00" + frame + b"\x00")[1:-1]) == expected
+
+
+@pytest.mark.parametrize("field", ["aborted_transactions", "records"])
+def test_an_overlong_varint_in_a_fetch_answer_raises_protocol_error(field: str) -> None:
+    """A compact length of more than 5 bytes (v12): ProtocolError from the generic decoder, never a value."""
+    body = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "aborted_transactions": None,
+                                                         "records": None}]}]}
+    frame = encode_response(FETCH.key, 12, 5, body)[4:]
+    # header 5, top 10, topic count 1, name 2, partition count 1, partition's fixed fields 30
+    at = 49 if field == "aborted_transactions" else 49 + 1 + 4
+    assert frame[at] == 0  # the null's compact length
+    bad = frame[:at] + b"\x80\x80\x80\x80\x80\x00" + frame[at + 1:]
+    with pytest.raises(ProtocolError, match="longer than 5 bytes"):
+        decode_response(FETCH.key, 12, bad)
+    with pytest.raises(ProtocolError, match="longer than 5 bytes"):
+        decode_fetch_response(12, bad)
+
+
+@pytest.mark.parametrize("version", [4, 7, 11, 12])
+def test_a_truncated_fetch_answer_raises_protocol_error(version: int) -> None:
+    frame = _usual_fetch_answer(version, partitions=5)
+    for end in range(len(frame)):
+        with pytest.raises(ProtocolError):
+            decode_fetch_response(version, frame[:end])
 
 
 # --- the facts: our descriptions against the message files kafka-python ships (read at test time, not copied) -----
