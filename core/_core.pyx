@@ -28,7 +28,7 @@ from cykafka.errors import (
 #   batchresult, accumulator, transaction_manager (the state table and sequences; its requests are
 #   cykafka/transactions.py);
 # - the compiled shell, send()'s per-record edge kept in C for speed: sendpath (send() and send_batch()'s loop),
-#   aiofutures (the asyncio futures of AsyncProducer.send, resolved a batch at a time), lock (the producer lock),
+#   aiofutures (the asyncio futures of AsyncProducer.send, resolved a batch at a time), lock (the clients' lock),
 #   columns (send_batch's inputs), trace_gate (whether send() calls the tracing hook), clock (SystemCoreClock reads
 #   clock_gettime, PortClock calls the Clock port), netio (the network threads' system calls without the GIL, and the
 #   GIL handed back to them by send() and poll()).

@@ -6,9 +6,10 @@ cimport cython
 from cpython.pythread cimport PyThread_type_lock
 
 @cython.final
-cdef class ProducerLock:
+cdef class ClientLock:
     cdef PyThread_type_lock _lock
     cdef bint _held
+    cdef bint _hand_back  # a thread that waited for it is marked as wanting the GIL (netio.pyx's handoff)
     cdef int _waiters  # threads blocked acquiring it (changed with the GIL held; read without it as a hint)
 
     cdef inline void take(self) noexcept

@@ -1,10 +1,14 @@
-# ProducerLock: the producer's one lock (guards the accumulator and the pool). The compiled send path takes it from
-# C (no Python-level call per record); Python code uses it as threading.Lock: acquire(blocking, timeout), release(),
-# locked(), a context manager, and threading.Condition(lock) for the memory waiters.
+# ClientLock: a client's lock with threading.Lock's interface: acquire(blocking, timeout), release(), locked(), a
+# context manager, and threading.Condition(lock). The producer's one lock (guards the accumulator and the pool; the
+# compiled send path takes it from C, no Python-level call per record) and the consumer's SubscriptionState lock.
 # Rules: not reentrant; an uncontended acquire never releases the GIL; a contended one waits with the GIL released
 # (the holder may need it to finish), and is not interrupted by signals (holds are short). A holder that takes the
 # lock again and again (send_batch's chunks) gives it with give_to_waiter(), so a waiting sender thread gets a turn
 # (the underlying lock is not fair: the releasing thread would usually take it again first).
+# hand_back (the consumer's): a thread that waited for the lock is then marked as wanting the GIL, as a network
+# thread's system call is (netio.pyx), so the application's next poll() hands it over. Without it a consumer's network
+# thread that found the caller in poll() holding the lock, while the caller then ran Python without pause, waited for
+# the GIL a whole switch interval (5 ms; measured 9 and 17 ms) before it could file the answer it held.
 
 cimport cython
 from cpython.pythread cimport (
@@ -28,7 +32,7 @@ cdef extern from "pythread.h":
 
 
 @cython.final
-cdef class ProducerLock:
+cdef class ClientLock:
 
     def __cinit__(self):
         self._lock = PyThread_allocate_lock()
@@ -40,11 +44,18 @@ cdef class ProducerLock:
             PyThread_free_lock(self._lock)
             self._lock = NULL
 
+    def __init__(self, bint hand_back=False):
+        self._hand_back = hand_back
+
     cdef inline void take(self) noexcept:
         if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
             self._waiters += 1
             with nogil:
                 PyThread_acquire_lock(self._lock, WAIT_LOCK)
+                if self._hand_back:
+                    _wants_gil()
+            if self._hand_back:
+                _holds_gil()
             self._waiters -= 1
         self._held = True
 
@@ -78,13 +89,16 @@ cdef class ProducerLock:
         if not blocking:
             return False
         self._waiters += 1
-        if timeout == -1:
-            with nogil:
+        timeout_us = -1 if timeout == -1 else <PY_TIMEOUT_T>(timeout * 1e6)
+        with nogil:
+            if timeout_us == -1:
                 acquired = PyThread_acquire_lock(self._lock, WAIT_LOCK)
-        else:
-            timeout_us = <PY_TIMEOUT_T>(timeout * 1e6)
-            with nogil:
+            else:
                 acquired = PyThread_acquire_lock_timed(self._lock, timeout_us, 0)
+            if self._hand_back:
+                _wants_gil()
+        if self._hand_back:
+            _holds_gil()
         self._waiters -= 1
         if acquired:
             self._held = True
@@ -111,4 +125,4 @@ cdef class ProducerLock:
         self.give()
 
     def __repr__(self):
-        return f"<ProducerLock {'locked' if self._held else 'unlocked'}>"
+        return f"<ClientLock {'locked' if self._held else 'unlocked'}{', hand_back' if self._hand_back else ''}>"

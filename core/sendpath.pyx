@@ -35,7 +35,7 @@ cdef class SendPath:
                         bint fast, bint ignore_keys, int64_t max_record_bytes, object snapshot,
                         TransactionManager transaction):
         self._accumulator = accumulator
-        self._lock = lock if type(lock) is ProducerLock else None
+        self._lock = lock if type(lock) is ClientLock else None
         self._acquire = lock.acquire
         self._release = lock.release
         self._clock = clock

@@ -41,7 +41,7 @@ from cykafka.config import ProducerConfig
 from cykafka.core import (
     BatchResult,
     BufferPool,
-    ProducerLock,
+    ClientLock,
     RecordAccumulator,
     RecordFuture,
     SendPath,
@@ -138,7 +138,7 @@ class Producer(SendPath, AppendSeam):
             cfg = cfg.replace(client_id=f"cykafka-producer-{next(_client_ids)}")
         self.config = cfg
         self._clock: Clock = ports.clock or SystemClock()
-        self._lock = ProducerLock()
+        self._lock = ClientLock()
         self._closed = False
         self._never_block_thread: int | None = None  # refuse_blocking_on
         self._metrics = ProducerMetrics()
@@ -225,7 +225,7 @@ class Producer(SendPath, AppendSeam):
         if self._closed or self._runtime_pid == os.getpid():
             return
         self._abandon_inherited()
-        self._lock = ProducerLock()
+        self._lock = ClientLock()
         self._metrics = ProducerMetrics()
         self._build_runtime(None if self._owns_transport else self._transport,
                             None if self._owns_metadata else self._metadata)

@@ -1,5 +1,7 @@
 """SubscriptionState (Java's): what the consumer reads and where it stands, shared by the caller's thread and the
-network thread under one lock (`lock`, with the condition `data_ready` the caller waits on).
+network thread under one lock (`lock`, with the condition `data_ready` the caller waits on). The lock hands the GIL
+back (core/lock.pyx `ClientLock(hand_back=True)`): the network thread, having waited for it while the caller's poll()
+held it, gets the GIL at the caller's next poll() rather than after a switch interval.
 
 Owns: the assignment (per assigned partition a `PartitionState`: position, fetch offset, leader epochs, KIP-320's
 awaiting validation, the seek epoch, paused, backoff, watermarks, a pending reset, an error poll raises) and how the
@@ -26,7 +28,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cykafka.core import ConsumerRecord
+from cykafka.core import ClientLock, ConsumerRecord
 from cykafka.errors import InvalidArgumentError, KafkaError
 from cykafka.ports import TopicPartition, checked_partitions
 from cykafka.ports.values import OffsetAndMetadata
@@ -83,8 +85,8 @@ class SubscriptionState:
     """The assigned partitions' states and the way the consumer reads; see the module docstring."""
 
     def __init__(self, max_partition_fetch_bytes: int) -> None:
-        self.lock = threading.Lock()
-        self.data_ready = threading.Condition(self.lock)
+        self.lock = ClientLock(hand_back=True)
+        self.data_ready = threading.Condition(self.lock)  # type: ignore[arg-type]  # threading.Lock's interface
         self.states: dict[TopicPartition, PartitionState] = {}
         self.subscribed = False  # group mode (subscribe()), else assign()'s partitions or none
         self.listener: object = None  # the rebalance listener of subscribe()

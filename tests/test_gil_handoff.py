@@ -1,15 +1,18 @@
 """The network threads get the GIL from an application thread that never gives it up of its own accord.
 
 core/netio.pyx: a network thread's system calls (its wait, its socket reads and writes) mark it as wanting the GIL
-back once they end, and the application's next send() / poll() hands the GIL to it. Here the switch interval is 10 s,
-so CPython's own forced switch never comes within a test: the main thread spins in Python and calls only send() /
-poll(0), and the records must still be acknowledged / received (each test's deadline is 20 s; without the handoff
-nothing moves for the 10 s of a switch interval per GIL wait, and a record needs several). Real sockets, Tansu.
+back once they end, and the application's next send() / poll() hands the GIL to it; so does a wait for a lock that
+hands back (core/lock.pyx `ClientLock(hand_back=True)`, the consumer's SubscriptionState lock). Here the switch
+interval is 10 s, so CPython's own forced switch never comes within a test: the main thread spins in Python and calls
+only send() / poll(0), and the records must still be acknowledged / received (each test's deadline is 20 s; without
+the handoff nothing moves for the 10 s of a switch interval per GIL wait, and a record needs several). Real sockets,
+Tansu.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -83,6 +86,43 @@ def test_a_caller_that_only_spins_and_polls_receives_its_records(tansu_broker: A
         elapsed_s = time.monotonic() - started
     assert received == 100, f"{received} of 100 records in {elapsed_s:.1f} s"
     assert elapsed_s < SWITCH_INTERVAL_S
+
+
+@pytest.mark.parametrize("acquire", ["with", "acquire"])
+def test_a_thread_that_waited_for_a_hand_back_lock_gets_the_gil_at_the_callers_next_poll(
+        no_forced_switch: None, acquire: str) -> None:
+    """The consumer's network thread finds the caller's poll() holding the SubscriptionState lock: once the caller lets
+    go and spins, the thread holds the lock and wants the GIL; the caller's next poll (network_yield) hands it over.
+    Without the hand-back the thread waits the whole switch interval (10 s here)."""
+    from cykafka.core import ClientLock, network_yield
+
+    lock = ClientLock(hand_back=True)
+    took: list[float] = []
+
+    def network_thread() -> None:
+        if acquire == "with":
+            with lock:  # the network thread's way: the compiled take()
+                took.append(time.monotonic())
+        else:
+            assert lock.acquire(timeout=30)  # acquire() and threading.Condition's way
+            took.append(time.monotonic())
+            lock.release()
+
+    lock.acquire()
+    thread = threading.Thread(target=network_thread)
+    thread.start()
+    deadline_s = time.monotonic() + 5
+    while lock.waiting == 0 and time.monotonic() < deadline_s:
+        time.sleep(0.001)  # the GIL free: the thread runs up to its wait for the lock
+    assert lock.waiting == 1
+    lock.release()
+    released = time.monotonic()
+    while not took and time.monotonic() - released < SWITCH_INTERVAL_S - 1:
+        _spin(0.0001)
+        network_yield()
+    waited_s = (took[0] if took else time.monotonic()) - released
+    thread.join(SWITCH_INTERVAL_S + 5)
+    assert took and waited_s < 1.0, f"the waiting thread held the lock {waited_s:.3f} s after its release"
 
 
 def test_the_system_calls_answer_as_the_transport_expects() -> None:

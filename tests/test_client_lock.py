@@ -1,4 +1,5 @@
-"""ProducerLock: threading.Lock's behaviour (the Producer's Condition-based memory waits depend on it)."""
+"""ClientLock: threading.Lock's behaviour (the Producer's Condition-based memory waits and the consumer's data_ready
+depend on it), with and without hand_back (tests/test_gil_handoff.py checks what hand_back adds)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import time
 
 import pytest
 
-from cykafka.core import ProducerLock
+from cykafka.core import ClientLock
 
 
 def test_acquire_release_and_non_blocking() -> None:
-    lock = ProducerLock()
+    lock = ClientLock()
     assert lock.acquire() and lock.locked()
     assert not lock.acquire(False)
     assert not lock.acquire(timeout=0.01)
@@ -26,8 +27,9 @@ def test_acquire_release_and_non_blocking() -> None:
     assert not lock.locked()
 
 
-def test_contended_acquire_waits_for_the_holder() -> None:
-    lock = ProducerLock()
+@pytest.mark.parametrize("hand_back", [False, True])
+def test_contended_acquire_waits_for_the_holder(hand_back: bool) -> None:
+    lock = ClientLock(hand_back)
     order: list[str] = []
     lock.acquire()
     waiter = threading.Thread(target=lambda: (lock.acquire(), order.append("waiter"), lock.release()))
@@ -38,8 +40,9 @@ def test_contended_acquire_waits_for_the_holder() -> None:
     assert order == ["holder", "waiter"] and not lock.locked()
 
 
-def test_works_under_threading_condition() -> None:
-    lock = ProducerLock()
+@pytest.mark.parametrize("hand_back", [False, True])
+def test_works_under_threading_condition(hand_back: bool) -> None:
+    lock = ClientLock(hand_back)
     condition = threading.Condition(lock)  # type: ignore[arg-type]
     ready: list[bool] = []
 
@@ -59,7 +62,7 @@ def test_works_under_threading_condition() -> None:
 def test_give_to_waiter_lets_a_blocked_thread_in_before_the_holder_again() -> None:
     """send_batch gives the lock this way between chunks: a plain release would let the holder, which goes on
     running, take it again before the woken waiter does (the OS lock is not fair)."""
-    lock = ProducerLock()
+    lock = ClientLock()
     for _ in range(20):
         order: list[str] = []
         lock.acquire()
