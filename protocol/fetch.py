@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cykafka.errors import RequestEncodeError
 from cykafka.protocol.apis import FETCH
 from cykafka.protocol.codec import put_length, put_string, read_length, read_topic_head
+from cykafka.protocol.error_codes import ErrorCode
 from cykafka.protocol.frames import decode_response, encode_request, framed, lookup, request_head
 
 if TYPE_CHECKING:
@@ -158,8 +159,8 @@ def _decode_usual(version: int, view: memoryview) -> tuple[int, dict[str, Any]]:
     if version >= 7:
         throttle_time_ms, error_code, session_id = _ANSWER_TOP_V7.unpack_from(view, pos)
         pos += 10
-    else:
-        throttle_time_ms, error_code, session_id = _I32.unpack_from(view, pos)[0], 0, 0
+    else:  # no session before v7: the generic decoder's defaults
+        throttle_time_ms, error_code, session_id = _I32.unpack_from(view, pos)[0], ErrorCode.NONE.value, 0
         pos += 4
     head = _ANSWER_PARTITION_V5 if version >= 5 else _ANSWER_PARTITION_V4
     head_bytes = head.size
