@@ -7,7 +7,7 @@ from libc.stdint cimport int64_t
 
 cdef class SendPath:
     cdef RecordAccumulator _accumulator
-    cdef ClientLock _lock             # taken from C; another lock type is called through acquire/release
+    cdef ClientLock _lock               # taken from C; another lock type is called through acquire/release
     cdef object _acquire
     cdef object _release
     cdef CoreClock _clock

@@ -23,6 +23,7 @@ from cykafka.protocol.apis import FETCH
 from cykafka.protocol.codec import put_length, put_string, read_length, read_topic_head
 from cykafka.protocol.error_codes import ErrorCode
 from cykafka.protocol.frames import decode_response, encode_request, framed, lookup, request_head
+from cykafka.protocol.schema import Field
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -56,18 +57,25 @@ def _put_topic_head(out: bytearray, topic: Mapping[str, Any], flexible: bool) ->
     return partitions
 
 
-def _partition(version: int) -> tuple[struct.Struct, bool]:
-    """A partition's fixed fields at this version, and whether they carry last_fetched_epoch (v12+)."""
-    if version >= 12:
-        return struct.Struct(">iiqiqi"), True  # partition, leader epoch, offset, last fetched epoch, log start, max
-    if version >= 9:
-        return struct.Struct(">iiqqi"), False
-    if version >= 5:
-        return struct.Struct(">iqqi"), False
-    return struct.Struct(">iqi"), False
+def _partition_fields(body: tuple[Field, ...]) -> tuple[Field, ...]:
+    """The per-partition fields of a Fetch body's description (request or response)."""
+    topics = next(f for f in body if f.name in ("topics", "responses"))
+    return next(f for f in topics.fields if f.name == "partitions").fields
 
 
-_PARTITION_LAYOUTS = {v: _partition(v) for v in FETCH.versions}
+_STRUCT_CODES = {"int32": "i", "int64": "q"}  # the request partition's field types
+
+
+def _partition_layout(version: int) -> tuple[struct.Struct, tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    """A request partition at this version, from the description: its fields as one struct and their names in order,
+    and the fields it lacks that may only hold their defaults (set otherwise, the generic encoder refuses them)."""
+    fields = _partition_fields(FETCH.request)
+    present = [f for f in fields if f.present(version)]
+    return (struct.Struct(">" + "".join(_STRUCT_CODES[f.type] for f in present)), tuple(f.name for f in present),
+            tuple((f.name, f.default()) for f in fields if not f.present(version) and not f.ignorable))
+
+
+_PARTITION_LAYOUTS = {v: _partition_layout(v) for v in FETCH.versions}
 
 
 def _encode_body(out: bytearray, version: int, body: Mapping[str, Any]) -> None:
@@ -78,25 +86,14 @@ def _encode_body(out: bytearray, version: int, body: Mapping[str, Any]) -> None:
     else:
         out += _TOP_V4.pack(body["replica_id"], body["max_wait_ms"], body["min_bytes"], body["max_bytes"],
                             body["isolation_level"])
-    layout, last_fetched = _PARTITION_LAYOUTS[version]
+    layout, names, unsendable = _PARTITION_LAYOUTS[version]
     topics = body["topics"]
     put_length(out, len(topics), flexible)
     for topic in topics:
         for p in _put_topic_head(out, topic, flexible):
-            if p.keys() != _PARTITION_KEYS:
-                raise _NotUsual
-            if last_fetched:
-                out += layout.pack(p["partition"], p["current_leader_epoch"], p["fetch_offset"],
-                                   p["last_fetched_epoch"], p["log_start_offset"], p["partition_max_bytes"])
-            elif p["last_fetched_epoch"] != -1:
-                raise _NotUsual  # set where the version lacks it: the generic encoder's error
-            elif version >= 9:
-                out += layout.pack(p["partition"], p["current_leader_epoch"], p["fetch_offset"], p["log_start_offset"],
-                                   p["partition_max_bytes"])
-            elif version >= 5:
-                out += layout.pack(p["partition"], p["fetch_offset"], p["log_start_offset"], p["partition_max_bytes"])
-            else:
-                out += layout.pack(p["partition"], p["fetch_offset"], p["partition_max_bytes"])
+            if p.keys() != _PARTITION_KEYS or any(p[name] != default for name, default in unsendable):
+                raise _NotUsual  # another shape, or a field set where the version lacks it: the generic encoder's turn
+            out += layout.pack(*[p[name] for name in names])
             if flexible:
                 out.append(0)
         if flexible:
@@ -138,9 +135,8 @@ def encode_fetch_request(version: int, correlation_id: int, client_id: str | Non
 def _partition_defaults(version: int) -> tuple[tuple[str, Any], ...]:
     """The partition fields this version does not carry, or carries tagged, with their defaults (the generic decoder
     fills them in; a tagged one actually sent sends the answer to the generic decoder)."""
-    partition = next(f for f in next(f for f in FETCH.response if f.name == "responses").fields
-                     if f.name == "partitions")
-    defaults = tuple((f.name, f.default()) for f in partition.fields if not f.present(version) or f.tag is not None)
+    defaults = tuple((f.name, f.default()) for f in _partition_fields(FETCH.response)
+                     if not f.present(version) or f.tag is not None)
     assert all(not isinstance(v, dict) or not any(isinstance(x, (dict, list)) for x in v.values())
                for _, v in defaults), "a nested default: copy deeper below"
     return defaults

@@ -169,6 +169,24 @@ def test_a_fetch_value_out_of_range_gets_the_generic_encoders_error() -> None:
         encode_fetch_request(13, 1, None, body)
 
 
+@pytest.mark.parametrize("version", FETCH.versions)
+def test_a_fetch_field_set_where_the_version_lacks_it_gets_the_generic_encoders_error(version: int) -> None:
+    """last_fetched_epoch (v12+) and forgotten topics (v7+) set at a version without them: the generic encoder's
+    RequestEncodeError, never a frame that leaves them out."""
+    request = fetch_request({TopicPartition("t", 0): (5, 1, -1)}, max_wait_ms=0, min_bytes=0, max_bytes=1,
+                            read_committed=False, forgotten=[TopicPartition("gone", 1)])
+    epoch_set = {**request.body, "topics": [{"topic": "t", "partitions": [
+        {**request.body["topics"][0]["partitions"][0], "last_fetched_epoch": 3}]}]}
+    for body, refused in ((epoch_set, version < 12), (request.body, version < 7)):
+        if not refused:
+            assert encode_fetch_request(version, 1, None, body) == encode_request(FETCH.key, version, 1, None, body)
+            continue
+        with pytest.raises(RequestEncodeError, match="does not carry it") as generic:
+            encode_request(FETCH.key, version, 1, None, body)
+        with pytest.raises(RequestEncodeError, match=re.escape(str(generic.value))):
+            encode_fetch_request(version, 1, None, body)
+
+
 def _usual_fetch_answer(version: int, partitions: int = 200) -> bytes:
     body = {"throttle_time_ms": 7, "error_code": 0, "session_id": 12, "responses": [
         {"topic": "t\u00e9", "partitions": [
