@@ -1,10 +1,18 @@
-"""Completion: the Event a producer batch (and a send_batch BatchResult) sets once final, awaitable from a coroutine.
+"""Completion: the event a producer batch (and a send_batch BatchResult) sets once final, awaitable from a coroutine.
 
-Threads wait on it as on a threading.Event. An event loop asks for a callback instead (`call_soon_on`): set() hands
-each loop with callbacks one `loop.call_soon_threadsafe`, whatever the number of callbacks or awaiters there: this is
-how cykafka.aio resolves the asyncio futures of a whole batch of records with one cross-thread call. `await
-completion` is such a callback (it resolves an asyncio future of the awaiting loop). The sender thread calls set(); it
-never blocks there.
+Threads wait on it as on a threading.Event (`wait(timeout)`, `is_set()`, `set()`). An event loop asks for a callback
+instead (`call_soon_on`): set() hands each loop with callbacks one `loop.call_soon_threadsafe`, whatever the number
+of callbacks or awaiters there: this is how cykafka.aio resolves the asyncio futures of a whole batch of records with
+one cross-thread call. `await completion` is such a callback (it resolves an asyncio future of the awaiting loop).
+The sender thread calls set(); it never blocks there.
+
+Lean on purpose: an asyncio producer makes one per batch, and the batches a fast loop queues live long enough for
+the cyclic garbage collector to promote what they hold. A threading.Event is seven objects the collector tracks (its
+Condition, locks, deque, bound methods, dicts) and each promoted one brings the next full collection nearer; each
+full collection also walks every future the program keeps, and that is the event loop's longest stall
+(docs/asyncio.md). This is one tracked object (three with loop callbacks: their dict and list), its guard a
+ClientLock (not tracked); the gate threads block on (a lock held until set(), interruptible as Event.wait is) is
+made by the first waiting thread.
 """
 
 from __future__ import annotations
@@ -14,20 +22,29 @@ import threading
 from collections.abc import Callable, Generator
 from typing import Any
 
+from cykafka.core import ClientLock
 
-class Completion(threading.Event):
-    """A threading.Event that also runs callbacks on event loops once set (each on its own loop)."""
+
+class Completion:
+    """A threading.Event's wait/is_set/set that also runs callbacks on event loops once set (each on its own loop)."""
+
+    __slots__ = ("_fired", "_gate", "_guard", "_loop_callbacks")
 
     def __init__(self) -> None:
-        super().__init__()
-        self._callbacks_lock = threading.Lock()
-        self._fired = False  # set() has handed the callbacks to their loops (under the lock)
+        self._guard = ClientLock()  # guards _fired, _gate's making and the callbacks
+        self._fired = False  # set() ran: the gate is open and the callbacks are handed to their loops
+        self._gate: threading.Lock | None = None  # held until set(); made by the first thread that waits
         self._loop_callbacks: dict[asyncio.AbstractEventLoop, list[Callable[[], object]]] | None = None
 
+    def is_set(self) -> bool:
+        return self._fired
+
     def set(self) -> None:
-        super().set()
-        with self._callbacks_lock:  # scheduled under the lock: a callback added later runs after these (FIFO)
+        with self._guard:  # scheduled under the guard: a callback added later runs after these (FIFO)
+            if self._fired:
+                return
             self._fired = True
+            gate = self._gate
             callbacks, self._loop_callbacks = self._loop_callbacks, None
             if callbacks:
                 for loop, calls in callbacks.items():
@@ -35,11 +52,33 @@ class Completion(threading.Event):
                         loop.call_soon_threadsafe(_run_all, calls)
                     except RuntimeError:  # that loop is closed: nobody is left to call there
                         pass
+        if gate is not None:
+            gate.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Blocks until set() or `timeout` seconds (None: no limit; 0 or less: does not block), as
+        threading.Event.wait; True once set."""
+        with self._guard:
+            if self._fired:
+                return True
+            gate = self._gate
+            if gate is None:
+                gate = self._gate = threading.Lock()
+                gate.acquire()
+        if timeout is None:
+            opened = gate.acquire()
+        elif timeout > 0:
+            opened = gate.acquire(True, timeout)
+        else:
+            opened = gate.acquire(False)
+        if opened:
+            gate.release()  # the next waiter passes too
+        return self._fired
 
     def call_soon_on(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
         """callback() on `loop` once this is set (at once, through the loop, when it is set already), after the
         callbacks added before it; call it on the loop's own thread."""
-        with self._callbacks_lock:
+        with self._guard:
             if not self._fired:
                 if self._loop_callbacks is None:
                     self._loop_callbacks = {}
@@ -48,7 +87,7 @@ class Completion(threading.Event):
         loop.call_soon(callback)
 
     def __await__(self) -> Generator[Any, None, None]:
-        if self.is_set():
+        if self._fired:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.call_soon_on(future.get_loop(), lambda: None if future.done() else future.set_result(None))
