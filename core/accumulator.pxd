@@ -51,9 +51,8 @@ cdef class ProducerBatch:
     cdef readonly int attempts
     cdef readonly bint in_retry
     cdef readonly int64_t retry_backoff_ms      # backoff chosen (with jitter) at the last re-enqueue
-    cdef PyObject** _futures                   # owned refs, in append order; a C array, not a list: the GC has
-    cdef Py_ssize_t _future_count              # no reason to walk a batch's (untracked) futures
-    cdef Py_ssize_t _future_capacity
+    cdef Refs _futures                         # its records' RecordFutures, in append order (refs.pyx: not walked
+                                               # by the GC, as they are outside it)
     cdef object _completion_factory
     cdef object _completion                     # the caller's Event-like object, made on first wait
     cdef bint _released                         # final, callbacks run: waiters may go

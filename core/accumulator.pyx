@@ -9,8 +9,7 @@
 from collections import deque
 
 cimport cython
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
-from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+from cpython.ref cimport PyObject
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t
 
@@ -198,29 +197,10 @@ cdef class ProducerBatch:
         return future
 
     cdef int _keep_future(self, RecordFuture future) except -1:
-        cdef Py_ssize_t capacity
-        cdef PyObject** grown
-        if self._future_count == self._future_capacity:
-            capacity = max(16, 2 * self._future_capacity)
-            grown = <PyObject**>PyMem_Realloc(self._futures, capacity * sizeof(PyObject*))
-            if grown == NULL:
-                raise MemoryError()
-            self._futures = grown
-            self._future_capacity = capacity
-        Py_INCREF(future)
-        self._futures[self._future_count] = <PyObject*>future
-        self._future_count += 1
-        return 0
+        return refs_append(&self._futures, future)
 
     cdef void _drop_futures(self) noexcept:
-        cdef Py_ssize_t i
-        cdef PyObject** futures = self._futures
-        cdef Py_ssize_t count = self._future_count
-        self._futures = NULL
-        self._future_count = self._future_capacity = 0
-        for i in range(count):
-            Py_DECREF(<object>futures[i])
-        PyMem_Free(futures)
+        refs_clear(&self._futures)
 
     def __dealloc__(self):
         self._drop_futures()
@@ -229,7 +209,7 @@ cdef class ProducerBatch:
     def futures(self):
         """The futures of the records appended through send() (send_batch records have none), in append order."""
         cdef Py_ssize_t i
-        return [<object>self._futures[i] for i in range(self._future_count)]
+        return [<object>self._futures.items[i] for i in range(self._futures.count)]
 
     cdef _Segment _segment_for(self, BatchResult result, int32_t relative_offset):
         """The segment of `result` the record at relative_offset joins: the last one if it ends right before it,
@@ -339,8 +319,8 @@ cdef class ProducerBatch:
         cdef RecordFuture f
         cdef _Segment segment
         cdef Py_ssize_t i
-        for i in range(self._future_count):
-            f = <RecordFuture>self._futures[i]
+        for i in range(self._futures.count):
+            f = <RecordFuture>self._futures.items[i]
             if error is None:
                 if log_append_time_ms >= 0:
                     f._timestamp_ms = log_append_time_ms

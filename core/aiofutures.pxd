@@ -19,8 +19,8 @@ cdef class _LoopQueue:
 cdef class _BatchFutures:
     cdef _LoopQueue queue
     cdef object completion           # the batch's Completion (the key in owner._settling)
-    cdef list futures                # the asyncio futures handed out for its records, in send order
-    cdef list records                # their RecordFutures
+    cdef Refs futures                # the asyncio futures handed out for its records, in send order, and
+    cdef Refs records                # their RecordFutures (refs.pyx: the GC does not walk them; both outside it)
     cdef Py_ssize_t settled_count    # futures[:settled_count] are resolved (settling goes in slices)
     cdef object partition            # the records' topic partition in the metadata's layout (made once)
     cdef object all_settled          # a future of the loop set once all are resolved (flush waits), made on demand

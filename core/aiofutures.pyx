@@ -2,11 +2,11 @@
 # (the compiled shell, as sendpath; no asyncio import: the composition root hands in the Future type and
 # get_running_loop; no thread, no clock, no I/O).
 # - LoopFutures: the asyncio future of each queued record, made by calling the (C) Future type, filed with the other
-#   futures of its batch (one list append each); the batch's Completion hands the loop one callback once the batch is
-#   final (one cross-thread call per batch, none per record), which resolves them there in C: cykafka's
-#   RecordMetadata, or a tuple in aiokafka's RecordMetadata layout built without its Python-level __new__. At most
-#   slice_records futures are resolved per turn of the loop (the rest in the next turns, in batch order), so a
-#   thousand futures each awaited by gather do not stall the loop in one callback.
+#   futures of its batch (one append to an array the GC does not walk, refs.pyx); the batch's Completion hands the
+#   loop one callback once the batch is final (one cross-thread call per batch, none per record), which resolves
+#   them there in C: cykafka's RecordMetadata, or a tuple in aiokafka's RecordMetadata layout built without its
+#   Python-level __new__. At most slice_records futures are resolved per turn of the loop (the rest in the next
+#   turns, in batch order), so a thousand futures each awaited by gather do not stall the loop in one callback.
 # - AsyncSends.send: AsyncProducer.send's common case in one C call: SendPath._send (try_send's path), then the
 #   future, returned through an awaitable that is done at once (sent.h: `await` gives the future, no coroutine, no
 #   frame); what must wait (metadata, memory) goes to the Python coroutine handed in, unchanged.
@@ -63,6 +63,10 @@ cdef class _LoopQueue:
 cdef class _BatchFutures:
     """The futures handed out on one loop for the records of one producer batch. Called on the loop (through the
     batch's Completion) once the batch is final."""
+
+    def __dealloc__(self):
+        refs_clear(&self.futures)
+        refs_clear(&self.records)
 
     def __call__(self):
         cdef _LoopQueue queue = self.queue
@@ -139,14 +143,12 @@ cdef class LoopFutures:
                 batch = _BatchFutures.__new__(_BatchFutures)
                 batch.queue = queue
                 batch.completion = completion
-                batch.futures = []
-                batch.records = []
                 queue.settling[completion] = batch
                 completion.call_soon_on(loop, batch)
             self._last_completion = completion
             self._last_batch = batch
-        batch.futures.append(future)
-        batch.records.append(record)
+        refs_append(&batch.futures, future)
+        refs_append(&batch.records, record)
         return future
 
     def unsettled(self):
@@ -166,14 +168,12 @@ cdef class LoopFutures:
         """Resolves the completed batches' futures in order, up to the queue's budget for this turn."""
         cdef _BatchFutures batch
         cdef Py_ssize_t i, n, stop
-        cdef list futures, records
         while queue.batches and queue.budget > 0:
             batch = queue.batches[0]
-            futures, records = batch.futures, batch.records
-            n = len(futures)
+            n = batch.futures.count
             stop = min(n, batch.settled_count + queue.budget)
             for i in range(batch.settled_count, stop):
-                self._resolve(futures[i], <RecordFuture>records[i], batch)
+                self._resolve(<object>batch.futures.items[i], <RecordFuture>batch.records.items[i], batch)
             queue.budget -= stop - batch.settled_count
             batch.settled_count = stop
             if stop == n:
@@ -182,7 +182,8 @@ cdef class LoopFutures:
                     del queue.settling[batch.completion]
                 if self._last_batch is batch:
                     self._last_completion = self._last_batch = None
-                batch.futures = batch.records = None
+                refs_clear(&batch.futures)
+                refs_clear(&batch.records)
                 if batch.all_settled is not None and not batch.all_settled.done():
                     batch.all_settled.set_result(None)
         return 0

@@ -406,6 +406,18 @@ async def test_a_future_stays_outside_the_cyclic_gc_unless_it_fails() -> None:
 
 
 @pytest.mark.asyncio
+async def test_no_container_the_collector_walks_holds_a_pending_future() -> None:
+    """A batch keeps its records' futures (asyncio's, and the RecordFutures under them) in arrays the collector does
+    not walk (core/refs.pyx): a loop sending flat out has hundreds of thousands pending, each a cache miss in every
+    collection that reaches its batch, and nothing the collector could free through them."""
+    producer, _ = _fake_producer(**{"linger.ms": 60_000})
+    async with producer:
+        future = await producer.send("t", b"v", partition=0)
+        assert [type(r) for r in gc.get_referrers(future) if isinstance(r, (list, tuple, dict, set))] == []
+        assert await producer.flush(30) == 0
+
+
+@pytest.mark.asyncio
 async def test_a_future_cancelled_while_pending_is_back_in_the_cyclic_gc_once_its_batch_ends() -> None:
     producer, _ = _fake_producer(**{"linger.ms": 60_000})
     async with producer:
