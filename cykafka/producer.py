@@ -63,7 +63,7 @@ from cykafka.errors import (
 )
 from cykafka.metrics import MetricsSnapshot, ProducerMetrics, StatsReporter
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offset
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offsets
 from cykafka.producer_seam import AppendSeam, NeedsMemory, NeedsMetadata, ThreadWaiter
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
@@ -635,12 +635,13 @@ class Producer(SendPath, AppendSeam):
                                     group_metadata: ConsumerGroupMetadata | str,
                                     timeout: float | None = None) -> None:
         """Adds consumer positions to the transaction: they are committed for the group if and only if the
-        transaction commits (consume-transform-produce). offsets: {(topic, partition): next offset to read}."""
+        transaction commits (consume-transform-produce). offsets: {TopicPartition or (topic, partition): next
+        offset to read, an int or OffsetAndMetadata}, checked as Consumer.commit's (InvalidArgumentError naming
+        this call, nothing sent)."""
         _, requests = self._transactional()
         group = group_metadata if isinstance(group_metadata, ConsumerGroupMetadata) else ConsumerGroupMetadata(
             group_metadata)
-        positions = {tp: checked_offset(o, f"send_offsets_to_transaction: the offset of {tp}")
-                     for tp, o in offsets.items()}
+        positions = checked_offsets(offsets, "send_offsets_to_transaction")
         with self._lock:
             result = requests.send_offsets(positions, group)
         self._await(result, timeout)

@@ -39,7 +39,7 @@ from cykafka.errors import (
     TransactionStateError,
 )
 from cykafka.ports import TRANSACTION_VERSION, ClientResponse, FinalizedFeatures
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo
+from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition, TransactionInfo
 from cykafka.protocol import Request
 from cykafka.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
@@ -326,7 +326,7 @@ class _AddPartitions(TxnHandler):
 
 
 class _AddOffsets(TxnHandler):
-    def __init__(self, owner: TransactionRequests, offsets: dict[tuple[str, int], OffsetAndMetadata],
+    def __init__(self, owner: TransactionRequests, offsets: dict[TopicPartition, OffsetAndMetadata],
                  group: ConsumerGroupMetadata) -> None:
         super().__init__(owner, "send_offsets_to_transaction")
         self.offsets = offsets
@@ -363,7 +363,7 @@ class _TxnOffsetCommit(TxnHandler):
     coordinator_type = COORDINATOR_GROUP
 
     def __init__(self, owner: TransactionRequests, result: TransactionalResult,
-                 offsets: dict[tuple[str, int], OffsetAndMetadata], group: ConsumerGroupMetadata,
+                 offsets: dict[TopicPartition, OffsetAndMetadata], group: ConsumerGroupMetadata,
                  producer_id: int, producer_epoch: int) -> None:
         super().__init__(owner, "TxnOffsetCommit", result, coordinator_key=group.group_id)
         self.pending = dict(offsets)
@@ -392,7 +392,7 @@ class _TxnOffsetCommit(TxnHandler):
             for p in topic["partitions"]:
                 code = p["error_code"]
                 kinds = kinds_of(code)
-                tp = (topic["name"], p["partition_index"])
+                tp = TopicPartition(topic["name"], p["partition_index"])
                 if code == _E.NONE:
                     self.pending.pop(tp, None)
                 elif kinds & ErrorKind.COORDINATOR_MOVED or code == _E.REQUEST_TIMED_OUT:
@@ -568,7 +568,7 @@ class TransactionRequests:
         self.enqueue(bump)
         return bump.result
 
-    def send_offsets(self, offsets: Mapping[tuple[str, int], OffsetAndMetadata],
+    def send_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                      group: ConsumerGroupMetadata) -> TransactionalResult:
         manager = self.manager
         manager.maybe_fail_with_error()

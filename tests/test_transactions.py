@@ -14,6 +14,7 @@ from fakes import fake_cluster, fake_producer
 from cykafka.adapters.clock import ManualClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.errors import (
+    InvalidArgumentError,
     ProducerFencedError,
     TransactionAbortableError,
     TransactionFatalError,
@@ -217,6 +218,22 @@ def test_offsets_are_committed_for_the_group_only_with_the_transaction() -> None
     commits = [(n, r.body) for n, r in cluster.requests if r.api_key == TXN_OFFSET_COMMIT.key]
     assert {n for n, _ in commits} == {cluster.coordinator_for("readers")}, "to the group coordinator"
     assert (commits[0][1]["generation_id"], commits[0][1]["member_id"]) == (3, "m-1")
+
+
+@pytest.mark.parametrize("offsets", [[(TOPIC, 0)], {(TOPIC, "0"): 1}, {("", 0): 1}, {(TOPIC, -1): 1}, {5: 1},
+                                     {(TOPIC, 0): -2}, {(TOPIC, 0): "1"}])
+def test_send_offsets_to_transaction_refuses_bad_offsets_naming_the_call_and_queues_nothing(offsets: Any) -> None:
+    """As Consumer.commit and Admin.alter_consumer_group_offsets (one check, ports.values.checked_offsets): a typed
+    error naming the call before anything goes out; the transaction goes on."""
+    producer, cluster, clock = make()
+    initialized(producer, clock)
+    producer.begin_transaction()
+    with pytest.raises(InvalidArgumentError, match="send_offsets_to_transaction"):
+        producer.send_offsets_to_transaction(offsets, "readers")
+    producer.send_offsets_to_transaction({(TOPIC, 0): 4}, "readers")
+    producer.commit_transaction()
+    run_until(producer, clock, lambda: state(producer) == "READY")
+    assert cluster.group_offsets["readers"] == {(TOPIC, 0): 4}
 
 
 def test_a_second_producer_with_the_same_transactional_id_fences_the_first() -> None:
