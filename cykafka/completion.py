@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from cykafka.core import ClientLock
+from cykafka.ports.values import checked_seconds
 
 
 class Completion:
@@ -56,8 +57,9 @@ class Completion:
             gate.release()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Blocks until set() or `timeout` seconds (None: no limit; 0 or less: does not block), as
-        threading.Event.wait; True once set."""
+        """Blocks until set() or `timeout` seconds (None or math.inf: no limit; 0 or less: does not block), as
+        threading.Event.wait; True once set. A timeout that is not a number: InvalidArgumentError."""
+        timeout = checked_seconds(timeout, "timeout")
         with self._guard:
             if self._fired:
                 return True
@@ -68,7 +70,7 @@ class Completion:
         if timeout is None:
             opened = gate.acquire()
         elif timeout > 0:
-            opened = gate.acquire(True, timeout)
+            opened = gate.acquire(True, min(timeout, threading.TIMEOUT_MAX))
         else:
             opened = gate.acquire(False)
         if opened:

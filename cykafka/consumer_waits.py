@@ -14,8 +14,7 @@ from collections.abc import Callable
 from cykafka.consumer_lock import ConsumerLock
 from cykafka.errors import InvalidArgumentError, KafkaTimeoutError
 from cykafka.ports import Clock
-
-FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
+from cykafka.ports.values import FOREVER_MS
 
 
 class ConsumerWaits:

@@ -63,7 +63,13 @@ from cykafka.errors import (
 )
 from cykafka.metrics import MetricsSnapshot, ProducerMetrics, StatsReporter
 from cykafka.ports import CODEC_NAMES, Clock, MetadataSource, PartitionInfo, Ports, Transport
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, TransactionInfo, checked_offsets
+from cykafka.ports.values import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    TransactionInfo,
+    checked_offsets,
+    checked_seconds,
+)
 from cykafka.producer_seam import AppendSeam, NeedsMemory, NeedsMetadata, ThreadWaiter
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
@@ -456,8 +462,9 @@ class Producer(SendPath, AppendSeam):
         when `timeout` seconds pass first."""
         if self._thread is not None and threading.current_thread() is self._thread:
             raise KafkaError("flush() from a delivery callback or interceptor would deadlock the sender thread")
+        timeout_ms = _timeout_ms(timeout)
         batches = self.begin_flush()
-        deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
+        deadline_ms = None if timeout_ms is None else self._clock.monotonic_ms() + timeout_ms
         try:
             for batch in batches:
                 completion = batch.waitable()
@@ -515,6 +522,7 @@ class Producer(SendPath, AppendSeam):
         """Flushes and stops the sender. After `timeout` seconds, fails what is left with ProducerClosedError."""
         if self._thread is not None and threading.current_thread() is self._thread:
             raise KafkaError("close() from a delivery callback would deadlock; use close(0) from another thread")
+        timeout_ms = _timeout_ms(timeout)
         if self._closed:
             return
         self._closed = True
@@ -531,10 +539,10 @@ class Producer(SendPath, AppendSeam):
             self._accumulator.close()
         self.sender.running = False
         self._transport.wakeup()
-        deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
+        deadline_ms = None if timeout_ms is None else self._clock.monotonic_ms() + timeout_ms
         if self._thread is not None:
             # the last tenth of the timeout (at most 250 ms) is kept for failing what is left
-            reserve_ms = 0 if timeout is None else min(_timeout_ms(timeout) // 10, 250)
+            reserve_ms = 0 if timeout_ms is None else min(timeout_ms // 10, 250)
             self._join_sender(None if deadline_ms is None else deadline_ms - reserve_ms)
             if self._thread.is_alive():
                 self.sender.force_close = True
@@ -614,7 +622,8 @@ class Producer(SendPath, AppendSeam):
             if result.is_completed:
                 result.wait(0)
             return
-        result.wait(self.config.max_block_ms / 1000 if timeout is None else timeout)
+        timeout_ms = self.config.max_block_ms if timeout is None else _timeout_ms(timeout)
+        result.wait(None if timeout_ms is None else timeout_ms / 1000)
 
     def init_transactions(self, timeout: float | None = None) -> None:
         """Finds the transaction coordinator and gets the producer id/epoch for transactional.id, fencing older
@@ -651,12 +660,13 @@ class Producer(SendPath, AppendSeam):
         transaction failed (abort_transaction(), then try again), ProducerFencedError / TransactionFatalError if
         the producer can only be closed, KafkaTimeoutError after `timeout` s (call again to keep waiting)."""
         _, requests = self._transactional()
-        deadline_ms = None if timeout is None else self._clock.monotonic_ms() + _timeout_ms(timeout)
+        timeout_ms = _timeout_ms(timeout)
+        deadline_ms = None if timeout_ms is None else self._clock.monotonic_ms() + timeout_ms
         if self._thread is not None and requests.in_transaction:
             self.flush(timeout)
         with self._lock:
             result = requests.begin_commit()
-        self._await(result, None if deadline_ms is None else max(0, deadline_ms - self._clock.monotonic_ms()) / 1000)
+        self._await(result, timeout if deadline_ms is None else max(0, deadline_ms - self._clock.monotonic_ms()) / 1000)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Aborts the transaction: records not yet sent fail, records sent are never visible to read_committed
@@ -705,9 +715,11 @@ def _own_buffer(buffer: bytearray) -> bytearray:
     return buffer
 
 
-def _timeout_ms(timeout_s: float) -> int:
-    """A timeout argument in seconds as ms on the Clock port (a negative one is 0)."""
-    return max(0, round(timeout_s * 1000))
+def _timeout_ms(timeout_s: float | None) -> int | None:
+    """A timeout argument in seconds as ms on the Clock port: None for no limit (None, math.inf), a negative one is
+    0; not a number: InvalidArgumentError (ports.values.checked_seconds)."""
+    seconds = checked_seconds(timeout_s, "timeout")
+    return None if seconds is None else max(0, round(seconds * 1000))
 
 
 def _is_int(value: object) -> bool:

@@ -21,6 +21,20 @@ from cykafka.protocol.error_codes import ErrorCode
 T = TypeVar("T")
 
 
+FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
+
+
+def checked_seconds(timeout: object, name: str) -> float | None:
+    """A timeout argument in seconds as a wait takes it: None (no limit), or a number, not a bool, not nan;
+    math.inf, or anything past FOREVER_MS, is None too. Else InvalidArgumentError naming `name`."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout:
+        raise InvalidArgumentError(f"{name} must be a number of seconds (math.inf: no limit) or None, got "
+                                   f"{timeout!r}")
+    return None if timeout * 1000 >= FOREVER_MS else float(timeout)
+
+
 class TopicPartition(NamedTuple):
     """A topic's partition (`cykafka.TopicPartition`): what Admin and Consumer calls take and return."""
 

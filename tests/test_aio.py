@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import math
 import os
 import signal
 import threading
@@ -24,6 +25,7 @@ from cykafka import (
     BufferExhaustedError,
     Consumer,
     IllegalStateError,
+    InvalidArgumentError,
     InvalidRecordError,
     InvalidTopicError,
     KafkaError,
@@ -158,7 +160,10 @@ def test_a_completion_wakes_every_waiting_thread_and_times_out_as_a_threading_ev
     started = time.monotonic()
     assert not completion.wait(0.05) and time.monotonic() - started >= 0.04
     results: list[bool] = []
-    waiters = [threading.Thread(target=lambda t=t: results.append(completion.wait(t))) for t in (None, 5, 5, None)]
+    with pytest.raises(InvalidArgumentError, match="timeout must be a number of seconds"):
+        completion.wait("1")  # type: ignore[arg-type]
+    waiters = [threading.Thread(target=lambda t=t: results.append(completion.wait(t)))
+               for t in (None, 5, math.inf, None)]
     for waiter in waiters:
         waiter.start()
     time.sleep(0.05)

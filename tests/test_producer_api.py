@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ import cykafka
 from cykafka import (
     BufferExhaustedError,
     ConfigError,
+    InvalidArgumentError,
     InvalidRecordError,
     InvalidTopicError,
     KafkaTimeoutError,
@@ -50,6 +52,27 @@ def fake() -> Iterator[tuple[Producer, FakeCluster]]:
 
 def make(cluster: FakeCluster, **config: Any) -> Producer:
     return fake_producer(cluster, **{"linger.ms": 1, "max.block.ms": 2000, **config})
+
+
+def test_a_timeout_of_math_inf_has_no_limit_and_one_that_is_not_a_number_is_refused(
+        fake: tuple[Producer, FakeCluster]) -> None:
+    """As the consumer's calls: math.inf waits without a limit (it raised a bare OverflowError), and a timeout
+    that is not a number is an InvalidArgumentError naming it, before anything is done (flush, close, and the wait
+    of a pending record's result)."""
+    _, cluster = fake
+    producer = make(cluster, **{"linger.ms": 60_000})
+    future = producer.send(T, b"v", partition=0)
+    batch = producer.send_batch(T, [b"a", b"b"], partitions=1)
+    for bad in ("1", float("nan"), True, [1]):
+        for call in (producer.flush, producer.close, future.result, batch.result):
+            with pytest.raises(InvalidArgumentError, match=r"timeout must be a number of seconds \(math.inf"):
+                call(bad)  # type: ignore[operator]
+    assert not future.done()  # close(bad) closed nothing, flush(bad) sent nothing
+    assert producer.flush(math.inf) == 0
+    assert future.result(math.inf).partition == 0 and batch.result(float("inf")) == 2
+    producer.close(math.inf)
+    with pytest.raises(ProducerClosedError):
+        producer.send(T, b"x", partition=0)
 
 
 # -- config --------------------------------------------------------------------------------------------------------
