@@ -37,7 +37,13 @@ from cykafka.core import AsyncSends, BatchResult, ConsumerRecord, LoopFutures, R
 from cykafka.errors import KafkaError
 from cykafka.fetch_collector import RecordsByPartition
 from cykafka.metrics import MetricsSnapshot
-from cykafka.ports.values import ConsumerGroupMetadata, OffsetAndMetadata, PartitionInfo, TopicPartition
+from cykafka.ports.values import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    PartitionInfo,
+    TopicPartition,
+    checked_seconds,
+)
 from cykafka.producer import Producer
 from cykafka.producer_seam import METADATA_POLL_MS, NeedsMemory, NeedsMetadata
 from cykafka.serialization import validate_topic
@@ -225,6 +231,7 @@ class AsyncProducer(AsyncSends):
         """Sends everything queued now and awaits it; returns the records still pending (0: all done) when
         `timeout` seconds pass first. The futures send() returned before are resolved when it returns 0.
         Cancelled: stops waiting, the records are still sent."""
+        timeout = checked_seconds(timeout, "timeout")  # math.inf: no limit, as the sync flush
         producer = self._producer
         batches = producer.begin_flush()
         settled = self._futures.unsettled()

@@ -411,6 +411,16 @@ async def test_a_future_stays_outside_the_cyclic_gc_unless_it_fails() -> None:
 
 
 @pytest.mark.asyncio
+async def test_flush_takes_math_inf_as_no_limit_and_refuses_a_timeout_that_is_not_a_number() -> None:
+    producer, _ = _fake_producer(**{"linger.ms": 60_000})
+    async with producer:
+        future = await producer.send("t", b"v", partition=0)
+        with pytest.raises(InvalidArgumentError, match="timeout must be a number of seconds"):
+            await producer.flush("1")  # type: ignore[arg-type]
+        assert await producer.flush(math.inf) == 0 and future.done()
+
+
+@pytest.mark.asyncio
 async def test_no_container_the_collector_walks_holds_a_pending_future() -> None:
     """A batch keeps its records' futures (asyncio's, and the RecordFutures under them) in arrays the collector does
     not walk (core/refs.pyx): a loop sending flat out has hundreds of thousands pending, each a cache miss in every
