@@ -1,7 +1,8 @@
 """The values every client's calls take and return, in one neutral module (cykafka.ports.values): a partition
 (`TopicPartition`), a broker (`Node`), a partition's metadata (`PartitionInfo`), an offset to commit
 (`OffsetAndMetadata`), a consumer group's generation (`ConsumerGroupMetadata`), a producer's transaction
-(`TransactionInfo`), a ListOffsets result (`ListOffsetsResultInfo`) and a per-item outcome (`Result`).
+(`TransactionInfo`), a ListOffsets result (`ListOffsetsResultInfo`) and a per-item outcome (`Result`); and a
+call's timeout in seconds (`checked_seconds`; `FOREVER_MS`, the longest deadline: math.inf's).
 
 Plain frozen data, no behaviour beyond checking arguments: the Producer, the Consumer, Admin, the request layer and the
 Spark data source all speak these, so none of them imports another client to name a value. `cykafka` re-exports the
