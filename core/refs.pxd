@@ -9,5 +9,5 @@ cdef struct Refs:
     Py_ssize_t count
     Py_ssize_t capacity
 
-cdef int refs_append(Refs* refs, object item) except -1
-cdef void refs_clear(Refs* refs) noexcept
+# refs_append(&refs, item) and refs_clear(&refs) are refs.pyx's module functions, not declared here: a cdef function
+# a .pxd declares is exported as the module's C API (__pyx_capi__), which the .pyi stub check would then have to list
