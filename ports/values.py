@@ -25,13 +25,17 @@ T = TypeVar("T")
 FOREVER_MS = 2**62  # an infinite (or absurdly long) timeout: no deadline before the year 146 million
 
 
-def checked_seconds(timeout: object, name: str) -> float | None:
-    """A timeout argument in seconds as a wait takes it: None (no limit), or a number, not a bool, not nan;
-    math.inf, or anything past FOREVER_MS, is None too. Else InvalidArgumentError naming `name`."""
-    if timeout is None:
+def checked_seconds(timeout: object, name: str, *, none: str | None = "no limit", at_least: float | None = None
+                    ) -> float | None:
+    """A timeout argument in seconds as a wait takes it: a number, not a bool, not nan, at least `at_least` (when
+    given); math.inf, or anything past FOREVER_MS, is None (no limit); None itself is taken (returned) when `none`
+    says what it means, else refused. Anything else: InvalidArgumentError naming `name` and what is accepted."""
+    if timeout is None and none is not None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout:
-        raise InvalidArgumentError(f"{name} must be a number of seconds (math.inf: no limit) or None, got "
+    if (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout
+            or (at_least is not None and timeout < at_least)):
+        raise InvalidArgumentError(f"{name} must be a number of seconds{'' if at_least is None else f' >= {at_least}'}"
+                                   f" (math.inf: no limit){'' if none is None else f' or None ({none})'}, got "
                                    f"{timeout!r}")
     return None if timeout * 1000 >= FOREVER_MS else float(timeout)
 
