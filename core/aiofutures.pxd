@@ -14,6 +14,7 @@ cdef class _LoopQueue:
     cdef object batches              # deque of completed _BatchFutures, resolved in order
     cdef Py_ssize_t budget           # futures still to resolve in this turn of the loop
     cdef bint scheduled              # a call of this queue is on the loop (the next turn)
+    cdef dict future_kwargs          # {"loop": loop}: each future is made with it (no dict made per future)
 
 @cython.final
 cdef class _BatchFutures:
@@ -29,6 +30,10 @@ cdef class _BatchFutures:
 cdef class LoopFutures:
     cdef object _future_type         # asyncio.Future (the C _asyncio.Future), handed in: the core imports no asyncio
     cdef object _get_running_loop
+    cdef object _loop                # the loop _running_loop found last (None: look again), on this thread:
+    cdef unsigned long _loop_thread
+    cdef object _loop_thread_id      # the loop's _thread_id then (the int its run_forever set)
+    cdef unsigned long _loop_forks   # the process's forks then
     cdef object _error_of            # a record's KafkaError -> the exception its future gets (a fresh one each)
     cdef object _metadata_type       # None: cykafka's RecordMetadata; else a tuple type in aiokafka's layout
     cdef object _partition_type      # with _metadata_type: the tuple type of its topic_partition field
@@ -39,6 +44,7 @@ cdef class LoopFutures:
     cdef _BatchFutures _last_batch
 
     cpdef object future_of(self, RecordFuture record)
+    cdef object _running_loop(self)
     cdef object _future_on(self, RecordFuture record, object loop)
     cdef int _resolve(self, object future, RecordFuture record, _BatchFutures batch) except -1
     cdef int _drain(self, _LoopQueue queue) except -1

@@ -1,7 +1,8 @@
 # aiofutures: send()'s asyncio futures in C, for cykafka.aio's AsyncProducer and cykafka.compat.aiokafka's producer
 # (the compiled shell, as sendpath; no asyncio import: the composition root hands in the Future type and
 # get_running_loop; no thread, no clock, no I/O).
-# - LoopFutures: the asyncio future of each queued record, made by calling the (C) Future type, filed with the other
+# - LoopFutures: the asyncio future of each queued record, made by calling the (C) Future type (on the running loop,
+#   found once while it runs on the caller's thread: _running_loop), filed with the other
 #   futures of its batch (one append to an array the GC does not walk, refs.pyx); the batch's Completion hands the
 #   loop one callback once the batch is final (one cross-thread call per batch, none per record), which resolves
 #   them there in C: cykafka's RecordMetadata, or a tuple in aiokafka's RecordMetadata layout built without its
@@ -11,8 +12,10 @@
 #   future, returned through an awaitable that is done at once (sent.h: `await` gives the future, no coroutine, no
 #   frame); what must wait (metadata, memory) goes to the Python coroutine handed in, unchanged.
 
+import os as _os
 from collections import deque
 
+from cpython.object cimport PyObject_Call
 from cpython.ref cimport PyObject
 
 
@@ -34,6 +37,16 @@ cdef extern from "sent.h":
 
 cyk_sent_ready()
 Sent = cyk_sent_type()
+
+cdef unsigned long _forks = 0  # forks this process was made by (a loop found before one is not taken after it)
+
+
+def _forked():
+    global _forks
+    _forks += 1
+
+
+_os.register_at_fork(after_in_child=_forked)
 
 
 cdef object _fresh_error(object error):
@@ -109,7 +122,24 @@ cdef class LoopFutures:
 
     cpdef object future_of(self, RecordFuture record):
         """A future of the running loop for `record`, resolved with its batch (at once when it is final)."""
-        return self._future_on(record, self._get_running_loop())
+        return self._future_on(record, self._running_loop())
+
+    cdef object _running_loop(self):
+        """get_running_loop(), without its getpid system call (CPython 3.11: ~10% of a send's time on the loop
+        thread) while the loop it gave last still runs on this thread: same thread, no fork since, and the loop's
+        _thread_id (asyncio's BaseEventLoop: set by run_forever, None once it ends; a new run sets a new int) the
+        very object it was then. Any other loop type, or any doubt: get_running_loop() itself."""
+        cdef unsigned long thread = PyThread_get_thread_ident()
+        loop = self._loop
+        if (loop is not None and thread == self._loop_thread and self._loop_forks == _forks
+                and getattr(loop, "_thread_id", None) is self._loop_thread_id):
+            return loop
+        loop = self._get_running_loop()
+        self._loop_thread_id = getattr(loop, "_thread_id", None)
+        self._loop = loop if self._loop_thread_id is not None else None
+        self._loop_thread = thread
+        self._loop_forks = _forks
+        return loop
 
     cdef object _future_on(self, RecordFuture record, object loop):
         cdef _BatchFutures batch
@@ -121,8 +151,9 @@ cdef class LoopFutures:
             queue.loop = loop
             queue.settling = {}
             queue.batches = deque()
+            queue.future_kwargs = {"loop": loop}
             self._last_completion = self._last_batch = None
-        future = self._future_type(loop=loop)
+        future = PyObject_Call(self._future_type, (), queue.future_kwargs)  # Future(loop=loop), no dict made
         if self._untrack and type(future) is self._future_type:
             # outside the cyclic GC while pending: its batch holds it (and so whatever its callbacks refer to) until
             # _resolve, so the collector could free nothing through it; back in it when it fails or was cancelled
@@ -268,7 +299,7 @@ cdef class AsyncSends:
         once."""
         cdef unsigned long thread = PyThread_get_thread_ident()
         try:
-            loop = self.futures._get_running_loop()  # first: without a running loop nothing is queued
+            loop = self.futures._running_loop()  # first: without a running loop nothing is queued
             if thread != self._loop_thread or not self._has_loop_thread:
                 self._on_new_thread(thread)
                 self._loop_thread = thread

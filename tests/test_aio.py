@@ -11,6 +11,8 @@ import gc
 import math
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -470,6 +472,67 @@ def test_one_producer_resolves_the_futures_of_each_loop_it_is_used_on() -> None:
         assert asyncio.run(send_some(b"b")) == [5, 6, 7, 8, 9]
     finally:
         asyncio.run(producer.stop(5))
+
+
+def test_a_send_future_belongs_to_the_loop_running_on_the_calling_thread() -> None:
+    """send() finds the running loop without asking asyncio each time (its getpid on 3.11) only while the loop it
+    found last still runs on the same thread: another thread's loop, a later loop on the same thread and a loop copied
+    into a fork child each get their own answer (a future of the right loop, or asyncio's RuntimeError)."""
+    producer, _ = _fake_producer()
+    sent_on_a, release_a = threading.Event(), threading.Event()
+    loops: dict[str, tuple[object, object]] = {}
+
+    async def send_one(tag: str, hold: bool = False) -> None:
+        future = await producer.send("t", tag.encode(), partition=0)
+        loops[tag] = (future.get_loop(), asyncio.get_running_loop())
+        if hold:  # loop A keeps running while the main thread's loop sends
+            sent_on_a.set()
+            await asyncio.to_thread(release_a.wait, 30)
+        await future
+
+    a = threading.Thread(target=asyncio.run, args=(send_one("a", hold=True),))
+    a.start()
+    try:
+        assert sent_on_a.wait(30)
+        asyncio.run(send_one("b"))  # loop A runs still, on thread A
+    finally:
+        release_a.set()
+        a.join(30)
+    asyncio.run(send_one("c"))  # a new loop on this thread, after the one of "b" ended
+    try:
+        for tag in "abc":
+            future_loop, running = loops[tag]
+            assert future_loop is running, tag
+    finally:
+        asyncio.run(producer.stop(5))
+
+
+def test_a_send_in_a_fork_child_of_a_running_loop_finds_no_running_loop_as_asyncio_says() -> None:
+    script = """if True:
+        import asyncio, os, sys
+        sys.path.insert(0, sys.argv[1])
+        from test_aio import _fake_producer
+        producer, _ = _fake_producer()
+
+        async def main():
+            await (await producer.send("t", b"parent", partition=0))  # the loop found, on this thread
+            record = producer.producer.try_send("t", b"queued", partition=0)  # its metadata is known: queued
+            pid = os.fork()
+            if pid == 0:  # the child runs on in the copied loop's frames; asyncio says no loop runs here
+                try:
+                    producer._futures.future_of(record)  # send()'s own lookup of the loop
+                except RuntimeError as e:
+                    os._exit(0 if "no running event loop" in str(e) else 3)
+                os._exit(4)
+            return os.waitpid(pid, 0)[1]
+
+        status = asyncio.run(main())
+        asyncio.run(producer.stop(5))
+        sys.exit(os.waitstatus_to_exitcode(status))
+    """
+    done = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", script,
+                           os.path.dirname(os.path.abspath(__file__))], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.broker
