@@ -94,7 +94,7 @@ cdef class _BatchFutures:
 @cython.final
 cdef class LoopFutures:
     """LoopFutures(future_type, get_running_loop, *, error_of=None, metadata_type=None, partition_type=None,
-    slice_records=1000, untrack=True)\n--\n
+    slice_records=100, untrack=True)\n--\n
     The asyncio futures of a producer's records (future_of), each resolved on the loop that asked for it together
     with the other records of its batch: one loop callback per batch, none per record. future_type: asyncio.Future;
     get_running_loop: asyncio.get_running_loop. A future gets the record's RecordMetadata, or with metadata_type (a
@@ -105,7 +105,7 @@ cdef class LoopFutures:
     a value (see _future_on)."""
 
     def __init__(self, future_type, get_running_loop, *, error_of=None, metadata_type=None, partition_type=None,
-                 Py_ssize_t slice_records=1000, bint untrack=True):
+                 Py_ssize_t slice_records=100, bint untrack=True):
         if metadata_type is not None and not (cyk_is_plain_tuple_type(metadata_type)
                                               and cyk_is_plain_tuple_type(partition_type)):
             raise InvalidArgumentError("metadata_type and partition_type must be tuple types without __dict__ "

@@ -385,16 +385,16 @@ async def test_a_batch_of_futures_is_resolved_slice_records_a_turn_of_the_loop()
     async with producer:
         await producer.send_and_wait("t", b"warm-up", partition=0)
         counting = asyncio.create_task(turns())
-        futures = [await producer.send("t", b"v", partition=0) for _ in range(2500)]  # one batch
+        futures = [await producer.send("t", b"v", partition=0) for _ in range(250)]  # one batch
         resolved_on: list[int] = []
         for future in futures:
             future.add_done_callback(lambda _: resolved_on.append(turn))
         assert await producer.flush(30) == 0
         await asyncio.sleep(0)
         counting.cancel()
-    assert len(resolved_on) == 2500 and producer._futures.slice_records == 1000
-    # 1000, 1000, 500: three turns; the loop ran between them
-    assert [resolved_on.count(t) for t in sorted(set(resolved_on))] == [1000, 1000, 500]
+    assert len(resolved_on) == 250 and producer._futures.slice_records == 100
+    # 100, 100, 50: three turns; the loop ran between them
+    assert [resolved_on.count(t) for t in sorted(set(resolved_on))] == [100, 100, 50]
 
 
 @pytest.mark.asyncio
