@@ -476,8 +476,8 @@ def test_one_producer_resolves_the_futures_of_each_loop_it_is_used_on() -> None:
 
 def test_a_send_future_belongs_to_the_loop_running_on_the_calling_thread() -> None:
     """send() finds the running loop without asking asyncio each time (its getpid on 3.11) only while the loop it
-    found last still runs on the same thread: another thread's loop, a later loop on the same thread and a loop copied
-    into a fork child each get their own answer (a future of the right loop, or asyncio's RuntimeError)."""
+    found last still runs on the same thread: another thread's loop and a later loop on the same thread each get
+    futures of their own (a fork child: the next test)."""
     producer, _ = _fake_producer()
     sent_on_a, release_a = threading.Event(), threading.Event()
     loops: dict[str, tuple[object, object]] = {}
@@ -491,19 +491,19 @@ def test_a_send_future_belongs_to_the_loop_running_on_the_calling_thread() -> No
         await future
 
     a = threading.Thread(target=asyncio.run, args=(send_one("a", hold=True),))
-    a.start()
     try:
+        a.start()
         assert sent_on_a.wait(30)
         asyncio.run(send_one("b"))  # loop A runs still, on thread A
-    finally:
         release_a.set()
         a.join(30)
-    asyncio.run(send_one("c"))  # a new loop on this thread, after the one of "b" ended
-    try:
+        asyncio.run(send_one("c"))  # a new loop on this thread, after the one of "b" ended
         for tag in "abc":
             future_loop, running = loops[tag]
             assert future_loop is running, tag
     finally:
+        release_a.set()
+        a.join(30)
         asyncio.run(producer.stop(5))
 
 
