@@ -2,7 +2,10 @@
 asyncio future pays on top of its own work (docs/asyncio.md, "Numbers"). N futures made with asyncio.Future(loop=)
 (what loop.create_future() does, minus its Python-level frame), resolved with set_result, then awaited in each of the
 async bench's two idioms that await them: `await asyncio.gather(*futures)` and `for f in futures: await f` (already
-resolved). CPU time per future, the garbage collector on (what a program pays) and off (asyncio's calls alone).
+resolved); then N more gathered while still pending, as the async bench's gather idiom finds most of them, each then
+resolved (set_result schedules gather's callback on the loop: a Handle per future) and the gather awaited. CPU time
+per future, the garbage collector on (what a program pays) and off (asyncio's calls alone). The last column is the
+gather idiom's ceiling: records/s of a client whose send() cost nothing but its future (create + gather pending).
 
     python bench/asyncio_floor.py [--futures N] [--rounds R] [--json]
 """
@@ -20,19 +23,35 @@ import time
 async def _round(count: int) -> dict[str, float]:
     loop = asyncio.get_running_loop()
     future_type = asyncio.Future
-    marks = [time.process_time()]
+    steps_s: dict[str, float] = {}
+    started = time.process_time()
+
+    def step(name: str | None) -> None:
+        """The CPU time since the last step is `name`'s (None: not a step of its own)."""
+        nonlocal started
+        now = time.process_time()
+        if name is not None:
+            steps_s[name] = now - started
+        started = now
+
     futures = [future_type(loop=loop) for _ in range(count)]
-    marks.append(time.process_time())
+    step("create_us")
     for future in futures:
         future.set_result(None)
-    marks.append(time.process_time())
+    step("resolve_us")
     await asyncio.gather(*futures)
-    marks.append(time.process_time())
+    step("gather_us")
     for future in futures:
         await future
-    marks.append(time.process_time())
-    names = ("create_us", "resolve_us", "gather_us", "await_each_us")
-    return {name: (marks[i + 1] - marks[i]) / count * 1e6 for i, name in enumerate(names)}
+    step("await_each_us")
+    futures = [future_type(loop=loop) for _ in range(count)]
+    step(None)  # made again: create_us times that
+    gathered = asyncio.gather(*futures)
+    for future in futures:
+        future.set_result(None)
+    await gathered
+    step("gather_pending_us")
+    return {name: seconds / count * 1e6 for name, seconds in steps_s.items()}
 
 
 def measure(count: int, rounds: int) -> dict[str, dict[str, float]]:
@@ -49,6 +68,11 @@ def measure(count: int, rounds: int) -> dict[str, dict[str, float]]:
     return result
 
 
+def ceiling(row: dict[str, float]) -> float:
+    """Records/s of the gather idiom for a client whose send() costs nothing but making its future."""
+    return 1e6 / (row["create_us"] + row["gather_pending_us"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--futures", type=int, default=200_000)
@@ -60,11 +84,13 @@ def main() -> int:
         print(json.dumps({"futures": args.futures, **result}))
         return 0
     print(f"asyncio's own CPU µs per future, {args.futures:,} futures, median of {args.rounds} round(s)")
-    print("| collector | create | resolve | gather (call + await) | await each (resolved) |")
-    print("|---|---:|---:|---:|---:|")
+    print("| collector | create | resolve | gather (call + await) | await each (resolved) | gather pending (call, "
+          "resolve, await) | gather idiom's ceiling, records/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for collector, row in result.items():
         print(f"| {collector.replace('_', ' ')} | {row['create_us']:.2f} | {row['resolve_us']:.2f} | "
-              f"{row['gather_us']:.2f} | {row['await_each_us']:.2f} |")
+              f"{row['gather_us']:.2f} | {row['await_each_us']:.2f} | {row['gather_pending_us']:.2f} | "
+              f"{ceiling(row):,.0f} |")
     return 0
 
 
