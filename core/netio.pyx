@@ -13,9 +13,13 @@
 # the sender (bench/e2e_bench.py, send() records/s: 0 cost 12%, 200 µs nothing); a consumer's poll() hands over
 # at once (it takes what the network thread files: waiting helps nothing). A wait with events already ready returns
 # them keeping the GIL (a busy network thread gives it up only where it would block). An application thread that
-# never calls cykafka gives the GIL back as before, after the switch interval. (Keeping the GIL through the socket
-# calls instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
-# its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py.)
+# never calls cykafka gives the GIL back only after the switch interval: when a network thread's wait for it lasted
+# FORCED_WAIT_US or more (CPython forced the holder off), its socket reads and writes of the next KEEP_GIL_US keep
+# the GIL, so that such a thread costs a record two forced switches (the sender's wake, the broker's answer), not one
+# per system call (docs/performance.md, "The busy and the spinning caller"). (Keeping the GIL through every socket
+# call instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
+# its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py; after a wait under FORCED_WAIT_US, the loop's own
+# turns, the calls still let it go.)
 
 import os as _os
 
@@ -33,12 +37,16 @@ cdef extern from *:
     static int cyk_handoff_waiting = 0;         /* network threads whose system call ended, wanting the GIL */
     static long long cyk_handoff_since_us = 0;  /* when the first of them began to want it */
     static unsigned int cyk_handoff_taken = 0;  /* bumped by each such thread once it holds the GIL */
+    static __thread long long cyk_wanted_since_us = 0;  /* when this thread's last system call ended */
+    static __thread long long cyk_keep_gil_until_us = 0;  /* its socket calls keep the GIL until then */
     #define cyk_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
     #define cyk_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
     """
     int cyk_handoff_waiting
     long long cyk_handoff_since_us
     unsigned int cyk_handoff_taken
+    long long cyk_wanted_since_us
+    long long cyk_keep_gil_until_us
     int cyk_load(int*) nogil
     unsigned int cyk_load_u "cyk_load"(unsigned int*) nogil
     long long cyk_load_ll "cyk_load"(long long*) nogil
@@ -64,6 +72,8 @@ cdef extern from *:
 cdef enum:
     HANDOFF_MAX_US = 1000
     HANDOFF_AFTER_US = 200  # a network thread wanting the GIL this long gets it at the caller's next call
+    FORCED_WAIT_US = 2000  # a wait for the GIL this long: a thread that does not give it up holds it
+    KEEP_GIL_US = 1000  # then the socket reads and writes of the next KEEP_GIL_US keep it
     SEND_MAX_BUFFERS = 64
     WAIT_MAX_EVENTS = 64
     WAIT_MAX_MS = 2147483647  # epoll_wait's int: a longer timeout waits this long
@@ -93,13 +103,25 @@ cdef inline void yield_to_network(int64_t after_us=HANDOFF_AFTER_US) noexcept:
 
 cdef inline void _wants_gil() noexcept nogil:
     """A network thread's system call ended: it wants the GIL back (yield_to_network hands it over)."""
+    global cyk_wanted_since_us
+    cyk_wanted_since_us = _clock_us()
     if cyk_add(&cyk_handoff_waiting, 1) == 1:
-        cyk_store_ll(&cyk_handoff_since_us, _clock_us(), ATOMIC_SEQ_CST)
+        cyk_store_ll(&cyk_handoff_since_us, cyk_wanted_since_us, ATOMIC_SEQ_CST)
 
 
 cdef inline void _holds_gil() noexcept:
+    """The thread holds the GIL again. When it waited FORCED_WAIT_US or more, another thread held the GIL until
+    CPython forced it off (a thread that never gives it up): every release costs a whole switch interval, so the
+    socket reads and writes of the next KEEP_GIL_US keep it (_keeps_gil); else they release it as before."""
+    global cyk_keep_gil_until_us
+    cdef int64_t now_us = _clock_us()
     cyk_add(&cyk_handoff_waiting, -1)
     cyk_add_u(&cyk_handoff_taken, 1)
+    cyk_keep_gil_until_us = now_us + KEEP_GIL_US if now_us - cyk_wanted_since_us >= FORCED_WAIT_US else 0
+
+
+cdef inline bint _keeps_gil() noexcept nogil:
+    return _clock_us() < cyk_keep_gil_until_us
 
 
 def wait_events(int epoll_fd, long long timeout_ms):
@@ -129,6 +151,13 @@ def wait_events(int epoll_fd, long long timeout_ms):
         mask = ready[i].events
         events.append((ready[i].data.fd, (EVENT_WRITE if mask & ~EPOLLIN else 0) | (EVENT_READ if mask & ~EPOLLOUT else 0)))
     return events
+
+
+def gil_releases():
+    """gil_releases()\n--\n
+    How many times the network threads' system calls (and hand-back lock waits) gave the GIL up and took it back, in
+    this process: what a test counts to see a call keep the GIL."""
+    return cyk_load_u(&cyk_handoff_taken)
 
 
 def network_yield():
@@ -161,11 +190,15 @@ def sock_send(int fd, object buffers):
             vectors[count].iov_base = views[count].buf
             vectors[count].iov_len = <size_t>views[count].len
             count += 1
-        with nogil:
+        if _keeps_gil():
             written = writev(fd, vectors, count)
             code = errno
-            _wants_gil()
-        _holds_gil()
+        else:
+            with nogil:
+                written = writev(fd, vectors, count)
+                code = errno
+                _wants_gil()
+            _holds_gil()
     finally:
         for i in range(count):
             PyBuffer_Release(&views[i])
@@ -187,11 +220,15 @@ def sock_recv_into(int fd, object buffer):
     cdef int code = 0
     PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
     try:
-        with nogil:
+        if _keeps_gil():
             got = recv(fd, view.buf, <size_t>view.len, 0)
             code = errno
-            _wants_gil()
-        _holds_gil()
+        else:
+            with nogil:
+                got = recv(fd, view.buf, <size_t>view.len, 0)
+                code = errno
+                _wants_gil()
+            _holds_gil()
     finally:
         PyBuffer_Release(&view)
     if got < 0:

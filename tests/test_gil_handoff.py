@@ -166,3 +166,94 @@ def test_the_system_calls_answer_as_the_transport_expects() -> None:
         left.close()
         if right.fileno() >= 0:
             right.close()
+
+
+def _socket_calls_after_a_wake(main_spins: bool) -> tuple[float, int]:
+    """A network thread waits in wait_events until the main thread writes a byte; then it makes 30 plain-socket
+    calls. With main_spins the main thread then holds the GIL in pure Python (never calling cykafka), so the thread's
+    wait for it ends only by CPython's forced switch (0.1 s here). Returns (the thread's wait, how many times its
+    socket calls gave the GIL up: gil_releases() before and after them)."""
+    import select
+    import socket
+
+    from cykafka.core import gil_releases, sock_recv_into, sock_send, wait_events
+
+    left, right = socket.socketpair()
+    left.setblocking(False)
+    right.setblocking(False)
+    epoll = select.epoll()
+    epoll.register(left.fileno(), select.EPOLLIN)
+    marks: dict[str, float] = {}
+
+    def network_thread() -> None:
+        wait_events(epoll.fileno(), 10_000)
+        marks["woke"] = time.perf_counter()
+        buffer = bytearray(16)
+        before = gil_releases()
+        for _ in range(10):
+            sock_recv_into(left.fileno(), buffer)
+            sock_send(left.fileno(), [b"y"])
+            sock_recv_into(right.fileno(), buffer)
+        marks["releases"] = gil_releases() - before
+
+    thread = threading.Thread(target=network_thread)
+    previous = sys.getswitchinterval()
+    try:
+        thread.start()
+        time.sleep(0.1)  # the thread is in its wait
+        sys.setswitchinterval(0.1)
+        marks["sent"] = time.perf_counter()
+        right.send(b"x")
+        if main_spins:
+            until = time.perf_counter() + 5
+            while thread.is_alive() and time.perf_counter() < until:
+                pass
+        thread.join(10)
+    finally:
+        sys.setswitchinterval(previous)
+        epoll.close()
+        left.close()
+        right.close()
+    return marks["woke"] - marks["sent"], int(marks["releases"])
+
+
+def test_socket_calls_after_a_forced_switch_keep_the_gil() -> None:
+    """A network thread that got the GIL only by CPython's forced switch (another thread holds it in Python and never
+    gives it up) would wait a whole switch interval again after each socket call that let it go: its socket reads
+    and writes of the next millisecond keep it (core/netio.pyx, FORCED_WAIT_US / KEEP_GIL_US). So a record needs two
+    forced switches (the sender's wake, the broker's answer), not one per system call."""
+    waited_s, releases = _socket_calls_after_a_wake(main_spins=True)
+    assert waited_s >= 0.05, f"the wait ended after {waited_s * 1e3:.1f} ms: not a forced switch"
+    assert releases == 0, f"{releases} of 30 socket calls gave the GIL up after a forced switch"
+
+
+def test_socket_calls_after_a_wait_nobody_forced_give_the_gil_up() -> None:
+    """The same calls after a wait that ended at once (the main thread waits in join(): nobody holds the GIL) let it
+    go as before, so another thread (an event loop) runs during them."""
+    waited_s, releases = _socket_calls_after_a_wake(main_spins=False)
+    if waited_s >= 0.002:  # a machine too loaded to wake the thread in 2 ms: the rule above applies instead
+        pytest.skip(f"the thread's wake took {waited_s * 1e3:.1f} ms")
+    assert releases == 30
+
+
+def test_a_record_is_acknowledged_while_another_thread_never_gives_the_gil_up(tansu_broker: Any) -> None:
+    """The issue-32 scenario: after send(), the main thread holds the GIL in pure Python and never calls cykafka;
+    the record is acknowledged within three switch intervals (0.2 s each here): the sender's wake and the broker's
+    answer, with one to spare. Before the kept socket calls each write and read cost one more."""
+    topic = f"handoff-{uuid.uuid4().hex[:8]}"
+    acknowledged: list[float] = []
+    with Producer({"bootstrap.servers": tansu_broker.bootstrap_servers, "linger.ms": 0}) as producer:
+        producer.send(topic, b"warm-up", partition=0).result(30)
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(0.2)
+        try:
+            sent = time.perf_counter()
+            producer.send(topic, b"v", partition=0,
+                          on_delivery=lambda error, metadata: acknowledged.append(time.perf_counter()))
+            until = sent + 5
+            while not acknowledged and time.perf_counter() < until:
+                pass  # holds the GIL; the callback runs on the sender thread
+        finally:
+            sys.setswitchinterval(previous)
+    assert acknowledged, "not acknowledged within 5 s"
+    assert acknowledged[0] - sent < 0.6, f"acknowledged after {(acknowledged[0] - sent) * 1e3:.0f} ms"
