@@ -4,7 +4,7 @@ round. bench/run.py runs every scenario through this file's workers; this file a
 
     python bench/e2e_bench.py [--records N] [--slow-records M] [--rounds R] [--value-bytes B] [--codec none|lz4|...]
                               [--clients cykafka,cykafka-batch,confluent,aiokafka,kafka-python] [--bootstrap H:P]
-                              [--mode throughput|latency|overload] [--rate N] [--busy-us N] [--spin]
+                              [--mode throughput|latency|overload] [--rate N] [--busy-us N] [--spin] [--hog]
     python -m cProfile -o e2e.prof bench/e2e_bench.py --worker cykafka --bootstrap HOST:PORT
 
 A worker (--worker CLIENT) measures one client in one --mode:
@@ -14,6 +14,8 @@ A worker (--worker CLIENT) measures one client in one --mode:
               prints p50_ms, p99_ms (the first 10% are warm-up); with --busy-us N the sending thread runs N µs of
               pure Python (holding the GIL) after each send, then sleeps until the next record is due; with
               --spin it spins in pure Python until then instead of sleeping (a caller that never gives up the GIL);
+              with --hog another thread of the worker spins in pure Python through the whole timed run and never
+              calls the client (the program's other work), the sending thread sleeping between sends;
   overload    as throughput, against a broker slower than the client (bench/run.py puts a throttling proxy in
               front): prints rss_growth_mib (peak RSS - RSS before the first send) and the longest send call.
 Same payloads (keyed, B-byte values), same batching (linger.ms, batch.size, the codec) for every client, each in its
@@ -33,6 +35,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -75,6 +78,8 @@ class Job:
         self.rate: int = args.rate
         self.busy_s: float = args.busy_us / 1e6
         self.spin: bool = args.spin
+        self.hog: bool = args.hog
+        self.hogging = False
         self.threads: int = args.threads
         self.settings: dict[str, Any] = json.loads(args.settings or "{}")
         self.used_config: dict[str, Any] = {}
@@ -87,6 +92,17 @@ class Job:
         self.rss_before = rss_bytes()
         self.rusage_before = resource.getrusage(resource.RUSAGE_SELF)
         self.started = time.perf_counter()
+        if self.hog and not self.hogging:
+            self.hogging = True
+            threading.Thread(target=self._hog, daemon=True).start()
+
+    def _hog(self) -> None:
+        """--hog: the program's other thread, pure Python holding the GIL until end_hog()."""
+        while self.hogging:
+            pass
+
+    def end_hog(self) -> None:
+        self.hogging = False
 
     def config(self, scenario_config: dict[str, Any]) -> dict[str, Any]:
         """A client's constructor settings (bootstrap aside): the scenario's batching in the client's spelling, then
@@ -108,11 +124,11 @@ class Job:
 
         return delay_s
 
-    def paced(self) -> Callable[[int], None]:
-        """latency mode: wait(i) returns when record i is due (pacer's delay, slept; with --spin spent in a
+    def paced(self, sleep: Callable[[float], object] = time.sleep) -> Callable[[int], None]:
+        """latency mode: wait(i) returns when record i is due (pacer's delay, spent in sleep; with --spin in a
         pure-Python loop, so the caller never gives up the GIL of its own accord)."""
         delay_s = self.pacer()
-        pause = busy if self.spin else time.sleep
+        pause = busy if self.spin else sleep
 
         def wait(i: int) -> None:
             delay = delay_s(i)
@@ -236,7 +252,8 @@ def run_confluent(job: Job, topic: str, keys: list[bytes], values: list[bytes]) 
     job.begin()
     if job.mode == "latency":
         latencies: list[float] = []
-        wait = job.paced()
+        # --hog: a record every 10 ms; waiting in poll() serves a delivery callback as it comes, not at the next send
+        wait = job.paced(poll if job.hog else time.sleep)
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
             wait(i)
             sent = time.perf_counter()
@@ -355,6 +372,7 @@ def worker(args: argparse.Namespace) -> None:
     job = Job(args)
     outcome = RUNNERS[args.worker](job, topic, keys, values)
     elapsed_s = time.perf_counter() - job.started
+    job.end_hog()
     after = resource.getrusage(resource.RUSAGE_SELF)
     before = job.rusage_before
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -364,6 +382,7 @@ def worker(args: argparse.Namespace) -> None:
     if args.mode == "latency":
         result["busy_us"] = args.busy_us
         result["spin"] = args.spin
+        result["hog"] = args.hog
     if args.mode == "overload":
         result["rss_growth_mib"] = (after.ru_maxrss * 1024 - rss_before) / 2**20  # ru_maxrss: KiB on Linux
         result["max_block_s"] = job.max_block_s
@@ -372,7 +391,7 @@ def worker(args: argparse.Namespace) -> None:
 
 def worker_command(client: str, bootstrap: str, records: int, *, value_bytes: int = 100, codec: str = "none",
                    mode: str = "throughput", rate: int = 10_000, busy_us: int = 0, spin: bool = False,
-                   threads: int = 1, linger_ms: int | None = None, batch_size: int = BATCH_SIZE,
+                   hog: bool = False, threads: int = 1, linger_ms: int | None = None, batch_size: int = BATCH_SIZE,
                    buffer_memory: int = 32 * 2**20,
                    settings: dict[str, Any] | None = None, profile_path: str | None = None) -> list[str]:
     """The command line of one worker process (under cProfile when profile_path is given); settings: what the
@@ -388,6 +407,8 @@ def worker_command(client: str, bootstrap: str, records: int, *, value_bytes: in
         command += ["--linger-ms", str(linger_ms)]
     if spin:
         command.append("--spin")
+    if hog:
+        command.append("--hog")
     if threads > 1:
         command += ["--threads", str(threads)]
     return command
@@ -416,6 +437,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--busy-us", type=int, default=0, help="latency mode: µs of pure-Python work after each send")
     p.add_argument("--spin", action="store_true", help="latency mode: the caller spins in pure Python until each "
                    "record is due instead of sleeping (it never gives up the GIL of its own accord)")
+    p.add_argument("--hog", action="store_true", help="latency mode: another thread spins in pure Python through the "
+                   "whole run, never calling the client (the sending thread sleeps between sends)")
     p.add_argument("--threads", type=int, default=1, help="throughput mode, cykafka and confluent: the records sent "
                    "by N threads through one producer")
     p.add_argument("--linger-ms", type=int, default=None, help=f"default {LINGER_MS} (latency mode: 0)")
@@ -449,7 +472,7 @@ def main() -> None:
                 records = args.slow_records if client in SLOW else args.records
                 runs[client].append(measure(worker_command(
                     client, bootstrap, records, value_bytes=args.value_bytes, codec=args.codec, mode=args.mode,
-                    rate=args.rate, busy_us=args.busy_us, spin=args.spin, threads=args.threads,
+                    rate=args.rate, busy_us=args.busy_us, spin=args.spin, hog=args.hog, threads=args.threads,
                     linger_ms=args.linger_ms, batch_size=args.batch_size, buffer_memory=args.buffer_memory,
                     settings=json.loads(args.settings) if args.settings else peer_settings(client))))
     finally:

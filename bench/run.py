@@ -16,6 +16,10 @@ acks=all and idempotence for every client, PEER_SETTINGS below, printed in the r
                                     BUSY_US µs after each send;
   latency-spin                      the same, the sending thread spinning in pure Python until each record is due
                                     (it never sleeps: cykafka's network thread gets the GIL only from send());
+  latency-hog                       HOG_RECORDS records at HOG_RATE records/s, linger.ms 0, the sending thread
+                                    sleeping between sends while another thread of the program spins in pure Python
+                                    all the time and never calls the client (the GIL comes only by CPython's forced
+                                    switch, every 5 ms);
   consume-latency                   bench/consume_latency.py: consumer end-to-end latency (send -> received) at
                                     10,000 records/s, the consumer's caller spinning in Python between poll(0)
                                     calls, cykafka against confluent-kafka (issue 32);
@@ -93,6 +97,8 @@ JAVA_CLIENTS = ["cykafka", "cykafka-batch", "java", "confluent"]  # --only java:
 BASE = "confluent"
 JAVA = "java"  # the second base: Kafka's Java clients (issue 29's goals are ratios against it)
 BUSY_US = 50  # latency-busy: the caller's pure-Python work after each send: half of the 100 µs between sends
+HOG_RATE = 100  # latency-hog: a record every 10 ms (each send waits for a forced switch to get the GIL)
+HOG_RECORDS = 300
 
 # What each client's constructor gets in every scenario, in its own spelling, on top of the scenario's batching
 # (linger.ms, batch.size, codec, buffer memory): one guarantee for all, acks=all with idempotence (each partition's
@@ -177,6 +183,8 @@ class Scenario:
     throttle_bytes_per_s: float = 0.0  # overload: the proxy's client->broker rate
     busy_us: int = 0  # latency: the caller's pure-Python work after each send
     spin: bool = False  # latency: the caller spins in Python until each record is due (never sleeps)
+    hog: bool = False  # latency: another thread spins in Python all the time (never calls the client)
+    rate: int = 10_000  # latency: records/s
     buffer_memory: int = 32 * MiB
     runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -189,7 +197,8 @@ class Scenario:
                                                  settings=peer_settings(client), version=java_version)
         else:
             command = e2e.worker_command(client, bootstrap, records, value_bytes=self.value_bytes, codec=self.codec,
-                                         mode=self.mode, busy_us=self.busy_us, spin=self.spin,
+                                         mode=self.mode, rate=self.rate, busy_us=self.busy_us, spin=self.spin,
+                                         hog=self.hog,
                                          buffer_memory=self.buffer_memory,
                                          settings=peer_settings(client), profile_path=profile_path)
         return command + (["--topic", topic] if topic else [])
@@ -214,6 +223,9 @@ def scenarios(scale: float) -> list[Scenario]:
                  busy_us=BUSY_US),
         Scenario("latency-spin", "10,000 records/s, linger.ms 0, the caller spinning in Python between sends (it "
                  "never sleeps)", ["cykafka", "confluent"], n(30_000), n(30_000), mode="latency", spin=True),
+        Scenario("latency-hog", f"{HOG_RATE} records/s, linger.ms 0, another thread spinning in Python all the time "
+                 "(it never calls the client)", ["cykafka", "confluent"], HOG_RECORDS, HOG_RECORDS, mode="latency",
+                 hog=True, rate=HOG_RATE),
         Scenario("overload", "overload: broker behind a 6 MB/s proxy, buffer.memory 16 MiB",
                  ["cykafka", "cykafka-batch", "confluent"], n(300_000), n(300_000), mode="overload",
                  throttle_bytes_per_s=6e6, buffer_memory=16 * MiB),

@@ -68,6 +68,17 @@ def test_run_writes_the_report_and_the_targets(tmp_path: object) -> None:
     assert set(json.load(open(os.path.join(out, "runs.json")))["encode"]) == {"none", "lz4"}
 
 
+def test_the_hog_scenario_runs_both_clients_beside_a_thread_that_never_gives_the_gil_up(run: Any) -> None:
+    """latency-hog (issue 32: another thread holds the GIL in Python and never calls the client): cykafka and
+    confluent-kafka at HOG_RATE records/s, each worker told --hog (bench/e2e_bench.py starts the spinning thread with
+    the clock and stops it after the run)."""
+    hog = next(s for s in run.scenarios(1.0) if s.name == "latency-hog")
+    assert hog.mode == "latency" and hog.hog and not hog.spin and set(hog.clients) == {"cykafka", "confluent"}
+    for client in hog.clients:
+        command = hog.command(client, "127.0.0.1:9", None)
+        assert "--hog" in command and command[command.index("--rate") + 1] == str(run.HOG_RATE)
+
+
 @pytest.mark.broker
 def test_busy_and_spinning_caller_latency_scenarios_end_to_end(run: Any, tmp_path: object) -> None:
     """latency-busy (the sending thread busy in Python between sends), latency-spin (it spins until each record is
