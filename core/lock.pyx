@@ -48,14 +48,15 @@ cdef class ClientLock:
         self._hand_back = hand_back
 
     cdef inline void take(self) noexcept:
+        cdef int64_t wanted_us = 0
         if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
             self._waiters += 1
             with nogil:
                 PyThread_acquire_lock(self._lock, WAIT_LOCK)
                 if self._hand_back:
-                    _wants_gil()
+                    wanted_us = _wants_gil()
             if self._hand_back:
-                _holds_gil()
+                _holds_gil(wanted_us)
             self._waiters -= 1
         self._held = True
 
@@ -78,6 +79,7 @@ cdef class ClientLock:
     def acquire(self, bint blocking=True, double timeout=-1):
         """As threading.Lock.acquire: True once held; False when not blocking or timeout (s) passed first."""
         cdef int acquired
+        cdef int64_t wanted_us = 0
         cdef PY_TIMEOUT_T timeout_us
         if not blocking and timeout != -1:
             raise ValueError("can't specify a timeout for a non-blocking call")
@@ -96,9 +98,9 @@ cdef class ClientLock:
             else:
                 acquired = PyThread_acquire_lock_timed(self._lock, timeout_us, 0)
             if self._hand_back:
-                _wants_gil()
+                wanted_us = _wants_gil()
         if self._hand_back:
-            _holds_gil()
+            _holds_gil(wanted_us)
         self._waiters -= 1
         if acquired:
             self._held = True

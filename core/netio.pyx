@@ -26,6 +26,7 @@ import os as _os
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport uint32_t
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.pystate cimport PyThreadState_Get
 
 
 cdef extern from *:
@@ -37,15 +38,15 @@ cdef extern from *:
     static int cyk_handoff_waiting = 0;         /* network threads whose system call ended, wanting the GIL */
     static long long cyk_handoff_since_us = 0;  /* when the first of them began to want it */
     static unsigned int cyk_handoff_taken = 0;  /* bumped by each such thread once it holds the GIL */
-    static __thread long long cyk_wanted_since_us = 0;  /* when this thread's last system call ended */
-    static __thread long long cyk_keep_gil_until_us = 0;  /* its socket calls keep the GIL until then */
+    static void* cyk_gil_keeper = NULL;  /* the thread state whose socket calls keep the GIL (read, set with it) */
+    static long long cyk_keep_gil_until_us = 0;  /* until then */
     #define cyk_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
     #define cyk_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
     """
     int cyk_handoff_waiting
     long long cyk_handoff_since_us
     unsigned int cyk_handoff_taken
-    long long cyk_wanted_since_us
+    void* cyk_gil_keeper
     long long cyk_keep_gil_until_us
     int cyk_load(int*) nogil
     unsigned int cyk_load_u "cyk_load"(unsigned int*) nogil
@@ -101,27 +102,34 @@ cdef inline void yield_to_network(int64_t after_us=HANDOFF_AFTER_US) noexcept:
             sched_yield()
 
 
-cdef inline void _wants_gil() noexcept nogil:
-    """A network thread's system call ended: it wants the GIL back (yield_to_network hands it over)."""
-    global cyk_wanted_since_us
-    cyk_wanted_since_us = _clock_us()
+cdef inline int64_t _wants_gil() noexcept nogil:
+    """A network thread's system call ended: it wants the GIL back (yield_to_network hands it over). Returns when
+    (for _holds_gil)."""
+    cdef int64_t now_us = _clock_us()
     if cyk_add(&cyk_handoff_waiting, 1) == 1:
-        cyk_store_ll(&cyk_handoff_since_us, cyk_wanted_since_us, ATOMIC_SEQ_CST)
+        cyk_store_ll(&cyk_handoff_since_us, now_us, ATOMIC_SEQ_CST)
+    return now_us
 
 
-cdef inline void _holds_gil() noexcept:
-    """The thread holds the GIL again. When it waited FORCED_WAIT_US or more, another thread held the GIL until
-    CPython forced it off (a thread that never gives it up): every release costs a whole switch interval, so the
-    socket reads and writes of the next KEEP_GIL_US keep it (_keeps_gil); else they release it as before."""
-    global cyk_keep_gil_until_us
+cdef inline void _holds_gil(int64_t wanted_us) noexcept:
+    """The thread holds the GIL again, wanted since wanted_us (_wants_gil). When it waited FORCED_WAIT_US or more,
+    another thread held the GIL until CPython forced it off (a thread that never gives it up): every release costs a
+    whole switch interval, so this thread's socket reads and writes of the next KEEP_GIL_US keep it (_keeps_gil);
+    else they release it as before. The keeper and its deadline are read and set only with the GIL held: no
+    thread-local storage (which would make the extension need the dynamic loader's __tls_get_addr)."""
+    global cyk_gil_keeper, cyk_keep_gil_until_us
     cdef int64_t now_us = _clock_us()
     cyk_add(&cyk_handoff_waiting, -1)
     cyk_add_u(&cyk_handoff_taken, 1)
-    cyk_keep_gil_until_us = now_us + KEEP_GIL_US if now_us - cyk_wanted_since_us >= FORCED_WAIT_US else 0
+    if now_us - wanted_us >= FORCED_WAIT_US:
+        cyk_gil_keeper = <void*>PyThreadState_Get()
+        cyk_keep_gil_until_us = now_us + KEEP_GIL_US
+    elif cyk_gil_keeper == <void*>PyThreadState_Get():
+        cyk_gil_keeper = NULL
 
 
-cdef inline bint _keeps_gil() noexcept nogil:
-    return _clock_us() < cyk_keep_gil_until_us
+cdef inline bint _keeps_gil() noexcept:
+    return cyk_gil_keeper == <void*>PyThreadState_Get() and _clock_us() < cyk_keep_gil_until_us
 
 
 def wait_events(int epoll_fd, long long timeout_ms):
@@ -132,6 +140,7 @@ def wait_events(int epoll_fd, long long timeout_ms):
     through the application's next send() or poll() (module comment); what is ready at once is returned keeping it."""
     cdef epoll_event ready[WAIT_MAX_EVENTS]
     cdef int count, code, i
+    cdef int64_t wanted_us = 0
     cdef int wait_ms = <int>min(timeout_ms, WAIT_MAX_MS) if timeout_ms >= 0 else -1
     cdef uint32_t mask
     count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)  # what is ready now, keeping the GIL
@@ -140,8 +149,8 @@ def wait_events(int epoll_fd, long long timeout_ms):
         with nogil:
             count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
-            _wants_gil()
-        _holds_gil()
+            wanted_us = _wants_gil()
+        _holds_gil(wanted_us)
     if count < 0:
         if code == EINTR:
             return []
@@ -182,6 +191,7 @@ def sock_send(int fd, object buffers):
     cdef iovec vectors[SEND_MAX_BUFFERS]
     cdef int count = 0, i, code = 0
     cdef ssize_t written
+    cdef int64_t wanted_us = 0
     try:
         for buffer in buffers:
             if count == SEND_MAX_BUFFERS:
@@ -197,8 +207,8 @@ def sock_send(int fd, object buffers):
             with nogil:
                 written = writev(fd, vectors, count)
                 code = errno
-                _wants_gil()
-            _holds_gil()
+                wanted_us = _wants_gil()
+            _holds_gil(wanted_us)
     finally:
         for i in range(count):
             PyBuffer_Release(&views[i])
@@ -217,6 +227,7 @@ def sock_recv_into(int fd, object buffer):
     raises OSError on a failure."""
     cdef Py_buffer view
     cdef ssize_t got
+    cdef int64_t wanted_us = 0
     cdef int code = 0
     PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
     try:
@@ -227,8 +238,8 @@ def sock_recv_into(int fd, object buffer):
             with nogil:
                 got = recv(fd, view.buf, <size_t>view.len, 0)
                 code = errno
-                _wants_gil()
-            _holds_gil()
+                wanted_us = _wants_gil()
+            _holds_gil(wanted_us)
     finally:
         PyBuffer_Release(&view)
     if got < 0:
