@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cykafka.adapters import security
-from cykafka.core import sock_recv_into, sock_send, wait_events
+from cykafka.core import gil_kept, sock_recv_into, sock_send, wait_ended_us, wait_events
 from cykafka.errors import (
     AllBrokersDownError,
     AuthenticationError,
@@ -77,6 +77,7 @@ class _Request:
     expect_response: bool
     internal: bool = False  # ApiVersions / SASL sent by the transport itself
     timeout_ms: int = 0  # how long its answer may take; 0: request.timeout.ms
+    written_ns: int = 0  # time.monotonic_ns() when its last byte was written (a Produce request's; else 0)
 
 
 @dataclass(slots=True, eq=False)  # compared by identity (selectors compares its data on every modify)
@@ -107,6 +108,7 @@ class _Connection:
     not_kafka_warned: bool = False  # logged that the peer is no Kafka broker (again only after it was ready once)
     failure_warned: bool = False  # this series of failed attempts was logged at WARNING (until a ready connection)
     address_index: int = 0  # client.dns.lookup=use_all_dns_ips: the next attempt after a failure takes the next address
+    produce_answer_us: int = 0  # the last Produce request's answer came this long after its last byte (0: none yet)
 
 
 class SocketTransport:
@@ -209,8 +211,10 @@ class SocketTransport:
         if self._completed:
             timeout_ms = 0
         fd_to_key = self._selector.get_map()
-        # the wait without the GIL, which the application's next send() or poll() hands back (core/netio.pyx)
-        for fd, events in wait_events(self._selector.fileno(), max(timeout_ms, 0)):
+        # the wait without the GIL, which the application's next send() or poll() hands back (core/netio.pyx); a
+        # thread that keeps the GIL waits keeping it for a Produce answer due within its window
+        due_us = self._produce_answer_due_us() if timeout_ms > 0 and gil_kept() else -1
+        for fd, events in wait_events(self._selector.fileno(), max(timeout_ms, 0), due_us):
             key = fd_to_key.get(fd)
             if key is None or not events & key.events:
                 continue
@@ -232,6 +236,19 @@ class SocketTransport:
                 self._read(conn, now_ms)
         completed, self._completed = self._completed, []
         return completed
+
+    def _produce_answer_due_us(self) -> int:
+        """In how many µs the first Produce answer in flight is due, going by its connection's last one (-1: none
+        in flight, or none answered yet on its connection)."""
+        now_ns = time.monotonic_ns()
+        due_us = -1
+        for conn in self._connections.values():
+            if conn.produce_answer_us:
+                req = next((r for r in conn.in_flight if r.written_ns), None)
+                if req is not None:
+                    conn_due_us = max(0, conn.produce_answer_us - (now_ns - req.written_ns) // 1000)
+                    due_us = conn_due_us if due_us < 0 else min(due_us, conn_due_us)
+        return due_us
 
     def in_flight_count(self, node_id: int | None = None) -> int:
         conns = self._connections.values() if node_id is None else [self._connections.get(node_id)]
@@ -670,6 +687,8 @@ class SocketTransport:
                 nbytes -= left
                 conn.unwritten_requests.popleft()
                 if req.expect_response:
+                    if req.api_key == PRODUCE.key:
+                        req.written_ns = time.monotonic_ns()
                     conn.in_flight.append(req)
                 else:  # acks=0: complete once written
                     conn.unanswered.append(req.correlation_id)
@@ -792,6 +811,8 @@ class SocketTransport:
         (correlation_id,) = _SIZE.unpack_from(frame)
         if conn.in_flight and conn.in_flight[0].correlation_id == correlation_id:
             req = conn.in_flight.popleft()
+            if req.written_ns:  # to when the wait found it: a GIL held elsewhere meanwhile is not the broker's
+                conn.produce_answer_us = max(1, wait_ended_us() - req.written_ns // 1000)
         elif correlation_id in conn.unanswered:  # an answer to an acks=0 request: already complete
             while conn.unanswered.popleft() != correlation_id:
                 pass

@@ -41,6 +41,7 @@ from cykafka.core._core import (
     crc32c_hardware,
     decode_batches,
     estimate_size_upper_bound,
+    gil_kept,
     gil_releases,
     leader_unavailable,
     murmur2,
@@ -51,6 +52,7 @@ from cykafka.core._core import (
     sock_recv_into,
     sock_send,
     transaction_state_name,
+    wait_ended_us,
     wait_events,
 )
 
@@ -95,6 +97,7 @@ __all__ = [
     "crc32c_hardware",
     "decode_batches",
     "estimate_size_upper_bound",
+    "gil_kept",
     "gil_releases",
     "leader_unavailable",
     "murmur2",
@@ -105,5 +108,6 @@ __all__ = [
     "sock_recv_into",
     "sock_send",
     "transaction_state_name",
+    "wait_ended_us",
     "wait_events",
 ]

@@ -16,7 +16,9 @@
 # never calls cykafka gives the GIL back only after the switch interval: when a network thread's wait for it lasted
 # FORCED_WAIT_US or more (CPython forced the holder off), its socket reads and writes of the next KEEP_GIL_US keep
 # the GIL, so that such a thread costs a record two forced switches (the sender's wake, the broker's answer), not one
-# per system call (docs/performance.md, "The busy and the spinning caller"). (Keeping the GIL through every socket
+# per system call (docs/performance.md, "The busy and the spinning caller"), and its wait for an answer the caller says
+# is due within ANSWER_WAIT_MAX_US (a Produce answer, going by the connection's last) keeps it too, up to that long:
+# one forced switch, the wake. (Keeping the GIL through every socket
 # call instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
 # its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py; after a wait under FORCED_WAIT_US, the loop's own
 # turns, the calls still let it go.)
@@ -35,11 +37,13 @@ cdef extern from *:
     #include <sys/socket.h>
     #include <sys/uio.h>
     #include <sys/epoll.h>
+    #include <poll.h>
     static int cyk_handoff_waiting = 0;         /* network threads whose system call ended, wanting the GIL */
     static long long cyk_handoff_since_us = 0;  /* when the first of them began to want it */
     static unsigned int cyk_handoff_taken = 0;  /* bumped by each such thread once it holds the GIL */
     static void* cyk_gil_keeper = NULL;  /* the thread state whose socket calls keep the GIL (read, set with it) */
     static long long cyk_keep_gil_until_us = 0;  /* until then */
+    static long long cyk_wait_ended_us = 0;  /* when the last wait_events found its events (set with the GIL) */
     #define cyk_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
     #define cyk_add(p, v) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST)
     """
@@ -48,6 +52,7 @@ cdef extern from *:
     unsigned int cyk_handoff_taken
     void* cyk_gil_keeper
     long long cyk_keep_gil_until_us
+    long long cyk_wait_ended_us
     int cyk_load(int*) nogil
     unsigned int cyk_load_u "cyk_load"(unsigned int*) nogil
     long long cyk_load_ll "cyk_load"(long long*) nogil
@@ -69,12 +74,19 @@ cdef extern from *:
         size_t iov_len
     ssize_t writev(int fd, const iovec* iov, int iovcnt) nogil
     ssize_t recv(int fd, void* buf, size_t n, int flags) nogil
+    struct pollfd:
+        int fd
+        short events
+        short revents
+    short POLLIN
+    int ppoll(pollfd* fds, unsigned long nfds, const timespec* timeout, const void* sigmask) nogil
 
 cdef enum:
     HANDOFF_MAX_US = 1000
     HANDOFF_AFTER_US = 200  # a network thread wanting the GIL this long gets it at the caller's next call
     FORCED_WAIT_US = 2000  # a wait for the GIL this long: a thread that does not give it up holds it
     KEEP_GIL_US = 1000  # then the socket reads and writes of the next KEEP_GIL_US keep it
+    ANSWER_WAIT_MAX_US = 1000  # and an answer due within this long is waited for keeping it (at most this long)
     SEND_MAX_BUFFERS = 64
     WAIT_MAX_EVENTS = 64
     WAIT_MAX_MS = 2147483647  # epoll_wait's int: a longer timeout waits this long
@@ -132,12 +144,30 @@ cdef inline bint _keeps_gil() noexcept:
     return cyk_gil_keeper == <void*>PyThreadState_Get() and _clock_us() < cyk_keep_gil_until_us
 
 
-def wait_events(int epoll_fd, long long timeout_ms):
-    """wait_events(epoll_fd, timeout_ms)\n--\n
+cdef inline bint _awaits_answer_keeping_gil(int epoll_fd, int wait_ms, long long answer_due_us) noexcept:
+    """For a thread whose socket calls keep the GIL (_keeps_gil) and that awaits an answer due within
+    ANSWER_WAIT_MAX_US: waits that long at most (or wait_ms) for the epoll set to turn ready, keeping the GIL. True
+    when something turned ready."""
+    if not 0 <= answer_due_us <= ANSWER_WAIT_MAX_US or not _keeps_gil():
+        return False
+    cdef timespec wait
+    wait.tv_sec = 0
+    wait.tv_nsec = min(ANSWER_WAIT_MAX_US, wait_ms * 1000 if wait_ms > 0 else ANSWER_WAIT_MAX_US) * 1000
+    cdef pollfd watched
+    watched.fd = epoll_fd
+    watched.events = POLLIN
+    return ppoll(&watched, 1, &wait, NULL) > 0
+
+
+def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1):
+    """wait_events(epoll_fd, timeout_ms, answer_due_us=-1)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
     selectors.EpollSelector.select reports them (at most WAIT_MAX_EVENTS; the rest are there on the next call). With
     timeout_ms > 0 (-1: no limit) and nothing ready yet it waits that long with the GIL released, which comes back
-    through the application's next send() or poll() (module comment); what is ready at once is returned keeping it."""
+    through the application's next send() or poll() (module comment); what is ready at once is returned keeping it.
+    answer_due_us (>= 0): an answer the caller awaits is due in that many microseconds; a thread whose socket calls
+    keep the GIL (gil_kept()) waits for one due within ANSWER_WAIT_MAX_US (1 ms) keeping it, that long at most."""
+    global cyk_wait_ended_us
     cdef epoll_event ready[WAIT_MAX_EVENTS]
     cdef int count, code, i
     cdef int64_t wanted_us = 0
@@ -145,12 +175,18 @@ def wait_events(int epoll_fd, long long timeout_ms):
     cdef uint32_t mask
     count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)  # what is ready now, keeping the GIL
     code = errno
+    if count == 0 and wait_ms != 0 and _awaits_answer_keeping_gil(epoll_fd, wait_ms, answer_due_us):
+        count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)
+        code = errno
     if count == 0 and wait_ms != 0:
         with nogil:
             count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
             wanted_us = _wants_gil()
         _holds_gil(wanted_us)
+        cyk_wait_ended_us = wanted_us
+    else:
+        cyk_wait_ended_us = _clock_us()
     if count < 0:
         if code == EINTR:
             return []
@@ -160,6 +196,20 @@ def wait_events(int epoll_fd, long long timeout_ms):
         mask = ready[i].events
         events.append((ready[i].data.fd, (EVENT_WRITE if mask & ~EPOLLIN else 0) | (EVENT_READ if mask & ~EPOLLOUT else 0)))
     return events
+
+
+def gil_kept():
+    """gil_kept()\n--\n
+    Whether this thread's socket calls keep the GIL now (the module comment): when a network thread awaits an answer,
+    it says how soon it is due (wait_events' answer_due_us)."""
+    return _keeps_gil()
+
+
+def wait_ended_us():
+    """wait_ended_us()\n--\n
+    When the last wait_events found its events (CLOCK_MONOTONIC µs, as time.monotonic_ns() // 1000): before any
+    wait for the GIL after it, so an answer's round trip measured to it leaves out the GIL's turn to come back."""
+    return cyk_wait_ended_us
 
 
 def gil_releases():
