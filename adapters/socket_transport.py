@@ -212,7 +212,7 @@ class SocketTransport:
             timeout_ms = 0
         fd_to_key = self._selector.get_map()
         # the wait without the GIL, which the application's next send() or poll() hands back (core/netio.pyx); a
-        # thread that keeps the GIL waits keeping it for a Produce answer due within its window
+        # thread whose socket calls keep the GIL waits keeping it for a Produce answer due within 1 ms
         due_us = self._produce_answer_due_us() if timeout_ms > 0 and gil_kept() else -1
         for fd, events in wait_events(self._selector.fileno(), max(timeout_ms, 0), due_us):
             key = fd_to_key.get(fd)

@@ -144,15 +144,15 @@ cdef inline bint _keeps_gil() noexcept:
     return cyk_gil_keeper == <void*>PyThreadState_Get() and _clock_us() < cyk_keep_gil_until_us
 
 
-cdef inline bint _awaits_answer_keeping_gil(int epoll_fd, int wait_ms, long long answer_due_us) noexcept:
+cdef inline bint _awaits_answer_keeping_gil(int epoll_fd, long long answer_due_us) noexcept:
     """For a thread whose socket calls keep the GIL (_keeps_gil) and that awaits an answer due within
-    ANSWER_WAIT_MAX_US: waits that long at most (or wait_ms) for the epoll set to turn ready, keeping the GIL. True
-    when something turned ready."""
+    ANSWER_WAIT_MAX_US: waits that long at most (a wait_events timeout is 1 ms or more) for the epoll set to turn
+    ready, keeping the GIL. True when something turned ready."""
     if not 0 <= answer_due_us <= ANSWER_WAIT_MAX_US or not _keeps_gil():
         return False
     cdef timespec wait
     wait.tv_sec = 0
-    wait.tv_nsec = min(ANSWER_WAIT_MAX_US, wait_ms * 1000 if wait_ms > 0 else ANSWER_WAIT_MAX_US) * 1000
+    wait.tv_nsec = ANSWER_WAIT_MAX_US * 1000
     cdef pollfd watched
     watched.fd = epoll_fd
     watched.events = POLLIN
@@ -175,7 +175,7 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1):
     cdef uint32_t mask
     count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)  # what is ready now, keeping the GIL
     code = errno
-    if count == 0 and wait_ms != 0 and _awaits_answer_keeping_gil(epoll_fd, wait_ms, answer_due_us):
+    if count == 0 and wait_ms != 0 and _awaits_answer_keeping_gil(epoll_fd, answer_due_us):
         count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)
         code = errno
     if count == 0 and wait_ms != 0:
