@@ -240,22 +240,35 @@ def test_a_record_is_acknowledged_while_another_thread_never_gives_the_gil_up(ta
     """The issue-32 scenario: after send(), the main thread holds the GIL in pure Python and never calls cykafka;
     the record is acknowledged within its linger (50 ms) and one and a half switch intervals (0.2 s each here): the
     sender, which the linger's end wakes without the GIL, gets it by one forced switch, then its write keeps the GIL
-    and so does its wait for the broker's answer (due within 1 ms, going by the warm-up's). Before the kept socket
-    calls each write and read cost one more switch, and before the kept answer wait the answer did."""
+    and so does its wait for the broker's answer (due within 1 ms, going by the connection's last Produce answer).
+    Before the kept socket calls each write and read cost one more switch, and before the kept answer wait the
+    answer did: every try took two switches or more. Up to three tries, each after records acknowledged with the GIL
+    free (a broker slower than 1 ms once, on a loaded machine, makes the next answer due later: no kept wait)."""
     topic = f"handoff-{uuid.uuid4().hex[:8]}"
-    acknowledged: list[float] = []
+    took_ms: list[float] = []
+    round_trips_us: list[list[int]] = []  # the connections' last Produce round trips before each try (a failure says)
+    acknowledged: list[float] = []  # each try's acknowledgement (the previous try's came before it began)
     with Producer({"bootstrap.servers": tansu_broker.bootstrap_servers, "linger.ms": 50}) as producer:
-        producer.send(topic, b"warm-up", partition=0).result(30)
-        previous = sys.getswitchinterval()
-        sys.setswitchinterval(0.2)
-        try:
-            sent = time.perf_counter()
-            producer.send(topic, b"v", partition=0,
-                          on_delivery=lambda error, metadata: acknowledged.append(time.perf_counter()))
-            until = sent + 5
-            while not acknowledged and time.perf_counter() < until:
-                pass  # holds the GIL; the callback runs on the sender thread
-        finally:
-            sys.setswitchinterval(previous)
-    assert acknowledged, "not acknowledged within 5 s"
-    assert acknowledged[0] - sent < 0.35, f"acknowledged after {(acknowledged[0] - sent) * 1e3:.0f} ms"
+        for _ in range(3):
+            for i in range(3):  # the topic, the connection, and the round trip the kept wait goes by
+                producer.send(topic, b"warm-up %d" % i, partition=0).result(30)
+            connections = producer._transport._connections.values()
+            round_trips_us.append([getattr(c, "produce_answer_us", -1) for c in connections])
+            acknowledged.clear()
+            previous = sys.getswitchinterval()
+            sys.setswitchinterval(0.2)
+            try:
+                sent = time.perf_counter()
+                producer.send(topic, b"v", partition=0,
+                              on_delivery=lambda error, metadata: acknowledged.append(time.perf_counter()))
+                until = sent + 5
+                while not acknowledged and time.perf_counter() < until:
+                    pass  # holds the GIL; the callback runs on the sender thread
+            finally:
+                sys.setswitchinterval(previous)
+            assert acknowledged, "not acknowledged within 5 s"
+            took_ms.append((acknowledged[0] - sent) * 1e3)
+            if took_ms[-1] < 350:
+                break
+    assert min(took_ms) < 350, (f"acknowledged after {', '.join(f'{ms:.0f}' for ms in took_ms)} ms; the last Produce "
+                                f"round trips before each try: {round_trips_us} µs")
