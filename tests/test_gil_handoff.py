@@ -47,7 +47,7 @@ def _spin(seconds: float) -> None:
 def test_a_caller_that_only_spins_and_sends_gets_its_records_acknowledged(tansu_broker: Any,
                                                                         no_forced_switch: None) -> None:
     topic = f"handoff-{uuid.uuid4().hex[:8]}"
-    with Producer({"bootstrap.servers": tansu_broker.bootstrap_servers, "linger.ms": 50}) as producer:
+    with Producer({"bootstrap.servers": tansu_broker.bootstrap_servers, "linger.ms": 0}) as producer:
         producer.send(topic, b"warm-up", partition=0).result(30)  # metadata and the connection (a connection's set-up
         # releases the GIL in calls such as getaddrinfo: it comes back after the switch interval)
         futures = []
