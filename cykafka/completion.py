@@ -10,9 +10,9 @@ Lean on purpose: an asyncio producer makes one per batch, and the batches a fast
 the cyclic garbage collector to promote what they hold. A threading.Event is seven objects the collector tracks (its
 Condition, locks, deque, bound methods, dicts) and each promoted one brings the next full collection nearer; each
 full collection also walks every future the program keeps, and that is the event loop's longest stall
-(docs/asyncio.md). This is one tracked object (three with loop callbacks: their dict and list), its guard a
-ClientLock (not tracked); the gate threads block on (a lock held until set(), interruptible as Event.wait is) is
-made by the first waiting thread.
+(docs/asyncio.md). This is one tracked object, its guard a ClientLock (not tracked); its first loop and callback are
+kept in two slots (the common case: one batch's futures on one loop), a list and a dict only for more; the gate
+threads block on (a lock held until set(), interruptible as Event.wait is) is made by the first waiting thread.
 """
 
 from __future__ import annotations
@@ -29,13 +29,16 @@ from cykafka.ports.values import checked_seconds
 class Completion:
     """A threading.Event's wait/is_set/set that also runs callbacks on event loops once set (each on its own loop)."""
 
-    __slots__ = ("_fired", "_gate", "_guard", "_loop_callbacks")
+    __slots__ = ("_fired", "_first_callbacks", "_first_loop", "_gate", "_guard", "_loop_callbacks")
 
     def __init__(self) -> None:
         self._guard = ClientLock()  # guards _fired, _gate's making and the callbacks
         self._fired = False  # set() ran: the gate is open and the callbacks are handed to their loops
         self._gate: threading.Lock | None = None  # held until set(); made by the first thread that waits
-        self._loop_callbacks: dict[asyncio.AbstractEventLoop, list[Callable[[], object]]] | None = None
+        self._first_loop: asyncio.AbstractEventLoop | None = None  # the loop of the first callback
+        # that loop's callback, or its list of callbacks once it has several
+        self._first_callbacks: Callable[[], object] | list[Callable[[], object]] | None = None
+        self._loop_callbacks: dict[asyncio.AbstractEventLoop, list[Callable[[], object]]] | None = None  # others
 
     def is_set(self) -> bool:
         return self._fired
@@ -46,13 +49,14 @@ class Completion:
                 return
             self._fired = True
             gate = self._gate
-            callbacks, self._loop_callbacks = self._loop_callbacks, None
-            if callbacks:
-                for loop, calls in callbacks.items():
-                    try:
-                        loop.call_soon_threadsafe(_run_all, calls)
-                    except RuntimeError:  # that loop is closed: nobody is left to call there
-                        pass
+            loop, first = self._first_loop, self._first_callbacks
+            if loop is not None and first is not None:  # set together by call_soon_on
+                self._first_loop = self._first_callbacks = None
+                _hand_to(loop, first)
+                others, self._loop_callbacks = self._loop_callbacks, None
+                if others:
+                    for loop, calls in others.items():
+                        _hand_to(loop, calls)
         if gate is not None:
             gate.release()
 
@@ -82,9 +86,18 @@ class Completion:
         callbacks added before it; call it on the loop's own thread."""
         with self._guard:
             if not self._fired:
-                if self._loop_callbacks is None:
-                    self._loop_callbacks = {}
-                self._loop_callbacks.setdefault(loop, []).append(callback)
+                first = self._first_callbacks
+                if first is None:
+                    self._first_loop, self._first_callbacks = loop, callback
+                elif loop is self._first_loop:
+                    if isinstance(first, list):
+                        first.append(callback)
+                    else:
+                        self._first_callbacks = [first, callback]
+                else:
+                    if self._loop_callbacks is None:
+                        self._loop_callbacks = {}
+                    self._loop_callbacks.setdefault(loop, []).append(callback)
                 return
         loop.call_soon(callback)
 
@@ -94,6 +107,17 @@ class Completion:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.call_soon_on(future.get_loop(), lambda: None if future.done() else future.set_result(None))
         yield from future.__await__()
+
+
+def _hand_to(loop: asyncio.AbstractEventLoop, callbacks: Callable[[], object] | list[Callable[[], object]]) -> None:
+    """One cross-thread call to `loop` for its callbacks (a lone one is the call: the loop reports what it raises)."""
+    try:
+        if isinstance(callbacks, list):
+            loop.call_soon_threadsafe(_run_all, callbacks)
+        else:
+            loop.call_soon_threadsafe(callbacks)
+    except RuntimeError:  # that loop is closed: nobody is left to call there
+        pass
 
 
 def _run_all(callbacks: list[Callable[[], object]]) -> None:

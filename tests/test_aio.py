@@ -9,6 +9,7 @@ import contextlib
 import functools
 import gc
 import math
+import operator
 import os
 import signal
 import subprocess
@@ -197,15 +198,22 @@ def test_a_thread_waiting_on_a_completion_can_be_interrupted_by_a_signal() -> No
 def test_a_completion_is_one_object_for_the_garbage_collector() -> None:
     """A batch's Completion lives as long as its batch, and a fast asyncio loop queues thousands of batches: each
     object the collector tracks brings its next full collection nearer, and a full collection walks every future the
-    program keeps (the loop's longest stall, docs/asyncio.md). A threading.Event is seven such objects."""
-    gc.collect()
-    before = len(gc.get_objects())
-    completions = [Completion() for _ in range(1000)]
-    waited = [Completion() for _ in range(100)]
-    for completion in waited:
-        completion.wait(0)  # the first waiting thread makes the gate: one object more
-    assert len(gc.get_objects()) - before <= 1000 + 2 * 100 + 10
-    assert not any(completion.is_set() for completion in completions + waited)
+    program keeps (the loop's longest stall, docs/asyncio.md). A threading.Event is seven such objects; a loop
+    callback (a batch's futures, one loop) adds none."""
+    loop = asyncio.new_event_loop()
+    try:
+        gc.collect()
+        before = len(gc.get_objects())
+        completions = [Completion() for _ in range(1000)]
+        waited = [Completion() for _ in range(100)]
+        for completion in waited:
+            completion.wait(0)  # the first waiting thread makes the gate: one object more
+        for completion in completions:
+            completion.call_soon_on(loop, gc.isenabled)
+        assert len(gc.get_objects()) - before <= 1000 + 2 * 100 + 10
+        assert not any(completion.is_set() for completion in completions + waited)
+    finally:
+        loop.close()
 
 
 @pytest.mark.broker
@@ -281,6 +289,50 @@ async def test_completion_callbacks_run_on_the_loop_in_order_once_per_loop() -> 
     completion.call_soon_on(loop, functools.partial(calls.append, "late"))  # set already: after those
     await asyncio.sleep(0)
     assert calls == ["a", "b", "c", "late"] and threadsafe.count <= 2  # to_thread's own + the completion's one
+
+
+@pytest.mark.asyncio
+async def test_completion_callbacks_on_two_loops_each_run_on_their_own_loop_in_order() -> None:
+    here = asyncio.get_running_loop()
+    there = asyncio.new_event_loop()
+    runner = threading.Thread(target=there.run_forever)
+    runner.start()
+    try:
+        completion = Completion()
+        calls: list[tuple[str, asyncio.AbstractEventLoop]] = []
+
+        def call(name: str) -> None:
+            calls.append((name, asyncio.get_running_loop()))
+
+        for name, loop in (("a", here), ("x", there), ("b", here), ("y", there), ("c", here)):
+            completion.call_soon_on(loop, functools.partial(call, name))
+        await asyncio.to_thread(completion.set)
+        for _ in range(500):
+            if len(calls) == 5:
+                break
+            await asyncio.sleep(0.01)
+        assert [name for name, loop in calls if loop is here] == ["a", "b", "c"]
+        assert [name for name, loop in calls if loop is there] == ["x", "y"]
+    finally:
+        there.call_soon_threadsafe(there.stop)
+        runner.join(5)
+        there.close()
+
+
+@pytest.mark.asyncio
+async def test_a_lone_completion_callback_that_raises_is_reported_by_its_loop() -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda loop, context: reported.append(context))
+    try:
+        completion = Completion()
+        completion.call_soon_on(loop, functools.partial(operator.truediv, 1, 0))
+        completion.set()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert [type(context.get("exception")) for context in reported] == [ZeroDivisionError]
+    finally:
+        loop.set_exception_handler(None)
 
 
 # -- AsyncProducer -----------------------------------------------------------------------------------------------
