@@ -3,6 +3,7 @@
 # core/pxd/cykafka/core/_core.pxd (docs/architecture.md: the .pxd contracts).
 
 cimport cython
+from libc.stdint cimport int64_t
 
 cdef class LoopFutures
 
@@ -15,6 +16,8 @@ cdef class _LoopQueue:
     cdef Py_ssize_t budget           # futures still to resolve in this turn of the loop
     cdef bint scheduled              # a call of this queue is on the loop (the next turn)
     cdef dict future_kwargs          # {"loop": loop}: each future is made with it (no dict made per future)
+    cdef int64_t made                # _BatchFutures made on this queue (the next one's number)
+    cdef object flush_waits          # deque of (number, future): set once every batch numbered below is resolved
 
 @cython.final
 cdef class _BatchFutures:
@@ -24,7 +27,7 @@ cdef class _BatchFutures:
     cdef Refs records                # their RecordFutures (refs.pyx: the GC does not walk them; both outside it)
     cdef Py_ssize_t settled_count    # futures[:settled_count] are resolved (settling goes in slices)
     cdef object partition            # the records' topic partition in the metadata's layout (made once)
-    cdef object all_settled          # a future of the loop set once all are resolved (flush waits), made on demand
+    cdef int64_t number              # made before it on its queue (settling keeps them in this order)
 
 @cython.final
 cdef class LoopFutures:
@@ -48,6 +51,7 @@ cdef class LoopFutures:
     cdef object _future_on(self, RecordFuture record, object loop)
     cdef int _resolve(self, object future, RecordFuture record, _BatchFutures batch) except -1
     cdef int _drain(self, _LoopQueue queue) except -1
+    cdef int _release_flush_waits(self, _LoopQueue queue) except -1
 
 cdef class AsyncSends:
     cdef SendPath _send_path         # the Producer

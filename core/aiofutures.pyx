@@ -152,6 +152,7 @@ cdef class LoopFutures:
             queue.settling = {}
             queue.batches = deque()
             queue.future_kwargs = {"loop": loop}
+            queue.flush_waits = deque()
             self._last_completion = self._last_batch = None
         future = PyObject_Call(self._future_type, (), queue.future_kwargs)  # Future(loop=loop), no dict made
         if self._untrack and type(future) is self._future_type:
@@ -174,6 +175,8 @@ cdef class LoopFutures:
                 batch = _BatchFutures.__new__(_BatchFutures)
                 batch.queue = queue
                 batch.completion = completion
+                batch.number = queue.made
+                queue.made += 1
                 queue.settling[completion] = batch
                 completion.call_soon_on(loop, batch)
             self._last_completion = completion
@@ -182,18 +185,29 @@ cdef class LoopFutures:
         refs_append(&batch.records, record)
         return future
 
-    def unsettled(self):
-        """One future per batch whose futures (of the running loop) are not all resolved yet, set once they are
-        (flush awaits them)."""
-        cdef _BatchFutures batch
-        cdef list waits = []
-        if self._queue is None:
-            return waits
-        for batch in self._queue.settling.values():
-            if batch.all_settled is None:
-                batch.all_settled = self._queue.loop.create_future()
-            waits.append(batch.all_settled)
-        return waits
+    def settled_wait(self):
+        """A future of the running loop's queue set once the futures handed out so far are all resolved (flush
+        awaits it), or None when they are: one future whatever the number of batches."""
+        cdef _LoopQueue queue = self._queue
+        if queue is None or not queue.settling:
+            return None
+        wait = queue.loop.create_future()  # each flush its own (its timeout cancels it)
+        queue.flush_waits.append((queue.made, wait))
+        return wait
+
+    cdef int _release_flush_waits(self, _LoopQueue queue) except -1:
+        """Sets the flush waits whose batches are all resolved: those numbered below the oldest batch settling
+        (settling is a dict: in the order the batches were made, as their numbers)."""
+        cdef _BatchFutures oldest
+        cdef int64_t settled_below = queue.made
+        if queue.settling:
+            oldest = next(iter(queue.settling.values()))
+            settled_below = oldest.number
+        while queue.flush_waits and (<tuple>queue.flush_waits[0])[0] <= settled_below:
+            wait = (<tuple>queue.flush_waits.popleft())[1]
+            if not wait.done():  # its flush was cancelled or timed out
+                wait.set_result(None)
+        return 0
 
     cdef int _drain(self, _LoopQueue queue) except -1:
         """Resolves the completed batches' futures in order, up to the queue's budget for this turn."""
@@ -215,8 +229,8 @@ cdef class LoopFutures:
                     self._last_completion = self._last_batch = None
                 refs_clear(&batch.futures)
                 refs_clear(&batch.records)
-                if batch.all_settled is not None and not batch.all_settled.done():
-                    batch.all_settled.set_result(None)
+                if queue.flush_waits:
+                    self._release_flush_waits(queue)
         return 0
 
     cdef int _resolve(self, object future, RecordFuture record, _BatchFutures batch) except -1:

@@ -233,20 +233,18 @@ class AsyncProducer(AsyncSends):
         Cancelled: stops waiting, the records are still sent."""
         timeout = checked_seconds(timeout, "timeout")  # math.inf: no limit, as the sync flush
         producer = self._producer
-        batches = producer.begin_flush()
-        settled = self._futures.unsettled()
+        waits = producer.begin_flush()
+        settled = self._futures.settled_wait()
         try:
             async with asyncio.timeout(timeout):
-                for batch in batches:
-                    completion = batch.waitable()
-                    if completion is not None:
-                        await completion
-                if settled:  # resolved on the loop right after their batch's completion
-                    await asyncio.wait(settled)
+                for completion, _ in waits:
+                    await completion
+                if settled is not None:  # resolved on the loop right after their batch's completion
+                    await settled
         except TimeoutError:
             pass
         finally:
-            pending = producer.end_flush(batches)
+            pending = producer.end_flush(waits)
         return pending
 
     async def partitions_for(self, topic: str) -> list[PartitionInfo]:

@@ -388,6 +388,54 @@ async def test_failed_records_fail_their_futures_each_with_its_own_error() -> No
 
 
 
+def _batches_alive() -> int:
+    return sum(type(o).__name__ == "ProducerBatch" for o in gc.get_objects())
+
+
+@pytest.mark.asyncio
+async def test_flush_waits_on_one_future_and_holds_no_batch() -> None:
+    """flush() over many batches makes one future to wait for the futures handed out (not one per batch: 2,000 of
+    them, all promoted, set off a full collection of the garbage collector), and waits on the batches' completions,
+    not on the batches: each batch is freed as it completes, not all at once as flush returns (for 2,000 batches of
+    200,000 records, an 8-10 ms turn of the loop; docs/asyncio.md)."""
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 8)
+    cluster.inject_error(ErrorCode.NOT_ENOUGH_REPLICAS, topic="t", partition=7)  # retried after the backoff
+    loop = asyncio.get_running_loop()
+    async with AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 60000, "retry.backoff.ms": 2000,
+                              "retry.backoff.max.ms": 2000}, ports=Ports(transport=cluster)) as producer:
+        gc.collect()
+        alive_before = _batches_alive()
+        futures = [await producer.send("t", b"%d" % i, partition=i % 8) for i in range(80)]
+        assert _batches_alive() - alive_before == 8 and not any(f.done() for f in futures)
+        futures_made = _count_calls(loop, "create_future")
+        flushing = asyncio.create_task(producer.flush())
+        await asyncio.sleep(0)
+        assert futures_made.count <= 2  # flush's one, and the first completion it awaits
+        for _ in range(500):
+            if all(f.done() for f in futures[:7]):
+                break
+            await asyncio.sleep(0.01)
+        assert [f.done() for f in futures[:8]] == [True] * 7 + [False]
+        assert not flushing.done() and _batches_alive() - alive_before == 1  # partition 7's, in its backoff
+        assert await asyncio.wait_for(flushing, 10) == 0
+        assert all(f.done() and f.result().partition == i % 8 for i, f in enumerate(futures))
+
+
+@pytest.mark.asyncio
+async def test_a_flush_that_times_out_leaves_another_flush_waiting_to_the_end() -> None:
+    cluster = FakeCluster(SystemClock())
+    cluster.create_topic("t", 2)
+    cluster.inject_error(ErrorCode.NOT_ENOUGH_REPLICAS, topic="t", partition=1)
+    async with AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 60000, "retry.backoff.ms": 300,
+                              "retry.backoff.max.ms": 300}, ports=Ports(transport=cluster)) as producer:
+        futures = [await producer.send("t", b"%d" % i, partition=i % 2) for i in range(10)]
+        patient = asyncio.create_task(producer.flush())
+        assert await producer.flush(timeout=0.05) == 5  # partition 1's records, in their backoff
+        assert await asyncio.wait_for(patient, 10) == 0
+        assert all(f.done() and not f.cancelled() for f in futures)
+
+
 def _fake_producer(**config: Any) -> tuple[AsyncProducer, FakeCluster]:
     cluster = FakeCluster(SystemClock())
     cluster.create_topic("t", 2)

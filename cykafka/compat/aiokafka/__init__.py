@@ -278,9 +278,9 @@ class AIOKafkaProducer:
     async def flush(self) -> None:
         """Sends everything queued and awaits it; the futures send() returned before are resolved then."""
         await self._inner.flush()
-        settled = self._futures.unsettled()
-        if settled:  # resolved on the loop right after their batch's completion
-            await asyncio.wait(settled)
+        settled = self._futures.settled_wait()
+        if settled is not None:  # resolved on the loop right after their batch's completion
+            await settled
 
     async def partitions_for(self, topic: str) -> set[int]:
         with _T:
