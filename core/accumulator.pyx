@@ -179,6 +179,11 @@ cdef class ProducerBatch:
         self.base_sequence = -1
         self.leader_epoch = -1
         self.base_offset = -1
+        # outside the cyclic GC until released (release_waiters), as its completion (_completion_of): the producer
+        # holds it till then, so the collector could free nothing through it, and a fast asyncio loop queues
+        # thousands of batches, each promoted one bringing the next full collection (the loop's longest stall,
+        # docs/asyncio.md) nearer
+        PyObject_GC_UnTrack(self)
 
     cdef RecordFuture _add_future(self, int32_t relative_offset, int64_t timestamp_ms, Py_ssize_t key_size,
                                   Py_ssize_t value_size, object callback):
@@ -277,8 +282,10 @@ cdef class ProducerBatch:
             if b._released:  # released already (purge() gave up its records, or a split parent so released)
                 return
             b._released = True
+            _track(b)  # back in the cyclic GC (see __init__)
             if b._completion is not None:
                 b._completion.set()
+                _track(b._completion)
             if b._segments is not None:
                 for segment in b._segments:
                     segment.result._release(segment.count)

@@ -28,6 +28,11 @@ cdef object _completion_of(_Waitable owner):
         made = owner._completion_factory()
         if owner._completion is None:
             owner._completion = made
+            if _Waitable is ProducerBatch and not owner._released and PyObject_GC_IsTracked(made):
+                # outside the cyclic GC while its batch is (ProducerBatch.__init__), back with it at release; no
+                # Python code between the check and the untracking, so a release on another thread comes before
+                # (untracked never) or after (it tracks it again)
+                PyObject_GC_UnTrack(made)
     if owner._completion is not None and owner._released:
         owner._completion.set()
     return owner._completion
