@@ -10,7 +10,9 @@ then waits for the acknowledgements in one of three idioms (IDIOMS): `await prod
 alone, e.g. produce-cykafka), `await asyncio.gather(*futures)` (-gather) or `for f in futures: await f` (-await);
 then counts the failed futures. A probe task ticking every 1 ms records how late each tick is: the event-loop lag
 p99 / max while producing (the gather idiom's max is mostly the gather call itself: asyncio's own ~1.5 µs per
-future, for either client). Same guarantee for both: acks=all, idempotence where the installed aiokafka can have it
+future, for either client). Each worker runs a full garbage collection before its timed window: a process's first
+one (its imports' objects, 8-13 ms here) would otherwise land in it, a start-up cost a running service paid long
+before (docs/asyncio.md). Same guarantee for both: acks=all, idempotence where the installed aiokafka can have it
 on Tansu (bench/run.py's peer_settings), linger 5 ms, 16 KiB batches.
 Consume: `getmany(timeout_ms=1000, max_records=CALL_RECORDS)` from the beginning of the topic (written once per run
 by cykafka's producer, as bench/consume_bench.py), CRCs checked, touching every value; and consume-cykafka-poll0,
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -69,6 +72,7 @@ async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callabl
                   records: int, value_bytes: int, idiom: str, clock: Clock) -> dict[str, Any]:
     keys = [b"key-%06d" % i for i in range(1024)]
     values = [(b"%08d" % i + b"v" * value_bytes)[:value_bytes] for i in range(1024)]
+    gc.collect()  # the process's first full collection, before the timed window (module docstring)
     probe = LagProbe()
     ticking = asyncio.create_task(probe.run())
     await asyncio.sleep(0.01)
