@@ -17,7 +17,8 @@ on Tansu (bench/run.py's peer_settings), linger 5 ms, 16 KiB batches.
 Consume: `getmany(timeout_ms=1000, max_records=CALL_RECORDS)` from the beginning of the topic (written once per run
 by cykafka's producer, as bench/consume_bench.py), CRCs checked, touching every value; and consume-cykafka-poll0,
 the design AsyncConsumer did not take (the sync Consumer's poll(0) on the loop thread, then a 1 ms sleep when empty),
-measured for docs/asyncio.md. bench/run.py --only async runs this file with --json.
+measured for docs/asyncio.md; the same 1 ms probe ticks meanwhile (ProbedRead). bench/run.py --only async runs
+this file with --json.
 """
 
 from __future__ import annotations
@@ -66,6 +67,26 @@ class LagProbe:
     def summary(self) -> dict[str, float]:
         lags = sorted(self.lags_ms) or [float("nan")]
         return {"lag_p99_ms": lags[min(len(lags) - 1, int(len(lags) * 0.99))], "lag_max_ms": lags[-1]}
+
+
+class ProbedRead:
+    """consume_bench.read_all with a LagProbe ticking meanwhile (after a full collection, as produce); its summary
+    in `lag` once read."""
+
+    def __init__(self) -> None:
+        self.lag: dict[str, float] = {}
+
+    async def __call__(self, getmany: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int,
+                       clock: Clock) -> int:
+        gc.collect()
+        probe = LagProbe()
+        ticking = asyncio.create_task(probe.run())
+        await asyncio.sleep(0.01)
+        try:
+            return await consume_bench.read_all(getmany, records, clock)
+        finally:
+            ticking.cancel()
+            self.lag = probe.summary()
 
 
 async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callable[[], Awaitable[Any]],
@@ -144,19 +165,23 @@ def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
     from cykafka import TopicPartition
     from cykafka.aio import AsyncConsumer
 
+    read = ProbedRead()
+
     async def main() -> int:
         async with AsyncConsumer({"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest",
                                   "check.crcs": True, "enable.auto.commit": False}) as consumer:
             await consumer.assign([TopicPartition(args.topic, p) for p in range(args.partitions)])
-            return await consume_bench.read_all(
-                lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records, clock)
+            return await read(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records,
+                              clock)
 
-    return clock.result(asyncio.run(main()))
+    return {**clock.result(asyncio.run(main())), **read.lag}
 
 
 def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
     from cykafka import Consumer, TopicPartition
     from cykafka.aio import _poll_records
+
+    read = ProbedRead()
 
     async def main() -> int:
         with Consumer({"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest", "check.crcs": True,
@@ -169,13 +194,15 @@ def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any]
                     await asyncio.sleep(0.001)
                 return by_partition
 
-            return await consume_bench.read_all(getmany, args.records, clock)
+            return await read(getmany, args.records, clock)
 
-    return clock.result(asyncio.run(main()))
+    return {**clock.result(asyncio.run(main())), **read.lag}
 
 
 def run_consume_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
-    return clock.result(consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock))
+    read = ProbedRead()
+    seen = consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock, read)
+    return {**clock.result(seen), **read.lag}
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Clock], dict[str, Any]]] = {
@@ -238,7 +265,7 @@ def table(result: dict[str, Any]) -> str:
         errors = "; ".join(str(r.get("error") or f"{r['errors']} failed") for r in runs
                            if "error" in r or r.get("errors"))
         lag = (f"{rate(result, client, 'lag_p99_ms'):.2f} | {rate(result, client, 'lag_max_ms'):.1f}"
-               if client.startswith("produce-") else "- | -")
+               if "lag_max_ms" in (runs[0] if runs else {}) else "- | -")
         cpu = rate(result, client, "cpu_s") / max(1, result["records"]) * 1e6
         lines.append(f"| {client} | {rate(result, client):,.0f} | {cpu:.2f} | {lag} |"
                      + (f" errors: {errors}" if errors else ""))

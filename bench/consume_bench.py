@@ -132,7 +132,9 @@ def run_confluent(bootstrap: str, topic: str, partitions: int, records: int, clo
         consumer.close()
 
 
-def run_aiokafka(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock) -> int:
+def run_aiokafka(bootstrap: str, topic: str, partitions: int, records: int, clock: Clock,
+                 read: Callable[..., Awaitable[int]] | None = None) -> int:
+    """read: read_all, or a reader with its signature (bench/async_bench.py's, which also probes the loop)."""
     import asyncio
 
     from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -143,8 +145,8 @@ def run_aiokafka(bootstrap: str, topic: str, partitions: int, records: int, cloc
         await consumer.start()
         try:
             consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-            return await read_all(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), records,
-                                  clock)
+            return await (read or read_all)(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS),
+                                            records, clock)
         finally:
             await consumer.stop()
 
