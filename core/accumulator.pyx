@@ -284,8 +284,8 @@ cdef class ProducerBatch:
             b._released = True
             _track(b)  # back in the cyclic GC (see __init__)
             if b._completion is not None:
+                _track(b._completion)  # first: its waiters may run as soon as set() runs
                 b._completion.set()
-                _track(b._completion)
             if b._segments is not None:
                 for segment in b._segments:
                     segment.result._release(segment.count)
