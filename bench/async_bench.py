@@ -70,11 +70,12 @@ class LagProbe:
 
 
 class ProbedRead:
-    """consume_bench.read_all with a LagProbe ticking meanwhile (after a full collection, as produce); its summary
-    in `lag` once read."""
+    """consume_bench.read_all with a LagProbe ticking meanwhile (after a full collection, as produce): `result` is
+    the clock's figures (stopped at the last record, before the consumer closes) and the lag."""
 
     def __init__(self) -> None:
         self.lag: dict[str, float] = {}
+        self.seen = 0
 
     async def __call__(self, getmany: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int,
                        clock: Clock) -> int:
@@ -83,10 +84,14 @@ class ProbedRead:
         ticking = asyncio.create_task(probe.run())
         await asyncio.sleep(0.01)
         try:
-            return await consume_bench.read_all(getmany, records, clock)
+            self.seen = await consume_bench.read_all(getmany, records, clock)
+            return self.seen
         finally:
             ticking.cancel()
             self.lag = probe.summary()
+
+    def result(self, clock: Clock) -> dict[str, Any]:
+        return {**clock.result(self.seen), **self.lag}
 
 
 async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callable[[], Awaitable[Any]],
@@ -174,7 +179,8 @@ def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
             return await read(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records,
                               clock)
 
-    return {**clock.result(asyncio.run(main())), **read.lag}
+    asyncio.run(main())
+    return read.result(clock)
 
 
 def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
@@ -196,13 +202,14 @@ def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any]
 
             return await read(getmany, args.records, clock)
 
-    return {**clock.result(asyncio.run(main())), **read.lag}
+    asyncio.run(main())
+    return read.result(clock)
 
 
 def run_consume_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
     read = ProbedRead()
-    seen = consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock, read)
-    return {**clock.result(seen), **read.lag}
+    consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock, read)
+    return read.result(clock)
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Clock], dict[str, Any]]] = {
@@ -237,14 +244,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     clients = [c for c in args.clients.split(",") if c]
     runs: dict[str, list[dict[str, Any]]] = {client: [] for client in clients}
-    with EmbeddedBroker() as broker:
-        read_topic = f"async-consume-{args.codec}"
-        consume_bench.fill(broker.bootstrap_servers, read_topic, args.partitions, args.records, args.value_bytes,
-                           args.codec)
+    # an existing broker (--bootstrap: e.g. one Apache Kafka node, fresh topics per run), else an embedded Tansu
+    with contextlib.nullcontext(args.bootstrap) if args.bootstrap else EmbeddedBroker() as broker:
+        bootstrap = broker if isinstance(broker, str) else broker.bootstrap_servers
+        run_id = time.monotonic_ns()
+        read_topic = f"async-consume-{args.codec}-{run_id}"
+        consume_bench.fill(bootstrap, read_topic, args.partitions, args.records, args.value_bytes, args.codec)
         for round_no in range(args.rounds):
             for client in clients:
-                topic = read_topic if client.startswith("consume-") else f"async-{client}-{round_no}"
-                runs[client].append(measure(client, args, broker.bootstrap_servers, topic))
+                topic = read_topic if client.startswith("consume-") else f"async-{client}-{run_id}-{round_no}"
+                runs[client].append(measure(client, args, bootstrap, topic))
     return {"codec": args.codec, "records": args.records, "value_bytes": args.value_bytes,
             "partitions": args.partitions, "runs": runs}
 
