@@ -70,12 +70,11 @@ class LagProbe:
 
 
 class ProbedRead:
-    """consume_bench.read_all with a LagProbe ticking meanwhile (after a full collection, as produce): `result` is
-    the clock's figures (stopped at the last record, before the consumer closes) and the lag."""
+    """consume_bench.read_all with a LagProbe ticking meanwhile (after a full collection, as produce); its summary
+    in `lag` once read."""
 
     def __init__(self) -> None:
         self.lag: dict[str, float] = {}
-        self.seen = 0
 
     async def __call__(self, getmany: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int,
                        clock: Clock) -> int:
@@ -84,14 +83,10 @@ class ProbedRead:
         ticking = asyncio.create_task(probe.run())
         await asyncio.sleep(0.01)
         try:
-            self.seen = await consume_bench.read_all(getmany, records, clock)
-            return self.seen
+            return await consume_bench.read_all(getmany, records, clock)
         finally:
             ticking.cancel()
             self.lag = probe.summary()
-
-    def result(self, clock: Clock) -> dict[str, Any]:
-        return {**clock.result(self.seen), **self.lag}
 
 
 async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callable[[], Awaitable[Any]],
@@ -179,8 +174,7 @@ def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
             return await read(lambda: consumer.getmany(timeout_ms=1000, max_records=CALL_RECORDS), args.records,
                               clock)
 
-    asyncio.run(main())
-    return read.result(clock)
+    return {**clock.result(asyncio.run(main())), **read.lag}  # the clock stopped at the last record
 
 
 def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
@@ -202,14 +196,13 @@ def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any]
 
             return await read(getmany, args.records, clock)
 
-    asyncio.run(main())
-    return read.result(clock)
+    return {**clock.result(asyncio.run(main())), **read.lag}  # the clock stopped at the last record
 
 
 def run_consume_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
     read = ProbedRead()
-    consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock, read)
-    return read.result(clock)
+    seen = consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock, read)
+    return {**clock.result(seen), **read.lag}
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace, dict[str, Any], Clock], dict[str, Any]]] = {
@@ -273,8 +266,7 @@ def table(result: dict[str, Any]) -> str:
     for client, runs in result["runs"].items():
         errors = "; ".join(str(r.get("error") or f"{r['errors']} failed") for r in runs
                            if "error" in r or r.get("errors"))
-        lag = (f"{rate(result, client, 'lag_p99_ms'):.2f} | {rate(result, client, 'lag_max_ms'):.1f}"
-               if "lag_max_ms" in (runs[0] if runs else {}) else "- | -")
+        lag = f"{rate(result, client, 'lag_p99_ms'):.2f} | {rate(result, client, 'lag_max_ms'):.1f}"
         cpu = rate(result, client, "cpu_s") / max(1, result["records"]) * 1e6
         lines.append(f"| {client} | {rate(result, client):,.0f} | {cpu:.2f} | {lag} |"
                      + (f" errors: {errors}" if errors else ""))

@@ -65,6 +65,7 @@ class Clock:
     stopped: tuple[float, Any] | None = None
 
     def start(self) -> None:
+        self.stopped = None
         self.rss_before = rss_bytes()
         self.peak_rss = self.rss_before
         self.rusage = resource.getrusage(resource.RUSAGE_SELF)
