@@ -399,12 +399,11 @@ async def test_flush_waits_on_one_future_and_holds_no_batch() -> None:
     them, all promoted, set off a full collection of the garbage collector), and waits on the batches' completions,
     not on the batches: each batch is freed as it completes, not all at once as flush returns (for 2,000 batches of
     200,000 records, an 8-10 ms turn of the loop; docs/asyncio.md)."""
-    cluster = FakeCluster(SystemClock())
+    producer, cluster = _fake_producer(**{"linger.ms": 60000, "retry.backoff.ms": 2000, "retry.backoff.max.ms": 2000})
     cluster.create_topic("t", 8)
     cluster.inject_error(ErrorCode.NOT_ENOUGH_REPLICAS, topic="t", partition=7)  # retried after the backoff
     loop = asyncio.get_running_loop()
-    async with AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 60000, "retry.backoff.ms": 2000,
-                              "retry.backoff.max.ms": 2000}, ports=Ports(transport=cluster)) as producer:
+    async with producer:
         gc.collect()
         alive_before = _released_batches_alive()
         futures = [await producer.send("t", b"%d" % i, partition=i % 8) for i in range(80)]
@@ -427,11 +426,9 @@ async def test_flush_waits_on_one_future_and_holds_no_batch() -> None:
 
 @pytest.mark.asyncio
 async def test_a_flush_that_times_out_leaves_another_flush_waiting_to_the_end() -> None:
-    cluster = FakeCluster(SystemClock())
-    cluster.create_topic("t", 2)
+    producer, cluster = _fake_producer(**{"linger.ms": 60000, "retry.backoff.ms": 1000, "retry.backoff.max.ms": 1000})
     cluster.inject_error(ErrorCode.NOT_ENOUGH_REPLICAS, topic="t", partition=1)
-    async with AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 60000, "retry.backoff.ms": 1000,
-                              "retry.backoff.max.ms": 1000}, ports=Ports(transport=cluster)) as producer:
+    async with producer:
         futures = [await producer.send("t", b"%d" % i, partition=i % 2) for i in range(10)]
         patient = asyncio.create_task(producer.flush())
         for _ in range(50):
