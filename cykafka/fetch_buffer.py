@@ -32,7 +32,7 @@ class CompletedFetch:
     records: bytes  # kept to decode again with the markers found past it (read_committed look-ahead)
     aborted_transactions: Any
     markers_seen: int = 0  # look-ahead markers the fetch was built with
-    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out
+    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out (wait)
 
 
 class FetchBuffer:
@@ -42,19 +42,35 @@ class FetchBuffer:
         self.subscriptions = subscriptions
         self.items: deque[CompletedFetch] = deque()
         self.buffered_bytes: dict[int, int] = defaultdict(int)  # node id -> bytes of its answers in the buffer
+        # the waiting fetches by partition: add() reads only its own partition's, not the whole buffer (a caller
+        # slow for a second leaves thousands of small answers here, and each add walking them all cost the network
+        # thread quadratic time)
+        self._waiting: dict[TopicPartition, list[CompletedFetch]] = {}
 
     def add(self, item: CompletedFetch) -> None:
         """A partition's new answer; a waiting one of the same partition may find its marker in it."""
-        for waiting in self.items:
-            if waiting.tp == item.tp:
+        if self._waiting:
+            for waiting in self._waiting.pop(item.tp, ()):
                 waiting.waiting = False
         self.items.append(item)
         self.buffered_bytes[item.node_id] += item.size_bytes
+
+    def wait(self, item: CompletedFetch) -> None:
+        """item is not handed out until its partition's next answer arrives (a transaction's marker may be in it)."""
+        if not item.waiting:
+            item.waiting = True
+            self._waiting.setdefault(item.tp, []).append(item)
 
     def release(self, item: CompletedFetch) -> None:
         """item leaves the buffer (consumed, stale, or to be fetched again)."""
         self.items.remove(item)
         self.buffered_bytes[item.node_id] -= item.size_bytes
+        if item.waiting:
+            item.waiting = False
+            waiting = self._waiting[item.tp]
+            waiting.remove(item)
+            if not waiting:
+                del self._waiting[item.tp]
 
     def drop_unassigned(self) -> None:
         """Drains what belongs to partitions no longer assigned."""
@@ -67,15 +83,20 @@ class FetchBuffer:
         paused or waits for a transaction's marker holds back its later fetches (offsets go in order)."""
         states = self.subscriptions.states
         held: set[TopicPartition] = set()
-        for item in list(self.items):
+        stale: list[CompletedFetch] = []
+        found = None
+        for item in self.items:  # usually the first: no copy of the buffer per call
             state = states.get(item.tp)
             if state is None or state.epoch != item.epoch:
-                self.release(item)
+                stale.append(item)
             elif item.tp in held or item.waiting or state.paused:
                 held.add(item.tp)
             else:
-                return item
-        return None
+                found = item
+                break
+        for item in stale:
+            self.release(item)
+        return found
 
     def later(self, item: CompletedFetch) -> list[CompletedFetch]:
         """The completed fetches of item's partition and seek epoch other than item (fetched past it)."""

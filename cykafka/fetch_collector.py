@@ -180,6 +180,6 @@ class FetchCollector:
         stable = state.last_stable_offset if state.last_stable_offset >= 0 else state.high_watermark
         room_bytes = self.buffer.room_bytes(item.node_id, self.config.fetch_max_bytes)
         if state.fetch_offset is not None and state.fetch_offset < stable and room_bytes > 0:
-            item.waiting = True  # the next answer of this partition clears it
+            self.buffer.wait(item)  # the next answer of this partition clears it
             return True
         return False
