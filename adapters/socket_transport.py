@@ -62,6 +62,7 @@ _CONNECTING, _NEGOTIATING, _READY, _DISCONNECTED = "connecting", "negotiating", 
 _TLS_HANDSHAKING, _AUTHENTICATING = "tls handshaking", "authenticating"
 _SETTING_UP = frozenset({_CONNECTING, _TLS_HANDSHAKING, _NEGOTIATING, _AUTHENTICATING})
 _READ_CHUNK_BYTES = 256 * 1024
+_NEVER_MS = 2**63  # no deadline
 _TLS_COALESCE_BYTES = 64 * 1024  # small buffers are joined into one TLS write up to this
 _SIZE = struct.Struct(">i")
 
@@ -138,6 +139,10 @@ class SocketTransport:
         self._read_buffer = memoryview(bytearray(_READ_CHUNK_BYTES))  # recv_into this: no 256 KiB allocation per read
         self._features = FinalizedFeatures()
         self._wake_buffer = bytearray(4096)
+        # no request and no connection set-up can time out before then (a lower bound: each request and set-up lowers
+        # it to its own deadline; _check_timeouts, once it is reached, reads them all and sets the next): the check
+        # on every poll is one comparison, not a walk over every connection's requests
+        self._timeouts_due_ms = _NEVER_MS
 
     # -- ports.Transport ---------------------------------------------------------------------------------------
 
@@ -368,6 +373,7 @@ class SocketTransport:
         conn.sock = sock
         conn.state = _CONNECTING
         conn.connect_started_ms = now_ms
+        self._timeout_due(now_ms + self.settings.socket_connection_setup_timeout_ms)
         conn.incoming.clear()
         conn.large_frame = None
         try:
@@ -597,16 +603,34 @@ class SocketTransport:
             conn.not_kafka_warned = True
             log.warning("%s; check bootstrap.servers and the broker's listener port", self._connection_problem)
 
+    def _timeout_due(self, due_ms: int) -> None:
+        if due_ms < self._timeouts_due_ms:
+            self._timeouts_due_ms = due_ms
+
     def _check_timeouts(self, now_ms: int) -> None:
-        for conn in self._connections.values():
+        """Disconnects what timed out: a connection not set up within socket.connection.setup.timeout.ms, one with a
+        request unanswered past its timeout (request.timeout.ms unless it has its own). Reads them only once the
+        earliest deadline may have passed (_timeouts_due_ms), then notes the next."""
+        if now_ms < self._timeouts_due_ms:
+            return
+        self._timeouts_due_ms = _NEVER_MS
+        setup_ms = self.settings.socket_connection_setup_timeout_ms
+        default_ms = self.settings.request_timeout_ms
+        for conn in list(self._connections.values()):
             if conn.state in _SETTING_UP:
-                if now_ms - conn.connect_started_ms >= self.settings.socket_connection_setup_timeout_ms:
+                if now_ms - conn.connect_started_ms >= setup_ms:
                     self._disconnect(conn, now_ms, NetworkError(
                         f"connection to node {conn.node_id} ({conn.host}:{conn.port}) not set up within "
-                        f"socket.connection.setup.timeout.ms ({self.settings.socket_connection_setup_timeout_ms})"))
-            default_ms = self.settings.request_timeout_ms
-            late = next((r for r in itertools.chain(conn.in_flight, (r for r, _ in conn.unwritten_requests))
-                         if now_ms - r.sent_ms >= (r.timeout_ms or default_ms)), None)
+                        f"socket.connection.setup.timeout.ms ({setup_ms})"))
+                else:
+                    self._timeout_due(conn.connect_started_ms + setup_ms)
+            late = None
+            for r in itertools.chain(conn.in_flight, (r for r, _ in conn.unwritten_requests)):
+                due_ms = r.sent_ms + (r.timeout_ms or default_ms)
+                if now_ms >= due_ms:
+                    late = r
+                    break
+                self._timeout_due(due_ms)
             if late is not None:
                 self._disconnect(conn, now_ms, KafkaTimeoutError(
                     f"no response from node {conn.node_id} within "
@@ -627,6 +651,7 @@ class SocketTransport:
             size += len(view)
         req = _Request(self._correlation_id, api_key, version, request, handler, now_ms, expect_response, internal,
                        timeout_ms)
+        self._timeout_due(now_ms + (timeout_ms or self.settings.request_timeout_ms))
         conn.unwritten_requests.append((req, size))
         assert conn.sock is not None
         self._write(conn, now_ms)
