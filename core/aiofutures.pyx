@@ -187,9 +187,11 @@ cdef class LoopFutures:
 
     def settled_wait(self):
         """A future of the running loop's queue set once the futures handed out so far are all resolved (flush
-        awaits it), or None when they are: one future whatever the number of batches."""
+        awaits it), or None when they are: one future whatever the number of batches. None too when the queue is
+        another loop's (no future was handed out on this one yet): that loop resolves its own futures, or nobody
+        does when it closed first, and a future of it cannot be awaited here."""
         cdef _LoopQueue queue = self._queue
-        if queue is None or not queue.settling:
+        if queue is None or not queue.settling or queue.loop is not self._running_loop():
             return None
         wait = queue.loop.create_future()  # each flush its own (its timeout cancels it)
         queue.flush_waits.append((queue.made, wait))

@@ -568,6 +568,23 @@ async def test_a_queued_batch_and_its_completion_are_outside_the_cyclic_gc_until
         assert gc.is_tracked(batch) and gc.is_tracked(completion) and completion.is_set()
 
 
+def test_a_producer_used_on_a_loop_that_closed_with_futures_pending_flushes_and_stops_on_another() -> None:
+    """flush() waits for the futures handed out on its own loop: those of a loop that closed before their batches
+    completed are resolved by nobody (as any asyncio future of a closed loop), and a future of that loop cannot be
+    awaited on another (flush raised RuntimeError: a Future attached to a different loop, and so did stop())."""
+    producer, cluster = _fake_producer(**{"linger.ms": 60_000})
+
+    async def send_some() -> list[Any]:
+        return [await producer.send("t", b"v", partition=i % 2) for i in range(4)]
+
+    stranded = asyncio.run(send_some())  # its loop closes with both batches queued (linger.ms)
+    try:
+        assert asyncio.run(producer.flush(30)) == 0
+        assert [len(cluster.log("t", p)) for p in (0, 1)] == [2, 2] and not any(f.done() for f in stranded)
+    finally:
+        asyncio.run(producer.stop(5))
+
+
 def test_send_without_a_running_loop_queues_nothing() -> None:
     producer, cluster = _fake_producer()
     try:
