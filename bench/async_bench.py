@@ -8,12 +8,17 @@ Produce: one coroutine sends --records records (`await producer.send(...)`, keep
 loop every YIELD_EVERY records (a service's other tasks must run; a coroutine that never yields blocks any loop),
 then waits for the acknowledgements in one of three idioms (IDIOMS): `await producer.flush()` (the client name
 alone, e.g. produce-cykafka), `await asyncio.gather(*futures)` (-gather) or `for f in futures: await f` (-await);
-then counts the failed futures. A probe task ticking every 1 ms records how late each tick is: the event-loop lag
-p99 / max while producing (the gather idiom's max is mostly the gather call itself: asyncio's own ~1.5 µs per
-future, for either client). Each worker runs a full garbage collection before its timed window: a process's first
-one (its imports' objects, 8-13 ms here) would otherwise land in it, a start-up cost a running service paid long
-before (docs/asyncio.md). Same guarantee for both: acks=all, idempotence where the installed aiokafka can have it
-on Tansu (bench/run.py's peer_settings), linger 5 ms, 16 KiB batches.
+then counts the failed futures. A fourth, -unkept, is a service's: the futures are not kept, `await
+producer.flush()`, then the records that reached the topic are counted (its high watermarks, after the timed window):
+a program's list of a million futures is walked by each full garbage collection (~15-25 ms here), the loop's longest
+stall in a long run. A probe task ticking every 1 ms records how late each tick is: the event-loop lag p99 / max
+while producing (the gather idiom's max is mostly the gather call itself: asyncio's own ~1.5 µs per future, for
+either client). Each worker runs a full garbage collection before its timed window: a process's first one (its
+imports' objects, 8-13 ms here) would otherwise land in it, a start-up cost a running service paid long before
+(docs/asyncio.md). --gc-freeze: then gc.freeze(), as a latency-minded service does once started, so that later full
+collections no longer walk the start-up objects (~7 ms each here); with -unkept, the loop's lag in a run of any
+length. Same guarantee for both: acks=all, idempotence where the installed aiokafka can have it on Tansu
+(bench/run.py's peer_settings), linger 5 ms, 16 KiB batches.
 Consume: `getmany(timeout_ms=1000, max_records=CALL_RECORDS)` from the beginning of the topic (written once per run
 by cykafka's producer, as bench/consume_bench.py), CRCs checked, touching every value; and consume-cykafka-poll0,
 the design AsyncConsumer did not take (the sync Consumer's poll(0) on the loop thread, then a 1 ms sleep when empty),
@@ -44,7 +49,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _ROOT]
 
 CALL_RECORDS = 10_000
 YIELD_EVERY = 500
-IDIOMS = ("", "-gather", "-await")  # how the acknowledgements are awaited: flush, gather, each future in turn
+IDIOMS = ("", "-gather", "-await", "-unkept")  # the acknowledgements: flush, gather, each future, flush unkept
 PRODUCERS = tuple(f"produce-{client}{idiom}" for idiom in IDIOMS for client in ("cykafka", "aiokafka"))
 CLIENTS = (*PRODUCERS, "consume-cykafka", "consume-cykafka-poll0", "consume-aiokafka")
 PAIRS = (*((f"produce-cykafka{idiom}", f"produce-aiokafka{idiom}") for idiom in IDIOMS),
@@ -73,12 +78,13 @@ class ProbedRead:
     """consume_bench.read_all with a LagProbe ticking meanwhile (after a full collection, as produce); its summary
     in `lag` once read."""
 
-    def __init__(self) -> None:
+    def __init__(self, freeze: bool) -> None:
         self.lag: dict[str, float] = {}
+        self.freeze = freeze
 
     async def __call__(self, getmany: Callable[[], Awaitable[dict[Any, list[Any]]]], records: int,
                        clock: Clock) -> int:
-        gc.collect()
+        first_collection(self.freeze)
         probe = LagProbe()
         ticking = asyncio.create_task(probe.run())
         await asyncio.sleep(0.01)
@@ -89,18 +95,41 @@ class ProbedRead:
             self.lag = probe.summary()
 
 
+def first_collection(freeze: bool) -> None:
+    """The process's first full collection, before the timed window (module docstring); then gc.freeze() with
+    --gc-freeze."""
+    gc.collect()
+    if freeze:
+        gc.freeze()
+
+
+def topic_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """The records in topic: the sum of its partitions' high watermarks (from a Fetch: Tansu answers ListOffsets
+    "latest" wrongly)."""
+    from cykafka import Consumer, TopicPartition
+
+    with Consumer({"bootstrap.servers": bootstrap}) as consumer:
+        ends = consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)], timeout=60)
+    return sum(ends.values())
+
+
 async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callable[[], Awaitable[Any]],
-                  records: int, value_bytes: int, idiom: str, clock: Clock) -> dict[str, Any]:
+                  args: argparse.Namespace, idiom: str, clock: Clock) -> dict[str, Any]:
+    """After the warm-up record (one in the topic already)."""
+    records = args.records
     keys = [b"key-%06d" % i for i in range(1024)]
-    values = [(b"%08d" % i + b"v" * value_bytes)[:value_bytes] for i in range(1024)]
-    gc.collect()  # the process's first full collection, before the timed window (module docstring)
+    values = [(b"%08d" % i + b"v" * args.value_bytes)[:args.value_bytes] for i in range(1024)]
+    first_collection(args.gc_freeze)
     probe = LagProbe()
     ticking = asyncio.create_task(probe.run())
     await asyncio.sleep(0.01)
     clock.start()
     futures = []
+    keep = idiom != "-unkept"
     for i in range(records):
-        futures.append(await send(keys[i % 1024], values[i % 1024]))
+        sent = await send(keys[i % 1024], values[i % 1024])
+        if keep:
+            futures.append(sent)
         if i % YIELD_EVERY == 0:
             await asyncio.sleep(0)
     if idiom == "-gather":
@@ -111,9 +140,13 @@ async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callabl
                 await future
     else:
         await flush()
-    result = {**clock.result(records), "errors": sum(1 for f in futures if f.exception() is not None),
-              **probe.summary()}
+    result = {**clock.result(records), **probe.summary(), "frozen_objects": gc.get_freeze_count()}
     ticking.cancel()
+    if keep:
+        result["errors"] = sum(1 for f in futures if f.exception() is not None)
+    else:  # what did not reach the topic (the warm-up record is there too)
+        result["errors"] = records + 1 - await asyncio.to_thread(topic_records, args.bootstrap, args.topic,
+                                                                 args.partitions)
     return result
 
 
@@ -133,8 +166,7 @@ def run_produce_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
             def send(key: bytes, value: bytes) -> Awaitable[Any]:
                 return producer.send(args.topic, value, key)
 
-            return await produce(send, producer.flush, args.records, args.value_bytes, idiom_of(args.worker),
-                                 clock)
+            return await produce(send, producer.flush, args, idiom_of(args.worker), clock)
 
     return asyncio.run(main())
 
@@ -153,8 +185,7 @@ def run_produce_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clo
             def send(key: bytes, value: bytes) -> Awaitable[Any]:
                 return producer.send(args.topic, value, key=key)
 
-            return await produce(send, producer.flush, args.records, args.value_bytes, idiom_of(args.worker),
-                                 clock)
+            return await produce(send, producer.flush, args, idiom_of(args.worker), clock)
         finally:
             await producer.stop()
 
@@ -165,7 +196,7 @@ def run_consume_cykafka(args: argparse.Namespace, settings: dict[str, Any], cloc
     from cykafka import TopicPartition
     from cykafka.aio import AsyncConsumer
 
-    read = ProbedRead()
+    read = ProbedRead(args.gc_freeze)
 
     async def main() -> int:
         async with AsyncConsumer({"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest",
@@ -181,7 +212,7 @@ def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any]
     from cykafka import Consumer, TopicPartition
     from cykafka.aio import _poll_records
 
-    read = ProbedRead()
+    read = ProbedRead(args.gc_freeze)
 
     async def main() -> int:
         with Consumer({"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest", "check.crcs": True,
@@ -200,7 +231,7 @@ def run_consume_cykafka_poll0(args: argparse.Namespace, settings: dict[str, Any]
 
 
 def run_consume_aiokafka(args: argparse.Namespace, settings: dict[str, Any], clock: Clock) -> dict[str, Any]:
-    read = ProbedRead()
+    read = ProbedRead(args.gc_freeze)
     seen = consume_bench.run_aiokafka(args.bootstrap, args.topic, args.partitions, args.records, clock, read)
     return {**clock.result(seen), **read.lag}
 
@@ -228,7 +259,7 @@ def measure(client: str, args: argparse.Namespace, bootstrap: str, topic: str) -
     result = consume_bench.run_worker(client, [
         os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap, "--topic", topic, "--partitions",
         str(args.partitions), "--records", str(args.records), "--value-bytes", str(args.value_bytes), "--codec",
-        args.codec, "--settings", json.dumps(settings)])
+        args.codec, "--settings", json.dumps(settings)] + (["--gc-freeze"] if args.gc_freeze else []))
     return {"client": client, **result, "settings": settings}
 
 
@@ -248,7 +279,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 topic = read_topic if client.startswith("consume-") else f"async-{client}-{run_id}-{round_no}"
                 runs[client].append(measure(client, args, bootstrap, topic))
     return {"codec": args.codec, "records": args.records, "value_bytes": args.value_bytes,
-            "partitions": args.partitions, "runs": runs}
+            "partitions": args.partitions, "gc_freeze": args.gc_freeze, "runs": runs}
 
 
 def rate(result: dict[str, Any], client: str, key: str = "rate") -> float:
@@ -261,7 +292,8 @@ def rate(result: dict[str, Any], client: str, key: str = "rate") -> float:
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"### asyncio, {result['value_bytes']} B values, {result['codec']}, {result['partitions']} partitions, "
-             f"{result['records']:,} records (bench/async_bench.py)", "",
+             f"{result['records']:,} records{', gc.freeze() after start-up' if result.get('gc_freeze') else ''} "
+             "(bench/async_bench.py)", "",
              "| client | records/s | CPU µs/record | loop lag p99 ms | loop lag max ms |", "|---|---:|---:|---:|---:|"]
     for client, runs in result["runs"].items():
         errors = "; ".join(str(r.get("error") or f"{r['errors']} failed") for r in runs
@@ -280,6 +312,8 @@ def table(result: dict[str, Any]) -> str:
 def main() -> int:
     parser = consume_bench.bench_parser(__doc__, CLIENTS, 1_000_000, "unused (bench/run.py passes it to each script)")
     parser.add_argument("--settings", default="{}", help="the producer's settings as JSON (internal)")
+    parser.add_argument("--gc-freeze", action="store_true",
+                        help="each worker calls gc.freeze() after its first full collection (module docstring)")
     return consume_bench.dispatch(parser.parse_args(), worker, run, table)
 
 

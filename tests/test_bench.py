@@ -164,7 +164,24 @@ def test_the_async_bench_runs_every_client(tmp_path: object) -> None:
     report = _run_only("async", str(tmp_path))
     assert "### asyncio, 100 B values, lz4" in report and "| produce-cykafka / produce-aiokafka |" in report
     assert "| consume-cykafka / consume-aiokafka |" in report
+    assert "| produce-cykafka-unkept / produce-aiokafka-unkept |" in report  # counted in the topic: no error
     assert "errors:" not in report and "nan" not in report
+
+
+def test_the_async_bench_freezes_each_workers_start_up_objects_when_asked() -> None:
+    """--gc-freeze reaches every worker (its objects after the first full collection are frozen); without it none
+    are; the unkept idiom counts the records in the topic."""
+    for freeze in (True, False):
+        out = subprocess.run([sys.executable, os.path.join(BENCH, "async_bench.py"), "--records", "2000", "--rounds",
+                              "1", "--clients", "produce-cykafka-unkept,produce-aiokafka-unkept", "--json"]
+                             + (["--gc-freeze"] if freeze else []), capture_output=True, text=True, timeout=300,
+                             check=True).stdout
+        result = json.loads(out.strip().splitlines()[-1])
+        assert result["gc_freeze"] is freeze
+        for client in ("produce-cykafka-unkept", "produce-aiokafka-unkept"):
+            (run,) = result["runs"][client]
+            assert run["errors"] == 0 and run["records"] == 2000
+            assert (run["frozen_objects"] > 0) is freeze
 
 
 def test_the_asyncio_floor_bench_measures_each_step_per_future() -> None:
