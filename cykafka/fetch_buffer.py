@@ -32,7 +32,8 @@ class CompletedFetch:
     records: bytes  # kept to decode again with the markers found past it (read_committed look-ahead)
     aborted_transactions: Any
     markers_seen: int = 0  # look-ahead markers the fetch was built with
-    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out (wait)
+    waiting: bool = False  # blocked on a transaction until more of its partition arrives: not handed out (set by
+    # FetchBuffer.wait, cleared by the partition's next answer or the fetch's release)
 
 
 class FetchBuffer:
