@@ -194,3 +194,39 @@ def test_the_values_refuse_what_confluent_kafka_refuses() -> None:
         admin.AdminClient({"bootstrap.servers": "127.0.0.1:1"}).describe_topics(["t"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timestamp"):
         admin.OffsetSpec.for_timestamp(-5)
+
+
+@pytest.mark.parametrize("module", ["cykafka.compat.confluent_kafka", "confluent_kafka"])
+def test_poll_returns_once_a_callback_ran_and_counts_them(module: str) -> None:
+    """A broker that cannot be reached is reported to error_cb; poll(timeout) returns once that happened with how
+    many callbacks ran (confluent-kafka serves them inside poll; cykafka runs them on its threads as they come and
+    poll counts them). poll(0) never waits; a timeout that is not a number is refused."""
+    kafka = pytest.importorskip(module)
+    admin = importlib.import_module(module + ".admin")
+    seen: list[Any] = []
+    client = admin.AdminClient({"bootstrap.servers": "127.0.0.1:1", "error_cb": seen.append})
+    try:
+        client.describe_cluster(request_timeout=2)  # cykafka connects when a call needs it (librdkafka at once)
+        assert client.poll(10) >= 1
+        assert seen and isinstance(seen[0], kafka.KafkaError)
+        assert client.poll(0) >= 0
+        with pytest.raises(TypeError):
+            client.poll("1")
+    finally:
+        if hasattr(client, "close"):
+            client.close()
+
+
+def test_poll_without_a_timeout_returns_when_the_client_closes() -> None:
+    import threading
+
+    client = ck.admin.AdminClient({"bootstrap.servers": "127.0.0.1:1"})  # no error_cb: no callback ever runs
+    assert client.poll(0.05) == 0
+    with pytest.raises(TypeError, match="timeout"):
+        client.poll(float("nan"))  # confluent-kafka's returns at once
+    returned: list[int] = []
+    waiting = threading.Thread(target=lambda: returned.append(client.poll()), daemon=True)
+    waiting.start()
+    client.close()
+    waiting.join(10)
+    assert returned == [0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
+import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -371,7 +372,20 @@ class AdminClient:
         for key in [k for k in config if isinstance(k, str) and ALIASES.get(k, k) not in ADMIN_KEYS
                     and ALIASES.get(k, k) != "default.api.timeout.ms" and k not in ("logger", "error.cb")]:
             del config[key]  # librdkafka ignores a client's other keys; so does cykafka's Admin here
-        config["error_cb"] = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
+        # callbacks run on cykafka's threads as they come; poll() waits for them and counts them (_on_callback)
+        self._callbacks = threading.Condition()
+        self._callbacks_run = 0  # since the last poll()
+        self._closed = False
+        error_cb = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
+        if error_cb is not None:
+            user_error_cb = error_cb
+
+            def error_cb(error: errors.KafkaError) -> None:
+                try:
+                    user_error_cb(error)
+                finally:
+                    self._on_callback()
+        config["error_cb"] = error_cb
         self._stop_forwarding = _config.forward_logs_while(self, config)
         try:
             with _config.as_kafka_exception():
@@ -679,7 +693,30 @@ class AdminClient:
         return self._each(filters, lambda: self._admin.delete_acls(
             ours.values(), timeout_ms=timeout_ms(request_timeout)), ours.__getitem__, deleted)
 
+    def _on_callback(self) -> None:
+        with self._callbacks:
+            self._callbacks_run += 1
+            self._callbacks.notify_all()
+
+    def poll(self, timeout: float | None = None) -> int:
+        """confluent's AdminClient.poll: serves its callbacks (error_cb). Here they run on cykafka's threads as they
+        come, so there is nothing queued to serve: waits up to timeout seconds (None or negative: until one runs or
+        the client is closed; 0: not at all) for a callback, and returns how many ran since the last poll()."""
+        if not (timeout is None or isinstance(timeout, int | float)) or timeout != timeout:  # a bool is 0 or 1, as
+            raise TypeError(f"poll: timeout must be a number of seconds or None, not {timeout!r}")  # confluent's
+        with self._callbacks:
+            if timeout is None or timeout < 0:
+                self._callbacks.wait_for(lambda: self._callbacks_run > 0 or self._closed)
+            elif timeout > 0:
+                self._callbacks.wait_for(lambda: self._callbacks_run > 0 or self._closed,
+                                         min(timeout, threading.TIMEOUT_MAX))
+            run, self._callbacks_run = self._callbacks_run, 0
+        return run
+
     def close(self) -> None:
+        with self._callbacks:
+            self._closed = True
+            self._callbacks.notify_all()
         self._worker.shutdown(wait=True)
         self._admin.close()
         self._stop_forwarding()
