@@ -115,7 +115,8 @@ def topic_records(bootstrap: str, topic: str, partitions: int) -> int:
 
 async def produce(send: Callable[[bytes, bytes], Awaitable[Any]], flush: Callable[[], Awaitable[Any]],
                   args: argparse.Namespace, idiom: str, clock: Clock) -> dict[str, Any]:
-    """After the warm-up record (one in the topic already)."""
+    """Sends args.records records after the caller's warm-up record (in the topic already), awaits them as idiom
+    says (module docstring); the rate, the loop's lag and the records that failed."""
     records = args.records
     keys = [b"key-%06d" % i for i in range(1024)]
     values = [(b"%08d" % i + b"v" * args.value_bytes)[:args.value_bytes] for i in range(1024)]
