@@ -702,8 +702,9 @@ class AdminClient:
         """confluent's AdminClient.poll: serves its callbacks (error_cb). Here they run on cykafka's threads as they
         come, so there is nothing queued to serve: waits up to timeout seconds (None or negative: until one runs or
         the client is closed; 0: not at all) for a callback, and returns how many ran since the last poll()."""
-        if not (timeout is None or isinstance(timeout, int | float)) or timeout != timeout:  # a bool is 0 or 1, as
-            raise TypeError(f"poll: timeout must be a number of seconds or None, not {timeout!r}")  # confluent's
+        # as confluent's: a bool is a number (0 or 1 s), a str is not; NaN, which it takes as 0, is refused here
+        if not (timeout is None or isinstance(timeout, int | float)) or timeout != timeout:
+            raise TypeError(f"poll: timeout must be a number of seconds or None, not {timeout!r}")
         with self._callbacks:
             if timeout is None or timeout < 0:
                 self._callbacks.wait_for(lambda: self._callbacks_run > 0 or self._closed)
