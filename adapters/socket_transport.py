@@ -616,7 +616,7 @@ class SocketTransport:
         self._timeouts_due_ms = _NEVER_MS
         setup_ms = self.settings.socket_connection_setup_timeout_ms
         default_ms = self.settings.request_timeout_ms
-        for conn in list(self._connections.values()):
+        for conn in self._connections.values():
             if conn.state in _SETTING_UP:
                 if now_ms - conn.connect_started_ms >= setup_ms:
                     self._disconnect(conn, now_ms, NetworkError(

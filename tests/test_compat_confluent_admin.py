@@ -6,6 +6,7 @@ against the real confluent_kafka on the same broker gives the same values and er
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 import uuid
 from types import ModuleType
@@ -218,8 +219,6 @@ def test_poll_returns_once_a_callback_ran_and_counts_them(module: str) -> None:
 
 
 def test_poll_without_a_timeout_returns_when_the_client_closes() -> None:
-    import threading
-
     client = ck.admin.AdminClient({"bootstrap.servers": "127.0.0.1:1"})  # no error_cb: no callback ever runs
     assert client.poll(0.05) == 0
     with pytest.raises(TypeError, match="timeout"):

@@ -372,20 +372,12 @@ class AdminClient:
         for key in [k for k in config if isinstance(k, str) and ALIASES.get(k, k) not in ADMIN_KEYS
                     and ALIASES.get(k, k) != "default.api.timeout.ms" and k not in ("logger", "error.cb")]:
             del config[key]  # librdkafka ignores a client's other keys; so does cykafka's Admin here
-        # callbacks run on cykafka's threads as they come; poll() waits for them and counts them (_on_callback)
+        # callbacks run on cykafka's threads as they come; poll() waits for them and counts them (_counted)
         self._callbacks = threading.Condition()
         self._callbacks_run = 0  # since the last poll()
         self._closed = False
         error_cb = _config.error_callback(config.get("error_cb", config.pop("error.cb", None)))
-        if error_cb is not None:
-            user_error_cb = error_cb
-
-            def error_cb(error: errors.KafkaError) -> None:
-                try:
-                    user_error_cb(error)
-                finally:
-                    self._on_callback()
-        config["error_cb"] = error_cb
+        config["error_cb"] = None if error_cb is None else self._counted(error_cb)
         self._stop_forwarding = _config.forward_logs_while(self, config)
         try:
             with _config.as_kafka_exception():
@@ -693,10 +685,17 @@ class AdminClient:
         return self._each(filters, lambda: self._admin.delete_acls(
             ours.values(), timeout_ms=timeout_ms(request_timeout)), ours.__getitem__, deleted)
 
-    def _on_callback(self) -> None:
-        with self._callbacks:
-            self._callbacks_run += 1
-            self._callbacks.notify_all()
+    def _counted(self, callback: Callable[[errors.KafkaError], None]) -> Callable[[errors.KafkaError], None]:
+        """callback, and then poll() told that a callback ran (whatever it raised)."""
+        def call(error: errors.KafkaError) -> None:
+            try:
+                callback(error)
+            finally:
+                with self._callbacks:
+                    self._callbacks_run += 1
+                    self._callbacks.notify_all()
+
+        return call
 
     def poll(self, timeout: float | None = None) -> int:
         """confluent's AdminClient.poll: serves its callbacks (error_cb). Here they run on cykafka's threads as they
