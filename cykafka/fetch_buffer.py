@@ -7,6 +7,10 @@ the broker that sent it and its size (the Fetcher asks each broker for at most f
 holds here), and for read_committed look-ahead the raw records and the aborted-transaction list (decoded again with
 the markers found past it: cykafka/fetch_collector.py).
 
+It also counts each partition's answers (`fetched_ahead`: how far the Fetcher may read ahead of a caller that does
+not poll, FETCH_AHEAD_ANSWERS) and bumps `freed` whenever an answer leaves or starts waiting (the collector wakes the
+network thread only then: nothing else changes what it may send).
+
 Runs under the SubscriptionState's lock (cykafka/subscription_state.py): the Fetcher adds on the network thread,
 the FetchCollector takes on the caller's; every method expects the lock held.
 """
@@ -20,6 +24,15 @@ from typing import Any
 from cykafka.core import PartitionFetch
 from cykafka.ports import TopicPartition
 from cykafka.subscription_state import SubscriptionState
+
+# How far the Fetcher reads ahead of a caller that does not poll, once a partition's answers reach its end (records
+# trickling in): a partition holding this many answers the caller has not taken is not fetched again until it takes
+# one (Java fetches a partition only with none of its data buffered, librdkafka up to queued.min.messages; behind the
+# end, catching up, only the bytes bound holds: cykafka/fetcher.py). Two: the next answer is already in flight or
+# here while the caller works on one (a polling caller never waits for a fetch), and a caller busy elsewhere costs two
+# answers, not one per Fetch round trip (the network thread spent ~45% of a core filing them at 10,000 records/s:
+# docs/consumer.md).
+FETCH_AHEAD_ANSWERS = 2
 
 
 @dataclass(slots=True, eq=False)
@@ -47,6 +60,8 @@ class FetchBuffer:
         # slow for a second leaves thousands of small answers here, and each add walking them all cost the network
         # thread quadratic time)
         self._waiting: dict[TopicPartition, list[CompletedFetch]] = {}
+        self._answers: dict[tuple[TopicPartition, int], int] = {}  # (partition, seek epoch) -> its answers here
+        self.freed = 0  # bumped when an answer leaves or starts waiting: the Fetcher may fetch its partition again
 
     def add(self, item: CompletedFetch) -> None:
         """A partition's new answer; a waiting one of the same partition may find its marker in it."""
@@ -55,17 +70,27 @@ class FetchBuffer:
                 waiting.waiting = False
         self.items.append(item)
         self.buffered_bytes[item.node_id] += item.size_bytes
+        key = item.tp, item.epoch
+        self._answers[key] = self._answers.get(key, 0) + 1
 
     def wait(self, item: CompletedFetch) -> None:
         """item is not handed out until its partition's next answer arrives (a transaction's marker may be in it)."""
         if not item.waiting:
             item.waiting = True
             self._waiting.setdefault(item.tp, []).append(item)
+            self.freed += 1
 
     def release(self, item: CompletedFetch) -> None:
         """item leaves the buffer (consumed, stale, or to be fetched again)."""
         self.items.remove(item)
         self.buffered_bytes[item.node_id] -= item.size_bytes
+        self.freed += 1
+        key = item.tp, item.epoch
+        left = self._answers[key] - 1
+        if left:
+            self._answers[key] = left
+        else:
+            del self._answers[key]
         if item.waiting:
             item.waiting = False
             waiting = self._waiting[item.tp]
@@ -102,6 +127,12 @@ class FetchBuffer:
     def later(self, item: CompletedFetch) -> list[CompletedFetch]:
         """The completed fetches of item's partition and seek epoch other than item (fetched past it)."""
         return [b for b in self.items if b.tp == item.tp and b.epoch == item.epoch and b is not item]
+
+    def fetched_ahead(self, tp: TopicPartition, epoch: int) -> bool:
+        """tp holds FETCH_AHEAD_ANSWERS answers of its seek epoch the caller has not taken, none waiting for a
+        transaction's marker (a waiting one looks ahead within fetch.max.bytes; answers of an older epoch are stale,
+        dropped by the caller's next poll): at its end, the Fetcher does not fetch it until the caller takes one."""
+        return self._answers.get((tp, epoch), 0) >= FETCH_AHEAD_ANSWERS and tp not in self._waiting
 
     def room_bytes(self, node_id: int, fetch_max_bytes: int) -> int:
         """What fetch.max.bytes leaves for node_id's next answers."""

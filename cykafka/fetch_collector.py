@@ -138,10 +138,11 @@ class FetchCollector:
                 state = sub.states.get(item.tp)
                 if state is None or state.epoch != item.epoch:
                     continue
+                freed = self.buffer.freed
                 if not self._advance(item, state, got):
                     break  # more data, none taken: the sink is full (an Arrow column at 2 GiB), finish it first
-                fetching = state.in_flight
-            if not fetching:  # room in the buffer, or a partition to fetch again (else its answer wakes the loop)
+                wake = self.buffer.freed != freed and not state.in_flight
+            if wake:  # room in the buffer, or a partition to fetch again (else its answer wakes the loop)
                 self.wakeup()
         return taken
 

@@ -6,9 +6,10 @@ off) and files what comes back into the FetchBuffer (cykafka/fetch_buffer.py) as
 FetchCollector's decoder (cykafka/fetch_collector.py), all under the SubscriptionState's lock.
 
 Sending: one Fetch in flight per broker, for every fetchable partition it leads (position known, not paused, no
-backoff), asking for at most fetch.max.bytes minus what that broker's data already holds in the buffer: buffered data
-stays within about fetch.max.bytes per broker, and the next Fetch goes out while the caller works on the last answer
-(the fetch offset runs ahead of the position; no fixed pause). Answers: data -> the buffer; OFFSET_OUT_OF_RANGE -> the
+backoff, not at its end with FETCH_AHEAD_ANSWERS answers in the buffer: cykafka/fetch_buffer.py), asking for at most
+fetch.max.bytes minus what that broker's data already holds in the buffer: buffered data stays within about
+fetch.max.bytes per broker, and the next Fetch goes out while the caller works on the last answer (the fetch offset
+runs ahead of the position; no fixed pause). Answers: data -> the buffer; OFFSET_OUT_OF_RANGE -> the
 position is reset (auto.offset.reset, resolved by the caller's next poll); stale leaders -> metadata refresh and retry
 after retry.backoff.ms; a lost connection -> retry after retry.backoff.ms.
 
@@ -139,6 +140,14 @@ class Fetcher:
         state.read_replica = None
         return leader
 
+    def _fetched_ahead(self, tp: TopicPartition, state: PartitionState) -> bool:
+        """At the end of what tp can return (its high watermark; read_committed: its last stable offset, as of the
+        last answer) and already FETCH_AHEAD_ANSWERS answers of it in the buffer: not fetched until the caller takes
+        one (which wakes the loop). Behind the end (catching up) only the bytes bound holds: full answers follow."""
+        end = state.last_stable_offset if self.config.read_committed else state.high_watermark
+        return state.fetch_offset is not None and state.fetch_offset >= end and self.buffer.fetched_ahead(
+            tp, state.epoch)
+
     def send_ready(self, now_ms: int) -> int:
         if self._closing:
             return self._send_closes(now_ms)
@@ -148,7 +157,7 @@ class Fetcher:
         with sub.lock:
             for tp, state in sub.states.items():
                 if (state.fetch_offset is None or state.paused or state.in_flight or state.error is not None
-                        or state.awaiting_validation):
+                        or state.awaiting_validation or self._fetched_ahead(tp, state)):
                     continue
                 if now_ms < state.not_before_ms:
                     delay_ms = min(delay_ms, state.not_before_ms - now_ms)

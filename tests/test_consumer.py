@@ -478,6 +478,28 @@ def test_a_transaction_marker_past_the_answer_is_found_by_looking_ahead() -> Non
     consumer.close(0)
 
 
+def test_looking_ahead_for_a_marker_goes_past_the_fetch_ahead_limit() -> None:
+    """A transaction whose marker comes four answers later: the fetcher's limit of two answers fetched ahead
+    (cykafka/fetch_buffer.py) does not hold a partition whose answer waits for a marker; it looks ahead until the
+    marker comes (within fetch.max.bytes), and the held answer is decoded again with it."""
+    from test_fetch_decode import batch, control, values
+
+    def txn(offset: int) -> bytes:
+        return batch(offset, values(1, offset), producer_id=7, transactional=True)
+
+    first = batch(0, values(2)) + batch(2, values(2, 2), producer_id=7, transactional=True)  # no marker in it
+    transport = _ScriptedFetches({0: first, 4: txn(4), 5: txn(5), 6: txn(6),
+                                  7: control(7, 7, commit=True) + batch(8, values(1, 8))})
+    transport.last_stable_offset = 9
+    consumer = _scripted_consumer(transport, **{"isolation.level": "read_committed"})
+    tp = TopicPartition("t", 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    assert _offsets_polled(consumer, 8) == [0, 1, 2, 3, 4, 5, 6, 8]
+    assert [offset for offset, _ in transport.fetched][:5] == [0, 4, 5, 6, 7]  # never from the transaction's start
+    consumer.close(0)
+
+
 def test_an_open_transaction_is_fetched_again_from_its_start_with_more_room() -> None:
     """Open at the last stable offset, the transaction is fetched again from its first offset after
     retry.backoff.ms, asking for twice the room when the blocked answer was full."""
