@@ -144,9 +144,15 @@ class PlainMechanism(SaslMechanism):
         return None
 
 
-_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}  # mechanism -> hashlib name
 SCRAM_MIN_ITERATIONS = 4096  # Kafka's ScramMechanism minimum; fewer is a downgrade
 SCRAM_MAX_ITERATIONS = 1 << 20  # bounds the PBKDF2 time a server can make the sender thread spend
+
+
+def scram_salted_password(hash_name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
+    """RFC 5802's SaltedPassword, Hi(password, salt, iterations): PBKDF2-HMAC of hash_name. The password's bytes as
+    given (UTF-8 of a str, without SASLprep, as Kafka's Java client): the login's and the credential's one rule."""
+    return hashlib.pbkdf2_hmac(hash_name, password, salt, iterations)
 
 
 def _scram_name(username: str) -> str:
@@ -175,7 +181,7 @@ class ScramClient(SaslMechanism):
     def __init__(self, mechanism: str, username: str, password: str, *, hash_name: str | None = None,
                  nonce: str | None = None) -> None:
         self.name = mechanism
-        self._hash_name = hash_name or _SCRAM_HASHES[mechanism]
+        self._hash_name = hash_name or SCRAM_HASHES[mechanism]
         self._username = username
         self._password = password
         self._client_nonce = nonce or base64.b64encode(secrets.token_bytes(24)).decode()
@@ -219,7 +225,7 @@ class ScramClient(SaslMechanism):
         if not SCRAM_MIN_ITERATIONS <= iterations <= SCRAM_MAX_ITERATIONS:
             raise AuthenticationError(f"{self.name}: iteration count {iterations} outside "
                                       f"[{SCRAM_MIN_ITERATIONS}, {SCRAM_MAX_ITERATIONS}]")
-        salted = hashlib.pbkdf2_hmac(self._hash_name, self._password.encode(), salt, iterations)
+        salted = scram_salted_password(self._hash_name, self._password.encode(), salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
         stored_key = hashlib.new(self._hash_name, client_key).digest()
         without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
@@ -392,7 +398,7 @@ class Security:
         mechanism: SaslMechanism
         if cfg.sasl_mechanism == "PLAIN":
             mechanism = PlainMechanism(cfg.sasl_username or "", cfg.sasl_password or "")
-        elif cfg.sasl_mechanism in _SCRAM_HASHES:
+        elif cfg.sasl_mechanism in SCRAM_HASHES:
             mechanism = ScramClient(cfg.sasl_mechanism, cfg.sasl_username or "", cfg.sasl_password or "")
         elif cfg.sasl_mechanism == "OAUTHBEARER" and self._oauth is not None:
             mechanism = OAuthBearerMechanism(self._oauth)

@@ -94,6 +94,13 @@ if TYPE_CHECKING:
         Producer,
         ProducerRecord,
     )
+    from cykafka.scram import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialsDescription,
+        UserScramCredentialUpsertion,
+    )
     from cykafka.share_consumer import (
         AcknowledgeType,
         ShareConsumer,
@@ -112,6 +119,8 @@ _HOMES: dict[str, str] = {name: module for module, names in (  # name -> the mod
                               "TopicPartition", "TransactionInfo")),
     ("cykafka.consumer", ("Consumer", "ConsumerRebalanceListener")),
     ("cykafka.share_consumer", ("AcknowledgeType", "ShareConsumer", "ShareRecord")),
+    ("cykafka.scram", ("ScramCredentialInfo", "ScramMechanism", "UserScramCredentialDeletion",
+                       "UserScramCredentialUpsertion", "UserScramCredentialsDescription")),
 ) for name in names}
 
 
@@ -180,6 +189,8 @@ __all__ = [
     "ResourcePatternFilter",
     "ResourceType",
     "Result",
+    "ScramCredentialInfo",
+    "ScramMechanism",
     "SerializationError",
     "ShareConsumer",
     "ShareGroupsUnsupportedError",
@@ -194,6 +205,9 @@ __all__ = [
     "TransactionStateError",
     "TransactionalIdAuthorizationError",
     "UnsupportedVersionError",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
     "__version__",
     "aio",
 ]

@@ -78,6 +78,15 @@ from cykafka.requests.offsets import (
     read_offset_fetch,
 )
 from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
+from cykafka.scram import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialAlteration,
+    UserScramCredentialsDescription,
+    alterations_body,
+    checked_alterations,
+    checked_users,
+)
 from cykafka.serialization import validate_topic
 
 if TYPE_CHECKING:  # the generated bodies are for mypy only
@@ -88,6 +97,7 @@ if TYPE_CHECKING:  # the generated bodies are for mypy only
         CreatePartitionsRequestTopics,
         DeleteAclsRequestBody,
         DescribeAclsRequestBody,
+        DescribeUserScramCredentialsRequestBody,
     )
 
 T = TypeVar("T")
@@ -730,6 +740,67 @@ class Admin:
         fanout: Fanout[AclBindingFilter, list[FilterResult]] = Fanout(
             self._asker, lambda items: dict.fromkeys(items, ANY_BROKER), build, read, name=lambda f: f"ACL filter {f}")
         return self._call(lambda: fanout.run(wanted, deadline_ms))
+
+    # -- SCRAM credentials (cykafka/scram.py) ----------------------------------------------------------------------
+
+    def describe_user_scram_credentials(self, users: Iterable[str] | None = None, *, timeout_ms: int | None = None,
+                                        ) -> dict[str, Result[UserScramCredentialsDescription]]:
+        """The SCRAM credentials of `users` (None or empty: every user that has one) as {user:
+        Result[UserScramCredentialsDescription]} (DescribeUserScramCredentials, at any broker; Java's
+        describeUserScramCredentials): mechanisms and iterations, never a salt or password. A user named without a
+        credential: its Result holds the broker's RESOURCE_NOT_FOUND (a BrokerResponseError). The whole answer's
+        error raises typed (ClusterAuthorizationError without DESCRIBE on the cluster)."""
+        wanted = checked_users(users)
+        deadline_ms = self._deadline(timeout_ms)
+
+        def describe() -> dict[str, Result[UserScramCredentialsDescription]]:
+            body: DescribeUserScramCredentialsRequestBody = {
+                "users": [{"name": u} for u in wanted] if wanted else None}
+            answer = self._ask(Request(api.DESCRIBE_USER_SCRAM_CREDENTIALS.key, body), ANY_BROKER, deadline_ms).body
+            if code := answer["error_code"]:
+                raise error_for(code, f"DescribeUserScramCredentials: {answer['error_message'] or ''}".rstrip(": "))
+            out: dict[str, Result[UserScramCredentialsDescription]] = {}
+            for r in answer["results"]:
+                user = r["user"]
+                if code := r["error_code"]:
+                    out[user] = Result(error=error_for(code, f"user {user!r}: {r['error_message'] or ''}".rstrip(": ")))
+                else:
+                    out[user] = Result(UserScramCredentialsDescription(user, tuple(
+                        ScramCredentialInfo(ScramMechanism.from_code(c["mechanism"]), c["iterations"])
+                        for c in r["credential_infos"])))
+            for user in wanted or ():
+                out.setdefault(user, Result(error=KafkaError(f"user {user!r}: the broker's answer does not name it")))
+            return out
+
+        return self._call(describe)
+
+    def alter_user_scram_credentials(self, alterations: Iterable[UserScramCredentialAlteration], *,
+                                     timeout_ms: int | None = None) -> dict[str, Result[None]]:
+        """Creates, replaces (UserScramCredentialUpsertion: the password salted here) or deletes
+        (UserScramCredentialDeletion) SCRAM credentials (AlterUserScramCredentials, at any broker, which hands them
+        to the controller; Java's alterUserScramCredentials): {user: Result[None]}, one per user named. Per-user
+        errors, typed by the broker's code: RESOURCE_NOT_FOUND (no such credential to delete), DUPLICATE_RESOURCE
+        (one user altered twice in a call: Kafka takes a user once per request), UNACCEPTABLE_CREDENTIAL,
+        ClusterAuthorizationError without ALTER on the cluster."""
+        wanted = checked_alterations(alterations)
+        deadline_ms = self._deadline(timeout_ms)
+        users = list(dict.fromkeys(a.user for a in wanted))
+
+        def alter() -> dict[str, Result[None]]:
+            if not wanted:
+                return {}
+            answer = self._ask(Request(api.ALTER_USER_SCRAM_CREDENTIALS.key, alterations_body(wanted)), ANY_BROKER,
+                               deadline_ms).body
+            out: dict[str, Result[None]] = {}
+            for r in answer["results"]:
+                user = r["user"]
+                code = r["error_code"]
+                out[user] = Result(error=error_for(code, f"user {user!r}: {r['error_message'] or ''}".rstrip(": ")
+                                                   )) if code else Result(None)
+            return {u: out.get(u) or Result(error=KafkaError(f"user {u!r}: the broker's answer does not name it"))
+                    for u in users}
+
+        return self._call(alter)
 
     # -- share groups (cykafka/admin_share.py) -----------------------------------------------------------------------
 

@@ -906,6 +906,35 @@ DELETE_SHARE_GROUP_OFFSETS = api(92, "DeleteShareGroupOffsets", "0", "0+", reque
       _ERROR, _ERROR_MESSAGE, about="per topic"),
 ))
 
+_SCRAM_MECHANISM = F("mechanism", "int8", about="the SCRAM mechanism: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512")
+
+DESCRIBE_USER_SCRAM_CREDENTIALS = api(50, "DescribeUserScramCredentials", "0", "0+", request=(
+    F("users", "[]", ALL, F("name", "string", about="the user name"), **NULL,
+      about="the users to describe; null or empty: every user with a credential"),
+), response=(
+    _throttle(),
+    _ERROR,
+    _ERROR_MESSAGE,
+    F("results", "[]", ALL, F("user", "string", about="the user name"), _ERROR, _ERROR_MESSAGE,
+      F("credential_infos", "[]", ALL, _SCRAM_MECHANISM,
+        F("iterations", "int32", about="the credential's PBKDF2 iterations"), about="the user's credentials"),
+      about="per user"),
+))
+
+ALTER_USER_SCRAM_CREDENTIALS = api(51, "AlterUserScramCredentials", "0", "0+", request=(
+    F("deletions", "[]", ALL, F("name", "string", about="the user name"), _SCRAM_MECHANISM,
+      about="the credentials to remove"),
+    F("upsertions", "[]", ALL, F("name", "string", about="the user name"), _SCRAM_MECHANISM,
+      F("iterations", "int32", about="the PBKDF2 iterations"),
+      F("salt", "bytes", about="a random salt the client chose"),
+      F("salted_password", "bytes", about="the password salted by the client (RFC 5802's SaltedPassword)"),
+      about="the credentials to create or replace"),
+), response=(
+    _throttle(),
+    F("results", "[]", ALL, F("user", "string", about="the user name"), _ERROR, _ERROR_MESSAGE,
+      about="per user altered"),
+))
+
 APIS: dict[int, Api] = {a.key: a for a in (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT,
     LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, SASL_HANDSHAKE, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
@@ -914,6 +943,7 @@ APIS: dict[int, Api] = {a.key: a for a in (
     DESCRIBE_CLUSTER, CREATE_PARTITIONS, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, SHARE_GROUP_HEARTBEAT, SHARE_FETCH,
     SHARE_ACKNOWLEDGE, GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS,
     ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS,
 )}
 API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}

@@ -1822,6 +1822,108 @@ class IncrementalAlterConfigsResponseBody(TypedDict):
     responses: list[IncrementalAlterConfigsResponseResponses]
 
 
+class DescribeUserScramCredentialsRequestUsers(TypedDict, total=False):
+    """The users to describe; null or empty: every user with a credential."""
+
+    # the user name (v0+)
+    name: str
+
+
+class DescribeUserScramCredentialsRequestBody(TypedDict, total=False):
+    """DescribeUserScramCredentials (key 50) request body, v0."""
+
+    # the users to describe; null or empty: every user with a credential (v0+)
+    users: Sequence[DescribeUserScramCredentialsRequestUsers] | None
+
+
+class DescribeUserScramCredentialsResponseResultsCredentialInfos(TypedDict):
+    """The user's credentials."""
+
+    # the SCRAM mechanism: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512 (v0+)
+    mechanism: int
+    # the credential's PBKDF2 iterations (v0+)
+    iterations: int
+
+
+class DescribeUserScramCredentialsResponseResults(TypedDict):
+    """Per user."""
+
+    # the user name (v0+)
+    user: str
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # the user's credentials (v0+)
+    credential_infos: list[DescribeUserScramCredentialsResponseResultsCredentialInfos]
+
+
+class DescribeUserScramCredentialsResponseBody(TypedDict):
+    """DescribeUserScramCredentials (key 50) response body, v0."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+    # per user (v0+)
+    results: list[DescribeUserScramCredentialsResponseResults]
+
+
+class AlterUserScramCredentialsRequestDeletions(TypedDict, total=False):
+    """The credentials to remove."""
+
+    # the user name (v0+)
+    name: str
+    # the SCRAM mechanism: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512 (v0+)
+    mechanism: int
+
+
+class AlterUserScramCredentialsRequestUpsertions(TypedDict, total=False):
+    """The credentials to create or replace."""
+
+    # the user name (v0+)
+    name: str
+    # the SCRAM mechanism: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512 (v0+)
+    mechanism: int
+    # the PBKDF2 iterations (v0+)
+    iterations: int
+    # a random salt the client chose (v0+)
+    salt: bytes | bytearray | memoryview
+    # the password salted by the client (RFC 5802's SaltedPassword) (v0+)
+    salted_password: bytes | bytearray | memoryview
+
+
+class AlterUserScramCredentialsRequestBody(TypedDict, total=False):
+    """AlterUserScramCredentials (key 51) request body, v0."""
+
+    # the credentials to remove (v0+)
+    deletions: Sequence[AlterUserScramCredentialsRequestDeletions]
+    # the credentials to create or replace (v0+)
+    upsertions: Sequence[AlterUserScramCredentialsRequestUpsertions]
+
+
+class AlterUserScramCredentialsResponseResults(TypedDict):
+    """Per user altered."""
+
+    # the user name (v0+)
+    user: str
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class AlterUserScramCredentialsResponseBody(TypedDict):
+    """AlterUserScramCredentials (key 51) response body, v0."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # per user altered (v0+)
+    results: list[AlterUserScramCredentialsResponseResults]
+
+
 class DescribeClusterRequestBody(TypedDict, total=False):
     """DescribeCluster (key 60) request body, v0-1."""
 
