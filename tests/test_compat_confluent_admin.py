@@ -1,6 +1,6 @@
 """cykafka.compat.confluent_kafka.admin's AdminClient calls over cykafka's Admin (issue 31): describe_topics,
 describe_cluster, list_offsets, delete_records, alter_consumer_group_offsets, create_acls, describe_acls,
-delete_acls; each sequence of calls run
+delete_acls, describe_user_scram_credentials, alter_user_scram_credentials; each sequence of calls run
 against the real confluent_kafka on the same broker gives the same values and error codes."""
 
 from __future__ import annotations
@@ -182,6 +182,57 @@ def test_acl_calls_as_confluent_kafka(broker: Any) -> None:
     assert ours["deleted"] == [("ok", [("TOPIC", "B", "PREFIXED", "User:bob", "*", "WRITE", "DENY")]),
                                ("ok", [("GROUP", "B", "LITERAL", "User:alice", "*", "READ", "ALLOW")]),
                                ("ok", [("TOPIC", "B-orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")])]
+
+
+def _scram(kafka: ModuleType, config: dict[str, Any], user: str) -> dict[str, Any]:
+    """Create a user with two mechanisms (one call each: Kafka takes a user once per request), describe it by name
+    and among every user, delete one mechanism, delete it again (not found), delete the other."""
+    admin = importlib.import_module(kafka.__name__ + ".admin")
+    a = admin.AdminClient(config)
+    sha256, sha512 = admin.ScramMechanism.SCRAM_SHA_256, admin.ScramMechanism.SCRAM_SHA_512
+    seen: dict[str, Any] = {"created": [_outcome(a.alter_user_scram_credentials([admin.UserScramCredentialUpsertion(
+        user, admin.ScramCredentialInfo(mechanism, iterations), b"pw-" + user.encode())])[user])
+        for mechanism, iterations in ((sha256, 8192), (sha512, 4096))]}
+
+    def infos(d: Any) -> list[tuple[str, int]]:
+        return sorted((c.mechanism.name, c.iterations) for c in d.scram_credential_infos)
+
+    deadline = time.monotonic() + 10  # Kafka applies credentials from the metadata log a moment later
+    while (found := _outcome(a.describe_user_scram_credentials([user])[user], infos))[0] != "ok" \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seen["described"] = found
+    everyone = a.describe_user_scram_credentials().result(30)
+    seen["among every user"] = (infos(everyone[user]), everyone[user].user)
+    for step in ("deleted", "deleted again"):
+        seen[step] = _outcome(a.alter_user_scram_credentials([admin.UserScramCredentialDeletion(user, sha256)])[user])
+    a.alter_user_scram_credentials([admin.UserScramCredentialDeletion(user, sha512)])[user].result(30)
+    return seen
+
+
+@pytest.mark.broker_only("kafka", reason="Tansu keeps no SCRAM credentials")
+def test_scram_credential_calls_as_confluent_kafka(broker: Any) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    config = {**broker.security_config("SASL_PLAINTEXT", user="admin")}
+    theirs = _scram(confluent_kafka, config, _name("scram-theirs"))
+    ours = _scram(ck, config, _name("scram-ours"))
+    assert {k: v for k, v in ours.items() if k != "among every user"} == {
+        k: v for k, v in theirs.items() if k != "among every user"}
+    assert ours["created"] == [("ok", None)] * 2 and ours["deleted"] == ("ok", None)
+    assert ours["described"] == ("ok", [("SCRAM_SHA_256", 8192), ("SCRAM_SHA_512", 4096)])
+    assert ours["among every user"][0] == ours["described"][1] and ours["deleted again"] == ("KafkaException", 91)
+    admin = ck.admin
+    client = admin.AdminClient({"bootstrap.servers": "127.0.0.1:1"})
+    with pytest.raises(TypeError, match="'password' must be bytes"):
+        client.alter_user_scram_credentials([admin.UserScramCredentialUpsertion(
+            "u", admin.ScramCredentialInfo(admin.ScramMechanism.SCRAM_SHA_256, 4096), "pw")])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Expected at least one alteration"):
+        client.alter_user_scram_credentials([])
+    with pytest.raises(ValueError, match="iterations"):
+        client.alter_user_scram_credentials([admin.UserScramCredentialUpsertion(
+            "u", admin.ScramCredentialInfo(admin.ScramMechanism.SCRAM_SHA_256, 10), b"pw")])
+    with pytest.raises(TypeError, match="list of String"):
+        client.describe_user_scram_credentials("u")  # type: ignore[arg-type]
 
 
 def test_the_values_refuse_what_confluent_kafka_refuses() -> None:

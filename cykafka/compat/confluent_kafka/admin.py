@@ -20,7 +20,7 @@ from cykafka.admin import Admin
 from cykafka.admin_types import ConfigResource as _ConfigResource
 from cykafka.admin_types import NewPartitions as _NewPartitions
 from cykafka.admin_types import NewTopic as _NewTopic
-from cykafka.compat.confluent_kafka import _acl, _config
+from cykafka.compat.confluent_kafka import _acl, _config, _scram
 from cykafka.compat.confluent_kafka._acl import (
     AclBinding,
     AclBindingFilter,
@@ -29,6 +29,14 @@ from cykafka.compat.confluent_kafka._acl import (
     ResourcePatternType,
 )
 from cykafka.compat.confluent_kafka._metadata import cluster_metadata, timeout_ms
+from cykafka.compat.confluent_kafka._scram import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialAlteration,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
+)
 from cykafka.compat.confluent_kafka._types import (
     BrokerMetadata,
     ClusterMetadata,
@@ -73,10 +81,16 @@ __all__ = [
     "PartitionMetadata",
     "ResourcePatternType",
     "ResourceType",
+    "ScramCredentialInfo",
+    "ScramMechanism",
     "TopicCollection",
     "TopicDescription",
     "TopicMetadata",
     "TopicPartitionInfo",
+    "UserScramCredentialAlteration",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -662,6 +676,32 @@ class AdminClient:
         ours = {b: _acl.binding(b) for b in bindings}
         return self._each(bindings, lambda: self._admin.create_acls(
             ours.values(), timeout_ms=timeout_ms(request_timeout)), ours.__getitem__)
+
+    def describe_user_scram_credentials(self, users: list[str] | None = None, request_timeout: float = -1,
+                                        ) -> Any:
+        """users None: one Future of {user: UserScramCredentialsDescription} for every user with a credential; a
+        list: {user: Future[UserScramCredentialsDescription]} (confluent-kafka's two shapes)."""
+        wanted = _scram.checked_users(users)
+        if wanted is not None and len(set(wanted)) != len(wanted):
+            raise ValueError("Duplicate users are not allowed")
+
+        def describe() -> Mapping[str, Result[Any]]:
+            return self._admin.describe_user_scram_credentials(wanted, timeout_ms=timeout_ms(request_timeout))
+
+        if wanted is None:
+            return self._one(lambda: {user: _scram.description(r.result()) for user, r in describe().items()})
+        return self._each(wanted, describe, value=_scram.description)
+
+    def alter_user_scram_credentials(self, alterations: list[UserScramCredentialAlteration],
+                                     request_timeout: float = -1) -> dict[str, concurrent.futures.Future[None]]:
+        """{user: Future[None]}, one per user altered."""
+        if not isinstance(alterations, list):
+            raise TypeError("Expected input to be list")
+        if not alterations:
+            raise ValueError("Expected at least one alteration")
+        ours = [_scram.alteration(a) for a in alterations]
+        return self._each(list(dict.fromkeys(a.user for a in ours)), lambda: self._admin.alter_user_scram_credentials(
+            ours, timeout_ms=timeout_ms(request_timeout)))
 
     def describe_acls(self, acl_binding_filter: AclBindingFilter, request_timeout: float = -1,
                       ) -> concurrent.futures.Future[list[AclBinding]]:

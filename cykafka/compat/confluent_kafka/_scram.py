@@ -1,0 +1,116 @@
+"""confluent-kafka's SCRAM credential values (confluent_kafka.admin's ScramMechanism, ScramCredentialInfo,
+UserScramCredentialsDescription, UserScramCredentialAlteration and its Upsertion / Deletion) and their translation to
+and from cykafka.scram's, for AdminClient.describe_user_scram_credentials / alter_user_scram_credentials. Input
+checks raise what confluent-kafka's raise (TypeError for a wrong type, ValueError for an empty value); the password
+is salted by cykafka.scram (an invalid iteration count: InvalidArgumentError, a ValueError)."""
+
+from __future__ import annotations
+
+import enum
+
+from cykafka import scram
+
+
+class ScramMechanism(enum.Enum):
+    UNKNOWN = 0
+    SCRAM_SHA_256 = 1
+    SCRAM_SHA_512 = 2
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, ScramMechanism):
+            return NotImplemented
+        return self.value < other.value
+
+
+class ScramCredentialInfo:
+    def __init__(self, mechanism: ScramMechanism, iterations: int) -> None:
+        self.mechanism = mechanism
+        self.iterations = iterations
+
+    def __repr__(self) -> str:
+        return f"ScramCredentialInfo({self.mechanism}, {self.iterations})"
+
+
+class UserScramCredentialsDescription:
+    def __init__(self, user: str, scram_credential_infos: list[ScramCredentialInfo]) -> None:
+        self.user = user
+        self.scram_credential_infos = scram_credential_infos
+
+    def __repr__(self) -> str:
+        return f"UserScramCredentialsDescription({self.user!r}, {self.scram_credential_infos})"
+
+
+class UserScramCredentialAlteration:
+    def __init__(self, user: str) -> None:
+        self.user = user
+
+
+class UserScramCredentialUpsertion(UserScramCredentialAlteration):
+    def __init__(self, user: str, scram_credential_info: ScramCredentialInfo, password: bytes,
+                 salt: bytes | None = None) -> None:
+        super().__init__(user)
+        self.scram_credential_info = scram_credential_info
+        self.password = password
+        self.salt = salt
+
+
+class UserScramCredentialDeletion(UserScramCredentialAlteration):
+    def __init__(self, user: str, mechanism: ScramMechanism) -> None:
+        super().__init__(user)
+        self.mechanism = mechanism
+
+
+def _user(user: object) -> str:
+    if user is None:
+        raise TypeError("'user' cannot be None")
+    if not isinstance(user, str):
+        raise TypeError("'user' must be a string")
+    if not user:
+        raise ValueError("'user' cannot be empty")
+    return user
+
+
+def _mechanism(mechanism: object) -> scram.ScramMechanism:
+    if not isinstance(mechanism, ScramMechanism):
+        raise TypeError("Expected mechanism to be ScramMechanism Type")
+    return scram.ScramMechanism(mechanism.value)
+
+
+def checked_users(users: object) -> list[str] | None:
+    """describe_user_scram_credentials' users as confluent-kafka checks them (None: every user)."""
+    if users is None:
+        return None
+    if not isinstance(users, list):
+        raise TypeError("Expected input to be list of String")
+    return [_user(u) for u in users]
+
+
+def alteration(item: object) -> scram.UserScramCredentialAlteration:
+    """A confluent-kafka alteration as cykafka.scram's (the password salted there)."""
+    if not isinstance(item, UserScramCredentialAlteration):
+        raise TypeError("Expected each element of list to be subclass of UserScramCredentialAlteration")
+    user = _user(item.user)
+    if isinstance(item, UserScramCredentialDeletion):
+        return scram.UserScramCredentialDeletion(user, _mechanism(item.mechanism))
+    if not isinstance(item, UserScramCredentialUpsertion):
+        raise TypeError("Expected each element of list to be an Upsertion or a Deletion")
+    if item.password is None:
+        raise TypeError("'password' cannot be None")
+    if not isinstance(item.password, bytes):
+        raise TypeError("'password' must be bytes")
+    if not item.password:
+        raise ValueError("'password' cannot be empty")
+    if item.salt is not None and not isinstance(item.salt, bytes):
+        raise TypeError("'salt' must be bytes")
+    if item.salt is not None and not item.salt:
+        raise ValueError("'salt' can be None but cannot be empty")
+    info = item.scram_credential_info
+    if not isinstance(info, ScramCredentialInfo):
+        raise TypeError("Expected credential_info to be ScramCredentialInfo Type")
+    return scram.UserScramCredentialUpsertion(
+        user, scram.ScramCredentialInfo(_mechanism(info.mechanism), info.iterations), item.password, item.salt)
+
+
+def description(ours: scram.UserScramCredentialsDescription) -> UserScramCredentialsDescription:
+    return UserScramCredentialsDescription(ours.name, [
+        ScramCredentialInfo(ScramMechanism(int(c.mechanism)), c.iterations) for c in ours.credential_infos])
