@@ -28,6 +28,7 @@ from cykafka.ports import SecuritySettings
 from cykafka.protocol import Request
 from cykafka.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from cykafka.protocol.error_codes import ErrorCode, error_info
+from cykafka.protocol.scram import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, salted_password
 
 log = logging.getLogger("cykafka.security")
 
@@ -144,15 +145,7 @@ class PlainMechanism(SaslMechanism):
         return None
 
 
-SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}  # mechanism -> hashlib name
-SCRAM_MIN_ITERATIONS = 4096  # Kafka's ScramMechanism minimum; fewer is a downgrade
 SCRAM_MAX_ITERATIONS = 1 << 20  # bounds the PBKDF2 time a server can make the sender thread spend
-
-
-def scram_salted_password(hash_name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
-    """RFC 5802's SaltedPassword, Hi(password, salt, iterations): PBKDF2-HMAC of hash_name. The password's bytes as
-    given (UTF-8 of a str, without SASLprep, as Kafka's Java client): the login's and the credential's one rule."""
-    return hashlib.pbkdf2_hmac(hash_name, password, salt, iterations)
 
 
 def _scram_name(username: str) -> str:
@@ -225,7 +218,7 @@ class ScramClient(SaslMechanism):
         if not SCRAM_MIN_ITERATIONS <= iterations <= SCRAM_MAX_ITERATIONS:
             raise AuthenticationError(f"{self.name}: iteration count {iterations} outside "
                                       f"[{SCRAM_MIN_ITERATIONS}, {SCRAM_MAX_ITERATIONS}]")
-        salted = scram_salted_password(self._hash_name, self._password.encode(), salt, iterations)
+        salted = salted_password(self._hash_name, self._password.encode(), salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
         stored_key = hashlib.new(self._hash_name, client_key).digest()
         without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"

@@ -1,4 +1,5 @@
-"""The Admin client (Java's AdminClient, synchronous): topics, cluster, configs, offsets, records, consumer groups.
+"""The Admin client (Java's AdminClient, synchronous): topics, cluster, configs, offsets, records, consumer groups,
+leader elections; ACLs and SCRAM credentials (cykafka/admin_security.py), share groups (cykafka/admin_share.py).
 
 A composition root like the Producer's: it builds a SocketTransport and the request layer over it (cykafka/requests:
 the coordinator cache, the call queue, the network loop, the asker) and drives that loop from the calling thread
@@ -19,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cykafka import admin_share
-from cykafka.acl import AclBinding, AclBindingFilter, FilterResult, binding_from_wire, checked_acls, filter_body
+from cykafka import admin_security, admin_share
+from cykafka.acl import AclBinding, AclBindingFilter, FilterResult
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.admin_types import (  # the types are cykafka.admin's too (its public API)
@@ -30,6 +31,7 @@ from cykafka.admin_types import (  # the types are cykafka.admin's too (its publ
     ConsumerGroupDescription,
     ConsumerGroupListing,
     DeletedRecords,
+    ElectionType,
     MemberDescription,
     NewPartitions,
     NewTopic,
@@ -79,25 +81,16 @@ from cykafka.requests.offsets import (
 )
 from cykafka.requests.routes import ANY_BROKER, Broker, Route, Router
 from cykafka.scram import (
-    ScramCredentialInfo,
-    ScramMechanism,
     UserScramCredentialAlteration,
     UserScramCredentialsDescription,
-    alterations_body,
-    checked_alterations,
-    checked_users,
 )
 from cykafka.serialization import validate_topic
 
 if TYPE_CHECKING:  # the generated bodies are for mypy only
     from cykafka.protocol.bodies import (
-        CreateAclsRequestBody,
-        CreateAclsRequestCreations,
         CreatePartitionsRequestBody,
         CreatePartitionsRequestTopics,
-        DeleteAclsRequestBody,
-        DescribeAclsRequestBody,
-        DescribeUserScramCredentialsRequestBody,
+        ElectLeadersRequestBody,
     )
 
 T = TypeVar("T")
@@ -155,13 +148,6 @@ def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
             results[resource] = error_for(code, f"{_resource_name(resource)}: {item['error_message'] or ''}"
                                           .rstrip(": ")) if (code := item["error_code"]) else value(item)
     return results
-
-
-def _acl_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
-    """An ACL answer's (or its item's) error_code and error_message as a typed error naming what, or None."""
-    if not (code := wire["error_code"]):
-        return None
-    return error_for(code, f"{what}: {wire['error_message'] or ''}".rstrip(": "))
 
 
 class Admin:
@@ -552,6 +538,44 @@ class Admin:
 
         return self._call(lambda: self._by_leader(tps, deadline_ms, build, read))
 
+    def elect_leaders(self, election_type: ElectionType, partitions: Iterable[TopicPartition] | None = None, *,
+                      timeout_ms: int | None = None) -> dict[TopicPartition, Result[None]]:
+        """Elects leaders (ElectLeaders, at any broker, which hands it to the controller; Java's electLeaders):
+        PREFERRED moves each partition's leadership back to its preferred replica, UNCLEAN elects a live replica
+        outside the ISR where no in-sync one lives. partitions None: every partition, and the answer names those an
+        election was held for or failed. {partition: Result[None]}, per partition: ELECTION_NOT_NEEDED (already led
+        by it), PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, typed by
+        the broker's code and never asked again (Java's). The whole answer's error raises typed
+        (ClusterAuthorizationError without ALTER on the cluster)."""
+        if not isinstance(election_type, ElectionType):
+            raise InvalidArgumentError(f"election_type must be ElectionType.PREFERRED or ElectionType.UNCLEAN, got "
+                                       f"{election_type!r}")
+        wanted = None if partitions is None else list(dict.fromkeys(checked_partitions(partitions, "elect_leaders")))
+        deadline_ms = self._deadline(timeout_ms)
+
+        def elect() -> dict[TopicPartition, Result[None]]:
+            body: ElectLeadersRequestBody = {
+                "election_type": int(election_type),
+                "topic_partitions": None if wanted is None else [
+                    {"topic": t["topic"], "partitions": t["partitions"]}
+                    for t in by_topic(wanted, lambda tp: tp.partition, topic="topic")],
+                "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())}
+            answer = self._ask(Request(api.ELECT_LEADERS.key, body), ANY_BROKER, deadline_ms).body
+            if code := answer["error_code"]:
+                raise error_for(code, "ElectLeaders")
+            out: dict[TopicPartition, Result[None]] = {}
+            for t in answer["replica_election_results"]:
+                for p in t["partition_result"]:
+                    tp = TopicPartition(t["topic"], p["partition_id"])
+                    where = f"{tp.topic} [{tp.partition}]: {p['error_message'] or ''}".rstrip(": ")
+                    out[tp] = Result(error=error_for(code, where)) if (code := p["error_code"]) else Result(None)
+            for tp in wanted or ():
+                out.setdefault(tp, Result(error=KafkaError(f"{tp.topic} [{tp.partition}]: the broker's answer does "
+                                                           "not name it")))
+            return out
+
+        return self._call(elect)
+
     # -- consumer groups --------------------------------------------------------------------------------------------
 
     def _per_group(self, group_ids: list[str], deadline_ms: int, build: Callable[[str], Request],
@@ -667,81 +691,25 @@ class Admin:
 
         return self._call(commit)
 
-    # -- ACLs -------------------------------------------------------------------------------------------------------
+    # -- ACLs and SCRAM credentials (cykafka/admin_security.py) --------------------------------------------------------
 
     def create_acls(self, acls: Iterable[AclBinding], *,
                     timeout_ms: int | None = None) -> dict[AclBinding, Result[None]]:
         """Creates ACLs (CreateAcls, at any broker; Java's createAcls): {binding: Result}. Without ALTER on the
         cluster each Result holds a ClusterAuthorizationError; without an authorizer, SECURITY_DISABLED."""
-        bindings = list(dict.fromkeys(checked_acls(acls, AclBinding, "create_acls")))  # Java's: once each
-        deadline_ms = self._deadline(timeout_ms)
-
-        def build(group: list[AclBinding]) -> Request:
-            creations: list[CreateAclsRequestCreations] = [
-                {"resource_type": b.pattern.resource_type.code, "resource_name": b.pattern.name,
-                 "resource_pattern_type": b.pattern.pattern_type.code, "principal": b.entry.principal,
-                 "host": b.entry.host, "operation": b.entry.operation.code,
-                 "permission_type": b.entry.permission_type.code} for b in group]
-            body: CreateAclsRequestBody = {"creations": creations}
-            return Request(api.CREATE_ACLS.key, body)
-
-        def read(group: list[AclBinding], answer: Mapping[str, Any], node: int) -> dict[AclBinding, KafkaError | None]:
-            results = answer["results"]
-            if len(results) != len(group):
-                error = KafkaError(f"CreateAcls: the broker answered {len(results)} results for {len(group)} ACLs")
-                return dict.fromkeys(group, error)
-            return {b: _acl_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
-
-        fanout: Fanout[AclBinding, None] = Fanout(self._asker, lambda items: dict.fromkeys(items, ANY_BROKER),
-                                                  build, read, name=lambda b: f"ACL {b}")
-        return self._call(lambda: fanout.run(bindings, deadline_ms))
+        return admin_security.create_acls(self, acls, timeout_ms=timeout_ms)
 
     def describe_acls(self, acl_filter: AclBindingFilter, *, timeout_ms: int | None = None) -> list[AclBinding]:
         """The ACLs matching acl_filter (DescribeAcls, at any broker; Java's describeAcls; AclBindingFilter.ANY:
         all). The broker's error raises typed (ClusterAuthorizationError without DESCRIBE on the cluster)."""
-        (checked,) = checked_acls([acl_filter], AclBindingFilter, "describe_acls")
-        deadline_ms = self._deadline(timeout_ms)
-
-        def describe() -> list[AclBinding]:
-            body: DescribeAclsRequestBody = filter_body(checked)
-            answer = self._ask(Request(api.DESCRIBE_ACLS.key, body), ANY_BROKER, deadline_ms).body
-            if error := _acl_error(answer, "DescribeAcls"):
-                raise error
-            return [binding_from_wire(r, e) for r in answer["resources"] for e in r["acls"]]
-
-        return self._call(describe)
+        return admin_security.describe_acls(self, acl_filter, timeout_ms=timeout_ms)
 
     def delete_acls(self, filters: Iterable[AclBindingFilter], *,
                     timeout_ms: int | None = None) -> dict[AclBindingFilter, Result[list[FilterResult]]]:
         """Deletes the ACLs matching each filter (DeleteAcls, at any broker; Java's deleteAcls): {filter: Result of
         the bindings it matched, each a FilterResult(binding, error): deleted when error is None}. A filter's own
         error (ClusterAuthorizationError without ALTER on the cluster) is its Result's."""
-        wanted = list(dict.fromkeys(checked_acls(filters, AclBindingFilter, "delete_acls")))
-        deadline_ms = self._deadline(timeout_ms)
-
-        def build(group: list[AclBindingFilter]) -> Request:
-            body: DeleteAclsRequestBody = {"filters": [filter_body(f) for f in group]}
-            return Request(api.DELETE_ACLS.key, body)
-
-        def read(group: list[AclBindingFilter], answer: Mapping[str, Any],
-                 node: int) -> dict[AclBindingFilter, list[FilterResult] | KafkaError]:
-            results = answer["filter_results"]
-            if len(results) != len(group):
-                return dict.fromkeys(group, KafkaError(f"DeleteAcls: the broker answered {len(results)} results for "
-                                                       f"{len(group)} filters"))
-            out: dict[AclBindingFilter, list[FilterResult] | KafkaError] = {}
-            for f, r in zip(group, results, strict=True):
-                error = _acl_error(r, f"ACL filter {f}")
-                out[f] = error if error is not None else [
-                    FilterResult(binding := binding_from_wire(m, m), _acl_error(m, f"ACL {binding}"))
-                    for m in r["matching_acls"]]
-            return out
-
-        fanout: Fanout[AclBindingFilter, list[FilterResult]] = Fanout(
-            self._asker, lambda items: dict.fromkeys(items, ANY_BROKER), build, read, name=lambda f: f"ACL filter {f}")
-        return self._call(lambda: fanout.run(wanted, deadline_ms))
-
-    # -- SCRAM credentials (cykafka/scram.py) ----------------------------------------------------------------------
+        return admin_security.delete_acls(self, filters, timeout_ms=timeout_ms)
 
     def describe_user_scram_credentials(self, users: Iterable[str] | None = None, *, timeout_ms: int | None = None,
                                         ) -> dict[str, Result[UserScramCredentialsDescription]]:
@@ -750,29 +718,7 @@ class Admin:
         describeUserScramCredentials): mechanisms and iterations, never a salt or password. A user named without a
         credential: its Result holds the broker's RESOURCE_NOT_FOUND (a BrokerResponseError). The whole answer's
         error raises typed (ClusterAuthorizationError without DESCRIBE on the cluster)."""
-        wanted = checked_users(users)
-        deadline_ms = self._deadline(timeout_ms)
-
-        def describe() -> dict[str, Result[UserScramCredentialsDescription]]:
-            body: DescribeUserScramCredentialsRequestBody = {
-                "users": [{"name": u} for u in wanted] if wanted else None}
-            answer = self._ask(Request(api.DESCRIBE_USER_SCRAM_CREDENTIALS.key, body), ANY_BROKER, deadline_ms).body
-            if code := answer["error_code"]:
-                raise error_for(code, f"DescribeUserScramCredentials: {answer['error_message'] or ''}".rstrip(": "))
-            out: dict[str, Result[UserScramCredentialsDescription]] = {}
-            for r in answer["results"]:
-                user = r["user"]
-                if code := r["error_code"]:
-                    out[user] = Result(error=error_for(code, f"user {user!r}: {r['error_message'] or ''}".rstrip(": ")))
-                else:
-                    out[user] = Result(UserScramCredentialsDescription(user, tuple(
-                        ScramCredentialInfo(ScramMechanism.from_code(c["mechanism"]), c["iterations"])
-                        for c in r["credential_infos"])))
-            for user in wanted or ():
-                out.setdefault(user, Result(error=KafkaError(f"user {user!r}: the broker's answer does not name it")))
-            return out
-
-        return self._call(describe)
+        return admin_security.describe_user_scram_credentials(self, users, timeout_ms=timeout_ms)
 
     def alter_user_scram_credentials(self, alterations: Iterable[UserScramCredentialAlteration], *,
                                      timeout_ms: int | None = None) -> dict[str, Result[None]]:
@@ -782,25 +728,7 @@ class Admin:
         errors, typed by the broker's code: RESOURCE_NOT_FOUND (no such credential to delete), DUPLICATE_RESOURCE
         (one user altered twice in a call: Kafka takes a user once per request), UNACCEPTABLE_CREDENTIAL,
         ClusterAuthorizationError without ALTER on the cluster."""
-        wanted = checked_alterations(alterations)
-        deadline_ms = self._deadline(timeout_ms)
-        users = list(dict.fromkeys(a.user for a in wanted))
-
-        def alter() -> dict[str, Result[None]]:
-            if not wanted:
-                return {}
-            answer = self._ask(Request(api.ALTER_USER_SCRAM_CREDENTIALS.key, alterations_body(wanted)), ANY_BROKER,
-                               deadline_ms).body
-            out: dict[str, Result[None]] = {}
-            for r in answer["results"]:
-                user = r["user"]
-                code = r["error_code"]
-                out[user] = Result(error=error_for(code, f"user {user!r}: {r['error_message'] or ''}".rstrip(": ")
-                                                   )) if code else Result(None)
-            return {u: out.get(u) or Result(error=KafkaError(f"user {u!r}: the broker's answer does not name it"))
-                    for u in users}
-
-        return self._call(alter)
+        return admin_security.alter_user_scram_credentials(self, alterations, timeout_ms=timeout_ms)
 
     # -- share groups (cykafka/admin_share.py) -----------------------------------------------------------------------
 
@@ -860,6 +788,6 @@ class Admin:
 
 __all__ = [
     "Admin", "ClusterDescription", "ConfigEntry", "ConfigResource", "ConsumerGroupDescription",
-    "ConsumerGroupListing", "DeletedRecords", "InvalidArgumentError", "ListOffsetsResultInfo", "MemberDescription",
-    "NewPartitions", "NewTopic", "Result", "TopicDescription", "TopicPartition",
+    "ConsumerGroupListing", "DeletedRecords", "ElectionType", "InvalidArgumentError", "ListOffsetsResultInfo",
+    "MemberDescription", "NewPartitions", "NewTopic", "Result", "TopicDescription", "TopicPartition",
 ]

@@ -1,12 +1,13 @@
 """The Admin's own argument and result types (Java's NewTopic, NewPartitions, TopicDescription, ConfigResource,
-ConfigEntry, DeletedRecords and the consumer group listings and descriptions), and the checks of what a caller hands
-in (new topics and partitions, configs, names), each raising InvalidArgumentError naming the argument; and the group
-descriptions read from their answers (`consumer_group_described`, `classic_group_described`). The values
+ConfigEntry, DeletedRecords, ElectionType and the consumer group listings and descriptions), and the checks of what a
+caller hands in (new topics and partitions, configs, names), each raising InvalidArgumentError naming the argument; and
+the group descriptions read from their answers (`consumer_group_described`, `classic_group_described`). The values
 every client shares (TopicPartition, Node, OffsetAndMetadata, ...) are cykafka.ports.values'.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -80,6 +81,15 @@ class ConfigEntry:
 @dataclass(frozen=True, slots=True)
 class DeletedRecords:
     low_watermark: int
+
+
+class ElectionType(enum.IntEnum):
+    """Java's ElectionType (its wire values): PREFERRED makes each partition's preferred replica (the first of its
+    replicas) leader when it is in sync; UNCLEAN elects a live replica outside the ISR when none in it is live (data
+    written since may be lost)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ Owns `ScramMechanism` (Java's names and wire codes), `ScramCredentialInfo` (a me
 `UserScramCredentialsDescription` (a user's credentials, as described), the alterations `UserScramCredentialUpsertion`
 (create or replace: the password is salted here, as Java's client does, and only the salt and salted password go to
 the broker) and `UserScramCredentialDeletion`, the checks their constructors make (InvalidArgumentError naming the
-field and what is accepted), and their wire form (`alterations_body`). No I/O: the Admin sends them.
+field and what is accepted), and their wire form (`alterations_body`). No I/O: cykafka/admin_security.py sends them;
+the salting is protocol/scram.py's (cykafka.protocol.scram), the login's own.
 """
 
 from __future__ import annotations
@@ -16,14 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cykafka.adapters.security import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, scram_salted_password
 from cykafka.errors import InvalidArgumentError
+from cykafka.protocol.scram import CREDENTIAL_MAX_ITERATIONS, SCRAM_HASHES, SCRAM_MIN_ITERATIONS, salted_password
 
 if TYPE_CHECKING:  # the generated bodies are for mypy only
     from cykafka.protocol.bodies import AlterUserScramCredentialsRequestBody
 
 SALT_BYTES = 32  # a random salt of this many bytes when an upsertion names none
-CREDENTIAL_MAX_ITERATIONS = 16384  # Kafka's ScramMechanism.maxIterations: a broker refuses more (its minimum: 4096)
 
 
 class ScramMechanism(enum.IntEnum):
@@ -113,7 +113,7 @@ class UserScramCredentialUpsertion:
             raise InvalidArgumentError(f"UserScramCredentialUpsertion.salt must be non-empty bytes or None (random), "
                                        f"got {self.salt!r}")
         assert self.salt is not None
-        object.__setattr__(self, "salted_password", scram_salted_password(
+        object.__setattr__(self, "salted_password", salted_password(
             SCRAM_HASHES[mechanism.mechanism_name], password, bytes(self.salt), info.iterations))
 
 

@@ -3,8 +3,9 @@
 Owns: the notation (`schema`: `F`, `api`), the descriptions of every API cykafka speaks (`apis`, with the version
 tables derived from them: SUPPORTED_VERSIONS, FLEXIBLE_FROM, API_NAMES), the generic body codec (`codec`), frames
 with their request/response headers (`frames`), the Produce and Fetch hot paths (`produce`, `fetch`), the one
-dispatch a transport calls for any request (`wire`), Kafka's error codes (`error_codes`) and the consumer protocol's
-embedded structs (`consumer_protocol`). No sockets, no clocks: dicts in, bytes out, and back.
+dispatch a transport calls for any request (`wire`), Kafka's error codes (`error_codes`), the consumer protocol's
+embedded structs (`consumer_protocol`) and SCRAM's hashes, bounds and salting (`scram`). No sockets, no clocks: dicts
+in, bytes out, and back.
 
 An inner layer (the folder `protocol/`, installed as `cykafka.protocol`): it imports nothing of cykafka but the
 errors (`errors/`, installed as `cykafka.errors`), so the core, the ports and the adapters can all stand on it.

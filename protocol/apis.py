@@ -906,6 +906,20 @@ DELETE_SHARE_GROUP_OFFSETS = api(92, "DeleteShareGroupOffsets", "0", "0+", reque
       _ERROR, _ERROR_MESSAGE, about="per topic"),
 ))
 
+ELECT_LEADERS = api(43, "ElectLeaders", "1-2", "2+", request=(  # 0 (preferred only): removed in Kafka 4
+    F("election_type", "int8", about="0 the preferred replica, 1 unclean: a live replica outside the ISR if none is"),
+    F("topic_partitions", "[]", ALL, F("topic", "string", about="the topic's name"),
+      F("partitions", "[]int32", about="its partitions to elect a leader for"), **NULL,
+      about="the partitions; null: every partition"),
+    F("timeout_ms", "int32", default=60000, about="how long the controller may wait for the elections"),
+), response=(
+    _throttle(),
+    F("error_code", "int16", about="a whole-request error, 0 for none"),
+    F("replica_election_results", "[]", ALL, F("topic", "string", about="the topic's name"),
+      F("partition_result", "[]", ALL, F("partition_id", "int32", about="the partition"), _ERROR, _ERROR_MESSAGE,
+        about="per partition"), about="per topic"),
+))
+
 _SCRAM_MECHANISM = F("mechanism", "int8", about="the SCRAM mechanism: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512")
 
 DESCRIBE_USER_SCRAM_CREDENTIALS = api(50, "DescribeUserScramCredentials", "0", "0+", request=(
@@ -943,7 +957,7 @@ APIS: dict[int, Api] = {a.key: a for a in (
     DESCRIBE_CLUSTER, CREATE_PARTITIONS, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, SHARE_GROUP_HEARTBEAT, SHARE_FETCH,
     SHARE_ACKNOWLEDGE, GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS,
     ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE,
-    DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS,
+    DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, ELECT_LEADERS,
 )}
 API_NAMES: dict[int, str] = {key: a.name for key, a in APIS.items()}
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: a.valid for key, a in APIS.items()}

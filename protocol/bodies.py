@@ -1769,6 +1769,57 @@ class DeleteGroupsResponseBody(TypedDict):
     results: list[DeleteGroupsResponseResults]
 
 
+class ElectLeadersRequestTopicPartitions(TypedDict, total=False):
+    """The partitions; null: every partition."""
+
+    # the topic's name (v0+)
+    topic: str
+    # its partitions to elect a leader for (v0+)
+    partitions: Sequence[int]
+
+
+class ElectLeadersRequestBody(TypedDict, total=False):
+    """ElectLeaders (key 43) request body, v1-2."""
+
+    # 0 the preferred replica, 1 unclean: a live replica outside the ISR if none is (v0+)
+    election_type: int
+    # the partitions; null: every partition (v0+)
+    topic_partitions: Sequence[ElectLeadersRequestTopicPartitions] | None
+    # how long the controller may wait for the elections (v0+)
+    timeout_ms: int
+
+
+class ElectLeadersResponseReplicaElectionResultsPartitionResult(TypedDict):
+    """Per partition."""
+
+    # the partition (v0+)
+    partition_id: int
+    # the error code, 0 for none (v0+)
+    error_code: int
+    # the broker's message for the error, if any (v0+)
+    error_message: str | None
+
+
+class ElectLeadersResponseReplicaElectionResults(TypedDict):
+    """Per topic."""
+
+    # the topic's name (v0+)
+    topic: str
+    # per partition (v0+)
+    partition_result: list[ElectLeadersResponseReplicaElectionResultsPartitionResult]
+
+
+class ElectLeadersResponseBody(TypedDict):
+    """ElectLeaders (key 43) response body, v1-2."""
+
+    # how long the request was throttled by a quota, in ms (v0+)
+    throttle_time_ms: int
+    # a whole-request error, 0 for none (v0+)
+    error_code: int
+    # per topic (v0+)
+    replica_election_results: list[ElectLeadersResponseReplicaElectionResults]
+
+
 class IncrementalAlterConfigsRequestResourcesConfigs(TypedDict, total=False):
     """The changes."""
 

@@ -16,6 +16,7 @@ from cykafka import (
     ConfigError,
     ConfigResource,
     Consumer,
+    ElectionType,
     InvalidArgumentError,
     InvalidTopicError,
     KafkaError,
@@ -119,6 +120,10 @@ def test_arguments_are_checked_before_anything_is_sent(admin: Admin) -> None:
         admin.list_offsets({TopicPartition("x", 0): "newest"})
     with pytest.raises(InvalidArgumentError, match="type one of"):
         admin.describe_configs([ConfigResource("client", "c")])
+    with pytest.raises(InvalidArgumentError, match=r"election_type must be ElectionType\.PREFERRED or"):
+        admin.elect_leaders("preferred")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="elect_leaders takes an iterable of TopicPartition"):
+        admin.elect_leaders(ElectionType.PREFERRED, "x")  # type: ignore[arg-type]
 
 
 # -- topics ---------------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from cykafka import (
     UserScramCredentialsDescription,
     UserScramCredentialUpsertion,
 )
-from cykafka.adapters.security import scram_salted_password
+from cykafka.protocol.scram import salted_password
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
@@ -56,7 +56,7 @@ def test_the_values_are_javas_and_refuse_bad_fields_by_name() -> None:
     assert {m.name: int(m) for m in ScramMechanism} == {"UNKNOWN": 0, "SCRAM_SHA_256": 1, "SCRAM_SHA_512": 2}
     assert SHA512.mechanism_name == "SCRAM-SHA-512" and ScramMechanism.from_code(7) is ScramMechanism.UNKNOWN
     up = UserScramCredentialUpsertion("u", ScramCredentialInfo(SHA256, 4096), "pw", salt=b"salt")
-    assert up.salted_password == scram_salted_password("sha256", b"pw", b"salt", 4096)  # the login's one rule
+    assert up.salted_password == salted_password("sha256", b"pw", b"salt", 4096)  # the login's one rule
     assert "pw" not in repr(up) and "salt=" not in repr(up)
     assert len(UserScramCredentialUpsertion("u", ScramCredentialInfo(SHA512, 4096), b"pw").salt or b"") == 32
     cases: list[tuple[Callable[[], object], str]] = [

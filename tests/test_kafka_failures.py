@@ -474,6 +474,41 @@ def test_leader_killed_mid_transaction_commits_or_aborts_atomically(cluster: _Cl
 
 # -- 4. a real truncation: an unclean leader election, seen by consumers (KIP-320) ------------------------------------
 
+def test_elect_leaders_gives_a_partition_back_to_its_preferred_replica(cluster: _Cluster) -> None:
+    """The partition's preferred replica (its first) shut down and started again: another replica leads (the
+    independent confluent-kafka sees it) until cykafka's Admin.elect_leaders(PREFERRED) hands leadership back;
+    asked again, ELECTION_NOT_NEEDED; a partition the topic lacks, UNKNOWN_TOPIC_OR_PARTITION (each in its own
+    Result). The compat AdminClient gives confluent-kafka's shape and codes, beside confluent-kafka's own."""
+    import cykafka
+    import cykafka.compat.confluent_kafka as ck
+
+    nodes = [n.node_id for n in cluster.kafka.nodes]
+    topic, preferred = _topic("elect"), nodes[0]
+    cluster.create(topic, 1, replica_assignment=[[preferred, *nodes[1:]]])
+    tp, missing = TopicPartition(topic, 0), TopicPartition(topic, 7)
+    cluster.kafka.stop_node(preferred)
+    try:
+        _wait_for("another replica leads", lambda: cluster.partitions(topic).get(0, (-1, []))[0] not in (
+            -1, preferred), 60)
+    finally:
+        cluster.restart(preferred, topic)
+    assert cluster.partitions(topic)[0][0] != preferred
+    with cykafka.Admin({"bootstrap.servers": cluster.bootstrap}) as admin:
+        elected = admin.elect_leaders(cykafka.ElectionType.PREFERRED, [tp, missing])
+        assert list(elected) == [tp, missing] and elected[tp].error is None
+        assert getattr(elected[missing].error, "name", None) == "UNKNOWN_TOPIC_OR_PARTITION"
+        _wait_for("the preferred replica leads", lambda: cluster.partitions(topic)[0][0] == preferred, 30)
+        again = admin.elect_leaders(cykafka.ElectionType.PREFERRED, [tp])[tp].error
+        assert getattr(again, "name", None) == "ELECTION_NOT_NEEDED"
+    codes = []
+    for client in (ck.admin.AdminClient({"bootstrap.servers": cluster.bootstrap}), cluster.admin):
+        kind = ck.ElectionType.PREFERRED if client is not cluster.admin else ElectionType.PREFERRED
+        partition = (ck.TopicPartition if client is not cluster.admin else ConfluentPartition)(topic, 0)
+        answer = client.elect_leaders(kind, [partition]).result(30)  # type: ignore[arg-type]
+        codes.append([(p.topic, p.partition, e.code()) for p, e in answer.items()])  # a KafkaError per partition
+    assert codes[0] == codes[1] == [(topic, 0, 84)]  # ELECTION_NOT_NEEDED, from both clients
+
+
 def test_an_unclean_leader_election_truncates_the_log_and_consumers_detect_it(cluster: _Cluster) -> None:
     """A partition on nodes A and B (min.insync.replicas 1, unclean.leader.election.enable): 10 records on both, B
     shut down, 10 more on A alone (acknowledged: acks=all meets min ISR 1), read by two cykafka consumers; A

@@ -22,6 +22,7 @@ from cykafka.compat.confluent_kafka._types import (
 from cykafka.compat.confluent_kafka.admin import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    ElectionType,
     IsolationLevel,
     Node,
     TopicCollection,
@@ -33,9 +34,9 @@ from cykafka.ports.values import ConsumerGroupMetadata
 __all__ = [
     "OFFSET_BEGINNING", "OFFSET_END", "OFFSET_INVALID", "OFFSET_STORED", "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE", "Consumer", "ConsumerGroupMetadata", "ConsumerGroupState",
-    "ConsumerGroupTopicPartitions",
-    "DeserializingConsumer", "IsolationLevel", "KafkaError", "KafkaException", "Message", "Node", "Producer",
-    "SerializingProducer", "TopicCollection", "TopicPartition", "TopicPartitionInfo", "libversion", "version",
+    "ConsumerGroupTopicPartitions", "DeserializingConsumer", "ElectionType", "IsolationLevel", "KafkaError",
+    "KafkaException", "Message", "Node", "Producer", "SerializingProducer", "TopicCollection", "TopicPartition",
+    "TopicPartitionInfo", "libversion", "version",
 ]
 
 

@@ -1,14 +1,23 @@
 """confluent-kafka's SCRAM credential values (confluent_kafka.admin's ScramMechanism, ScramCredentialInfo,
-UserScramCredentialsDescription, UserScramCredentialAlteration and its Upsertion / Deletion) and their translation to
-and from cykafka.scram's, for AdminClient.describe_user_scram_credentials / alter_user_scram_credentials. Input
-checks raise what confluent-kafka's raise (TypeError for a wrong type, ValueError for an empty value); the password
-is salted by cykafka.scram (an invalid iteration count: InvalidArgumentError, a ValueError)."""
+UserScramCredentialsDescription, UserScramCredentialAlteration and its Upsertion / Deletion), their translation to
+and from cykafka.scram's, and AdminClient.describe_user_scram_credentials / alter_user_scram_credentials over
+cykafka's Admin (`describe`, `alter`; admin.py delegates). Input checks raise what confluent-kafka's raise (TypeError
+for a wrong type, ValueError for an empty value); the password is salted by cykafka.scram (an invalid iteration
+count: InvalidArgumentError, a ValueError)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import enum
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from cykafka import scram
+from cykafka.compat.confluent_kafka._metadata import timeout_ms
+from cykafka.ports.values import Result
+
+if TYPE_CHECKING:
+    from cykafka.compat.confluent_kafka.admin import AdminClient
 
 
 class ScramMechanism(enum.Enum):
@@ -76,13 +85,35 @@ def _mechanism(mechanism: object) -> scram.ScramMechanism:
     return scram.ScramMechanism(mechanism.value)
 
 
-def checked_users(users: object) -> list[str] | None:
-    """describe_user_scram_credentials' users as confluent-kafka checks them (None: every user)."""
-    if users is None:
-        return None
-    if not isinstance(users, list):
-        raise TypeError("Expected input to be list of String")
-    return [_user(u) for u in users]
+def describe(client: AdminClient, users: object, request_timeout: float) -> Any:
+    """AdminClient.describe_user_scram_credentials: users None, one Future of {user: description} for every user with
+    a credential; a list (each user once), {user: Future[description]}."""
+    wanted = None
+    if users is not None:
+        if not isinstance(users, list):
+            raise TypeError("Expected input to be list of String")
+        wanted = [_user(u) for u in users]
+        if len(set(wanted)) != len(wanted):
+            raise ValueError("Duplicate users are not allowed")
+
+    def described() -> Mapping[str, Result[Any]]:
+        return client._admin.describe_user_scram_credentials(wanted, timeout_ms=timeout_ms(request_timeout))
+
+    if wanted is None:
+        return client._one(lambda: {user: description(r.result()) for user, r in described().items()})
+    return client._each(wanted, described, value=description)
+
+
+def alter(client: AdminClient, alterations: object,
+          request_timeout: float) -> dict[str, concurrent.futures.Future[None]]:
+    """AdminClient.alter_user_scram_credentials: {user: Future[None]}, one per user altered."""
+    if not isinstance(alterations, list):
+        raise TypeError("Expected input to be list")
+    if not alterations:
+        raise ValueError("Expected at least one alteration")
+    ours = [alteration(a) for a in alterations]
+    return client._each(list(dict.fromkeys(a.user for a in ours)), lambda: client._admin.alter_user_scram_credentials(
+        ours, timeout_ms=timeout_ms(request_timeout)))
 
 
 def alteration(item: object) -> scram.UserScramCredentialAlteration:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from cykafka import errors
 from cykafka.admin import Admin
 from cykafka.admin_types import ConfigResource as _ConfigResource
+from cykafka.admin_types import ElectionType as _ElectionType
 from cykafka.admin_types import NewPartitions as _NewPartitions
 from cykafka.admin_types import NewTopic as _NewTopic
 from cykafka.compat.confluent_kafka import _acl, _config, _scram
@@ -68,6 +69,7 @@ __all__ = [
     "ConsumerGroupTopicPartitions",
     "DeletedRecords",
     "DescribeClusterResult",
+    "ElectionType",
     "IsolationLevel",
     "KafkaError",
     "KafkaException",
@@ -113,6 +115,11 @@ class ConfigSource(enum.Enum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     GROUP_CONFIG = 8
+
+
+class ElectionType(enum.Enum):
+    PREFERRED = 0
+    UNCLEAN = 1
 
 
 class ConsumerGroupState(enum.Enum):
@@ -632,6 +639,29 @@ class AdminClient:
                                          cluster_id, [] if include_authorized_operations else None)
         return self._one(run)
 
+    def elect_leaders(self, election_type: ElectionType, partitions: list[TopicPartition] | None = None,
+                      request_timeout: float = -1, operation_timeout: float = -1,
+                      ) -> concurrent.futures.Future[dict[TopicPartition, KafkaError | None]]:
+        """One Future of {TopicPartition: None, or the partition's KafkaError} (confluent-kafka's shape)."""
+        if not isinstance(election_type, ElectionType):
+            raise TypeError("Expected 'election_type' to be of type 'ElectionType'")
+        if partitions is not None:
+            if not isinstance(partitions, list):
+                raise TypeError(f"Expected 'partitions' to be a list, got '{type(partitions).__name__}'")
+            if not all(isinstance(tp, TopicPartition) for tp in partitions):
+                raise TypeError("Element of the 'partitions' list must be of type 'TopicPartition'")
+            if any(tp.partition < 0 for tp in partitions):
+                raise ValueError("Elements of the 'partitions' list must not have negative value for 'partition'")
+        ours = None if partitions is None else [_TP(tp.topic, tp.partition) for tp in partitions]
+
+        def elect() -> dict[TopicPartition, KafkaError | None]:
+            results = self._admin.elect_leaders(_ElectionType(election_type.value), ours,
+                                                timeout_ms=_wait_ms(operation_timeout, request_timeout))
+            return {TopicPartition(tp.topic, tp.partition): None if r.error is None else exception_from(
+                r.error).args[0] for tp, r in results.items()}
+
+        return self._one(elect)
+
     def cluster_id(self, timeout: float = -1) -> str | None:
         """The cluster's id (DescribeCluster), waiting up to timeout seconds."""
         try:
@@ -677,31 +707,15 @@ class AdminClient:
         return self._each(bindings, lambda: self._admin.create_acls(
             ours.values(), timeout_ms=timeout_ms(request_timeout)), ours.__getitem__)
 
-    def describe_user_scram_credentials(self, users: list[str] | None = None, request_timeout: float = -1,
-                                        ) -> Any:
+    def describe_user_scram_credentials(self, users: list[str] | None = None, request_timeout: float = -1) -> Any:
         """users None: one Future of {user: UserScramCredentialsDescription} for every user with a credential; a
         list: {user: Future[UserScramCredentialsDescription]} (confluent-kafka's two shapes)."""
-        wanted = _scram.checked_users(users)
-        if wanted is not None and len(set(wanted)) != len(wanted):
-            raise ValueError("Duplicate users are not allowed")
-
-        def describe() -> Mapping[str, Result[Any]]:
-            return self._admin.describe_user_scram_credentials(wanted, timeout_ms=timeout_ms(request_timeout))
-
-        if wanted is None:
-            return self._one(lambda: {user: _scram.description(r.result()) for user, r in describe().items()})
-        return self._each(wanted, describe, value=_scram.description)
+        return _scram.describe(self, users, request_timeout)
 
     def alter_user_scram_credentials(self, alterations: list[UserScramCredentialAlteration],
                                      request_timeout: float = -1) -> dict[str, concurrent.futures.Future[None]]:
         """{user: Future[None]}, one per user altered."""
-        if not isinstance(alterations, list):
-            raise TypeError("Expected input to be list")
-        if not alterations:
-            raise ValueError("Expected at least one alteration")
-        ours = [_scram.alteration(a) for a in alterations]
-        return self._each(list(dict.fromkeys(a.user for a in ours)), lambda: self._admin.alter_user_scram_credentials(
-            ours, timeout_ms=timeout_ms(request_timeout)))
+        return _scram.alter(self, alterations, request_timeout)
 
     def describe_acls(self, acl_binding_filter: AclBindingFilter, request_timeout: float = -1,
                       ) -> concurrent.futures.Future[list[AclBinding]]:
