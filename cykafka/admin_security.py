@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     )
 
 
-def _acl_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
-    """An ACL answer's (or its item's) error_code and error_message as a typed error naming what, or None."""
+def _answer_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
+    """An answer's (or its item's) error_code and error_message as a typed error naming what, or None."""
     if not (code := wire["error_code"]):
         return None
     return error_for(code, f"{what}: {wire['error_message'] or ''}".rstrip(": "))
@@ -66,7 +66,7 @@ def create_acls(admin: Admin, acls: Iterable[AclBinding], *,
         if len(results) != len(group):
             error = KafkaError(f"CreateAcls: the broker answered {len(results)} results for {len(group)} ACLs")
             return dict.fromkeys(group, error)
-        return {b: _acl_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
+        return {b: _answer_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
 
     fanout: Fanout[AclBinding, None] = Fanout(admin._asker, lambda items: dict.fromkeys(items, ANY_BROKER),
                                               build, read, name=lambda b: f"ACL {b}")
@@ -81,7 +81,7 @@ def describe_acls(admin: Admin, acl_filter: AclBindingFilter, *, timeout_ms: int
     def describe() -> list[AclBinding]:
         body: DescribeAclsRequestBody = filter_body(checked)
         answer = admin._ask(Request(api.DESCRIBE_ACLS.key, body), ANY_BROKER, deadline_ms).body
-        if error := _acl_error(answer, "DescribeAcls"):
+        if error := _answer_error(answer, "DescribeAcls"):
             raise error
         return [binding_from_wire(r, e) for r in answer["resources"] for e in r["acls"]]
 
@@ -106,9 +106,9 @@ def delete_acls(admin: Admin, filters: Iterable[AclBindingFilter], *,
                                                    f"{len(group)} filters"))
         out: dict[AclBindingFilter, list[FilterResult] | KafkaError] = {}
         for f, r in zip(group, results, strict=True):
-            error = _acl_error(r, f"ACL filter {f}")
+            error = _answer_error(r, f"ACL filter {f}")
             out[f] = error if error is not None else [
-                FilterResult(binding := binding_from_wire(m, m), _acl_error(m, f"ACL {binding}"))
+                FilterResult(binding := binding_from_wire(m, m), _answer_error(m, f"ACL {binding}"))
                 for m in r["matching_acls"]]
         return out
 
@@ -127,13 +127,13 @@ def describe_user_scram_credentials(admin: Admin, users: Iterable[str] | None = 
         body: DescribeUserScramCredentialsRequestBody = {
             "users": [{"name": u} for u in wanted] if wanted else None}
         answer = admin._ask(Request(api.DESCRIBE_USER_SCRAM_CREDENTIALS.key, body), ANY_BROKER, deadline_ms).body
-        if code := answer["error_code"]:
-            raise error_for(code, f"DescribeUserScramCredentials: {answer['error_message'] or ''}".rstrip(": "))
+        if error := _answer_error(answer, "DescribeUserScramCredentials"):
+            raise error
         out: dict[str, Result[UserScramCredentialsDescription]] = {}
         for r in answer["results"]:
             user = r["user"]
-            if code := r["error_code"]:
-                out[user] = Result(error=error_for(code, f"user {user!r}: {r['error_message'] or ''}".rstrip(": ")))
+            if error := _answer_error(r, f"user {user!r}"):
+                out[user] = Result(error=error)
             else:
                 out[user] = Result(UserScramCredentialsDescription(user, tuple(
                     ScramCredentialInfo(ScramMechanism.from_code(c["mechanism"]), c["iterations"])
@@ -157,13 +157,9 @@ def alter_user_scram_credentials(admin: Admin, alterations: Iterable[UserScramCr
             return {}
         answer = admin._ask(Request(api.ALTER_USER_SCRAM_CREDENTIALS.key, alterations_body(wanted)), ANY_BROKER,
                            deadline_ms).body
-        out: dict[str, Result[None]] = {}
-        for r in answer["results"]:
-            user = r["user"]
-            code = r["error_code"]
-            out[user] = Result(error=error_for(code, f"user {user!r}: {r['error_message'] or ''}".rstrip(": ")
-                                               )) if code else Result(None)
-        return {u: out.get(u) or Result(error=KafkaError(f"user {u!r}: the broker's answer does not name it"))
+        out: dict[str, Result[None]] = {r["user"]: Result(None, _answer_error(r, f"user {r['user']!r}"))
+                                        for r in answer["results"]}
+        return {u: out[u] if u in out else Result(error=KafkaError(f"user {u!r}: the broker's answer does not name it"))
                 for u in users}
 
     return admin._call(alter)
