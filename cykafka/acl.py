@@ -28,9 +28,9 @@ CLUSTER_NAME = "kafka-cluster"  # the cluster resource's one name (Java's Resour
 _T = TypeVar("_T")
 
 
-class _Coded(enum.IntEnum):
-    """An enum whose values are Kafka's wire codes; `code` as Java's `code()`, `from_code` as `fromCode` (an
-    unknown code is UNKNOWN)."""
+class CodedEnum(enum.IntEnum):
+    """An enum whose values are Kafka's wire codes, UNKNOWN = 0; `code` as Java's `code()`, `from_code` as `fromCode`
+    (an unknown code is UNKNOWN). The ACL enums' base, and cykafka.scram's ScramMechanism's."""
 
     @property
     def code(self) -> int:
@@ -48,7 +48,7 @@ class _Coded(enum.IntEnum):
         return self.value == 0
 
 
-class ResourceType(_Coded):
+class ResourceType(CodedEnum):
     UNKNOWN = 0
     ANY = 1  # filters only
     TOPIC = 2
@@ -59,7 +59,7 @@ class ResourceType(_Coded):
     USER = 7
 
 
-class PatternType(_Coded):
+class PatternType(CodedEnum):
     UNKNOWN = 0
     ANY = 1  # filters only: any pattern type, the name matched exactly
     MATCH = 2  # filters only: the patterns that would apply to the name (literal, wildcard, prefixes of it)
@@ -71,7 +71,7 @@ class PatternType(_Coded):
         return self in (PatternType.LITERAL, PatternType.PREFIXED)
 
 
-class AclOperation(_Coded):
+class AclOperation(CodedEnum):
     UNKNOWN = 0
     ANY = 1  # filters only
     ALL = 2
@@ -90,14 +90,14 @@ class AclOperation(_Coded):
     TWO_PHASE_COMMIT = 15
 
 
-class AclPermissionType(_Coded):
+class AclPermissionType(CodedEnum):
     UNKNOWN = 0
     ANY = 1  # filters only
     DENY = 2
     ALLOW = 3
 
 
-def _enum(value: object, kind: type[_Coded], field: str) -> None:
+def _enum(value: object, kind: type[CodedEnum], field: str) -> None:
     if not isinstance(value, kind):
         raise InvalidArgumentError(f"{field} must be a {kind.__name__}, got {value!r}")
 

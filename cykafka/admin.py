@@ -64,7 +64,7 @@ from cykafka.ports.values import (
 )
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import ErrorCode, error_for
+from cykafka.protocol.error_codes import ErrorCode, answer_error, error_for
 from cykafka.requests.ask import Answer, Asker
 from cykafka.requests.calls import CallQueue, NetworkLoop
 from cykafka.requests.coordinators import Coordinators, group_coordinator
@@ -90,7 +90,6 @@ if TYPE_CHECKING:  # the generated bodies are for mypy only
     from cykafka.protocol.bodies import (
         CreatePartitionsRequestBody,
         CreatePartitionsRequestTopics,
-        ElectLeadersRequestBody,
     )
 
 T = TypeVar("T")
@@ -145,8 +144,8 @@ def _resource_results(items: list[dict[str, Any]], group: list[ConfigResource],
     for item in items:
         resource = ConfigResource(types.get(item["resource_type"], "?"), item["resource_name"])
         if resource in group:
-            results[resource] = error_for(code, f"{_resource_name(resource)}: {item['error_message'] or ''}"
-                                          .rstrip(": ")) if (code := item["error_code"]) else value(item)
+            error = answer_error(item, _resource_name(resource))
+            results[resource] = value(item) if error is None else error
     return results
 
 
@@ -286,9 +285,8 @@ class Admin:
             return Request(api_key, body(pending, max(0, deadline_ms - self._clock.monotonic_ms())))
 
         def read(pending: list[str], answer: Mapping[str, Any], node: int) -> dict[str, KafkaError | None]:
-            return {item["name"]: error_for(code, f"topic {item['name']!r}: {item.get('error_message') or ''}"
-                                            .rstrip(": ")) if (code := item["error_code"]) else None
-                    for item in answers(dict(answer)) if item["name"] in pending}
+            return {item["name"]: answer_error(item, f"topic {item['name']!r}") for item in answers(dict(answer))
+                    if item["name"] in pending}
 
         fanout: Fanout[str, None] = Fanout(self._asker, self._controller(deadline_ms), build, read,
                                            moves=CONTROLLER_MOVED, name=lambda name: f"topic {name!r}")
@@ -554,24 +552,22 @@ class Admin:
         deadline_ms = self._deadline(timeout_ms)
 
         def elect() -> dict[TopicPartition, Result[None]]:
-            body: ElectLeadersRequestBody = {
+            request = Request(api.ELECT_LEADERS.key, {
                 "election_type": int(election_type),
-                "topic_partitions": None if wanted is None else [
-                    {"topic": t["topic"], "partitions": t["partitions"]}
-                    for t in by_topic(wanted, lambda tp: tp.partition, topic="topic")],
-                "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())}
-            answer = self._ask(Request(api.ELECT_LEADERS.key, body), ANY_BROKER, deadline_ms).body
+                "topic_partitions": None if wanted is None else by_topic(wanted, lambda tp: tp.partition,
+                                                                         topic="topic"),
+                "timeout_ms": max(0, deadline_ms - self._clock.monotonic_ms())})
+            answer = self._ask(request, ANY_BROKER, deadline_ms).body
             if code := answer["error_code"]:
                 raise error_for(code, "ElectLeaders")
             out: dict[TopicPartition, Result[None]] = {}
             for t in answer["replica_election_results"]:
                 for p in t["partition_result"]:
                     tp = TopicPartition(t["topic"], p["partition_id"])
-                    where = f"{tp.topic} [{tp.partition}]: {p['error_message'] or ''}".rstrip(": ")
-                    out[tp] = Result(error=error_for(code, where)) if (code := p["error_code"]) else Result(None)
+                    out[tp] = Result(None, answer_error(p, f"{tp.topic} [{tp.partition}]"))
             for tp in wanted or ():
-                out.setdefault(tp, Result(error=KafkaError(f"{tp.topic} [{tp.partition}]: the broker's answer does "
-                                                           "not name it")))
+                out.setdefault(tp, Result(error=KafkaError(f"{tp.topic} [{tp.partition}]: the broker's answer left "
+                                                           "it out")))
             return out
 
         return self._call(elect)

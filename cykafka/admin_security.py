@@ -15,7 +15,7 @@ from cykafka.errors import KafkaError
 from cykafka.ports.values import Result
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import error_for
+from cykafka.protocol.error_codes import answer_error
 from cykafka.requests.fanout import Fanout
 from cykafka.requests.routes import ANY_BROKER
 from cykafka.scram import (
@@ -39,13 +39,6 @@ if TYPE_CHECKING:
     )
 
 
-def _answer_error(wire: Mapping[str, Any], what: str) -> KafkaError | None:
-    """An answer's (or its item's) error_code and error_message as a typed error naming what, or None."""
-    if not (code := wire["error_code"]):
-        return None
-    return error_for(code, f"{what}: {wire['error_message'] or ''}".rstrip(": "))
-
-
 def create_acls(admin: Admin, acls: Iterable[AclBinding], *,
                 timeout_ms: int | None = None) -> dict[AclBinding, Result[None]]:
     """Admin.create_acls (cykafka/admin.py says what it does)."""
@@ -66,7 +59,7 @@ def create_acls(admin: Admin, acls: Iterable[AclBinding], *,
         if len(results) != len(group):
             error = KafkaError(f"CreateAcls: the broker answered {len(results)} results for {len(group)} ACLs")
             return dict.fromkeys(group, error)
-        return {b: _answer_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
+        return {b: answer_error(r, f"ACL {b}") for b, r in zip(group, results, strict=True)}
 
     fanout: Fanout[AclBinding, None] = Fanout(admin._asker, lambda items: dict.fromkeys(items, ANY_BROKER),
                                               build, read, name=lambda b: f"ACL {b}")
@@ -81,7 +74,7 @@ def describe_acls(admin: Admin, acl_filter: AclBindingFilter, *, timeout_ms: int
     def describe() -> list[AclBinding]:
         body: DescribeAclsRequestBody = filter_body(checked)
         answer = admin._ask(Request(api.DESCRIBE_ACLS.key, body), ANY_BROKER, deadline_ms).body
-        if error := _answer_error(answer, "DescribeAcls"):
+        if error := answer_error(answer, "DescribeAcls"):
             raise error
         return [binding_from_wire(r, e) for r in answer["resources"] for e in r["acls"]]
 
@@ -106,9 +99,9 @@ def delete_acls(admin: Admin, filters: Iterable[AclBindingFilter], *,
                                                    f"{len(group)} filters"))
         out: dict[AclBindingFilter, list[FilterResult] | KafkaError] = {}
         for f, r in zip(group, results, strict=True):
-            error = _answer_error(r, f"ACL filter {f}")
+            error = answer_error(r, f"ACL filter {f}")
             out[f] = error if error is not None else [
-                FilterResult(binding := binding_from_wire(m, m), _answer_error(m, f"ACL {binding}"))
+                FilterResult(binding := binding_from_wire(m, m), answer_error(m, f"ACL {binding}"))
                 for m in r["matching_acls"]]
         return out
 
@@ -127,19 +120,19 @@ def describe_user_scram_credentials(admin: Admin, users: Iterable[str] | None = 
         body: DescribeUserScramCredentialsRequestBody = {
             "users": [{"name": u} for u in wanted] if wanted else None}
         answer = admin._ask(Request(api.DESCRIBE_USER_SCRAM_CREDENTIALS.key, body), ANY_BROKER, deadline_ms).body
-        if error := _answer_error(answer, "DescribeUserScramCredentials"):
+        if error := answer_error(answer, "DescribeUserScramCredentials"):
             raise error
         out: dict[str, Result[UserScramCredentialsDescription]] = {}
         for r in answer["results"]:
             user = r["user"]
-            if error := _answer_error(r, f"user {user!r}"):
+            if error := answer_error(r, f"user {user!r}"):
                 out[user] = Result(error=error)
             else:
                 out[user] = Result(UserScramCredentialsDescription(user, tuple(
                     ScramCredentialInfo(ScramMechanism.from_code(c["mechanism"]), c["iterations"])
                     for c in r["credential_infos"])))
         for user in wanted or ():
-            out.setdefault(user, Result(error=KafkaError(f"user {user!r}: the broker's answer does not name it")))
+            out.setdefault(user, Result(error=KafkaError(f"user {user!r}: the broker's answer left it out")))
         return out
 
     return admin._call(describe)
@@ -157,9 +150,8 @@ def alter_user_scram_credentials(admin: Admin, alterations: Iterable[UserScramCr
             return {}
         answer = admin._ask(Request(api.ALTER_USER_SCRAM_CREDENTIALS.key, alterations_body(wanted)), ANY_BROKER,
                            deadline_ms).body
-        out: dict[str, Result[None]] = {r["user"]: Result(None, _answer_error(r, f"user {r['user']!r}"))
-                                        for r in answer["results"]}
-        return {u: out[u] if u in out else Result(error=KafkaError(f"user {u!r}: the broker's answer does not name it"))
-                for u in users}
+        answered = {r["user"]: r for r in answer["results"]}
+        return {u: Result(None, answer_error(answered[u], f"user {u!r}")) if u in answered
+                else Result(error=KafkaError(f"user {u!r}: the broker's answer left it out")) for u in users}
 
     return admin._call(alter)

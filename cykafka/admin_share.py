@@ -20,7 +20,7 @@ from cykafka.errors import InvalidArgumentError, KafkaError
 from cykafka.ports.values import Result, TopicPartition, checked_partitions
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
-from cykafka.protocol.error_codes import error_for
+from cykafka.protocol.error_codes import answer_error, error_for
 from cykafka.requests.coordinators import group_coordinator
 from cykafka.serialization import validate_topic
 
@@ -94,8 +94,7 @@ def _ask_group(admin: Admin, request: Request, group: str, deadline_ms: int,
     answer = admin._asker.ask(request, group_coordinator(group), deadline_ms, check=lambda body: _retriable(
         level(body)["error_code"], level(body)["error_message"], f"group {group!r}"))
     part = level(answer.body)
-    code = part["error_code"]
-    return part, (error_for(code, f"group {group!r}: {part['error_message'] or ''}".rstrip(": ")) if code else None)
+    return part, answer_error(part, f"group {group!r}")
 
 
 def list_share_groups(admin: Admin, states: Iterable[str] | None, timeout_ms: int | None) -> list[ShareGroupListing]:
@@ -121,8 +120,8 @@ def describe_share_groups(admin: Admin, group_ids: Iterable[str],
         g = next((g for g in a["groups"] if g["group_id"] == group_id), None)
         if g is None:
             return KafkaError(f"group {group_id!r}: the broker's answer left it out")
-        if g["error_code"]:
-            return error_for(g["error_code"], f"group {group_id!r}: {g['error_message'] or ''}".rstrip(": "))
+        if error := answer_error(g, f"group {group_id!r}"):
+            return error
         members = tuple(ShareMemberDescription(
             m["member_id"], m["client_id"], m["client_host"], m["rack_id"], m["member_epoch"],
             tuple(m["subscribed_topic_names"]),
@@ -196,9 +195,7 @@ def alter_share_group_offsets(admin: Admin, group_id: str, offsets: Mapping[Topi
         for t in body["responses"]:
             for p in t["partitions"]:
                 tp = TopicPartition(t["topic_name"], p["partition_index"])
-                code = p["error_code"]
-                out[tp] = Result(error=error_for(code, f"{tp.topic} [{tp.partition}]: {p['error_message'] or ''}"
-                                                 .rstrip(": "))) if code else Result(None)
+                out[tp] = Result(None, answer_error(p, f"{tp.topic} [{tp.partition}]"))
         for tp in tps:
             out.setdefault(tp, Result(error=KafkaError(f"{tp}: the broker's answer left it out")))
         return out
@@ -225,9 +222,7 @@ def delete_share_group_offsets(admin: Admin, group_id: str, topics: Iterable[str
         if error is not None:
             return {t: Result(error=error) for t in names}
         out: dict[str, Result[None]] = {
-            t["topic_name"]: Result(error=error_for(t["error_code"], f"topic {t['topic_name']!r}: "
-                                                    f"{t['error_message'] or ''}".rstrip(": ")))
-            if t["error_code"] else Result(None) for t in body["responses"]}
+            t["topic_name"]: Result(None, answer_error(t, f"topic {t['topic_name']!r}")) for t in body["responses"]}
         for t in names:
             out.setdefault(t, Result(error=KafkaError(f"topic {t!r}: the broker's answer left it out")))
         return out

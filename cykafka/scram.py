@@ -11,12 +11,12 @@ the salting is protocol/scram.py's (cykafka.protocol.scram), the login's own.
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cykafka.acl import CodedEnum
 from cykafka.errors import InvalidArgumentError
 from cykafka.protocol.scram import CREDENTIAL_MAX_ITERATIONS, SCRAM_HASHES, SCRAM_MIN_ITERATIONS, salted_password
 
@@ -26,8 +26,9 @@ if TYPE_CHECKING:  # the generated bodies are for mypy only
 SALT_BYTES = 32  # a random salt of this many bytes when an upsertion names none
 
 
-class ScramMechanism(enum.IntEnum):
-    """Java's ScramMechanism: wire codes, `mechanism_name` as SASL names it (`sasl.mechanism`)."""
+class ScramMechanism(CodedEnum):
+    """Java's ScramMechanism: wire codes (`from_code`: an unknown one is UNKNOWN, as Java's fromType),
+    `mechanism_name` as SASL names it (`sasl.mechanism`)."""
 
     UNKNOWN = 0
     SCRAM_SHA_256 = 1
@@ -37,17 +38,9 @@ class ScramMechanism(enum.IntEnum):
     def mechanism_name(self) -> str:
         return self.name.replace("_", "-")
 
-    @classmethod
-    def from_code(cls, code: int) -> ScramMechanism:
-        """The mechanism of a wire code; an unknown code is UNKNOWN (Java's fromType)."""
-        try:
-            return cls(code)
-        except ValueError:
-            return cls.UNKNOWN
-
 
 def _mechanism(value: object, what: str) -> ScramMechanism:
-    if not isinstance(value, ScramMechanism) or value is ScramMechanism.UNKNOWN:
+    if not isinstance(value, ScramMechanism) or value.is_unknown:
         raise InvalidArgumentError(f"{what} must be ScramMechanism.SCRAM_SHA_256 or SCRAM_SHA_512, got {value!r}")
     return value
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Flag, IntEnum, auto
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cykafka.errors import (
     AuthorizationError,
@@ -375,5 +375,13 @@ def error_for(code: int, message: str | None = None) -> BrokerResponseError:
                           retriable=spec.retriable)
 
 
-__all__ = ["ERRORS", "ERROR_CODES", "NO_KIND", "ErrorCode", "ErrorKind", "ErrorSpec", "error_for", "error_info",
-           "kinds_of"]
+def answer_error(part: Mapping[str, Any], what: str) -> BrokerResponseError | None:
+    """The error an answer (or one item of it) carries in its error_code and error_message, typed and naming what
+    ("what: the broker's message"), or None when its code is 0: how a client reads every per-item error."""
+    if not (code := part["error_code"]):
+        return None
+    return error_for(code, f"{what}: {part.get('error_message') or ''}".rstrip(": "))
+
+
+__all__ = ["ERRORS", "ERROR_CODES", "NO_KIND", "ErrorCode", "ErrorKind", "ErrorSpec", "answer_error", "error_for",
+           "error_info", "kinds_of"]

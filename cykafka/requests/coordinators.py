@@ -27,7 +27,7 @@ from cykafka.errors import KafkaError, ProtocolError
 from cykafka.ports import ClientResponse, Node, Transport
 from cykafka.protocol import Request
 from cykafka.protocol.apis import COORDINATOR_GROUP, COORDINATOR_TRANSACTION, FIND_COORDINATOR, coordinators_of
-from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
+from cykafka.protocol.error_codes import ErrorKind, answer_error, kinds_of
 from cykafka.requests.routes import Coordinator, ready_node
 
 if TYPE_CHECKING:  # the generated bodies are for mypy only
@@ -59,9 +59,8 @@ def read_coordinator(route: Coordinator, answer: Mapping[str, Any]) -> Node | Ka
     if len(answered) != 1:
         return ProtocolError(f"{route}: FindCoordinator answered {len(answered)} coordinators for one key")
     found = answered[0]
-    code = found["error_code"]
-    if code != ErrorCode.NONE:
-        return error_for(code, f"{route}: FindCoordinator: {found.get('error_message') or ''}".rstrip(": "))
+    if error := answer_error(found, f"{route}: FindCoordinator"):
+        return error
     return Node(found["node_id"], found["host"], found["port"])
 
 
