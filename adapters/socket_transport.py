@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cykafka.adapters import security
-from cykafka.core import gil_kept, sock_recv_into, sock_send, wait_ended_us, wait_events
+from cykafka.core import FetchPump, gil_kept, sock_recv_into, sock_send, wait_ended_us, wait_events
 from cykafka.errors import (
     AllBrokersDownError,
     AuthenticationError,
@@ -47,6 +47,7 @@ from cykafka.protocol import (
 from cykafka.protocol.apis import (
     API_NAMES,
     API_VERSIONS,
+    FETCH,
     PRODUCE,
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
@@ -65,6 +66,8 @@ _READ_CHUNK_BYTES = 256 * 1024
 _NEVER_MS = 2**63  # no deadline
 _TLS_COALESCE_BYTES = 64 * 1024  # small buffers are joined into one TLS write up to this
 _SIZE = struct.Struct(">i")
+_PUMP_FETCH_VERSION = 12  # the Fetch version core/fetch_pump.pyx reads and writes
+_PUMPED = Request(FETCH.key, {})  # the request of a Fetch the pump wrote (its handler knows what it asked)
 
 
 @dataclass(slots=True)
@@ -110,6 +113,38 @@ class _Connection:
     failure_warned: bool = False  # this series of failed attempts was logged at WARNING (until a ready connection)
     address_index: int = 0  # client.dns.lookup=use_all_dns_ips: the next attempt after a failure takes the next address
     produce_answer_us: int = 0  # the last Produce request's answer came this long after its last byte (0: none yet)
+    last_fetch_id: int = -1  # the correlation id of the last Fetch sent
+    pump: _ConnectionPump | None = None  # the connection's fetch pump, once the Fetcher asked for it
+
+
+class _ConnectionPump:
+    """ports.FetchPumpPort for one plain-TCP connection: core/fetch_pump.pyx's FetchPump armed for the last Fetch
+    sent on it (the network thread's wait reads its answer and writes the Fetch it fires, core/netio.pyx), and the
+    Fetcher's callback for a Fetch it fires."""
+
+    __slots__ = ("conn", "core", "on_fired", "reserve_id")
+
+    def __init__(self, conn: _Connection, client_id: str | None, reserve_id: Callable[[], int]) -> None:
+        assert conn.sock is not None
+        self.conn = conn
+        self.core = FetchPump(client_id)
+        self.core.attach(conn.sock.fileno())
+        self.reserve_id = reserve_id  # the transport's next correlation id, for the Fetch the pump may fire
+        self.on_fired: Callable[[list[tuple[str, int, int]]], Callable[[ClientResponse], None]] | None = None
+
+    def arm(self, session_id: int, next_epoch: int, max_wait_ms: int, min_bytes: int, fetch_max_bytes: int,
+            read_committed: bool, rack_id: str, partitions: list[tuple[str, int, int, int, int, int]],
+            fetch_ahead_answers: int,
+            on_fired: Callable[[list[tuple[str, int, int]]], Callable[[ClientResponse], None]]) -> None:
+        self.on_fired = on_fired
+        self.core.arm(self.conn.last_fetch_id, self.reserve_id(), session_id, next_epoch, max_wait_ms, min_bytes,
+                      fetch_max_bytes, read_committed, rack_id, partitions, fetch_ahead_answers)
+
+    def disarm(self) -> None:
+        self.core.disarm()
+
+    def set_buffered(self, answers: int, nbytes: int) -> None:
+        self.core.set_buffered(answers, nbytes)
 
 
 class SocketTransport:
@@ -128,6 +163,8 @@ class SocketTransport:
             self._connections[-(index + 1)] = _Connection(-(index + 1), host, port)
         self._nodes: Mapping[int, Node] = {}
         self._correlation_id = 0
+        self._pumps: list[_ConnectionPump] = []  # the connections' fetch pumps
+        self._pump_cores: list[FetchPump] = []  # theirs, for wait_events
         self._completed: list[ClientResponse] = []
         self._random = random.Random()
         self._closed = False
@@ -187,6 +224,28 @@ class SocketTransport:
         conn = self._connections.get(node_id)
         return conn is not None and conn.state == _DISCONNECTED and conn.failures > 0
 
+    def fetch_pump(self, node_id: int) -> _ConnectionPump | None:
+        """The connection's fetch pump (ports.FetchPumpPort), None when it is not ready, uses TLS (the wait cannot
+        read it) or speaks Fetch at another version than the pump's."""
+        conn = self._connections.get(node_id)
+        if conn is None or conn.state != _READY or conn.tls or conn.api_versions.get(FETCH.key) != _PUMP_FETCH_VERSION:
+            return None
+        if conn.pump is None:
+            conn.pump = _ConnectionPump(conn, self.settings.client_id, self._reserve_correlation_id)
+            conn.pump.core.idle = self._idle(conn)
+            self._pumps.append(conn.pump)
+            self._pump_cores.append(conn.pump.core)
+        return conn.pump
+
+    def _reserve_correlation_id(self) -> int:
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        return self._correlation_id
+
+    @staticmethod
+    def _idle(conn: _Connection) -> bool:
+        """Nothing of the transport's waits on the connection, to write or to parse: its pump may read and write."""
+        return not conn.outgoing and not conn.incoming and conn.large_frame is None
+
     def send(self, node_id: int, request: TransportRequest, now_ms: int,
              handler: Callable[[ClientResponse], None] | None = None, expect_response: bool = True,
              timeout_ms: int | None = None) -> None:
@@ -219,7 +278,11 @@ class SocketTransport:
         # the wait without the GIL, which the application's next send() or poll() hands back (core/netio.pyx); a
         # thread whose socket calls keep the GIL waits keeping it for a Produce answer due within 1 ms
         due_us = self._produce_answer_due_us() if timeout_ms > 0 and gil_kept() else -1
-        for fd, events in wait_events(self._selector.fileno(), max(timeout_ms, 0), due_us):
+        ready = wait_events(self._selector.fileno(), max(timeout_ms, 0), due_us, self._pump_cores)
+        for pump in self._pumps:  # Fetches the wait fired go in flight before any answer read is handled
+            if (fired := pump.core.take_fired()) is not None:
+                self._pumped(pump, *fired, now_ms)
+        for fd, events in ready:
             key = fd_to_key.get(fd)
             if key is None or not events & key.events:
                 continue
@@ -569,6 +632,12 @@ class SocketTransport:
         conn.tls = False
         conn.tls_retry = None
         conn.sasl = None
+        if conn.pump is not None:  # a new connection gets a new pump
+            conn.pump.disarm()
+            conn.pump.core.attach(-1)
+            self._pumps.remove(conn.pump)
+            self._pump_cores.remove(conn.pump.core)
+            conn.pump = None
         conn.reauthenticate_at_ms = None
         setting_up = conn.state in _SETTING_UP and not self._closed
         if conn.state == _READY:  # Java logs a lost connection at INFO; one that never got ready: _connect_failed
@@ -651,6 +720,8 @@ class SocketTransport:
             size += len(view)
         req = _Request(self._correlation_id, api_key, version, request, handler, now_ms, expect_response, internal,
                        timeout_ms)
+        if api_key == FETCH.key:
+            conn.last_fetch_id = self._correlation_id
         self._timeout_due(now_ms + (timeout_ms or self.settings.request_timeout_ms))
         conn.unwritten_requests.append((req, size))
         assert conn.sock is not None
@@ -685,6 +756,8 @@ class SocketTransport:
                     conn.outgoing[0] = head[written:]
                     self._account_written(conn, written, now_ms)
                     written = 0
+        if conn.pump is not None:
+            conn.pump.core.idle = self._idle(conn)
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outgoing else 0)
         # the selector's key says what it watches: told again only when that changes (an epoll_ctl less per request)
         if conn.sock is not None and conn.state != _CONNECTING and self._selector.get_key(conn.sock).events != events:
@@ -726,6 +799,12 @@ class SocketTransport:
     def _read(self, conn: _Connection, now_ms: int) -> None:
         sock = conn.sock
         assert sock is not None
+        if conn.pump is not None and (stash := conn.pump.core.take_stash()):
+            # what the wait read for the pump: up to the socket's end then (epoll tells again of more); no read
+            # now, which would hand the GIL to a caller running Python until its next call
+            conn.incoming += stash
+            self._parse_frames(conn, now_ms)
+            return
         read_bytes = 0
         buffer = self._read_buffer
         ended: KafkaError | OSError | None = None  # the peer's close, or a failed read, acted on after the parse
@@ -831,6 +910,8 @@ class SocketTransport:
             self._disconnect(conn, now_ms, e)
             return
         del data[:offset]
+        if conn.pump is not None:
+            conn.pump.core.idle = self._idle(conn)
 
     def _on_frame(self, conn: _Connection, frame: bytes, now_ms: int) -> None:
         (correlation_id,) = _SIZE.unpack_from(frame)
@@ -862,6 +943,22 @@ class SocketTransport:
             return
         self._completed.append(ClientResponse(conn.node_id, req.request, req.handler, response, None, req.sent_ms,
                                               now_ms))
+
+    def _pumped(self, pump: _ConnectionPump, correlation_id: int, frame: bytes, written: int, now_ms: int) -> None:
+        """A Fetch the wait fired on pump's connection (core/netio.pyx): in flight (what the socket did not take is
+        written as the transport's own), with the Fetcher's handler for its answer."""
+        conn = pump.conn
+        assert pump.on_fired is not None
+        conn.last_fetch_id = correlation_id
+        handler = pump.on_fired(pump.core.fired_offsets())
+        req = _Request(correlation_id, FETCH.key, _PUMP_FETCH_VERSION, _PUMPED, handler, now_ms, True)
+        self._timeout_due(now_ms + self.settings.request_timeout_ms)
+        if written == len(frame):
+            conn.in_flight.append(req)
+            return
+        conn.outgoing.append(memoryview(frame)[written:])
+        conn.unwritten_requests.append((req, len(frame) - written))
+        self._write(conn, now_ms)
 
     def _drain_wakeups(self) -> None:
         try:  # one recv: wakeup() writes one byte until this runs; a leftover only makes the next select return

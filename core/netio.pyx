@@ -2,7 +2,11 @@
 # - wait_events: the blocking wait of a network thread (epoll_wait on its selector's epoll set);
 # - sock_send / sock_recv_into: its non-blocking socket writes and reads;
 # - yield_to_network: where the application's thread holds no cykafka lock (send(), send_batch(), poll()), it hands
-#   the GIL to a network thread whose system call ended.
+#   the GIL to a network thread whose system call ended;
+# - the fetch pumps' side of a wait (_pump_read): a consumer's connection with an armed FetchPump (fetch_pump.pyx)
+#   that turns readable is read into the pump's stash before the GIL is asked for, and when the armed answer is
+#   whole there and the pump fires, the next Fetch is written at once: a consumer's Fetch cycle does not wait for
+#   the GIL (issue 32). The transport takes the stash and the fired request afterwards (take_stash, take_fired).
 # Each releases the GIL for the system call, as Python's own socket methods do (an event loop or another thread runs
 # meanwhile), and marks the thread as wanting it back once the call ended. Why: while the application's thread runs
 # Python without pause (a computation, a spin between sends), CPython hands the GIL back to a thread that wants it
@@ -27,6 +31,8 @@ import os as _os
 
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport uint32_t
+from libc.stdlib cimport realloc
+from cpython.ref cimport PyObject
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.pystate cimport PyThreadState_Get
 
@@ -74,6 +80,8 @@ cdef extern from *:
         size_t iov_len
     ssize_t writev(int fd, const iovec* iov, int iovcnt) nogil
     ssize_t recv(int fd, void* buf, size_t n, int flags) nogil
+    ssize_t send(int fd, const void* buf, size_t n, int flags) nogil
+    int MSG_NOSIGNAL
     struct pollfd:
         int fd
         short events
@@ -89,6 +97,10 @@ cdef enum:
     ANSWER_WAIT_MAX_US = 1000  # and an answer due within this long is waited for keeping it (at most this long)
     SEND_MAX_BUFFERS = 64
     WAIT_MAX_EVENTS = 64
+    WAIT_MAX_PUMPS = 64  # pumps a wait reads for (a consumer has one per broker it fetches from); more: the transport's
+    PUMP_STASH_MIN_BYTES = 64 * 1024
+    PUMP_STASH_MAX_BYTES = 1024 * 1024  # what a wait reads for a pump at most: a larger answer is the transport's to read
+    PUMP_REST_WAIT_US = 1000  # how long a wait waits for the rest of an answer begun (a broker writes it in parts)
     WAIT_MAX_MS = 2147483647  # epoll_wait's int: a longer timeout waits this long
     EVENT_READ = 1  # selectors.EVENT_READ
     EVENT_WRITE = 2  # selectors.EVENT_WRITE
@@ -159,20 +171,95 @@ cdef inline bint _awaits_answer_keeping_gil(int epoll_fd, long long answer_due_u
     return ppoll(&watched, 1, &wait, NULL) > 0
 
 
-def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1):
+cdef void _pump_read(PumpCore* c, bint may_wait) noexcept nogil:
+    """c's connection is readable: what it has goes to c's stash (up to PUMP_STASH_MAX_BYTES); when the armed answer
+    is whole there, c decides, and a Fetch it fires is written now (what the socket does not take is the
+    transport's to write, take_fired). A broker writes a Fetch answer in parts (its head, then the records from the
+    log): with may_wait (the GIL released) the rest of an answer begun is waited for here, PUMP_REST_WAIT_US at
+    most. A read that fails or finds the
+    connection closed stops here: the transport's own read meets it."""
+    cdef ssize_t got, written
+    cdef Py_ssize_t room, pos = 0, size
+    cdef unsigned char* grown
+    cdef int32_t correlation_id
+    cdef int64_t until_us = 0
+    cdef pollfd watched
+    cdef timespec wait
+    if c.fd < 0 or not c.idle or c.fired or cyk_load(&c.armed) != 1:
+        return
+    while True:
+        room = c.stash_capacity - c.stash_len
+        if room == 0:
+            if c.stash_capacity >= PUMP_STASH_MAX_BYTES:
+                return
+            grown = <unsigned char*>realloc(c.stash, max(c.stash_capacity * 2, PUMP_STASH_MIN_BYTES))
+            if grown == NULL:
+                return
+            c.stash, c.stash_capacity = grown, max(c.stash_capacity * 2, PUMP_STASH_MIN_BYTES)
+            continue
+        got = recv(c.fd, c.stash + c.stash_len, <size_t>room, 0)
+        if got == 0 or (got < 0 and errno != EAGAIN and errno != EWOULDBLOCK and errno != EINTR):
+            return
+        if got > 0:
+            c.stash_len += got
+            if got == room:
+                continue  # more may be there
+        while c.stash_len - pos >= 8:  # the frames read, in order: the armed answer's, once whole, fires
+            size = <int32_t>_get_be32(c.stash + pos)
+            if size < 4 or size > PUMP_STASH_MAX_BYTES:
+                return
+            if c.stash_len - pos - 4 < size:
+                break
+            correlation_id = <int32_t>_get_be32(c.stash + pos + 4)
+            if correlation_id == c.answer_correlation_id:
+                if c.fire(c, c.stash + pos + 4, size):
+                    written = send(c.fd, c.out, <size_t>c.out_len, MSG_NOSIGNAL)
+                    c.written = written if written > 0 else 0
+                    c.fired = True
+                return
+            pos += 4 + size
+        if c.stash_len - pos < 8 and c.stash_len == pos:
+            return  # nothing of another frame begun
+        if not may_wait:
+            return
+        # an answer begun: its rest is on its way
+        if until_us == 0:
+            until_us = _clock_us() + PUMP_REST_WAIT_US
+        room = until_us - _clock_us()
+        if room <= 0:
+            return
+        wait.tv_sec = room // 1000000
+        wait.tv_nsec = (room % 1000000) * 1000
+        watched.fd = c.fd
+        watched.events = POLLIN
+        if ppoll(&watched, 1, &wait, NULL) <= 0:
+            return
+
+
+def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, list pumps=None):
     """wait_events(epoll_fd, timeout_ms, answer_due_us=-1)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
     selectors.EpollSelector.select reports them (at most WAIT_MAX_EVENTS; the rest are there on the next call). With
     timeout_ms > 0 (-1: no limit) and nothing ready yet it waits that long with the GIL released, which comes back
     through the application's next send() or poll() (module comment); what is ready at once is returned keeping it.
     answer_due_us (>= 0): an answer the caller awaits is due in that many microseconds; a thread whose socket calls
-    keep the GIL (gil_kept()) waits for one due within ANSWER_WAIT_MAX_US (1 ms) keeping it, that long at most."""
+    keep the GIL (gil_kept()) waits for one due within ANSWER_WAIT_MAX_US (1 ms) keeping it, that long at most.
+    pumps: FetchPumps attached to connections of this epoll set: one turned readable is read for before the GIL is
+    asked for (_pump_read)."""
     global cyk_wait_ended_us
     cdef epoll_event ready[WAIT_MAX_EVENTS]
-    cdef int count, code, i
+    cdef PumpCore* cores[WAIT_MAX_PUMPS]
+    cdef int count, code, i, j, pump_count = 0
     cdef int64_t wanted_us = 0
     cdef int wait_ms = <int>min(timeout_ms, WAIT_MAX_MS) if timeout_ms >= 0 else -1
     cdef uint32_t mask
+    cdef FetchPump pump
+    if pumps:
+        for pump in pumps:
+            if pump_count == WAIT_MAX_PUMPS:
+                break
+            cores[pump_count] = &pump._c
+            pump_count += 1
     count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, 0)  # what is ready now, keeping the GIL
     code = errno
     if count == 0 and wait_ms != 0 and _awaits_answer_keeping_gil(epoll_fd, answer_due_us):
@@ -182,11 +269,21 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1):
         with nogil:
             count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
+            for i in range(count if pump_count else 0):
+                if ready[i].events & EPOLLIN:
+                    for j in range(pump_count):
+                        if cores[j].fd == ready[i].data.fd:
+                            _pump_read(cores[j], True)
             wanted_us = _wants_gil()
         _holds_gil(wanted_us)
         cyk_wait_ended_us = wanted_us
     else:
         cyk_wait_ended_us = _clock_us()
+        for i in range(count if pump_count else 0):
+            if ready[i].events & EPOLLIN:
+                for j in range(pump_count):
+                    if cores[j].fd == ready[i].data.fd:
+                        _pump_read(cores[j], False)
     if count < 0:
         if code == EINTR:
             return []

@@ -18,6 +18,7 @@ the FetchCollector takes on the caller's; every method expects the lock held.
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,8 @@ class FetchBuffer:
         self.subscriptions = subscriptions
         self.items: deque[CompletedFetch] = deque()
         self.buffered_bytes: dict[int, int] = defaultdict(int)  # node id -> bytes of its answers in the buffer
+        self.buffered_answers: dict[int, int] = defaultdict(int)  # node id -> its answers (per partition) here
+        self.node_changed: Callable[[int], None] | None = None  # told a node's counts after each add and release
         # the waiting fetches by partition: add() reads only its own partition's, not the whole buffer (a caller
         # slow for a second leaves thousands of small answers here, and each add walking them all cost the network
         # thread quadratic time)
@@ -70,8 +73,11 @@ class FetchBuffer:
                 waiting.waiting = False
         self.items.append(item)
         self.buffered_bytes[item.node_id] += item.size_bytes
+        self.buffered_answers[item.node_id] += 1
         key = item.tp, item.epoch
         self._answers[key] = self._answers.get(key, 0) + 1
+        if self.node_changed is not None:
+            self.node_changed(item.node_id)
 
     def wait(self, item: CompletedFetch) -> None:
         """item is not handed out until its partition's next answer arrives (a transaction's marker may be in it)."""
@@ -84,6 +90,7 @@ class FetchBuffer:
         """item leaves the buffer (consumed, stale, or to be fetched again)."""
         self.items.remove(item)
         self.buffered_bytes[item.node_id] -= item.size_bytes
+        self.buffered_answers[item.node_id] -= 1
         self.freed += 1
         key = item.tp, item.epoch
         left = self._answers[key] - 1
@@ -97,6 +104,8 @@ class FetchBuffer:
             waiting.remove(item)
             if not waiting:
                 del self._waiting[item.tp]
+        if self.node_changed is not None:
+            self.node_changed(item.node_id)
 
     def drop_unassigned(self) -> None:
         """Drains what belongs to partitions no longer assigned."""

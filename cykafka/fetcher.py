@@ -37,11 +37,19 @@ from typing import Any
 
 from cykafka.config import ConsumerConfig
 from cykafka.core import PartitionFetch
-from cykafka.core.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, FetchPlan, FetchSession
+from cykafka.core.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, FetchPlan, FetchSession, next_epoch
 from cykafka.errors import KafkaError
-from cykafka.fetch_buffer import CompletedFetch, FetchBuffer
+from cykafka.fetch_buffer import FETCH_AHEAD_ANSWERS, CompletedFetch, FetchBuffer
 from cykafka.fetch_collector import grow_fetch_size
-from cykafka.ports import ClientResponse, MetadataSource, TopicPartition, Transport, by_topic
+from cykafka.ports import (
+    ClientResponse,
+    FetchPumpPort,
+    MetadataSource,
+    TopicPartition,
+    Transport,
+    by_topic,
+    fetch_pump_of,
+)
 from cykafka.protocol import Request
 from cykafka.protocol import apis as api
 from cykafka.protocol.error_codes import ErrorCode, ErrorKind, error_for, kinds_of
@@ -71,6 +79,23 @@ def fetch_request(partitions: Mapping[TopicPartition, tuple[int, int, int]], *, 
         "rack_id": rack_id})
 
 
+def _session_data(states: Mapping[TopicPartition, PartitionState]) -> dict[TopicPartition, tuple[int, int, int]]:
+    """What a Fetch says of each partition (fetch_request's tuple): the fetch session compares these."""
+    return {tp: (state.fetch_offset, state.fetch_size_bytes, state.leader_epoch)  # type: ignore[misc]
+            for tp, state in states.items()}
+
+
+class _Pumped:
+    """A Fetch the transport's pump sent (ports.FetchPumpPort) before its predecessor's answer was filed: what it
+    lists, and once the Fetcher adopted it (in that answer's handler) what it fetches, as send_ready's `sent`."""
+
+    __slots__ = ("offsets", "sent")
+
+    def __init__(self, offsets: list[tuple[str, int, int]]) -> None:
+        self.offsets = offsets
+        self.sent: dict[TopicPartition, tuple[int, int]] | None = None
+
+
 class Fetcher:
     """Sends Fetch requests for the assigned partitions and files their answers; runs on the network thread."""
 
@@ -90,11 +115,16 @@ class Fetcher:
         self._closes_in_flight: set[int] = set()
         self.on_fetch: Callable[[ClientResponse, dict[str, Any] | None, dict[TopicPartition, PartitionState]], None] \
             | None = None  # the consumer's metrics: each answer once, the lock held
+        self._pumps: dict[int, FetchPumpPort] = {}  # node id -> the pump last armed for it
+        self._pumped: dict[int, _Pumped] = {}  # node id -> the Fetch its pump sent, until the answer before it is filed
+        buffer.node_changed = self._buffer_changed
 
     def close_sessions(self) -> None:
         """Stops fetching: the next send_ready sends every broker holding a session of ours the Fetch that closes it
         (epoch -1, Java's close); a broker not ready then is skipped (its session expires there)."""
         self._closing = True
+        for pump in list(self._pumps.values()):
+            pump.disarm()
 
     @property
     def sessions_closed(self) -> bool:
@@ -148,27 +178,35 @@ class Fetcher:
         return state.fetch_offset is not None and state.fetch_offset >= end and self.buffer.fetched_ahead(
             tp, state.epoch)
 
+    def _fetchable(self, now_ms: int) -> tuple[dict[int, dict[TopicPartition, PartitionState]], int]:
+        """With the lock held: the partitions to fetch now by the node to fetch them from (position known, not paused,
+        not in flight, no error, validated, out of backoff, a leader known, not fetched ahead), and how long until a
+        backoff ends."""
+        snapshot = self.metadata.snapshot()
+        delay_ms = 2**31
+        by_node: dict[int, dict[TopicPartition, PartitionState]] = defaultdict(dict)
+        for tp, state in self.subscriptions.states.items():
+            if (state.fetch_offset is None or state.paused or state.in_flight or state.error is not None
+                    or state.awaiting_validation or self._fetched_ahead(tp, state)):
+                continue
+            if now_ms < state.not_before_ms:
+                delay_ms = min(delay_ms, state.not_before_ms - now_ms)
+                continue
+            leader = snapshot.leader(tp.topic, tp.partition)
+            self.metadata.add_topic(tp.topic, now_ms)
+            if leader < 0:
+                self.metadata.request_update()
+                state.not_before_ms = now_ms + self._retry_backoff_ms
+                continue
+            by_node[self._read_replica(tp, state, leader, snapshot.nodes, now_ms)][tp] = state
+        return by_node, delay_ms
+
     def send_ready(self, now_ms: int) -> int:
         if self._closing:
             return self._send_closes(now_ms)
-        sub, snapshot = self.subscriptions, self.metadata.snapshot()
-        delay_ms = 2**31
-        by_node: dict[int, dict[TopicPartition, PartitionState]] = defaultdict(dict)
+        sub = self.subscriptions
         with sub.lock:
-            for tp, state in sub.states.items():
-                if (state.fetch_offset is None or state.paused or state.in_flight or state.error is not None
-                        or state.awaiting_validation or self._fetched_ahead(tp, state)):
-                    continue
-                if now_ms < state.not_before_ms:
-                    delay_ms = min(delay_ms, state.not_before_ms - now_ms)
-                    continue
-                leader = snapshot.leader(tp.topic, tp.partition)
-                self.metadata.add_topic(tp.topic, now_ms)
-                if leader < 0:
-                    self.metadata.request_update()
-                    state.not_before_ms = now_ms + self._retry_backoff_ms
-                    continue
-                by_node[self._read_replica(tp, state, leader, snapshot.nodes, now_ms)][tp] = state
+            by_node, delay_ms = self._fetchable(now_ms)
             for node_id, states in by_node.items():
                 buffered_bytes = self.buffer.buffered_bytes[node_id]
                 # room for fetch.max.bytes per broker in the buffer; with none of its data buffered, at least 1 byte
@@ -182,8 +220,7 @@ class Fetcher:
                     continue
                 sent = {tp: (state.epoch, state.fetch_offset) for tp, state in states.items()}
                 session = self.sessions[node_id]
-                plan = session.build({tp: (state.fetch_offset, state.fetch_size_bytes,  # type: ignore[misc]
-                                           state.leader_epoch) for tp, state in states.items()})
+                plan = session.build(_session_data(states))
                 request = self._request(plan, max_wait_ms=self.config.fetch_max_wait_ms, max_bytes=room_bytes)
                 try:
                     self.transport.send(node_id, request, now_ms,
@@ -195,53 +232,136 @@ class Fetcher:
                 self._nodes_in_flight.add(node_id)
                 for state in states.values():
                     state.in_flight = True
+                if not plan.full:
+                    self._arm(node_id, session)
         return delay_ms
+
+    # -- the transport's fetch pump (ports.FetchPumpPort): the next Fetch sent as the answer is read --------------
+
+    def _arm(self, node_id: int, session: FetchSession[TopicPartition, tuple[int, int, int]]) -> None:
+        """The incremental Fetch to node_id in flight, the lock held: its answer may send the next one at once, as
+        this Fetcher would send it once that answer is filed (the session's partitions at the offsets it moves),
+        when it is plain (core/fetch_pump.pyx says which are)."""
+        pump = fetch_pump_of(self.transport, node_id)
+        if pump is None or self._closing:
+            self._pumps.pop(node_id, None)
+            return
+        self._pumps[node_id] = pump
+        states = self.subscriptions.states
+        read_committed = self.config.read_committed
+        partitions = []
+        for tp, (fetch_offset, max_bytes, leader_epoch) in session.partitions.items():
+            state = states.get(tp)
+            end = -1 if state is None else state.last_stable_offset if read_committed else state.high_watermark
+            partitions.append((tp.topic, tp.partition, fetch_offset, max_bytes, leader_epoch, end))
+        pump.set_buffered(self.buffer.buffered_answers[node_id], self.buffer.buffered_bytes[node_id])
+        pump.arm(session.session_id, next_epoch(session.epoch), self.config.fetch_max_wait_ms,
+                 self.config.fetch_min_bytes, self.config.fetch_max_bytes, read_committed, self.config.client_rack,
+                 partitions, FETCH_AHEAD_ANSWERS, lambda offsets: self._fired(node_id, offsets))
+
+    def _buffer_changed(self, node_id: int) -> None:
+        pump = self._pumps.get(node_id)
+        if pump is not None:
+            pump.set_buffered(self.buffer.buffered_answers[node_id], self.buffer.buffered_bytes[node_id])
+
+    def _fired(self, node_id: int, offsets: list[tuple[str, int, int]]) -> Callable[[ClientResponse], None]:
+        """The pump sent node_id's next Fetch (inside the transport's poll): adopted when the answer before it is
+        filed (_on_answer); returns the handler of its own answer."""
+        pumped = self._pumped[node_id] = _Pumped(offsets)
+        return lambda r: self._on_pumped_answer(r, pumped)
+
+    def _adopt(self, node_id: int, pumped: _Pumped, now_ms: int) -> None:
+        """The Fetch the pump sent becomes this Fetcher's, the lock held: the session plans it as sent (its epoch,
+        the partitions it moved), its partitions are in flight, and the pump is armed for its answer."""
+        session = self.sessions[node_id]
+        wanted = dict(session.partitions)
+        moved = set()
+        for topic, partition, fetch_offset in pumped.offsets:
+            tp = TopicPartition(topic, partition)
+            data = wanted.get(tp)
+            if data is not None:
+                wanted[tp] = (fetch_offset, data[1], data[2])
+                moved.add(tp)
+        plan = session.build(wanted)
+        if plan.full or set(plan.to_send) != moved or len(moved) != len(pumped.offsets):
+            log.debug("fetch session of node %s: the pumped fetch is not the session's next; starting over", node_id)
+            session.handle_error()  # its answer is dropped (_on_pumped_answer), the next fetch is full
+            return
+        states = self.subscriptions.states
+        pumped.sent = {tp: (state.epoch, data[0]) for tp, data in wanted.items()
+                       if (state := states.get(tp)) is not None}
+        # armed again only while it fetches what this Fetcher would (nothing paused, sought, assigned or fetched
+        # ahead since): each Fetch it fires is then one this Fetcher would send, sent sooner
+        rearm = _session_data(self._fetchable(now_ms)[0].get(node_id, {})) == session.partitions
+        for tp in pumped.sent:
+            states[tp].in_flight = True
+        self._nodes_in_flight.add(node_id)
+        if rearm:
+            self._arm(node_id, session)
+
+    def _on_pumped_answer(self, response: ClientResponse, pumped: _Pumped) -> None:
+        if pumped.sent is not None:
+            self._on_answer(response, pumped.sent, False)
+            return
+        with self.subscriptions.lock:  # never adopted: its predecessor's answer was lost, or the session moved on
+            self._nodes_in_flight.discard(response.node_id)
+            self.sessions[response.node_id].handle_error()
+            self.subscriptions.data_ready.notify_all()
 
     def _on_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]], full: bool) -> None:
         """The answer to a Fetch of `sent` {partition: (its epoch, fetch offset) when sent}; full: a full fetch."""
         sub, now_ms = self.subscriptions, response.received_ms
         self._nodes_in_flight.discard(response.node_id)
+        pumped = self._pumped.pop(response.node_id, None)  # the pump sent the next Fetch as this answer was read
+        with sub.lock:
+            self._file_answer(response, sent, full, now_ms)
+            if pumped is not None:
+                self._adopt(response.node_id, pumped, now_ms)
+
+    def _file_answer(self, response: ClientResponse, sent: dict[TopicPartition, tuple[int, int]], full: bool,
+                     now_ms: int) -> None:
+        """_on_answer's filing, the lock held: the session's bookkeeping, then each partition's data or error."""
+        sub = self.subscriptions
         body = response.response if isinstance(response.response, dict) else None
         session = self.sessions[response.node_id]
-        with sub.lock:
+        for tp in sent:
+            state = sub.states.get(tp)
+            if state is not None:
+                state.in_flight = False
+        if self._closing:
+            return
+        problem: KafkaError | str | None = response.error
+        if problem is not None or body is None:
+            session.handle_error()
+            problem = problem or "no answer"
+        elif not session.handle_response(
+                code := body.get("error_code", ErrorCode.NONE), body.get("session_id", INVALID_SESSION_ID),
+                (TopicPartition(t["topic"], p["partition_index"]) for t in body["responses"]
+                 for p in t["partitions"])):
+            if not full and code in _SESSION_ERRORS:  # the broker lost our session: at once a full fetch (Java)
+                log.debug("fetch session of node %s lost: %s", response.node_id, error_for(code))
+                return
+            problem = error_for(code) if code else "an answer naming partitions outside the fetch session"
+        if problem is not None:
+            log.debug("fetch from node %s failed: %s", response.node_id, problem)
+            self.metadata.request_update()
             for tp in sent:
                 state = sub.states.get(tp)
                 if state is not None:
-                    state.in_flight = False
-            if self._closing:
-                return
-            problem: KafkaError | str | None = response.error
-            if problem is not None or body is None:
-                session.handle_error()
-                problem = problem or "no answer"
-            elif not session.handle_response(
-                    code := body.get("error_code", ErrorCode.NONE), body.get("session_id", INVALID_SESSION_ID),
-                    (TopicPartition(t["topic"], p["partition_index"]) for t in body["responses"]
-                     for p in t["partitions"])):
-                if not full and code in _SESSION_ERRORS:  # the broker lost our session: at once a full fetch (Java)
-                    log.debug("fetch session of node %s lost: %s", response.node_id, error_for(code))
-                    return
-                problem = error_for(code) if code else "an answer naming partitions outside the fetch session"
-            if problem is not None:
-                log.debug("fetch from node %s failed: %s", response.node_id, problem)
-                self.metadata.request_update()
-                for tp in sent:
-                    state = sub.states.get(tp)
-                    if state is not None:
-                        state.not_before_ms = now_ms + self._retry_backoff_ms
-                        state.read_replica = None  # a failed fetch goes back to the leader (Java's)
-                return
-            assert body is not None
-            for topic in body["responses"]:
-                for p in topic["partitions"]:
-                    tp = TopicPartition(topic["topic"], p["partition_index"])
-                    state = sub.states.get(tp)
-                    if state is None or tp not in sent or sent[tp] != (state.epoch, state.fetch_offset):
-                        continue  # unassigned, sought or reset since it was sent
-                    self._file(tp, state, p, response.node_id, now_ms)
-            if self.on_fetch is not None:
-                self.on_fetch(response, body, sub.states)
-            sub.data_ready.notify_all()
+                    state.not_before_ms = now_ms + self._retry_backoff_ms
+                    state.read_replica = None  # a failed fetch goes back to the leader (Java's)
+            return
+        assert body is not None
+        for topic in body["responses"]:
+            for p in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], p["partition_index"])
+                state = sub.states.get(tp)
+                if state is None or tp not in sent or sent[tp] != (state.epoch, state.fetch_offset):
+                    continue  # unassigned, sought or reset since it was sent
+                self._file(tp, state, p, response.node_id, now_ms)
+        if self.on_fetch is not None:
+            self.on_fetch(response, body, sub.states)
+        sub.data_ready.notify_all()
 
     def _file(self, tp: TopicPartition, state: PartitionState, p: dict[str, Any], node_id: int, now_ms: int) -> None:
         """One partition's answer, with the lock held."""

@@ -257,6 +257,33 @@ class Transport(Protocol):
         ...
 
 
+class FetchPumpPort(Protocol):
+    """An optional capability of a Transport (`fetch_pump(node_id)`; SocketTransport has it, fakes need not): one
+    connection's next Fetch written from the answer to its last Fetch as soon as that answer is read, before the
+    answer's handler runs (core/fetch_pump.pyx). The Fetcher arms it after each incremental Fetch it has in flight;
+    a Fetch it fires is handed to `on_fired(its partitions as [(topic, partition, fetch_offset)])`, which returns the
+    handler of its answer."""
+
+    def arm(self, session_id: int, next_epoch: int, max_wait_ms: int, min_bytes: int, fetch_max_bytes: int,
+            read_committed: bool, rack_id: str, partitions: list[tuple[str, int, int, int, int, int]],
+            fetch_ahead_answers: int,
+            on_fired: Callable[[list[tuple[str, int, int]]], Callable[[ClientResponse], None]]) -> None: ...
+
+    def disarm(self) -> None:
+        """Any thread."""
+        ...
+
+    def set_buffered(self, answers: int, nbytes: int) -> None:
+        """The broker's answers in the consumer's buffer and their bytes (any thread)."""
+        ...
+
+
+def fetch_pump_of(transport: Transport, node_id: int) -> FetchPumpPort | None:
+    """The transport's fetch pump for node_id, None when it has none (FetchPumpPort)."""
+    fetch_pump: Callable[[int], FetchPumpPort | None] | None = getattr(transport, "fetch_pump", None)
+    return None if fetch_pump is None else fetch_pump(node_id)
+
+
 @dataclass(frozen=True, slots=True)
 class SecuritySettings:
     """What the security adapter needs from a client's config (security.protocol, ssl.*, sasl.*), validated by it."""
