@@ -19,6 +19,10 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
+from cykafka.protocol.error_codes import ErrorCode
+
+cdef int16_t _NO_ERROR = ErrorCode.NONE
+
 
 cdef extern from *:
     """
@@ -318,7 +322,7 @@ cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end, 
         return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
     if pos + 10 > end:  # throttle_time_ms, error_code, session_id
         return _PUMP_MALFORMED
-    if <int16_t>_get_be16(p + pos + 4) != 0:  # after throttle_time_ms
+    if <int16_t>_get_be16(p + pos + 4) != _NO_ERROR:  # after throttle_time_ms
         return _PUMP_ERROR
     if <int32_t>_get_be32(p + pos + 6) != c.session_id:
         return _PUMP_SESSION
@@ -370,7 +374,7 @@ cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end, 
                     break
             if part == NULL:
                 return _PUMP_OUTSIDE
-            if error_code != 0:
+            if error_code != _NO_ERROR:
                 return _PUMP_ERROR
             part.end_offset = last_stable_offset if c.isolation_level else high_watermark
             if records_len > 0:

@@ -218,7 +218,7 @@ cdef void _pump_read(PumpCore* c, bint may_wait) noexcept nogil:
                     c.fired = True
                 return
             pos += 4 + size
-        if c.stash_len - pos < 8 and c.stash_len == pos:
+        if c.stash_len == pos:
             return  # nothing of another frame begun
         if not may_wait:
             return
