@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cykafka.adapters import security
-from cykafka.core import FetchPump, gil_kept, sock_recv_into, sock_send, wait_ended_us, wait_events
+from cykafka.core import (
+    FETCH_PUMP_VERSION,
+    FetchPump,
+    gil_kept,
+    sock_recv_into,
+    sock_send,
+    wait_ended_us,
+    wait_events,
+)
 from cykafka.errors import (
     AllBrokersDownError,
     AuthenticationError,
@@ -66,7 +74,6 @@ _READ_CHUNK_BYTES = 256 * 1024
 _NEVER_MS = 2**63  # no deadline
 _TLS_COALESCE_BYTES = 64 * 1024  # small buffers are joined into one TLS write up to this
 _SIZE = struct.Struct(">i")
-_PUMP_FETCH_VERSION = 12  # the Fetch version core/fetch_pump.pyx reads and writes
 _PUMPED = Request(FETCH.key, {})  # the request of a Fetch the pump wrote (its handler knows what it asked)
 
 
@@ -228,7 +235,7 @@ class SocketTransport:
         """The connection's fetch pump (ports.FetchPumpPort), None when it is not ready, uses TLS (the wait cannot
         read it) or speaks Fetch at another version than the pump's."""
         conn = self._connections.get(node_id)
-        if conn is None or conn.state != _READY or conn.tls or conn.api_versions.get(FETCH.key) != _PUMP_FETCH_VERSION:
+        if conn is None or conn.state != _READY or conn.tls or conn.api_versions.get(FETCH.key) != FETCH_PUMP_VERSION:
             return None
         if conn.pump is None:
             conn.pump = _ConnectionPump(conn, self.settings.client_id, self._reserve_correlation_id)
@@ -951,7 +958,7 @@ class SocketTransport:
         assert pump.on_fired is not None
         conn.last_fetch_id = correlation_id
         handler = pump.on_fired(pump.core.fired_offsets())
-        req = _Request(correlation_id, FETCH.key, _PUMP_FETCH_VERSION, _PUMPED, handler, now_ms, True)
+        req = _Request(correlation_id, FETCH.key, FETCH_PUMP_VERSION, _PUMPED, handler, now_ms, True)
         self._timeout_due(now_ms + self.settings.request_timeout_ms)
         if written == len(frame):
             conn.in_flight.append(req)

@@ -2,6 +2,7 @@
 
 from cykafka.core import _core
 from cykafka.core._core import (
+    FETCH_PUMP_VERSION,
     RECORD_BATCH_OVERHEAD_BYTES,
     TRANSACTION_TRANSITIONS,
     AIOKafkaRecord,
@@ -58,6 +59,7 @@ from cykafka.core._core import (
 )
 
 __all__ = [
+    "FETCH_PUMP_VERSION",
     "RECORD_BATCH_OVERHEAD_BYTES",
     "TRANSACTION_TRANSITIONS",
     "AIOKafkaRecord",

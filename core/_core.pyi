@@ -261,6 +261,8 @@ class ConsumerRecord:
     def __eq__(self, other: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
 
+FETCH_PUMP_VERSION: int
+
 @final
 class FetchPump:
     def __init__(self, client_id: str | None) -> None: ...

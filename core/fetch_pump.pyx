@@ -35,6 +35,8 @@ cdef extern from *:
     void cyk_pump_store_ll "cyk_pump_store"(long long*, long long) nogil
 
 
+FETCH_PUMP_VERSION = PUMP_FETCH_VERSION  # the one Fetch version a FetchPump reads and writes
+
 _PUMP_REFUSALS = {
     _PUMP_FIRED: None,
     _PUMP_DISARMED: "not armed",

@@ -21,7 +21,7 @@ from test_fetch_decode import batch, control, values
 
 from cykafka import Consumer, Producer
 from cykafka.adapters.socket_transport import SocketTransport
-from cykafka.core import FetchPump, wait_events
+from cykafka.core import FETCH_PUMP_VERSION, FetchPump, wait_events
 from cykafka.core.fetch_session import FetchSession
 from cykafka.fetch_buffer import FETCH_AHEAD_ANSWERS
 from cykafka.fetcher import fetch_request
@@ -30,7 +30,7 @@ from cykafka.protocol import encode_request
 from cykafka.protocol.apis import FETCH
 from cykafka.protocol.frames import encode_response
 
-VERSION = 12
+VERSION = FETCH_PUMP_VERSION
 SESSION = 77
 CLIENT = "pump-test"
 MAX_WAIT_MS, MIN_BYTES, FETCH_MAX_BYTES = 500, 1, 50 * 1024 * 1024
