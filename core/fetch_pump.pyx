@@ -11,11 +11,11 @@
 # tagged field (a diverging epoch, a new leader), no preferred read replica, a whole batch for each partition with
 # records, and room by the buffer's bounds; anything else is the Fetcher's to handle in Python. Pure: bytes in, bytes
 # out, no I/O, no clock; `_fire` runs without the GIL.
-# Fetch v12 only (flexible, topic names: what cykafka speaks with Kafka 2.8+ and Tansu). The decision works on a
+# Fetch v12 only (flexible, topic names: cykafka's newest Fetch). The decision works on a
 # plain C struct (PumpCore, fetch_pump.pxd) through its `fire` pointer: the network thread's wait (netio.pyx) reads
 # the answer and writes the request without the GIL.
 
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
@@ -86,6 +86,11 @@ cdef inline Py_ssize_t _no_tags(const unsigned char* p, Py_ssize_t pos, Py_ssize
     if pos >= end:
         return -1
     return pos + 1 if p[pos] == 0 else -2
+
+
+cdef inline int _tags_refusal(Py_ssize_t pos) noexcept nogil:
+    """What _no_tags' failure (-1, -2) means for the pump."""
+    return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
 
 
 cdef inline int64_t _batches_end(const unsigned char* p, Py_ssize_t size_bytes, int64_t fetch_offset) noexcept nogil:
@@ -269,15 +274,15 @@ cdef class FetchPump:
 
 
 cdef int _pump_fire(PumpCore* c, const unsigned char* frame, Py_ssize_t frame_len) noexcept nogil:
-    """1 when the next request is written to _out; else 0 with _refusal set. Disarms either way."""
+    """1 when the next request is written to c.out; else 0 with c.refusal set. Disarms either way."""
     cdef long long data_bytes = 0, answers, buffered_bytes, room
-    cdef Py_ssize_t data_parts = 0, i
+    cdef Py_ssize_t i
     cdef _PumpPartition* part
     if cyk_pump_load_int(&c.armed) != 1:
         c.refusal = _PUMP_DISARMED
         return 0
     cyk_pump_store_int(&c.armed, 0)
-    c.refusal = _pump_read_answer(c, frame, frame_len, &data_bytes, &data_parts)
+    c.refusal = _pump_read_answer(c, frame, frame_len, &data_bytes)
     if c.refusal != _PUMP_FIRED:
         return 0
     answers = cyk_pump_load_ll(&c.buffered_answers)
@@ -304,8 +309,8 @@ cdef int _pump_fire(PumpCore* c, const unsigned char* frame, Py_ssize_t frame_le
             part.fetch_offset = part.next_offset
     return 1
 
-cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end, long long* data_bytes,
-                           Py_ssize_t* data_parts) noexcept nogil:
+cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end,
+                           long long* data_bytes) noexcept nogil:
     """Reads the answer into the partitions' next_offset / end_offset / changed; _PUMP_FIRED when it may fire."""
     cdef Py_ssize_t pos, topic_count, part_count, name_len, aborted, records_len, t, i, k, j
     cdef int16_t error_code
@@ -321,7 +326,7 @@ cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end, 
         return _PUMP_CORRELATION
     pos = _no_tags(p, 4, end)  # the response header's tags
     if pos < 0:
-        return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
+        return _tags_refusal(pos)
     if pos + 10 > end:  # throttle_time_ms, error_code, session_id
         return _PUMP_MALFORMED
     if <int16_t>_get_be16(p + pos + 4) != _NO_ERROR:  # after throttle_time_ms
@@ -361,7 +366,7 @@ cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end, 
                     return _PUMP_MALFORMED
                 pos = _no_tags(p, pos + 16, end)
                 if pos < 0:
-                    return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
+                    return _tags_refusal(pos)
             if pos + 4 > end:
                 return _PUMP_MALFORMED
             if <int32_t>_get_be32(p + pos) != -1:
@@ -385,20 +390,19 @@ cdef int _pump_read_answer(PumpCore* c, const unsigned char* p, Py_ssize_t end, 
                     return _PUMP_NO_BATCH
                 part.next_offset, part.changed = next_offset, True
                 data_bytes[0] += records_len
-                data_parts[0] += 1
             pos = _no_tags(p, pos + max(records_len, 0), end)  # the partition's tags (diverging epoch, leader)
             if pos < 0:
-                return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
+                return _tags_refusal(pos)
         pos = _no_tags(p, pos, end)  # the topic's
         if pos < 0:
-            return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
+            return _tags_refusal(pos)
     pos = _no_tags(p, pos, end)  # the body's
     if pos < 0:
-        return _PUMP_MALFORMED if pos == -1 else _PUMP_TAGGED
+        return _tags_refusal(pos)
     return _PUMP_FIRED
 
 cdef int _pump_write_request(PumpCore* c, int32_t max_bytes) noexcept nogil:
-    """The next Fetch into _out: fetcher.py's fetch_request for the changed partitions, grouped by topic in the
+    """The next Fetch into c.out: fetcher.py's fetch_request for the changed partitions, grouped by topic in the
     session's order (ports.by_topic), no forgotten partitions; -1 out of memory."""
     cdef Py_ssize_t i, j, t, count, size, client_len = c.client_id_len, rack_len = c.rack_id_len
     cdef unsigned char* out

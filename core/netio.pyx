@@ -32,7 +32,6 @@ import os as _os
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport realloc
-from cpython.ref cimport PyObject
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.pystate cimport PyThreadState_Get
 
@@ -176,10 +175,9 @@ cdef void _pump_read(PumpCore* c, bint may_wait) noexcept nogil:
     is whole there, c decides, and a Fetch it fires is written now (what the socket does not take is the
     transport's to write, take_fired). A broker writes a Fetch answer in parts (its head, then the records from the
     log): with may_wait (the GIL released) the rest of an answer begun is waited for here, PUMP_REST_WAIT_US at
-    most. A read that fails or finds the
-    connection closed stops here: the transport's own read meets it."""
+    most. A read that fails or finds the connection closed stops here: the transport's own read meets it."""
     cdef ssize_t got, written
-    cdef Py_ssize_t room, pos = 0, size
+    cdef Py_ssize_t room, pos = 0, size, capacity
     cdef unsigned char* grown
     cdef int32_t correlation_id
     cdef int64_t until_us = 0
@@ -192,10 +190,11 @@ cdef void _pump_read(PumpCore* c, bint may_wait) noexcept nogil:
         if room == 0:
             if c.stash_capacity >= PUMP_STASH_MAX_BYTES:
                 return
-            grown = <unsigned char*>realloc(c.stash, max(c.stash_capacity * 2, PUMP_STASH_MIN_BYTES))
+            capacity = max(c.stash_capacity * 2, PUMP_STASH_MIN_BYTES)
+            grown = <unsigned char*>realloc(c.stash, capacity)
             if grown == NULL:
                 return
-            c.stash, c.stash_capacity = grown, max(c.stash_capacity * 2, PUMP_STASH_MIN_BYTES)
+            c.stash, c.stash_capacity = grown, capacity
             continue
         got = recv(c.fd, c.stash + c.stash_len, <size_t>room, 0)
         if got == 0 or (got < 0 and errno != EAGAIN and errno != EWOULDBLOCK and errno != EINTR):
@@ -236,6 +235,17 @@ cdef void _pump_read(PumpCore* c, bint may_wait) noexcept nogil:
             return
 
 
+cdef void _pumps_read(const epoll_event* ready, int count, PumpCore** cores, int pump_count,
+                      bint may_wait) noexcept nogil:
+    """_pump_read for each pump whose connection the wait found readable."""
+    cdef int i, j
+    for i in range(count if pump_count else 0):
+        if ready[i].events & EPOLLIN:
+            for j in range(pump_count):
+                if cores[j].fd == ready[i].data.fd:
+                    _pump_read(cores[j], may_wait)
+
+
 def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, list pumps=None):
     """wait_events(epoll_fd, timeout_ms, answer_due_us=-1)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
@@ -249,7 +259,7 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, 
     global cyk_wait_ended_us
     cdef epoll_event ready[WAIT_MAX_EVENTS]
     cdef PumpCore* cores[WAIT_MAX_PUMPS]
-    cdef int count, code, i, j, pump_count = 0
+    cdef int count, code, i, pump_count = 0
     cdef int64_t wanted_us = 0
     cdef int wait_ms = <int>min(timeout_ms, WAIT_MAX_MS) if timeout_ms >= 0 else -1
     cdef uint32_t mask
@@ -269,21 +279,13 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, 
         with nogil:
             count = epoll_wait(epoll_fd, ready, WAIT_MAX_EVENTS, wait_ms)
             code = errno
-            for i in range(count if pump_count else 0):
-                if ready[i].events & EPOLLIN:
-                    for j in range(pump_count):
-                        if cores[j].fd == ready[i].data.fd:
-                            _pump_read(cores[j], True)
+            _pumps_read(ready, count, cores, pump_count, True)
             wanted_us = _wants_gil()
         _holds_gil(wanted_us)
         cyk_wait_ended_us = wanted_us
     else:
         cyk_wait_ended_us = _clock_us()
-        for i in range(count if pump_count else 0):
-            if ready[i].events & EPOLLIN:
-                for j in range(pump_count):
-                    if cores[j].fd == ready[i].data.fd:
-                        _pump_read(cores[j], False)
+        _pumps_read(ready, count, cores, pump_count, False)
     if count < 0:
         if code == EINTR:
             return []
