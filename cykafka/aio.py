@@ -3,10 +3,11 @@ sender and network threads; no second protocol implementation). Nothing here blo
 
 - AsyncProducer.send appends on the loop thread through the Producer's non-blocking append (`try_send`, the
   compiled send path; cykafka.producer_seam). When it answers what the record needs first, the coroutine awaits:
-  metadata looked for every METADATA_POLL_MS (`poll_metadata`, as the sync wait), memory through the Producer's one
-  memory wait (`memory_wait`: a waiter in the pool's FIFO queue that the sender thread wakes with
-  loop.call_soon_threadsafe). Both share one max.block.ms deadline and raise what the sync send raises
-  (KafkaTimeoutError, BufferExhaustedError). The Producer's public members only: no subclass, no private hook.
+  metadata looked for again whenever the sender thread has a new snapshot (`poll_metadata` and `metadata_watch`, as
+  the sync wait), memory through the Producer's one memory wait (`memory_wait`: a waiter in the pool's FIFO queue);
+  the sender thread wakes either waiter with loop.call_soon_threadsafe. Both share one max.block.ms deadline and
+  raise what the sync send raises (KafkaTimeoutError, BufferExhaustedError). The Producer's public members only: no
+  subclass, no private hook.
 - Acknowledgements: send() gives an asyncio future of the running loop (send_batch one per call), so gather,
   wait, as_completed and shield take it as it is (no Task each). The sender thread completes a batch; its Completion
   (cykafka.completion) hands the loop one call_soon_threadsafe, which resolves the futures of every record of that
@@ -45,7 +46,7 @@ from cykafka.ports.values import (
     checked_seconds,
 )
 from cykafka.producer import Producer
-from cykafka.producer_seam import METADATA_POLL_MS, NeedsMemory, NeedsMetadata
+from cykafka.producer_seam import METADATA_RECHECK_MS, NeedsMemory, NeedsMetadata
 from cykafka.serialization import validate_topic
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ T = TypeVar("T")
 
 
 class _LoopWaiter:
-    """A buffer-pool waiter (the pool calls notify() with the producer lock held, from any thread) for a coroutine."""
+    """A buffer-pool or metadata waiter (notify() is called with the producer lock held, from any thread) for a
+    coroutine."""
 
     __slots__ = ("event", "loop")
 
@@ -71,6 +73,14 @@ class _LoopWaiter:
         try:
             self.loop.call_soon_threadsafe(self.event.set)
         except RuntimeError:  # the loop is closed: its coroutine waits no more
+            pass
+
+    async def woken(self, timeout_ms: int) -> None:
+        """Returns once notified (since the last event.clear()) or after timeout_ms."""
+        try:
+            async with asyncio.timeout(max(0, timeout_ms) / 1000):
+                await self.event.wait()
+        except TimeoutError:
             pass
 
 
@@ -176,11 +186,16 @@ class AsyncProducer(AsyncSends):
         return await self._append_when_room(blocked, deadline_ms)
 
     async def _metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
-        """The topic's partition count, awaited until deadline_ms (then KafkaTimeoutError, as the sync send)."""
+        """The topic's partition count, awaited until deadline_ms (then KafkaTimeoutError, as the sync send): looked
+        for again at each new snapshot of the sender thread, at least every METADATA_RECHECK_MS."""
         producer = self._producer
-        while (count := producer.poll_metadata(topic, partition, deadline_ms)) is None:
-            await asyncio.sleep(min(METADATA_POLL_MS, max(0, deadline_ms - producer.clock.monotonic_ms())) / 1000)
-        return count
+        waiter = _LoopWaiter(asyncio.get_running_loop())
+        with producer.metadata_watch(waiter):
+            while True:
+                waiter.event.clear()  # before the look: a snapshot that comes after it wakes the wait below
+                if (count := producer.poll_metadata(topic, partition, deadline_ms)) is not None:
+                    return count
+                await waiter.woken(min(METADATA_RECHECK_MS, deadline_ms - producer.clock.monotonic_ms()))
 
     async def _append_when_room(self, needs: NeedsMemory, deadline_ms: int) -> RecordFuture:
         """The Producer's memory wait driven by a coroutine: queued in the pool's FIFO with the sync senders, woken
@@ -194,11 +209,7 @@ class AsyncProducer(AsyncSends):
                 outcome = wait.step()
                 if isinstance(outcome, RecordFuture):
                     return outcome
-                try:
-                    async with asyncio.timeout(outcome / 1000):
-                        await waiter.event.wait()
-                except TimeoutError:
-                    pass
+                await waiter.woken(outcome)
         finally:
             wait.close()
 

@@ -70,7 +70,7 @@ from cykafka.ports.values import (
     checked_offsets,
     checked_seconds,
 )
-from cykafka.producer_seam import AppendSeam, NeedsMemory, NeedsMetadata, ThreadWaiter
+from cykafka.producer_seam import AppendSeam, MemoryWaiter, NeedsMemory, NeedsMetadata, ThreadWaiter
 from cykafka.requests.coordinators import Coordinators
 from cykafka.sender import Sender, SenderThread, undelivered_records
 from cykafka.serialization import (
@@ -146,6 +146,7 @@ class Producer(SendPath, AppendSeam):
         self._clock: Clock = ports.clock or SystemClock()
         self._lock = ClientLock()
         self._closed = False
+        self._metadata_watchers: set[MemoryWaiter] = set()  # the waits for metadata (producer_seam.metadata_watch)
         self._never_block_thread: int | None = None  # refuse_blocking_on
         self._metrics = ProducerMetrics()
         self._key_serializer = make_serializer(cfg.key_serializer, "key")
@@ -202,6 +203,7 @@ class Producer(SendPath, AppendSeam):
                              on_batch_done=_weakly_bound(self, "_on_batch_done") if self._interceptors else None,
                              memory_freed=_weakly_bound(self, "_memory_freed"),
                              loop_started=_weakly_bound(self, "_sender_loop_started"),
+                             metadata_changed=_weakly_bound(self, "_metadata_changed"),
                              transactions=self._txn_requests,
                              waiting_for_responses=_weakly_bound(self, "_sender_waits_for_responses"),
                              telemetry=TelemetrySource(
@@ -528,6 +530,7 @@ class Producer(SendPath, AppendSeam):
         if self._closed:
             return
         self._closed = True
+        self._metadata_changed()  # a send waiting for metadata raises ProducerClosedError now
         if self._finalizer is not None:
             self._finalizer.detach()
         if self._runtime_pid != os.getpid():

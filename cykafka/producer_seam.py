@@ -16,9 +16,10 @@ through the Clock port), cykafka.aio's AsyncProducer on an asyncio.Event set fro
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -37,12 +38,12 @@ from cykafka.protocol.error_codes import ErrorCode, error_for
 if TYPE_CHECKING:
     from cykafka.config import ProducerConfig
 
-__all__ = ["MEMORY_RECHECK_MS", "METADATA_POLL_MS", "AppendSeam", "MemoryWait", "MemoryWaiter", "NeedsMemory",
+__all__ = ["MEMORY_RECHECK_MS", "METADATA_RECHECK_MS", "AppendSeam", "MemoryWait", "MemoryWaiter", "NeedsMemory",
            "NeedsMetadata", "ThreadWaiter", "WouldBlockError"]
 
 T = TypeVar("T")
 MEMORY_RECHECK_MS = 100  # a memory waiter looks again at least this often (a lost wake-up costs no more)
-METADATA_POLL_MS = 5  # a metadata wait looks again this often (the sender thread fetches meanwhile)
+METADATA_RECHECK_MS = 100  # a metadata waiter looks again at least this often (woken at each new snapshot)
 # a Metadata answer naming one of these for a topic fails its send at once (Java's maybeThrowExceptionForTopic)
 _TOPIC_METADATA_ERRORS = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_TOPIC_EXCEPTION)
 _AppendResult = tuple[RecordFuture, bool, bool, int]
@@ -170,6 +171,7 @@ class AppendSeam:
         _closed: bool
         _thread: Any
         _never_block_thread: int | None
+        _metadata_watchers: set[MemoryWaiter]
 
         def _wake_sender(self) -> None: ...
         def _sender_loop_started(self, snapshot: Any) -> None: ...
@@ -262,22 +264,46 @@ class AppendSeam:
             waiter.notify()
 
     def _wait_on_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int:
-        """Partition count of `topic`, waiting for metadata up to max.block.ms (Java's waitOnMetadata)."""
-        while True:
-            count = self.poll_metadata(topic, partition, deadline_ms)
-            if count is not None:
-                return count
-            if threading.get_ident() == self._never_block_thread:
-                raise WouldBlockError(f"the metadata of topic {topic!r}")
-            if self._thread is None:  # driven by hand (tests): nothing will fetch it
-                raise KafkaTimeoutError(f"topic {topic!r} not present in metadata and no sender thread runs")
-            self._clock.sleep_ms(min(METADATA_POLL_MS, deadline_ms - self._clock.monotonic_ms()))
+        """Partition count of `topic`, waiting for metadata up to max.block.ms (Java's waitOnMetadata): looks again
+        whenever the sender thread has a new snapshot (metadata_watch), at least every METADATA_RECHECK_MS."""
+        waiter = ThreadWaiter()
+        with self.metadata_watch(waiter):
+            while True:
+                waiter.clear()  # before the look: a snapshot that comes after it wakes the wait below
+                count = self.poll_metadata(topic, partition, deadline_ms)
+                if count is not None:
+                    return count
+                if threading.get_ident() == self._never_block_thread:
+                    raise WouldBlockError(f"the metadata of topic {topic!r}")
+                if self._thread is None:  # driven by hand (tests): nothing will fetch it
+                    raise KafkaTimeoutError(f"topic {topic!r} not present in metadata and no sender thread runs")
+                self._clock.wait_ms(waiter.wait, min(METADATA_RECHECK_MS, deadline_ms - self._clock.monotonic_ms()))
+
+    @contextlib.contextmanager
+    def metadata_watch(self, waiter: MemoryWaiter) -> Iterator[None]:
+        """Within the block, waiter.notify() is called (from the sender thread) whenever the producer has new
+        metadata (or a new authentication error) and when it closes: what wakes a wait for metadata between two
+        poll_metadata looks."""
+        with self._lock:
+            self._metadata_watchers.add(waiter)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._metadata_watchers.discard(waiter)
+
+    def _metadata_changed(self) -> None:
+        """The sender thread's news (and close()'s): every metadata wait looks again."""
+        with self._lock:
+            for waiter in self._metadata_watchers:
+                waiter.notify()
 
     def poll_metadata(self, topic: str, partition: int | None, deadline_ms: int) -> int | None:
         """One look for `topic`'s metadata, never blocking: its partition count (the partition, if given, in
-        range), or None after asking the sender thread for it (look again in METADATA_POLL_MS); raises what send()
-        would: KafkaTimeoutError from deadline_ms (Clock port ms) on, at once InvalidRecordError (partition out of
-        range), the broker's refusal of the topic, ProducerClosedError."""
+        range), or None after asking the sender thread for it (look again when metadata_watch's waiter is woken,
+        or after METADATA_RECHECK_MS); raises what send() would: KafkaTimeoutError from deadline_ms (Clock port ms)
+        on, at once InvalidRecordError (partition out of range), the broker's refusal of the topic,
+        ProducerClosedError."""
         snapshot = self._metadata.snapshot()
         count = snapshot.partition_count(topic)
         if count is not None:

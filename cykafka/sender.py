@@ -63,6 +63,7 @@ class Sender:
         on_batch_done: Callable[[ProducerBatch], None] | None = None,
         memory_freed: Callable[[Any], None] | None = None,
         loop_started: Callable[[ClusterSnapshot], None] | None = None,
+        metadata_changed: Callable[[], None] | None = None,
         transactions: TransactionRequests | None = None,
         waiting_for_responses: Callable[[], None] | None = None,
         telemetry: TelemetrySource | None = None,
@@ -77,6 +78,8 @@ class Sender:
         self._on_batch_done = on_batch_done
         self._memory_freed = memory_freed
         self._loop_started = loop_started
+        self._metadata_changed = metadata_changed  # after an answer made a new snapshot, or a new auth error
+        self._metadata_seen: ClusterSnapshot | None = None
         self._waiting_for_responses = waiting_for_responses  # appends need not wake us until a response comes
         self.telemetry = telemetry  # KIP-714: the producer's metrics pushed to a broker that asks for them
         self._leaders_snapshot: ClusterSnapshot | None = None
@@ -139,7 +142,13 @@ class Sender:
         auth_error = self.transport.authentication_error()
         if auth_error is not None and auth_error is not self._auth_error_seen:
             self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
+        news = auth_error is not self._auth_error_seen
         self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
+        if self._metadata_changed is not None:  # the sends waiting for metadata look again now (Java's awaitUpdate)
+            snapshot = self.metadata.snapshot()
+            if news or snapshot is not self._metadata_seen:
+                self._metadata_seen = snapshot
+                self._metadata_changed()
         self._report_fatal()  # an answer may have made the producer fatal: error_cb hears it now, not after a poll
 
     def _report_fatal(self) -> None:

@@ -6,17 +6,18 @@ sync send drives appends the record that waited once memory is freed."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from cykafka import Producer
+from cykafka import Producer, aio, producer_seam
 from cykafka.adapters.clock import SystemClock
 from cykafka.adapters.fake_cluster import FakeCluster
 from cykafka.core import RecordFuture
-from cykafka.errors import BufferExhaustedError
+from cykafka.errors import BufferExhaustedError, ProducerClosedError
 from cykafka.ports import Ports
 from cykafka.producer_seam import NeedsMemory, NeedsMetadata, ThreadWaiter, WouldBlockError
 
@@ -121,3 +122,58 @@ def test_the_sync_send_drives_the_same_memory_wait_to_its_deadline() -> None:
             producer.send("t", b"v")
     finally:
         producer.close(0)
+
+
+@pytest.fixture
+def no_recheck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metadata wait that is not woken sleeps a minute: only a wake-up ends it within the tests' bounds."""
+    monkeypatch.setattr(producer_seam, "METADATA_RECHECK_MS", 60_000)
+    monkeypatch.setattr(aio, "METADATA_RECHECK_MS", 60_000)
+
+
+@pytest.mark.usefixtures("no_recheck")
+def test_a_send_waiting_for_metadata_is_woken_by_the_new_snapshot_and_by_close() -> None:
+    """Java's waitOnMetadata: the wait looks again when the sender thread has a new snapshot (here the one naming
+    the topic, created while the send waits), not on a timer; close() wakes a waiting send, which raises."""
+    cluster = FakeCluster(SystemClock(), auto_create=False)
+    producer = _producer(cluster, None, **{"max.block.ms": 30_000, "retry.backoff.ms": 50})
+    outcome: list[object] = []
+
+    def send(topic: str) -> None:
+        try:
+            outcome.append(producer.send(topic, b"v").result(5))
+        except Exception as e:
+            outcome.append(e)
+
+    try:
+        sender = threading.Thread(target=send, args=("t",))
+        sender.start()
+        time.sleep(0.2)  # the send waits: the topic does not exist
+        assert outcome == [] and sender.is_alive()
+        cluster.create_topic("t", 1)
+        sender.join(10)
+        assert not sender.is_alive() and getattr(outcome[0], "topic", None) == "t", outcome
+        waiting = threading.Thread(target=send, args=("missing",))
+        waiting.start()
+        time.sleep(0.2)
+        assert waiting.is_alive()
+    finally:
+        producer.close(0)
+    waiting.join(10)
+    assert not waiting.is_alive() and isinstance(outcome[1], ProducerClosedError), outcome
+
+
+@pytest.mark.usefixtures("no_recheck")
+def test_an_async_send_waiting_for_metadata_is_woken_by_the_new_snapshot() -> None:
+    cluster = FakeCluster(SystemClock(), auto_create=False)
+
+    async def main() -> object:
+        async with aio.AsyncProducer({"bootstrap.servers": "fake:9092", "linger.ms": 0, "max.block.ms": 30_000,
+                                      "retry.backoff.ms": 50}, ports=Ports(transport=cluster)) as producer:
+            sending = asyncio.ensure_future(producer.send_and_wait("t", b"v"))
+            await asyncio.sleep(0.2)
+            assert not sending.done()
+            cluster.create_topic("t", 1)
+            return await asyncio.wait_for(sending, 10)
+
+    assert asyncio.run(main()).topic == "t"  # type: ignore[attr-defined]
