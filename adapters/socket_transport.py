@@ -172,6 +172,7 @@ class SocketTransport:
         self._correlation_id = 0
         self._pumps: list[_ConnectionPump] = []  # the connections' fetch pumps
         self._pump_cores: list[FetchPump] = []  # theirs, for wait_events
+        self.share_gil = False  # the client's application thread runs an asyncio loop (ports.share_gil_of)
         self._completed: list[ClientResponse] = []
         self._random = random.Random()
         self._closed = False
@@ -285,7 +286,7 @@ class SocketTransport:
         # the wait without the GIL, which the application's next send() or poll() hands back (core/netio.pyx); a
         # thread whose socket calls keep the GIL waits keeping it for a Produce answer due within 1 ms
         due_us = self._produce_answer_due_us() if timeout_ms > 0 and gil_kept() else -1
-        ready = wait_events(self._selector.fileno(), max(timeout_ms, 0), due_us, self._pump_cores)
+        ready = wait_events(self._selector.fileno(), max(timeout_ms, 0), due_us, self._pump_cores, self.share_gil)
         for pump in self._pumps:  # Fetches the wait fired go in flight before any answer read is handled
             if (fired := pump.core.take_fired()) is not None:
                 self._pumped(pump, *fired, now_ms)

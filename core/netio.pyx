@@ -25,7 +25,11 @@
 # one forced switch, the wake. (Keeping the GIL through every socket
 # call instead, so that a network thread released it only in its wait, starved an asyncio loop on the same process:
 # its lag p99 went from 5-9 to 16-37 ms in bench/async_bench.py; after a wait under FORCED_WAIT_US, the loop's own
-# turns, the calls still let it go.)
+# turns, the calls still let it go.) A network thread kept busy (its waits find events ready at once, so it gives the
+# GIL up only in socket calls, where CPython lets it take the GIL back before a waiting thread wakes) holds it until
+# the forced switch; for a client whose application thread runs an asyncio loop (wait_events' share_gil), it lets the
+# GIL go for BUSY_YIELD_US after each BUSY_TURNS_MAX_US of such turns (_busy_turns_yield), so the loop's lag stays
+# under the switch interval.
 
 import os as _os
 
@@ -87,6 +91,7 @@ cdef extern from *:
         short revents
     short POLLIN
     int ppoll(pollfd* fds, unsigned long nfds, const timespec* timeout, const void* sigmask) nogil
+    int nanosleep(const timespec* req, timespec* rem) nogil
 
 cdef enum:
     HANDOFF_MAX_US = 1000
@@ -94,6 +99,8 @@ cdef enum:
     FORCED_WAIT_US = 2000  # a wait for the GIL this long: a thread that does not give it up holds it
     KEEP_GIL_US = 1000  # then the socket reads and writes of the next KEEP_GIL_US keep it
     ANSWER_WAIT_MAX_US = 1000  # and an answer due within this long is waited for keeping it (at most this long)
+    BUSY_TURNS_MAX_US = 1000  # a sharing wait_events that found events ready at once this long lets the GIL go
+    BUSY_YIELD_US = 50  # for this long (an event loop's thread, woken by the release, takes it meanwhile)
     SEND_MAX_BUFFERS = 64
     WAIT_MAX_EVENTS = 64
     WAIT_MAX_PUMPS = 64  # pumps a wait reads for (a consumer has one per broker it fetches from); more: the transport's
@@ -246,8 +253,9 @@ cdef void _pumps_read(const epoll_event* ready, int count, PumpCore** cores, int
                     _pump_read(cores[j], may_wait)
 
 
-def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, list pumps=None):
-    """wait_events(epoll_fd, timeout_ms, answer_due_us=-1)\n--\n
+def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, list pumps=None,
+                bint share_gil=False):
+    """wait_events(epoll_fd, timeout_ms, answer_due_us=-1, pumps=None, share_gil=False)\n--\n
     The ready descriptors of the epoll set epoll_fd as [(fd, selectors.EVENT_READ | EVENT_WRITE bits)], as
     selectors.EpollSelector.select reports them (at most WAIT_MAX_EVENTS; the rest are there on the next call). With
     timeout_ms > 0 (-1: no limit) and nothing ready yet it waits that long with the GIL released, which comes back
@@ -255,8 +263,9 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, 
     answer_due_us (>= 0): an answer the caller awaits is due in that many microseconds; a thread whose socket calls
     keep the GIL (gil_kept()) waits for one due within ANSWER_WAIT_MAX_US (1 ms) keeping it, that long at most.
     pumps: FetchPumps attached to connections of this epoll set: one turned readable is read for before the GIL is
-    asked for (_pump_read)."""
-    global cyk_wait_ended_us
+    asked for (_pump_read). share_gil: the client's application thread runs an asyncio event loop, which must not
+    wait a switch interval (5 ms) for a network thread kept busy with events ready at once: _busy_turns_yield."""
+    global cyk_wait_ended_us, _busy_thread
     cdef epoll_event ready[WAIT_MAX_EVENTS]
     cdef PumpCore* cores[WAIT_MAX_PUMPS]
     cdef int count, code, i, pump_count = 0
@@ -283,9 +292,12 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, 
             wanted_us = _wants_gil()
         _holds_gil(wanted_us)
         cyk_wait_ended_us = wanted_us
+        _busy_thread = NULL
     else:
         cyk_wait_ended_us = _clock_us()
         _pumps_read(ready, count, cores, pump_count, False)
+        if share_gil:
+            _busy_turns_yield(cyk_wait_ended_us)
     if count < 0:
         if code == EINTR:
             return []
@@ -295,6 +307,36 @@ def wait_events(int epoll_fd, long long timeout_ms, long long answer_due_us=-1, 
         mask = ready[i].events
         events.append((ready[i].data.fd, (EVENT_WRITE if mask & ~EPOLLIN else 0) | (EVENT_READ if mask & ~EPOLLOUT else 0)))
     return events
+
+
+cdef void* _busy_thread = NULL  # the thread state whose waits found events ready at once since _busy_since_us
+cdef int64_t _busy_since_us = 0  # (read and set with the GIL held, as cyk_gil_keeper)
+
+
+cdef inline void _busy_turns_yield(int64_t now_us) noexcept:
+    """A network thread whose waits found events ready at once (keeping the GIL) for BUSY_TURNS_MAX_US lets the GIL
+    go for BUSY_YIELD_US, then wants it back as after a system call (the application's next call hands it over).
+    Why: such a thread gives the GIL up only in its socket calls, and CPython lets the thread that releases it for a
+    system call take it back before a waiting thread wakes, so an event loop on the same process waited for the
+    forced switch, 5 ms and more (bench/async_bench.py on Apache Kafka at ~800k records/s: loop lag max 4.7-8.2 ms).
+    The pause is a sleep, not a release and retake, for that reason."""
+    global _busy_thread, _busy_since_us
+    cdef void* me = <void*>PyThreadState_Get()
+    cdef timespec pause
+    cdef int64_t wanted_us
+    if _busy_thread != me:
+        _busy_thread = me
+        _busy_since_us = now_us
+        return
+    if now_us - _busy_since_us < BUSY_TURNS_MAX_US:
+        return
+    pause.tv_sec = 0
+    pause.tv_nsec = BUSY_YIELD_US * 1000
+    with nogil:
+        nanosleep(&pause, NULL)
+        wanted_us = _wants_gil()
+    _holds_gil(wanted_us)
+    _busy_since_us = _clock_us()
 
 
 def gil_kept():

@@ -32,7 +32,7 @@ from cykafka.errors import (
     ProducerClosedError,
 )
 from cykafka.metrics import ProducerMetrics
-from cykafka.ports import Clock, MetadataSource, Transport
+from cykafka.ports import Clock, MetadataSource, Transport, share_gil_of
 from cykafka.protocol.error_codes import ErrorCode, error_for
 
 if TYPE_CHECKING:
@@ -251,8 +251,11 @@ class AppendSeam:
 
     def refuse_blocking_on(self, thread_id: int | None) -> None:
         """From now on, a call on the thread `thread_id` (threading.get_ident(); None: no thread) that would wait
-        for metadata or memory raises WouldBlockError instead: an event loop's thread (cykafka.aio)."""
+        for metadata or memory raises WouldBlockError instead: an event loop's thread (cykafka.aio). The sender
+        thread then lets the GIL go after each millisecond of busy turns, so that the loop does not wait a switch
+        interval for it (ports.share_gil_of)."""
         self._never_block_thread = thread_id
+        share_gil_of(self._transport, thread_id is not None)
 
     @property
     def clock(self) -> Clock:

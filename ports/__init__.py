@@ -284,6 +284,14 @@ def fetch_pump_of(transport: Transport, node_id: int) -> FetchPumpPort | None:
     return None if fetch_pump is None else fetch_pump(node_id)
 
 
+def share_gil_of(transport: Transport, on: bool) -> None:
+    """Tells a transport whose network thread may keep the GIL through busy turns (adapters/socket_transport.py)
+    that the client's application thread runs an asyncio event loop (core/netio.pyx, wait_events' share_gil); a
+    transport without the setting (the fakes) has nothing to change."""
+    if hasattr(transport, "share_gil"):
+        transport.share_gil = on
+
+
 @dataclass(frozen=True, slots=True)
 class SecuritySettings:
     """What the security adapter needs from a client's config (security.protocol, ssl.*, sasl.*), validated by it."""

@@ -11,6 +11,9 @@ Tansu.
 
 from __future__ import annotations
 
+import contextlib
+import select
+import socket
 import sys
 import threading
 import time
@@ -22,6 +25,7 @@ import pytest
 
 from cykafka import Consumer, Producer, TopicPartition
 from cykafka.broker import EmbeddedBroker
+from cykafka.core import gil_releases, sock_recv_into, sock_send, wait_events
 
 SWITCH_INTERVAL_S = 10.0
 DEADLINE_S = 20.0
@@ -169,53 +173,63 @@ def test_the_system_calls_answer_as_the_transport_expects() -> None:
             right.close()
 
 
-def _socket_calls_after_a_wake(main_spins: bool) -> tuple[float, int]:
-    """A network thread waits in wait_events until the main thread writes a byte; then it makes 30 plain-socket
-    calls. With main_spins the main thread then holds the GIL in pure Python (never calling cykafka), so the thread's
-    wait for it ends only by CPython's forced switch (0.1 s here). Returns (the thread's wait, how many times its
-    socket calls gave the GIL up: gil_releases() before and after them)."""
-    import select
-    import socket
-
-    from cykafka.core import gil_releases, sock_recv_into, sock_send, wait_events
-
+@contextlib.contextmanager
+def _epoll_pair() -> Iterator[tuple[socket.socket, socket.socket, select.epoll]]:
+    """A non-blocking socket pair (left, right) and an epoll set with left registered for reading."""
     left, right = socket.socketpair()
     left.setblocking(False)
     right.setblocking(False)
     epoll = select.epoll()
     epoll.register(left.fileno(), select.EPOLLIN)
-    marks: dict[str, float] = {}
-
-    def network_thread() -> None:
-        wait_events(epoll.fileno(), 10_000)
-        marks["woke"] = time.perf_counter()
-        buffer = bytearray(16)
-        before = gil_releases()
-        for _ in range(10):
-            sock_recv_into(left.fileno(), buffer)
-            sock_send(left.fileno(), [b"y"])
-            sock_recv_into(right.fileno(), buffer)
-        marks["releases"] = gil_releases() - before
-
-    thread = threading.Thread(target=network_thread)
-    previous = sys.getswitchinterval()
     try:
-        thread.start()
-        time.sleep(0.1)  # the thread is in its wait
-        sys.setswitchinterval(0.1)
-        marks["sent"] = time.perf_counter()
-        right.send(b"x")
-        if main_spins:
-            until = time.perf_counter() + 5
-            while thread.is_alive() and time.perf_counter() < until:
-                pass
-        thread.join(10)
+        yield left, right, epoll
     finally:
-        sys.setswitchinterval(previous)
         epoll.close()
         left.close()
         right.close()
-    return marks["woke"] - marks["sent"], int(marks["releases"])
+
+
+@contextlib.contextmanager
+def _switch_interval_restored() -> Iterator[None]:
+    previous = sys.getswitchinterval()
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+def _socket_calls_after_a_wake(main_spins: bool) -> tuple[float, int]:
+    """A network thread waits in wait_events until the main thread writes a byte; then it makes 30 plain-socket
+    calls. With main_spins the main thread then holds the GIL in pure Python (never calling cykafka), so the thread's
+    wait for it ends only by CPython's forced switch (0.1 s here). Returns (the thread's wait, how many times its
+    socket calls gave the GIL up: gil_releases() before and after them)."""
+    with _epoll_pair() as (left, right, epoll):
+        marks: dict[str, float] = {}
+
+        def network_thread() -> None:
+            wait_events(epoll.fileno(), 10_000)
+            marks["woke"] = time.perf_counter()
+            buffer = bytearray(16)
+            before = gil_releases()
+            for _ in range(10):
+                sock_recv_into(left.fileno(), buffer)
+                sock_send(left.fileno(), [b"y"])
+                sock_recv_into(right.fileno(), buffer)
+            marks["releases"] = gil_releases() - before
+
+        thread = threading.Thread(target=network_thread)
+        with _switch_interval_restored():
+            thread.start()
+            time.sleep(0.1)  # the thread is in its wait
+            sys.setswitchinterval(0.1)
+            marks["sent"] = time.perf_counter()
+            right.send(b"x")
+            if main_spins:
+                until = time.perf_counter() + 5
+                while thread.is_alive() and time.perf_counter() < until:
+                    pass
+            thread.join(10)
+        return marks["woke"] - marks["sent"], int(marks["releases"])
 
 
 def test_socket_calls_after_a_forced_switch_keep_the_gil() -> None:
@@ -283,3 +297,60 @@ def _acknowledge_beside_a_spinning_thread(bootstrap_servers: str) -> None:
                 break
     assert min(took_ms) < 350, (f"acknowledged after {', '.join(f'{ms:.0f}' for ms in took_ms)} ms; the last Produce "
                                 f"round trips before each try: {round_trips_us} µs")
+
+
+def _longest_tick_s(share_gil: bool) -> float:
+    """The main thread's longest 1 ms sleep (an event loop's tick) while a network thread turns for 0.6 s with
+    events always ready (a socket never read: each wait returns at once, keeping the GIL) and 0.2 ms of Python per
+    turn, CPython's forced switch 10 s away."""
+    with _epoll_pair() as (_, right, epoll):
+        right.send(b"x")  # the left socket stays readable
+
+        def network_thread() -> None:
+            until = time.perf_counter() + 0.6
+            while time.perf_counter() < until:
+                assert wait_events(epoll.fileno(), 1000, -1, None, share_gil)
+                _spin(0.0002)
+
+        thread = threading.Thread(target=network_thread)
+        longest_s = 0.0
+        with _switch_interval_restored():
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+            last = time.perf_counter()
+            thread.start()  # (returns once this thread has the GIL again)
+            while True:
+                now = time.perf_counter()
+                longest_s, last = max(longest_s, now - last), now
+                if not thread.is_alive():
+                    break
+                time.sleep(0.001)
+            thread.join(10)
+        return longest_s
+
+
+def test_a_busy_network_thread_lets_an_event_loop_run_when_told_to_share_the_gil() -> None:
+    """A network thread whose waits find events ready at once keeps the GIL through them; with share_gil (the
+    client's application thread runs an asyncio loop: AsyncProducer) it lets the GIL go after each millisecond of
+    such turns (core/netio.pyx, _busy_turns_yield), so the loop's tick comes within milliseconds; without it, the
+    tick waits for the thread's whole busy run (0.6 s here), as it would for a 5 ms switch interval."""
+    unshared_s = _longest_tick_s(False)
+    shared_s = _longest_tick_s(True)
+    assert unshared_s >= 0.3, f"the control run's longest tick was {unshared_s * 1e3:.1f} ms: the thread let go"
+    assert shared_s < 0.1, f"longest tick {shared_s * 1e3:.1f} ms while the network thread shared the GIL"
+
+
+def test_an_async_producer_tells_its_transport_to_share_the_gil() -> None:
+    """AsyncProducer hands its loop's thread to Producer.refuse_blocking_on, which turns share_gil on in the
+    producer's socket transport (ports.share_gil_of); a sync Producer's stays off."""
+    import asyncio
+
+    from cykafka.aio import AsyncProducer
+
+    with Producer({"bootstrap.servers": "127.0.0.1:9"}) as producer:
+        assert producer._transport.share_gil is False  # type: ignore[attr-defined]
+
+    async def shared() -> bool:
+        async with AsyncProducer({"bootstrap.servers": "127.0.0.1:9"}) as producer:
+            return bool(producer._producer._transport.share_gil)  # type: ignore[attr-defined]
+
+    assert asyncio.run(shared())
