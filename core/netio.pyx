@@ -318,7 +318,7 @@ cdef inline void _busy_turns_yield(int64_t now_us) noexcept:
     go for BUSY_YIELD_US, then wants it back as after a system call (the application's next call hands it over).
     Why: such a thread gives the GIL up only in its socket calls, and CPython lets the thread that releases it for a
     system call take it back before a waiting thread wakes, so an event loop on the same process waited for the
-    forced switch, 5 ms and more (bench/async_bench.py on Apache Kafka at ~800k records/s: loop lag max 4.7-8.2 ms).
+    forced switch, 5 ms and more (bench/async_bench.py on Apache Kafka at ~750k records/s: loop lag max 3.7-10.8 ms).
     The pause is a sleep, not a release and retake, for that reason."""
     global _busy_thread, _busy_since_us
     cdef void* me = <void*>PyThreadState_Get()

@@ -140,9 +140,9 @@ class Sender:
             if response.handler is not None:
                 response.handler(response)
         auth_error = self.transport.authentication_error()
-        if auth_error is not None and auth_error is not self._auth_error_seen:
-            self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
         news = auth_error is not self._auth_error_seen
+        if news and auth_error is not None:
+            self.fail_undrained(auth_error)  # fatal, not retriable: what waits for a connection fails now
         self._auth_error_seen = auth_error  # batches queued later wait for the next attempt (after its backoff)
         if self._metadata_changed is not None:  # the sends waiting for metadata look again now (Java's awaitUpdate)
             snapshot = self.metadata.snapshot()
