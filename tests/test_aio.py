@@ -19,6 +19,7 @@ import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,9 +75,22 @@ def _rows(records: list[Any]) -> list[tuple[Any, ...]]:
 
 @contextlib.contextmanager
 def _paused(broker: EmbeddedBroker) -> Iterator[None]:
-    """The broker process stopped (SIGSTOP): requests go unanswered, so the producer's buffer fills."""
+    """The broker process stopped (SIGSTOP): requests go unanswered, so the producer's buffer fills. The signal stops
+    the process's threads a little later: until every one is stopped, a request sent could still be answered (a
+    buffer freed after the test filled them, seen in CI), so this waits for that (bounded)."""
     assert broker.pid is not None
     os.kill(broker.pid, signal.SIGSTOP)
+    tasks = Path(f"/proc/{broker.pid}/task")
+    for _ in range(2000):
+        states = []
+        for task in tasks.iterdir():
+            with contextlib.suppress(OSError):  # a thread that just ended
+                states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        if states and all(state in ("T", "t") for state in states):
+            break
+        time.sleep(0.001)
+    else:
+        raise AssertionError(f"the broker (pid {broker.pid}) did not stop within 2 s of SIGSTOP")
     try:
         yield
     finally:
