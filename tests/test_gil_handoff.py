@@ -31,15 +31,21 @@ SWITCH_INTERVAL_S = 10.0
 DEADLINE_S = 20.0
 
 
-@pytest.fixture()
-def no_forced_switch() -> Iterator[None]:
-    """CPython forces a thread waiting for the GIL onto it only after the switch interval: 10 s here."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+@contextlib.contextmanager
+def _switch_interval_restored() -> Iterator[None]:
+    previous = sys.getswitchinterval()
     try:
         yield
     finally:
-        sys.setswitchinterval(before)
+        sys.setswitchinterval(previous)
+
+
+@pytest.fixture()
+def no_forced_switch() -> Iterator[None]:
+    """CPython forces a thread waiting for the GIL onto it only after the switch interval: 10 s here."""
+    with _switch_interval_restored():
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        yield
 
 
 def _spin(seconds: float) -> None:
@@ -189,15 +195,6 @@ def _epoll_pair() -> Iterator[tuple[socket.socket, socket.socket, select.epoll]]
         right.close()
 
 
-@contextlib.contextmanager
-def _switch_interval_restored() -> Iterator[None]:
-    previous = sys.getswitchinterval()
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
-
-
 def _socket_calls_after_a_wake(main_spins: bool) -> tuple[float, int]:
     """A network thread waits in wait_events until the main thread writes a byte; then it makes 30 plain-socket
     calls. With main_spins the main thread then holds the GIL in pure Python (never calling cykafka), so the thread's
@@ -280,17 +277,14 @@ def _acknowledge_beside_a_spinning_thread(bootstrap_servers: str) -> None:
             connections = producer._transport._connections.values()
             round_trips_us.append([getattr(c, "produce_answer_us", -1) for c in connections])
             acknowledged.clear()
-            previous = sys.getswitchinterval()
-            sys.setswitchinterval(0.2)
-            try:
+            with _switch_interval_restored():
+                sys.setswitchinterval(0.2)
                 sent = time.perf_counter()
                 producer.send(topic, b"v", partition=0,
                               on_delivery=lambda error, metadata: acknowledged.append(time.perf_counter()))
                 until = sent + 5
                 while not acknowledged and time.perf_counter() < until:
                     pass  # holds the GIL; the callback runs on the sender thread
-            finally:
-                sys.setswitchinterval(previous)
             assert acknowledged, "not acknowledged within 5 s"
             took_ms.append((acknowledged[0] - sent) * 1e3)
             if took_ms[-1] < 350:
