@@ -329,8 +329,8 @@ cdef object _header_column(object obj, Py_ssize_t n):
             for j in range(start, start + count):
                 at = col.struct_offset + j
                 if col.struct_validity != NULL and not (col.struct_validity[at >> 3] >> (at & 7)) & 1:
-                    raise SerializationError(f"headers[{i}]: each header must be a (str, bytes-like, str or None) "
-                                             f"pair, got None")
+                    raise SerializationError(f"headers[{i}]: each header must be a (key, value) pair "
+                                             f"(the key a str, the value bytes-like, str or None), got None")
                 if col.keys.validity != NULL:
                     at = col.keys.offset + j
                     if not (col.keys.validity[at >> 3] >> (at & 7)) & 1:

@@ -483,8 +483,9 @@ cdef object _checked_headers(object headers, Py_ssize_t index):
         except TypeError:
             items = None
     if items is None:
-        raise SerializationError(f"{_field_name('headers', index)} must be None, a dict or a list of (str, "
-                                 f"bytes-like, str or None) pairs, not {type(headers).__name__}")
+        raise SerializationError(f"{_field_name('headers', index)} must be None, a dict or a list of (key, value) "
+                                 f"pairs (the key a str, the value bytes-like, str or None), not "
+                                 f"{type(headers).__name__}")
     for i in range(PyTuple_GET_SIZE(items)):
         item = <object>PyTuple_GET_ITEM(items, i)
         if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
@@ -494,8 +495,8 @@ cdef object _checked_headers(object headers, Py_ssize_t index):
             key = <object>PyList_GET_ITEM(item, 0)
             value = <object>PyList_GET_ITEM(item, 1)
         else:
-            raise SerializationError(f"{_field_name('headers', index)}: each header must be a (str, bytes-like, str "
-                                     f"or None) pair, got {item!r:.80}")
+            raise SerializationError(f"{_field_name('headers', index)}: each header must be a (key, value) "
+                                     f"pair (the key a str, the value bytes-like, str or None), got {item!r:.80}")
         if not PyUnicode_Check(key):
             raise SerializationError(f"{_field_name('headers', index)}: header keys must be str, got "
                                      f"{type(key).__name__}")

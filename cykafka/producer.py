@@ -117,9 +117,10 @@ class Producer(SendPath, AppendSeam):
     in one call. flush() waits for everything queued; close() flushes and stops (also on leaving a `with` block).
     send() and send_batch() take the same keys, values and headers: a key or value is bytes-like (bytes, bytearray,
     memoryview or any C-contiguous buffer of bytes, format B, b or c), a str (UTF-8) or None (or what a configured
-    serializer takes); headers are None, a dict or a list of (str, bytes-like, str or None) pairs; a partition is an
-    int (not a bool) in range, also from a partitioner.class; a timestamp an int in [0, 2**63). Anything else raises
-    SerializationError / InvalidRecordError naming the argument, with nothing of the call queued.
+    serializer takes); headers are None, a dict or a list of (key, value) pairs (the key a str, the value
+    bytes-like, str or None); a partition is an int (not a bool) in range, also from a partitioner.class; a timestamp
+    an int in [0, 2**63). Anything else raises SerializationError / InvalidRecordError naming the argument, with
+    nothing of the call queued.
     """
 
     # two overloads so that `Producer(**config)` with a dict[str, object] type-checks: it cannot match `ports`
