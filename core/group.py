@@ -394,19 +394,20 @@ class GroupMember:
 
     def commit_request(self, offsets: Mapping[TP, int | tuple[int, str | None, int]]) -> Request:
         """OffsetCommit of {(topic, partition): offset or (offset, metadata, leader epoch)} with this member's
-        generation and id (manual assignment, not subscribed: generation -1 and no member id, as Java), to send to the
-        group's coordinator; its answer comes back through on_offsets_answer. Raises REBALANCE_IN_PROGRESS's error
-        while a subscribed member is rebalancing (Java's RebalanceInProgressException: the commit could not name a
-        generation)."""
-        subscribed = self._subscribed()
-        if subscribed and self.state is not MemberState.STABLE:
+        generation and id while it is in the group, leaving included (the revoked partitions' commit of unsubscribe
+        and close, Java's onLeavePrepare); else (manual assignment) generation -1 and no member id, as Java. To send
+        to the group's coordinator; its answer comes back through on_offsets_answer. Raises REBALANCE_IN_PROGRESS's
+        error while a subscribed member is rebalancing (Java's RebalanceInProgressException: the commit could not
+        name a generation)."""
+        if self._subscribed() and self.state is not MemberState.STABLE:
             raise error_for(ErrorCode.REBALANCE_IN_PROGRESS, f"group {self.settings.group_id!r}: offset commit "
                             "cannot be completed since the consumer is undergoing a rebalance")
+        in_group = self.generation_id != NO_GENERATION and bool(self.member_id)
         body: OffsetCommitRequestBody = {
             "group_id": self.settings.group_id,
-            "generation_id_or_member_epoch": self.generation_id if subscribed else NO_GENERATION,
-            "member_id": self.member_id if subscribed else "",
-            "group_instance_id": self.settings.group_instance_id if subscribed else None,
+            "generation_id_or_member_epoch": self.generation_id if in_group else NO_GENERATION,
+            "member_id": self.member_id if in_group else "",
+            "group_instance_id": self.settings.group_instance_id if in_group else None,
             "topics": apis.offset_commit_topics(offsets)}
         self._commits_in_flight += 1
         return Request(apis.OFFSET_COMMIT.key, body)

@@ -3,8 +3,8 @@ three members split 6 partitions 2/2/2; a fourth joins and only the partitions t
 keeping theirs reading on without a pause; a member closing hands its partitions to the others; every record read at
 least once; a member killed with SIGKILL loses its partitions to the others after the session timeout; commits
 carrying the member epoch survive a restart; a pattern goes to the broker; a taken group.instance.id, and a broker
-without KIP-848, are typed errors from poll; classic and consumer-protocol members share a group; a classic-only key
-is a ConfigError.
+without KIP-848, are typed errors from poll; classic and consumer-protocol members share a group; unsubscribe()'s
+auto commit is taken in either protocol; a classic-only key is a ConfigError.
 
 The test broker's consumer groups heartbeat every second and time out after 6 s (tests/apache_kafka.py:
 group.consumer.heartbeat.interval.ms, group.consumer.session.timeout.ms)."""
@@ -264,6 +264,33 @@ async def _read_async(bootstrap: str, topic: str) -> None:
         while len(got) < 11 * PARTITIONS and time.monotonic() < deadline:
             got += await consumer.poll(0.2)
         assert len(got) == 11 * PARTITIONS and assigned == [{TopicPartition(topic, p) for p in range(PARTITIONS)}]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_unsubscribe_auto_commits_what_was_read_in_the_members_generation(kafka_broker: Any, protocol: str) -> None:
+    """Java's onLeavePrepare on unsubscribe(): the auto commit of the revoked partitions names the member (its
+    generation or epoch) and Apache Kafka takes it. It went without them and was refused (UNKNOWN_MEMBER_ID,
+    logged; nothing committed) while the member was still in the group."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = _name("unsub"), _name("gunsub")
+    _create(bootstrap, (topic, 2))
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for p in range(2):
+            for _ in range(5):
+                producer.send(topic, b"x", partition=p)
+        producer.flush(30)
+    config = {"group.protocol": protocol, "auto.offset.reset": "earliest", "auto.commit.interval.ms": 600_000}
+    with Consumer({"bootstrap.servers": bootstrap, "group.id": group, **config}) as consumer:
+        consumer.subscribe([topic])
+        got: list[Any] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while len(got) < 10 and time.monotonic() < deadline:
+            got += consumer.poll(0.2)
+        assert len(got) == 10
+        consumer.unsubscribe()  # the only commit: the interval's first is 10 minutes away
+        everything = [TopicPartition(topic, p) for p in range(2)]
+        committed = consumer.committed(everything)
+    assert {tp.partition: None if om is None else om.offset for tp, om in committed.items()} == {0: 5, 1: 5}
 
 
 def test_a_classic_only_key_with_the_consumer_protocol_is_a_config_error() -> None:

@@ -272,9 +272,14 @@ def test_close_revokes_then_leaves_a_dynamic_member() -> None:
     s.expect(None)
 
 
-def test_the_listener_commits_on_close_with_the_generation_and_the_leave_waits_for_it() -> None:
+@pytest.mark.parametrize("leave", ["close", "unsubscribe"])
+def test_the_listener_commits_on_leaving_with_the_generation_and_the_leave_waits_for_it(leave: str) -> None:
+    """Java's onLeavePrepare, on close() and on unsubscribe(): the revoked partitions' commit (the auto commit, the
+    listener's) still names the member and its generation; without them the coordinator answers UNKNOWN_MEMBER_ID
+    while the member is in the group (Apache Kafka 4.4: every unsubscribe() of an auto-committing consumer logged
+    a failed auto commit)."""
     s = joined()
-    s.member.close(s.now_ms)
+    getattr(s.member, leave)(s.now_ms)
     assert [e.kind for e in s.member.take_events()] == ["revoked"]
     commit = s.member.commit_request({("t", 0): 9})  # the rebalance listener's commit
     assert commit.body["generation_id_or_member_epoch"] == 1 and commit.body["member_id"] == "m1"
