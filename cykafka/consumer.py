@@ -47,11 +47,7 @@ from cykafka.consumer_network import NetworkThread, stop_network, stop_unclosed
 from cykafka.consumer_poll import PollLoop
 from cykafka.consumer_waits import ConsumerWaits
 from cykafka.core import ArrowBatchBuilder, ConsumerRecord
-from cykafka.errors import (
-    IllegalStateError,
-    InvalidArgumentError,
-    KafkaTimeoutError,
-)
+from cykafka.errors import IllegalStateError, InvalidArgumentError, KafkaTimeoutError
 from cykafka.fetch_buffer import FetchBuffer
 from cykafka.fetch_collector import ArrowSink, FetchCollector, RecordList, RecordSink
 from cykafka.fetcher import Fetcher
@@ -176,7 +172,7 @@ class Consumer:
         now_ms = self._clock.monotonic_ms()
         for topic in {tp.topic for tp in tps}:
             self._metadata.add_topic(topic, now_ms)
-        self._transport.wakeup()
+        self._fetcher.replan()
 
     @one_thread
     def assignment(self) -> set[TopicPartition]:
@@ -233,18 +229,20 @@ class Consumer:
         value, epoch = checked.offset, checked.leader_epoch
         with self._subscriptions.lock:
             self._subscriptions.state(partition, "seek").seek(value, offset_epoch=epoch, validate=epoch >= 0)
-        self._transport.wakeup()
+        self._fetcher.replan()
 
     @one_thread
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves to the first offset of each partition (default: every assigned one), resolved on the next poll."""
         self._subscriptions.seek_to(partitions, "earliest", "seek_to_beginning")
+        self._fetcher.replan()
 
     @one_thread
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Moves past the last record of each partition (default: every assigned one): the high watermark, the last
         stable offset with read_committed; resolved on the next poll."""
         self._subscriptions.seek_to(partitions, "latest", "seek_to_end")
+        self._fetcher.replan()
 
     @one_thread
     def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
@@ -256,12 +254,12 @@ class Consumer:
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stops fetching and returning these partitions (positions are kept) until resume()."""
         self._subscriptions.set_paused(partitions, True, "pause")
-        self._transport.wakeup()
+        self._fetcher.replan()
 
     @one_thread
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         self._subscriptions.set_paused(partitions, False, "resume")
-        self._transport.wakeup()
+        self._fetcher.replan()
 
     @one_thread
     def paused(self) -> set[TopicPartition]:
@@ -381,7 +379,7 @@ class Consumer:
         if error is None:
             return out
         self._subscriptions.rewind(records[len(out):])
-        self._transport.wakeup()
+        self._fetcher.replan()
         if out:
             return out
         raise error

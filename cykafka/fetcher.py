@@ -123,8 +123,16 @@ class Fetcher:
         """Stops fetching: the next send_ready sends every broker holding a session of ours the Fetch that closes it
         (epoch -1, Java's close); a broker not ready then is skipped (its session expires there)."""
         self._closing = True
+        self.replan()
+
+    def replan(self) -> None:
+        """What the next Fetch asks for changed on the caller's thread (a seek, a pause or resume, a new assignment,
+        closing): a pump armed with the old plan would send it when the answer in flight comes, and the Fetch at the
+        new positions would wait behind that one's fetch.max.wait.ms. So the pumps are disarmed (any thread: their
+        flag is atomic) and the network thread is woken: the answer is filed, and the Fetcher plans the next Fetch."""
         for pump in list(self._pumps.values()):
             pump.disarm()
+        self.transport.wakeup()
 
     @property
     def sessions_closed(self) -> bool:

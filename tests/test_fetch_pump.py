@@ -24,7 +24,7 @@ from cykafka.adapters.socket_transport import SocketTransport
 from cykafka.core import FETCH_PUMP_VERSION, FetchPump, wait_events
 from cykafka.core.fetch_session import FetchSession
 from cykafka.fetch_buffer import FETCH_AHEAD_ANSWERS
-from cykafka.fetcher import fetch_request
+from cykafka.fetcher import Fetcher, fetch_request
 from cykafka.ports import TopicPartition
 from cykafka.protocol import encode_request
 from cykafka.protocol.apis import FETCH
@@ -419,6 +419,57 @@ def test_a_paused_partition_is_fetched_by_the_pump_once_at_most(kafka_broker: An
         while taken < 3000:
             taken += len(_poll(consumer, 1))
         assert taken == 3000
+
+
+@pytest.mark.parametrize("call", ["seek", "seek_to_beginning", "pause"])
+def test_a_seek_or_pause_disarms_the_pump_so_no_fetch_of_the_old_plan_follows(
+        kafka_broker: Any, monkeypatch: pytest.MonkeyPatch, call: str) -> None:
+    """Caught up, a long poll in flight with the pump armed for the next Fetch at the end: a seek (or a pause) on the
+    caller's thread disarms it, so the answer in flight fires no Fetch of the old plan; the next Fetch is the
+    Fetcher's, at the new offset. Before, the pump fired one at the old offset first, and the Fetch at the new offset
+    waited behind its fetch.max.wait.ms (a seek past the end of Apache Kafka's log reset after 1.0 s, two long
+    polls, where Java takes one)."""
+    events: list[tuple[str, list[tuple[str, int, int]]]] = []  # the Fetches sent, in order: the pump's, the Fetcher's
+    fired_by, request = Fetcher._fired, Fetcher._request
+
+    def fired(self: Fetcher, node_id: int, offsets: list[tuple[str, int, int]]) -> Any:
+        events.append(("pump", offsets))
+        return fired_by(self, node_id, offsets)
+
+    def planned(self: Fetcher, plan: Any, **kwargs: Any) -> Any:
+        events.append(("fetcher", [(tp.topic, tp.partition, data[0]) for tp, data in plan.to_send.items()]))
+        return request(self, plan, **kwargs)
+
+    monkeypatch.setattr(Fetcher, "_fired", fired)
+    monkeypatch.setattr(Fetcher, "_request", planned)
+    topic = f"pump-{uuid.uuid4().hex[:8]}"
+    bootstrap = kafka_broker.bootstrap_servers
+    tp = TopicPartition(topic, 0)
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for i in range(3):
+            producer.send(topic, b"%d" % i, partition=0)
+        producer.flush(30)
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                   "fetch.max.wait.ms": 1000}) as consumer:
+        consumer.assign([tp])
+        assert [r.offset for r in _poll(consumer, 3)] == [0, 1, 2]
+        pumps = consumer._fetcher._pumps.values()
+        deadline = time.monotonic() + 10
+        while not any(pump.core.armed for pump in pumps) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the long poll at offset 3 goes out and the pump is armed for its answer
+        assert any(pump.core.armed for pump in pumps)
+        events.clear()
+        if call == "pause":
+            consumer.pause([tp])
+        else:
+            consumer.seek(tp, 0) if call == "seek" else consumer.seek_to_beginning([tp])
+        assert not any(pump.core.armed for pump in pumps)
+        if call == "pause":
+            time.sleep(1.5)  # the long poll's answer comes and is filed
+            assert events == []
+            return
+        assert [r.offset for r in _poll(consumer, 3)] == [0, 1, 2]
+        assert events[0] == ("fetcher", [(topic, 0, 0)])
 
 
 def _poll(consumer: Consumer, count: int) -> list[Any]:
