@@ -782,12 +782,19 @@ cdef class RecordAccumulator:
 
     def split_and_reenqueue(self, ProducerBatch big):
         """Splits a batch the broker found too large into batch.size pieces (same creation time, not charged to the
-        pool), re-points its futures at the pieces and puts them at the head of the deque. Returns the piece count."""
+        pool), re-points its futures at the pieces and puts them at the head of the deque. Returns the piece count.
+        A piece refused again is split into halves by size (one record at least), as Java's since KAFKA-8350: when
+        batch.size is over the topic's max.message.bytes, batch.size pieces were refused and split until
+        delivery.timeout.ms (20 records of 50 B to a topic of max.message.bytes 200 on Apache Kafka)."""
         decompress = None
         if self.compressor is not None:
             compressor = self.compressor
             decompress = lambda codec, data: compressor.decompress(data)
-        batches = decode_batches(big.close(self.compressor), decompress)
+        closed = big.close(self.compressor)
+        cdef Py_ssize_t split_bytes = self.batch_size_bytes
+        if big._parent is not None:
+            split_bytes = len(closed) // 2  # a record larger than that still gets a piece of its own (below)
+        batches = decode_batches(closed, decompress)
         if len(batches) != 1:
             raise CorruptRecordError("a batch to split did not decode as exactly one batch")
         cdef list records = batches[0].records
@@ -809,8 +816,7 @@ cdef class RecordAccumulator:
             owner = owners[i]
             if piece is None or not piece.builder.try_append(record.timestamp_ms, record.key, record.value,
                                                              record.headers):
-                size = max(self.batch_size_bytes,
-                           estimate_size_upper_bound(record.key, record.value, record.headers))
+                size = max(split_bytes, estimate_size_upper_bound(record.key, record.value, record.headers))
                 builder = RecordBatchBuilder(bytearray(size), size, self.codec, self._ratios.get(big.topic, 1.0))
                 piece = ProducerBatch(big.topic, big.partition, builder, big.created_ms, self.completion_factory)
                 piece._parent = big

@@ -1,4 +1,5 @@
-"""cykafka.Producer against real brokers: Tansu (every codec x acks) and librdkafka's 3-broker mock cluster.
+"""cykafka.Producer against real brokers: Tansu (every codec x acks), Apache Kafka (a batch over the topic's
+max.message.bytes split until it fits) and librdkafka's 3-broker mock cluster.
 
 Every record is read back by an independent client (confluent-kafka's consumer, check.crcs=true) and compared field
 by field: key, value, headers, timestamp, partition (keyed records where librdkafka's murmur2_random puts them), and
@@ -123,6 +124,22 @@ def test_futures_resolve_to_the_offsets_the_broker_assigned(broker: EmbeddedBrok
     read = read_back(broker.bootstrap_servers, "it-offsets")
     assert {(r.partition, r.offset): r.value for r in read} == {
         (m.partition, m.offset): b"%d" % i for i, m in enumerate(metadata)}
+
+
+def test_records_batched_past_the_topics_max_message_bytes_are_split_until_they_fit(kafka_broker: Any) -> None:
+    """batch.size (16 KiB) over a topic's max.message.bytes (300): Apache Kafka refuses the batch, the split's first
+    piece and then its halves until they fit (Java's split since KAFKA-8350); every record lands once, in order
+    (read back by confluent-kafka). Before, the same piece was refused until delivery.timeout.ms."""
+    topic = f"it-split-{uuid.uuid4().hex[:8]}"
+    bootstrap = kafka_broker.bootstrap_servers
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 1, config={"max.message.bytes": "300"})], timeout_ms=30_000)[
+            topic].result()
+    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "delivery.timeout.ms": 10_000,
+                   "request.timeout.ms": 5_000}) as producer:
+        futures = [producer.send(topic, b"%02d" % i + b"v" * 48, partition=0) for i in range(20)]
+        assert [f.result(30).offset for f in futures] == list(range(20))
+    assert [r.value for r in read_back(bootstrap, topic)] == [b"%02d" % i + b"v" * 48 for i in range(20)]
 
 
 def test_multi_broker_mock_cluster_all_records_arrive(mock_cluster: MockCluster) -> None:

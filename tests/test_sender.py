@@ -202,6 +202,22 @@ def test_message_too_large_splits_the_batch(wire: dict[int, int] | None) -> None
     assert [len(stored[o]) for o in offsets] == [1000] * 60  # type: ignore[arg-type]
 
 
+def test_a_piece_refused_again_is_split_in_halves_until_it_fits(wire: dict[int, int] | None) -> None:
+    """batch.size over the topic's max.message.bytes: the first split's batch.size piece holds every record again and
+    is refused again. Java's split since KAFKA-8350, ours: a piece refused again is split into halves by size, so
+    the records go in pieces that fit, in order; before, the same piece was split and refused until
+    delivery.timeout.ms (none of the 20 records delivered)."""
+    producer, cluster, clock = make(**{"batch.size": 16384}, wire=wire)
+    cluster.max_message_bytes = 600
+    futures = [producer.send(TOPIC, b"%02d" % i + b"v" * 98, partition=0) for i in range(20)]  # one ~2.5 KB batch
+    for _ in range(20):
+        clock.advance(5)
+        run(producer)
+    assert all(f.done() for f in futures)
+    assert [f.result(0).offset for f in futures] == list(range(20))
+    assert [r.value[:2] for r in cluster.log(TOPIC, 0)] == [b"%02d" % i for i in range(20)]  # type: ignore[index]
+
+
 def test_close_with_a_dead_cluster_returns_by_its_deadline() -> None:
     producer, cluster, _ = make(SystemClock())
     cluster.unreachable.update(cluster.nodes)
