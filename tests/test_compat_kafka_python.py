@@ -307,6 +307,28 @@ def test_transactions(broker: Any) -> None:
         assert values == [b"committed"]
 
 
+def test_kafka_admin_names_import_from_the_admin_module_and_describe_configs_takes_their_resource(
+        broker: Any) -> None:
+    """`from kafka.admin import KafkaAdminClient, NewTopic, ConfigResource, ConfigResourceType`, the common idiom,
+    with only the import changed (the admin module named only KafkaAdminClient, and describe_configs failed on
+    kafka-python's ConfigResource: it took only (type, name) pairs)."""
+    from cykafka.compat.kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+
+    assert NewTopic is compat.NewTopic
+    topic = _topic("adminnames")
+    admin = KafkaAdminClient(bootstrap_servers=_bootstrap(broker))
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
+                                      topic_configs={"retention.ms": "123456"})])
+        by_enum = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+        by_name = admin.describe_configs([ConfigResource("topic", topic)])
+        assert by_enum[("topic", topic)]["retention.ms"] == by_name[("topic", topic)]["retention.ms"] == "123456"
+        with pytest.raises(ValueError, match="resource_type must be a ConfigResourceType or one of TOPIC, BROKER"):
+            ConfigResource("cluster", "x")
+    finally:
+        admin.close()
+
+
 def test_the_admin_example(broker: Any) -> None:
     """docs/high_level.rst's KafkaAdminClient block: create_topics by name and from a dict, delete_topics,
     list_groups, list_group_offsets; 2.x's [NewTopic] and TopicAlreadyExistsError on a second create."""

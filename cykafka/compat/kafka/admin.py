@@ -1,5 +1,6 @@
 """kafka-python's KafkaAdminClient over cykafka's Admin: topics, partitions, configs, groups and their
-offsets, answered in kafka-python's shapes.
+offsets, answered in kafka-python's shapes. `from cykafka.compat.kafka.admin import KafkaAdminClient, NewTopic`
+works as `from kafka.admin import ...` does (NewPartitions, ConfigResource and ConfigResourceType too).
 """
 
 from __future__ import annotations
@@ -12,8 +13,16 @@ from cykafka.admin import Admin
 from cykafka.admin_types import NewTopic as _CyNewTopic
 from cykafka.compat.kafka._config import ADMIN_DEFAULTS, WAIT_FOR_TOPICS_POLL_S, _cy_admin_keys, _now, kafka_config
 from cykafka.compat.kafka.errors import _T, KafkaTimeoutError, translated
-from cykafka.compat.kafka.structs import NewPartitions, OffsetAndMetadata
+from cykafka.compat.kafka.structs import (
+    ConfigResource,
+    ConfigResourceType,
+    NewPartitions,
+    NewTopic,
+    OffsetAndMetadata,
+)
 from cykafka.ports.values import TopicPartition
+
+__all__ = ["ConfigResource", "ConfigResourceType", "KafkaAdminClient", "NewPartitions", "NewTopic"]
 
 # -- admin -------------------------------------------------------------------------------------------------------
 
@@ -182,11 +191,9 @@ class KafkaAdminClient:
 
     def describe_configs(self, config_resources: Iterable[Any], include_synonyms: bool = False
                          ) -> dict[tuple[str, str], dict[str, str | None]]:
-        """{(type, name): {config name: value}}; a resource is a cykafka ConfigResource or (type, name)."""
-        from cykafka.admin_types import ConfigResource
-        resources = [r if isinstance(r, ConfigResource) else ConfigResource(str(getattr(
-            getattr(r, "resource_type", r[0]), "name", getattr(r, "resource_type", r[0]))).lower(),
-            getattr(r, "name", None) or r[1]) for r in config_resources]
+        """{(type, name): {config name: value}}; a resource is a ConfigResource (kafka-python's or cykafka's) or
+        (type, name)."""
+        resources = [_cy_resource(r) for r in config_resources]
         with _T:
             got = self._admin.describe_configs(resources)
         out = {}
@@ -195,6 +202,15 @@ class KafkaAdminClient:
                 raise translated(result.error)
             out[(res.type, res.name)] = {name: entry.value for name, entry in result.result().items()}
         return out
+
+
+def _cy_resource(resource: Any) -> Any:
+    """describe_configs' resource as cykafka's ConfigResource (its type name lower-case: "topic", "broker")."""
+    from cykafka.admin_types import ConfigResource as _CyConfigResource
+    if isinstance(resource, _CyConfigResource):
+        return resource
+    kind, name = (resource.resource_type, resource.name) if isinstance(resource, ConfigResource) else resource
+    return _CyConfigResource((kind.name if isinstance(kind, ConfigResourceType) else str(kind)).lower(), name)
 
 
 def _item(name: str, result: Any) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """kafka-python's structs and helpers (kafka.structs, the serializer classes): OffsetAndMetadata,
-OffsetAndTimestamp, ConsumerGroupMetadata, RecordMetadata, ConsumerRecord, NewTopic, NewPartitions, the
-rebalance listener and the (de)serializers.
+OffsetAndTimestamp, ConsumerGroupMetadata, RecordMetadata, ConsumerRecord, NewTopic, NewPartitions,
+ConfigResource and ConfigResourceType, the rebalance listener and the (de)serializers.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -84,6 +85,28 @@ class NewPartitions:
 
     def __init__(self, total_count: int, new_assignments: list[list[int]] | None = None) -> None:
         self.total_count, self.new_assignments = total_count, new_assignments
+
+
+class ConfigResourceType(enum.IntEnum):
+    """kafka.admin.ConfigResourceType: the kinds of resource describe_configs takes (Kafka's resource type codes)."""
+
+    TOPIC = 2
+    BROKER = 4
+
+
+class ConfigResource:
+    """kafka.admin.ConfigResource(resource_type, name, configs=None): a ConfigResourceType or its name ("TOPIC",
+    "broker"; anything else: ValueError naming the accepted ones, as kafka-python's)."""
+
+    def __init__(self, resource_type: ConfigResourceType | str, name: str,
+                 configs: Mapping[str, str | None] | None = None) -> None:
+        if not isinstance(resource_type, ConfigResourceType):
+            try:
+                resource_type = ConfigResourceType[str(resource_type).upper()]
+            except KeyError:
+                raise ValueError(f"resource_type must be a ConfigResourceType or one of "
+                                 f"{', '.join(t.name for t in ConfigResourceType)}, got {resource_type!r}") from None
+        self.resource_type, self.name, self.configs = resource_type, name, configs
 
 
 class ConsumerRebalanceListener:
