@@ -501,6 +501,19 @@ def test_aiokafka_and_the_compat_module_agree(broker: Any) -> None:
 _RECORD_ARGS = ("t", 1, 7, 1_700_000_000_123, 0, b"k", b"value", None, 1, 5, (("h", b"1"), ("e", b"")))
 
 
+def test_aiokafka_structs_names_import_from_the_structs_module() -> None:
+    """`from aiokafka.structs import TopicPartition` (a common idiom) with only the import changed: the module's names
+    that cykafka.compat.aiokafka offers, the same objects."""
+    from cykafka.compat.aiokafka import structs
+
+    theirs = pytest.importorskip("aiokafka.structs")
+    for name in structs.__all__:
+        assert getattr(structs, name) is getattr(compat, name) and hasattr(theirs, name)
+    assert set(structs.__all__) == {"ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp", "RecordMetadata",
+                                    "TopicPartition"}
+    assert structs.TopicPartition("t", 0) == theirs.TopicPartition("t", 0)
+
+
 def test_the_record_type_behaves_as_aiokafkas_dataclass() -> None:
     """cykafka.compat.aiokafka.ConsumerRecord (built in C) beside aiokafka.structs.ConsumerRecord made of the same
     fields: every attribute, the repr, equality (field by field, with its own class only), unhashable, mutable,

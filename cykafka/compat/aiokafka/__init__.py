@@ -6,7 +6,8 @@ create_batch / send_batch, highwater, sync subscribe / assign / seek / pause), i
 kafka-python ones of cykafka.compat.kafka plus aiokafka's own, each a cykafka KafkaError). No protocol work; per
 record only what the shape forces: a (de)serializer call where configured, the RecordMetadata future send returns,
 one ConsumerRecord per record handed out (built in C from cykafka's, a whole getmany in one pass). `from
-cykafka.compat.aiokafka.errors import ...` works as `from aiokafka.errors import ...`. What differs and why:
+cykafka.compat.aiokafka.errors import ...` works as `from aiokafka.errors import ...`, and `.structs` as
+`aiokafka.structs`. What differs and why:
 docs/migrating-aiokafka.md.
 """
 
