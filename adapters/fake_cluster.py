@@ -149,6 +149,11 @@ class _Partition:
     log_batches: list[tuple[int, bytes]] = field(default_factory=list)  # (last offset, the batch as Fetch serves it)
     epoch_starts: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])  # (leader epoch, start offset)
 
+    @property
+    def last_stable_offset(self) -> int:
+        """The first record of a transaction still open, else the log end (Kafka's LSO)."""
+        return next((r.offset for r in self.records if r.txn_state == "open"), self.next_offset)
+
 
 @dataclass(slots=True)
 class FetchSessionState:
@@ -583,8 +588,9 @@ class FakeCluster:
         return _E.NONE
 
     def _list_offsets(self, node_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
-        """ListOffsets at a partition's leader: earliest (-2) is 0, latest (-1) the log end, a timestamp the first
-        record at or after it."""
+        """ListOffsets at a partition's leader: earliest (-2) is 0, latest (-1) the log end (read_committed: the last
+        stable offset, the first record of a transaction still open, as Kafka's), a timestamp the first record at or
+        after it."""
         topics = []
         for t in body["topics"]:
             answers = []
@@ -601,8 +607,11 @@ class FakeCluster:
                         else self._epoch_check(part, q.get("current_leader_epoch", -1)))
                 if code == _E.NONE:
                     answer["leader_epoch"] = part.leader_epoch
-                    if q["timestamp"] in (-2, -1):
-                        answer["offset"] = 0 if q["timestamp"] == -2 else part.next_offset
+                    if q["timestamp"] == -2:
+                        answer["offset"] = 0
+                    elif q["timestamp"] == -1:
+                        answer["offset"] = part.last_stable_offset if body.get("isolation_level") == 1 \
+                            else part.next_offset
                     else:
                         found = next((r for r in part.records if r.timestamp_ms >= q["timestamp"]), None)
                         if found is not None:
@@ -703,7 +712,7 @@ class FakeCluster:
             return {**answer, "error_code": code}
         if not 0 <= fetch_offset <= part.next_offset:
             return {**answer, "error_code": _E.OFFSET_OUT_OF_RANGE}
-        stable = next((r.offset for r in part.records if r.txn_state == "open"), part.next_offset)
+        stable = part.last_stable_offset
         records = bytearray()
         for last_offset, raw in part.log_batches:
             if last_offset < fetch_offset:

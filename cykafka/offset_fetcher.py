@@ -8,8 +8,8 @@ Owns:
   failure until its deadline);
 - the offset lookups of the API: `list_offsets` (ListOffsets, the request layer's one request and reader,
   cykafka/requests/offsets.py; `beginning_offsets`, `offsets_for_times` on it) and `end_offsets` (the high watermark,
-  the last stable offset with read_committed, from a one-byte Fetch at ListOffsets latest's offset: docs/consumer.md
-  says why);
+  the last stable offset with read_committed: ListOffsets latest, and from a broker without finalized features, Tansu,
+  a one-byte Fetch at its offset: docs/consumer.md says why);
 - KIP-320's validation (`validate_positions`): a position whose leader epoch grew is checked with the leader
   (OffsetForLeaderEpoch), and `divergence` (cykafka/subscription_state.py) decides.
 Each lookup is a `Fanout` of the request layer: partitions by their leader from the metadata snapshot (one without a
@@ -292,11 +292,14 @@ class OffsetFetcher:
                                lambda answer: read_list_offsets(answer, "listing offsets of"))
 
     def end_offsets(self, tps: list[TopicPartition], deadline_ms: int) -> dict[TopicPartition, int]:
-        """High watermarks (last stable offsets with read_committed) from a Fetch at the offset ListOffsets latest
-        gives: Kafka's is the high watermark, Tansu's the last batch's first offset + 1; both are in range, and the
-        Fetch answer carries the true watermarks (docs/consumer.md)."""
+        """High watermarks (last stable offsets with read_committed): ListOffsets latest, as Java's, from a broker
+        that reports finalized features (Apache Kafka 2.7 on); from the others (Tansu's latest is the last batch's
+        first offset + 1) a Fetch at the offset it gave, in range on both, whose answer carries the true watermarks
+        (docs/consumer.md)."""
         starts = {tp: info.offset for tp, info in
                   self.list_offsets(dict.fromkeys(tps, LATEST_TIMESTAMP), deadline_ms).items()}
+        if self.asker.router.transport.finalized_features().epoch >= 0:
+            return starts
         read_committed = self.config.read_committed
 
         def request(group: list[TopicPartition]) -> Request:  # Tansu answers max_wait_ms=0 with no partitions

@@ -33,6 +33,7 @@ from cykafka import (
     TopicPartition,
 )
 from cykafka.broker import EmbeddedBroker
+from cykafka.protocol.apis import FETCH, LIST_OFFSETS
 from cykafka.verify import read_back
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -117,6 +118,42 @@ def test_poll_batch_equals_poll(broker: EmbeddedBroker) -> None:
     as_records = sorted((r["topic"], r["partition"], r["offset"], int(r["timestamp"].timestamp() * 1000), r["key"],
                          r["value"], [(h["key"], h["value"]) for h in r["headers"] or []]) for r in rows)
     assert as_records == _rows(records)
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_end_offsets_of_a_fetching_consumer_are_one_listoffsets_on_kafka(broker: Any, isolation: str) -> None:
+    """Java's endOffsets: ListOffsets latest, the high watermark (the last stable offset with read_committed: a
+    transaction left open at offset 2). A broker that reports finalized features (Apache Kafka) is asked that alone;
+    Tansu, whose "latest" is one batch short, also gets the one-byte Fetch at it that reads the true watermark. A
+    consumer fetching meanwhile keeps a long poll in flight, which each request waits behind on its connection: the
+    second request made end_offsets take up to two fetch.max.wait.ms on Kafka (1.0 s) where Java's takes one."""
+    topic = _topic("ends")
+    tp = TopicPartition(topic, 0)
+    bootstrap = broker.bootstrap_servers
+    _write(bootstrap, topic, [(0, None, b"v0", []), (0, None, b"v1", [])])
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "transactional.id": f"open-{topic}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=0)
+    assert producer.flush(30) == 0
+    with _consumer(bootstrap, isolation_level=isolation) as consumer:
+        consumer.assign([tp])
+        assert [r.value for r in _poll_all(consumer, 2)][:2] == [b"v0", b"v1"]
+        consumer.poll(0.1)  # a long poll at the end goes out
+        sent: list[tuple[int, int]] = []  # (api key, a Fetch's max_wait_ms: end_offsets' waits 1 ms) sent meanwhile
+        send = consumer._transport.send
+
+        def recorded(node_id: int, request: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append((request.api_key, request.body.get("max_wait_ms", -1)))
+            return send(node_id, request, *args, **kwargs)
+
+        consumer._transport.send = recorded  # type: ignore[method-assign]
+        ends = consumer.end_offsets([tp])
+    producer.abort_transaction(30)
+    assert ends == {tp: 2 if isolation == "read_committed" else 3}
+    asked = [api for api, max_wait_ms in sent if api == LIST_OFFSETS.key or (api, max_wait_ms) == (FETCH.key, 1)]
+    assert asked == ([LIST_OFFSETS.key] if broker.__class__.__name__ != "EmbeddedBroker" else
+                     [LIST_OFFSETS.key, FETCH.key]), sent
 
 
 def test_seek_position_and_offsets(broker: EmbeddedBroker) -> None:
