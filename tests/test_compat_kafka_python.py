@@ -26,6 +26,7 @@ from cykafka.compat.kafka import (
     TopicPartition,
 )
 from cykafka.compat.kafka.errors import (
+    IllegalArgumentError,
     IllegalStateError,
     KafkaConfigurationError,
     KafkaError,
@@ -323,7 +324,7 @@ def test_kafka_admin_names_import_from_the_admin_module_and_describe_configs_tak
         by_enum = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
         by_name = admin.describe_configs([ConfigResource("topic", topic)])
         assert by_enum[("topic", topic)]["retention.ms"] == by_name[("topic", topic)]["retention.ms"] == "123456"
-        with pytest.raises(ValueError, match="resource_type must be a ConfigResourceType or one of TOPIC, BROKER"):
+        with pytest.raises(IllegalArgumentError, match="must be a ConfigResourceType or one of TOPIC, BROKER"):
             ConfigResource("cluster", "x")
     finally:
         admin.close()

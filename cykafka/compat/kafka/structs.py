@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from cykafka.compat.kafka.errors import IllegalArgumentError
 from cykafka.ports.values import TopicPartition
 
 # -- structs -----------------------------------------------------------------------------------------------------
@@ -96,7 +97,8 @@ class ConfigResourceType(enum.IntEnum):
 
 class ConfigResource:
     """kafka.admin.ConfigResource(resource_type, name, configs=None): a ConfigResourceType or its name ("TOPIC",
-    "broker"; anything else: ValueError naming the accepted ones, as kafka-python's)."""
+    "broker"); anything else is an IllegalArgumentError (a ValueError too) naming the accepted ones, where
+    kafka-python's raises a bare KeyError."""
 
     def __init__(self, resource_type: ConfigResourceType | str, name: str,
                  configs: Mapping[str, str | None] | None = None) -> None:
@@ -104,7 +106,7 @@ class ConfigResource:
             try:
                 resource_type = ConfigResourceType[str(resource_type).upper()]
             except KeyError:
-                raise ValueError(f"resource_type must be a ConfigResourceType or one of "
+                raise IllegalArgumentError(f"resource_type must be a ConfigResourceType or one of "
                                  f"{', '.join(t.name for t in ConfigResourceType)}, got {resource_type!r}") from None
         self.resource_type, self.name, self.configs = resource_type, name, configs
 
