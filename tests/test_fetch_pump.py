@@ -458,7 +458,7 @@ def test_a_seek_or_pause_disarms_the_pump_so_no_fetch_of_the_old_plan_follows(
         while not any(pump.core.armed for pump in pumps) and time.monotonic() < deadline:
             time.sleep(0.01)  # the long poll at offset 3 goes out and the pump is armed for its answer
         assert any(pump.core.armed for pump in pumps)
-        events.clear()
+        before = len(events)  # (the answer may come meanwhile: what was sent before the call is not asked about)
         if call == "pause":
             consumer.pause([tp])
         else:
@@ -466,10 +466,10 @@ def test_a_seek_or_pause_disarms_the_pump_so_no_fetch_of_the_old_plan_follows(
         assert not any(pump.core.armed for pump in pumps)
         if call == "pause":
             time.sleep(1.5)  # the long poll's answer comes and is filed
-            assert events == []
+            assert events[before:] == []
             return
         assert [r.offset for r in _poll(consumer, 3)] == [0, 1, 2]
-        assert events[0] == ("fetcher", [(topic, 0, 0)])
+        assert events[before] == ("fetcher", [(topic, 0, 0)])
 
 
 def _poll(consumer: Consumer, count: int) -> list[Any]:
