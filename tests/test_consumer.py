@@ -467,6 +467,11 @@ class _ScriptedFetches:
     def wakeup(self) -> None: ...
     def close(self, linger_s: float = 0.0) -> None: ...
 
+    def finalized_features(self) -> Any:  # none reported, as Tansu: end offsets read from a Fetch too
+        from cykafka.ports import FinalizedFeatures
+
+        return FinalizedFeatures()
+
 
 class _OneLeader:
     def __init__(self, topic: str) -> None:
