@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cykafka.admin import Admin
+from cykafka.admin_types import ConfigResource as _CyConfigResource
 from cykafka.admin_types import NewTopic as _CyNewTopic
 from cykafka.compat.kafka._config import ADMIN_DEFAULTS, WAIT_FOR_TOPICS_POLL_S, _cy_admin_keys, _now, kafka_config
 from cykafka.compat.kafka.errors import _T, KafkaTimeoutError, translated
@@ -204,9 +205,8 @@ class KafkaAdminClient:
         return out
 
 
-def _cy_resource(resource: Any) -> Any:
+def _cy_resource(resource: Any) -> _CyConfigResource:
     """describe_configs' resource as cykafka's ConfigResource (its type name lower-case: "topic", "broker")."""
-    from cykafka.admin_types import ConfigResource as _CyConfigResource
     if isinstance(resource, _CyConfigResource):
         return resource
     kind, name = (resource.resource_type, resource.name) if isinstance(resource, ConfigResource) else resource
